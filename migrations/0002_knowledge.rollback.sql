@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS knowledges;
+DROP TABLE IF EXISTS knowledge_bases;

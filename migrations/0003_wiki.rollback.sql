@@ -1,0 +1,3 @@
+DROP TABLE IF EXISTS wiki_extractions;
+DROP TABLE IF EXISTS wiki_links;
+DROP TABLE IF EXISTS wiki_pages;

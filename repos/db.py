@@ -1,0 +1,86 @@
+"""The PostgreSQL connection pool and the schema migrations.
+
+One ``psycopg_pool.ConnectionPool`` per process; borrow a connection with ``with pool.connection()``
+and never hold it across calls. Rows come back as dicts (``psycopg.rows.dict_row``).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+from yoyo import get_backend, read_migrations
+
+from wiki.settings import Settings
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
+
+_pool: ConnectionPool | None = None
+_pool_lock = threading.Lock()
+
+
+def yoyo_url(database_url: str) -> str:
+    """yoyo wants ``postgresql+psycopg://``; accept the usual ``postgres(ql)://`` forms."""
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if database_url.startswith(prefix):
+            return "postgresql+psycopg://" + database_url[len(prefix):]
+    raise ValueError(f"not a PostgreSQL URL: {database_url.split('@')[-1]!r}")
+
+
+def apply_migrations(database_url: str) -> int:
+    """Apply every pending migration under ``migrations/``; returns how many were applied (0 = no-op)."""
+    backend = get_backend(yoyo_url(database_url))
+    migrations = read_migrations(str(MIGRATIONS_DIR))
+    with backend.lock():
+        pending = backend.to_apply(migrations)
+        backend.apply_migrations(pending)
+    return len(pending)
+
+
+def rollback_migrations(database_url: str) -> int:
+    """Roll back every applied migration (tests and ``kbwiki migrate --rollback``); returns the count."""
+    backend = get_backend(yoyo_url(database_url))
+    migrations = read_migrations(str(MIGRATIONS_DIR))
+    with backend.lock():
+        applied = backend.to_rollback(migrations)
+        backend.rollback_migrations(applied)
+    return len(applied)
+
+
+def make_pool(database_url: str, min_size: int = 1, max_size: int = 10) -> ConnectionPool:
+    """Open a pool of autocommit=False connections returning dict rows; waits until one connects.
+
+    Raises ``psycopg_pool.PoolTimeout`` when the server cannot be reached within 30 s.
+    """
+    pool = ConnectionPool(
+        database_url,
+        min_size=min_size,
+        max_size=max(min_size, max_size),
+        kwargs={"row_factory": dict_row},
+        open=False,
+        name="kbwiki",
+    )
+    pool.open(wait=True, timeout=30)
+    return pool
+
+
+def get_pool(settings: Settings) -> ConnectionPool:
+    """The process-wide pool, opened on first use from ``settings``."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            if not settings.database_url:
+                raise RuntimeError("DATABASE_URL is not set (the kbwiki command sets it for embedded servers)")
+            _pool = make_pool(settings.database_url, settings.db_pool_min, settings.db_pool_max)
+        return _pool
+
+
+def close_pool() -> None:
+    """Close the process-wide pool (worker shutdown, end of a command); safe to call twice."""
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            _pool.close()
+            _pool = None

@@ -1,0 +1,60 @@
+"""Settings for every kbwiki process, read from the environment.
+
+Variables use the prefix ``KBWIKI_`` (``KBWIKI_INGEST_BATCH_SIZE=50``); ``DATABASE_URL`` and
+``REDIS_URL`` are also read as they are, the way Procfile platforms set them. When both URLs are
+unset the ``kbwiki`` command starts local servers under ``home`` (see ``kbwiki.services``).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """All tunables, with defaults and bounds. Raises ``pydantic.ValidationError`` on bad values."""
+
+    model_config = SettingsConfigDict(env_prefix="KBWIKI_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("KBWIKI_DATABASE_URL", "DATABASE_URL")
+    )
+    redis_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("KBWIKI_REDIS_URL", "REDIS_URL")
+    )
+    home: str = Field(default=".kbwiki", description="Folder for the embedded servers' data.")
+
+    db_pool_min: int = Field(default=1, ge=1, le=64)
+    db_pool_max: int = Field(default=10, ge=1, le=256)
+
+    redis_namespace: str = Field(default="dramatiq", description="Dramatiq's Redis key namespace.")
+    key_prefix: str = Field(default="kbwiki", description="Prefix of kbwiki's own Redis keys.")
+
+    ingest_batch_size: int = Field(default=50, ge=1, le=1000, description="Documents per reduce batch.")
+    ingest_map_parallel: int = Field(default=8, ge=1, le=256, description="Map ops claimed per KB at once.")
+    ingest_reduce_parallel: int = Field(default=4, ge=1, le=64, description="Slugs written at once in reduce.")
+    wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
+
+    active_lock_ttl_s: int = Field(default=60, ge=5, le=3600, description="TTL of the active-batch lock.")
+    debounce_ms: int = Field(default=500, ge=0, le=60_000, description="Trigger debounce window.")
+    stale_claim_s: int = Field(default=300, ge=5, le=86_400, description="Age after which a claim is abandoned.")
+    sweep_interval_s: int = Field(default=30, ge=1, le=3600, description="Recovery sweeper period.")
+
+    max_document_chars: int = Field(default=400_000, ge=1000, description="Longer documents are cut.")
+    min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
+
+    extractor: Literal["offline", "llm"] = "offline"
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = None
+
+    log_level: str = "INFO"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
