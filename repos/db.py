@@ -7,7 +7,10 @@ and never hold it across calls. Rows come back as dicts (``psycopg.rows.dict_row
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
+
+from psycopg import Connection
 
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -84,3 +87,16 @@ def close_pool() -> None:
         if _pool is not None:
             _pool.close()
             _pool = None
+
+
+def borrow(pool: ConnectionPool, conn: Connection | None) -> AbstractContextManager[Connection]:
+    """The caller's connection (its transaction, no commit here), or a pooled one committed on exit.
+
+    Repositories take an optional ``conn`` so several writes can share one transaction.
+    """
+    return nullcontext(conn) if conn is not None else pool.connection()
+
+
+def advisory_xact_lock(conn: Connection, key: str) -> None:
+    """Serialize a critical section across processes until ``conn``'s transaction ends."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))

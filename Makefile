@@ -1,0 +1,28 @@
+# Developer entry points. `make test` is what CI runs (through .ci/run).
+
+PYTHON ?= python3
+VENV ?= .venv
+PYTEST_ARGS ?=
+
+.PHONY: install test demo worker bench-linux
+
+# The stamp makes `install` a no-op until pyproject.toml changes (or the venv is removed).
+install: $(VENV)/.kbwiki-installed
+
+$(VENV)/.kbwiki-installed: pyproject.toml
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -e ".[test]"
+	touch $@
+
+test: install
+	bash .ci/services.sh
+	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
+
+demo: install
+	$(VENV)/bin/kbwiki demo
+
+worker: install
+	$(VENV)/bin/kbwiki worker
+
+bench-linux: install
+	$(VENV)/bin/python bench/ingest_linux.py

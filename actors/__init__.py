@@ -1,0 +1,18 @@
+"""kbwiki's Dramatiq actors: ``dramatiq actors`` (or ``kbwiki worker``) loads this package.
+
+Importing it builds the RedisBroker from settings and declares every actor on it:
+``wiki_submit``/``wiki_ingest`` (enter work), ``wiki_map``, ``wiki_reduce``, ``wiki_crosslink``,
+``wiki_rebuild_index``; workers also run the recovery sweeper.
+"""
+
+from actors.broker import build_broker
+from wiki.settings import get_settings
+
+broker = build_broker(get_settings())
+
+from actors import crosslink, index, ingest, map, reduce  # noqa: E402,F401  (declares the actors)
+from actors.deps import get_deps  # noqa: E402
+from actors.recovery import sweep  # noqa: E402
+from middleware.periodic import PeriodicMiddleware  # noqa: E402
+
+broker.add_middleware(PeriodicMiddleware(lambda: sweep(get_deps()), get_settings().sweep_interval_s, "sweeper"))

@@ -1,0 +1,35 @@
+"""Pydantic models of actor keyword arguments: every message is validated before any work."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class KbArgs(BaseModel):
+    """Arguments of every per-KB trigger actor."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tenant_id: int = Field(ge=0)
+    knowledge_base_id: str = Field(min_length=1, max_length=64)
+
+
+class MapArgs(KbArgs):
+    """``wiki_map``: one document op."""
+
+    knowledge_id: str = Field(min_length=1, max_length=64)
+    op_id: int = Field(ge=1)
+
+
+class SubmitArgs(KbArgs):
+    """``wiki_submit``: a producer app hands over one document."""
+
+    title: str = Field(min_length=1, max_length=2000)
+    content: str
+    source_uri: str = Field(default="", max_length=2000)
+
+
+class RetractArgs(KbArgs):
+    """``wiki_retract``: a producer app deletes one document."""
+
+    knowledge_id: str = Field(min_length=1, max_length=64)

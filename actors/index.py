@@ -1,0 +1,38 @@
+"""The index page: per-type counts and the 200 most recent summaries, whatever the KB size."""
+
+from __future__ import annotations
+
+import dramatiq
+import structlog
+
+from actors.args import KbArgs
+from actors.deps import Deps, get_deps
+from actors.triggers import clear_trigger
+from wiki.models import Page
+from wiki.render import render_index_page
+
+log = structlog.get_logger(__name__)
+
+INDEX_SLUG = "index"
+RECENT_SUMMARIES = 200
+
+
+def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page:
+    """Rewrite the KB's index page from two bounded queries (counts, recent summaries)."""
+    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+    counts = deps.pages.counts_by_type(kb.id)
+    recent = deps.pages.recent(kb.id, "summary", RECENT_SUMMARIES)
+    page = Page(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, slug=INDEX_SLUG, title=f"{kb.name} index",
+                page_type="index", content=render_index_page(kb.name, counts, recent),
+                summary=f"Index of {kb.name}")
+    return deps.pages.save(page)
+
+
+@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=120_000)
+def wiki_rebuild_index(**kwargs) -> None:
+    """Trigger: rebuild the KB's index page."""
+    args = KbArgs.model_validate(kwargs)
+    deps = get_deps()
+    clear_trigger(deps, "wiki_rebuild_index", args.knowledge_base_id)
+    page = rebuild_index(deps, args.tenant_id, args.knowledge_base_id)
+    log.info("index.rebuilt", knowledge_base_id=args.knowledge_base_id, version=page.version)

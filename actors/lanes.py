@@ -1,0 +1,11 @@
+"""Names of the durable lanes (``task_pending_ops.task_type``) the wiki pipeline moves ops through."""
+
+SCOPE_KB = "knowledge_base"
+INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
+REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch
+FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair
+WIKI_LANES = (INGEST, REDUCE, FINALIZE)
+
+OP_INGEST = "ingest"
+OP_RETRACT = "retract"
+OP_TOUCH = "touch"

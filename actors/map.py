@@ -1,0 +1,82 @@
+"""Map: one document -> a validated extraction in ``wiki_extractions``, op moved to the reduce lane.
+
+Runs on any worker, one message per document. Unchanged content hits the extraction cache and
+costs no extractor call. A failing document is counted against its in-batch retry budget; past
+``wiki_max_fail_retries`` it becomes a ``wiki:ingest`` dead letter and the others go on.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import dramatiq
+import structlog
+
+from actors.args import MapArgs
+from actors.coordination import tombstone_key
+from actors.deps import Deps, get_deps
+from actors.lanes import INGEST, REDUCE
+from actors.triggers import send_trigger
+
+log = structlog.get_logger(__name__)
+
+
+def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_id: int) -> str:
+    """Extract one document for the op ``op_id``; returns the outcome.
+
+    Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
+    ``deleted`` (document deleted or tombstoned: the op is dropped), ``retry`` (failure counted,
+    op released) and ``dead`` (budget exhausted, dead-lettered).
+    """
+    op = deps.ops.get(op_id)
+    if op is None or op.task_type != INGEST:
+        return "gone"
+    doc = deps.docs.get(knowledge_id)
+    tombstoned = deps.redis.exists(tombstone_key(deps.settings.key_prefix, knowledge_base_id, knowledge_id))
+    if doc is None or doc.status in ("deleting", "deleted") or tombstoned:
+        deps.ops.delete_by_ids([op_id])
+        return "deleted"
+    name = deps.extractor.name
+    outcome = "cached"
+    try:
+        extraction = deps.extractions.get(knowledge_base_id, doc.id, doc.content_hash, name)
+        if extraction is None:
+            extraction = deps.extractor.extract(doc.title, doc.content)
+            outcome = "mapped"
+    except Exception as exc:
+        return _count_failure(deps, op, exc)
+    with deps.pool.connection() as conn:
+        deps.extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
+        deps.ops.move([op_id], REDUCE, payload_patch={"content_hash": doc.content_hash, "extractor": name}, conn=conn)
+        deps.docs.set_status([doc.id], "mapped", conn=conn)
+    return outcome
+
+
+def _count_failure(deps: Deps, op, exc: Exception) -> str:
+    error = "".join(traceback.format_exception(exc))[-8192:]
+    fails = deps.ops.incr_fail_count(op.id)
+    if fails is None:
+        return "gone"
+    if fails > deps.settings.wiki_max_fail_retries:
+        with deps.pool.connection() as conn:
+            op = op.model_copy(update={"fail_count": fails})
+            deps.dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
+            deps.docs.set_status([op.dedup_key], "failed", f"extraction failed {fails} times: {exc!r}", conn=conn)
+        log.error("document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
+        return "dead"
+    deps.ops.release([op.id])
+    log.warning("document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
+    return "retry"
+
+
+@dramatiq.actor(queue_name="wiki_map", max_retries=3, time_limit=300_000)
+def wiki_map(**kwargs) -> None:
+    """Map one document, then keep the pipeline moving: refill map slots, trigger the reduce."""
+    args = MapArgs.model_validate(kwargs)
+    deps = get_deps()
+    outcome = map_document(deps, args.tenant_id, args.knowledge_base_id, args.knowledge_id, args.op_id)
+    log.info("document.mapped", knowledge_id=args.knowledge_id, outcome=outcome)
+    kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
+    send_trigger(deps, "wiki_ingest", debounce=False, **kb)
+    if outcome in ("mapped", "cached"):
+        send_trigger(deps, "wiki_reduce", **kb)

@@ -1,0 +1,31 @@
+"""The recovery sweeper: after a Redis flush or killed workers, every lane with rows drains again.
+
+Runs on worker boot and every ``sweep_interval_s`` (``middleware.periodic.PeriodicMiddleware``):
+clears abandoned claims (older than ``stale_claim_s``) and sends a trigger for every lane that has
+rows. Triggers are debounced, so several workers sweeping at once send one message per lane.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from actors.deps import Deps
+from actors.lanes import FINALIZE, INGEST, REDUCE, SCOPE_KB
+from actors.triggers import send_trigger
+
+log = structlog.get_logger(__name__)
+
+LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink"}
+
+
+def sweep(deps: Deps) -> int:
+    """Reclaim stale claims and re-trigger lanes with rows; returns the number of triggers sent."""
+    reclaimed = deps.ops.reclaim_stale(deps.settings.stale_claim_s)
+    sent = 0
+    for lane in deps.ops.lanes_with_rows():
+        actor = LANE_ACTORS.get(lane.task_type)
+        if actor and lane.scope == SCOPE_KB:
+            sent += send_trigger(deps, actor, tenant_id=lane.tenant_id, knowledge_base_id=lane.scope_id)
+    if reclaimed or sent:
+        log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
+    return sent

@@ -1,0 +1,153 @@
+"""The ``kbwiki`` command: migrate, worker, ingest, status, export, dead-letters, demo.
+
+Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
+starts (or reuses) local servers under ``./.kbwiki/`` and applies migrations; with them set it
+uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's release line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from wiki.settings import Settings, get_settings
+
+
+@contextlib.contextmanager
+def services() -> Iterator[Settings]:
+    """Settings with servers reachable: the configured ones, or embedded ones started for this command."""
+    from kbwiki.services import local_services
+    from repos.db import apply_migrations
+
+    base = get_settings()
+    embedded = not (base.database_url and base.redis_url)
+    with local_services(base) as settings:
+        get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        if embedded:
+            apply_migrations(settings.database_url)
+        yield settings
+
+
+def _deps():
+    import actors  # noqa: F401  (builds the broker the producer API sends triggers through)
+    from actors.deps import get_deps
+
+    return get_deps()
+
+
+def _kb(deps, tenant: int, name: str, create: bool = False):
+    kb = deps.kbs.get_or_create(tenant, name) if create else deps.kbs.get_by_name(tenant, name)
+    if kb is None:
+        raise click.ClickException(f"no knowledge base named {name!r} for tenant {tenant}")
+    return kb
+
+
+tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")
+kb_option = click.option("--kb", "kb_name", required=True, help="Knowledge base name.")
+
+
+@click.group()
+def main() -> None:
+    """kbwiki: turn a knowledge base of documents into an interlinked, cited wiki."""
+
+
+@main.command()
+@click.option("--rollback", is_flag=True, help="Roll back every migration instead (destroys data).")
+def migrate(rollback: bool) -> None:
+    """Apply pending database migrations (a no-op when up to date)."""
+    from repos.db import apply_migrations, rollback_migrations
+
+    with services() as settings:
+        if rollback:
+            click.echo(f"rolled back {rollback_migrations(settings.database_url)} migrations")
+        else:
+            click.echo(f"applied {apply_migrations(settings.database_url)} migrations")
+
+
+@main.command()
+@click.option("--processes", "-p", default=2, show_default=True, type=int)
+@click.option("--threads", "-t", default=8, show_default=True, type=int)
+@click.option("--watch", is_flag=True, help="Reload workers when code changes (development).")
+def worker(processes: int, threads: int, watch: bool) -> None:
+    """Run Dramatiq workers on the ``actors`` package until interrupted."""
+    from kbwiki.workers import run_workers
+
+    with services():
+        sys.exit(run_workers(processes, threads, watch=watch))
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@kb_option
+@tenant_option
+@click.option("--wait", is_flag=True, help="Show progress until every lane of the KB is empty.")
+@click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
+def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) -> None:
+    """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
+    from kbwiki.ingest import ingest_docs, wait_for_lanes
+    from kbwiki.corpus import iter_folder_docs
+
+    with services():
+        deps = _deps()
+        kb = _kb(deps, tenant, kb_name, create=True)
+        report = ingest_docs(deps, kb, iter_folder_docs(path))
+        click.echo(report.describe())
+        if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
+            raise click.ClickException(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s")
+
+
+@main.command()
+@kb_option
+@tenant_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(kb_name: str, tenant: int, as_json: bool) -> None:
+    """Pages by type, links, orphans, dead links, rows per lane and dead letters of a KB."""
+    from kbwiki.status import kb_status
+
+    with services():
+        deps = _deps()
+        report = kb_status(deps, _kb(deps, tenant, kb_name))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    for section, values in report.items():
+        if isinstance(values, dict):
+            click.echo(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values else f"{section}: none")
+        else:
+            click.echo(f"{section}: {values}")
+
+
+@main.command()
+@kb_option
+@tenant_option
+@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+def export(kb_name: str, tenant: int, out_dir: Path) -> None:
+    """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault."""
+    from kbwiki.export import export_vault
+
+    with services():
+        deps = _deps()
+        n = export_vault(deps.pages, _kb(deps, tenant, kb_name).id, out_dir)
+    click.echo(f"exported {n} pages to {out_dir}")
+
+
+@main.command()
+@click.option("--kb", "kb_name", default="python-stdlib", show_default=True)
+@click.option("--out", "out_dir", default="wiki-out", show_default=True, type=click.Path(path_type=Path))
+@click.option("--processes", "-p", default=2, show_default=True, type=int)
+@click.option("--threads", "-t", default=4, show_default=True, type=int)
+def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
+    """Build a wiki of the Python standard library's documentation, export it and print its numbers."""
+    from kbwiki.demo import run_demo
+
+    with services():
+        sys.exit(run_demo(_deps(), kb_name, out_dir, processes, threads))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""``kbwiki demo``: a wiki of the Python standard library's documentation, end to end."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from actors.deps import Deps
+from kbwiki.corpus import iter_stdlib_docs
+from kbwiki.export import export_vault
+from kbwiki.ingest import ingest_docs, wait_for_lanes
+from kbwiki.status import kb_status
+from kbwiki.vault import check_vault
+from kbwiki.workers import start_workers, stop_workers
+
+DEMO_TIMEOUT_S = 900
+
+
+def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: int) -> int:
+    """Start workers, ingest the stdlib docs, wait, export, print the numbers; returns an exit code."""
+    started = time.monotonic()
+    kb = deps.kbs.get_or_create(1, kb_name)
+    log_path = Path(deps.settings.home) / "demo-worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    workers = start_workers(processes, threads, log_path)
+    try:
+        report = ingest_docs(deps, kb, iter_stdlib_docs())
+        click.echo(f"submitted: {report.describe()}")
+        drained = wait_for_lanes(deps, kb, report.queued, DEMO_TIMEOUT_S)
+    finally:
+        stop_workers(workers)
+    if not drained:
+        click.echo(f"lanes did not drain within {DEMO_TIMEOUT_S} s; worker log: {log_path}", err=True)
+        return 1
+    pages = export_vault(deps.pages, kb.id, out_dir)
+    vault = check_vault(out_dir)
+    status = kb_status(deps, kb)
+    elapsed = time.monotonic() - started
+    by_type = status["pages"]
+    click.echo(f"pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(by_type.items())))
+    click.echo(f"links: {status['links']['links']}  orphans: {status['links']['orphans']}  "
+               f"dead links: {status['links']['dead_links']}")
+    click.echo(f"vault: {out_dir}/ files={pages} links={vault.links} dead links={vault.dead}")
+    click.echo(f"dead letters: {status['dead_letters']}  time: {elapsed:.1f} s")
+    return 0 if vault.dead == 0 and status["links"]["dead_links"] == 0 else 1

@@ -1,0 +1,85 @@
+"""Feeding a folder (or any iterable of documents) to a KB, and waiting for the wiki to catch up."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from actors.deps import Deps
+from actors.ingest import submit_document
+from actors.lanes import SCOPE_KB, WIKI_LANES
+from kbwiki.corpus import CorpusDoc, Rejected
+from wiki.models import KnowledgeBase
+
+POLL_S = 0.5
+
+
+@dataclass
+class IngestReport:
+    """Counts per outcome, and the reason of every skipped or rejected input."""
+
+    counts: Counter = field(default_factory=Counter)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def queued(self) -> int:
+        return self.counts["queued"]
+
+    def describe(self) -> str:
+        head = ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())) or "no documents found"
+        return "\n".join([head, *self.problems[:50]] + ([f"... {len(self.problems) - 50} more"] if len(self.problems) > 50 else []))
+
+
+def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
+    """Submit every document; rejected inputs (binary, undecodable) are reported, never stored."""
+    report = IngestReport()
+    for doc in docs:
+        if isinstance(doc, Rejected):
+            report.counts["rejected"] += 1
+            report.problems.append(f"rejected {doc.path}: {doc.reason}")
+            continue
+        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
+                                 content=doc.text, source_uri=doc.source_uri)
+        report.counts[result.status] += 1
+        if result.reason:
+            report.problems.append(f"{result.status} {doc.source_uri}: {result.reason}")
+    return report
+
+
+def lane_rows(deps: Deps, kb_id: str) -> int:
+    """Rows in every wiki lane of the KB (claimed ones included)."""
+    counts = deps.ops.counts_by_lane(SCOPE_KB, kb_id)
+    return sum(counts.get(lane, 0) for lane in WIKI_LANES)
+
+
+def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: float, progress: bool = True) -> bool:
+    """Block until every lane of the KB is empty, with a progress bar of documents settled.
+
+    Returns False when ``timeout_s`` passes first. Needs running workers (``kbwiki worker``).
+    """
+    deadline = time.monotonic() + timeout_s
+    bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0)
+    settled_before = _settled(deps, kb.id) - expected if expected else 0
+    try:
+        while time.monotonic() < deadline:
+            rows = lane_rows(deps, kb.id)
+            bar.n = min(expected, max(0, _settled(deps, kb.id) - settled_before))
+            bar.set_postfix(lane_rows=rows)
+            bar.refresh()
+            if rows == 0:
+                bar.n = expected
+                bar.refresh()
+                return True
+            time.sleep(POLL_S)
+        return False
+    finally:
+        bar.close()
+
+
+def _settled(deps: Deps, kb_id: str) -> int:
+    counts = deps.docs.count_by_status(kb_id)
+    return sum(counts.get(s, 0) for s in ("done", "failed", "skipped", "deleted"))

@@ -1,0 +1,30 @@
+"""Checking an exported vault: every ``[[target]]`` link must name a file in it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_LINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
+
+
+@dataclass(frozen=True)
+class VaultCheck:
+    """Files, links and links that resolve to no file (by relative path or file name)."""
+
+    files: int
+    links: int
+    dead: int
+
+
+def check_vault(root: Path) -> VaultCheck:
+    """Count files, links and dead links in a vault, the way Obsidian resolves ``[[name]]``."""
+    files = list(root.rglob("*.md"))
+    names = {f.stem for f in files} | {str(f.relative_to(root))[:-3] for f in files}
+    links = dead = 0
+    for f in files:
+        for m in _LINK.finditer(f.read_text(encoding="utf-8")):
+            links += 1
+            dead += m.group(1).strip() not in names
+    return VaultCheck(len(files), links, dead)

@@ -1,0 +1,46 @@
+"""Running Dramatiq worker processes on the ``actors`` package."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def worker_command(processes: int, threads: int, watch: bool = False) -> list[str]:
+    """The ``dramatiq`` command line for ``processes`` × ``threads`` workers."""
+    cmd = [sys.executable, "-m", "dramatiq", "actors", "--processes", str(processes), "--threads", str(threads)]
+    if watch:
+        cmd += ["--watch", str(ROOT)]
+    return cmd
+
+
+def start_workers(processes: int, threads: int, log_path: Path | None = None) -> subprocess.Popen:
+    """Start workers in the background (they inherit DATABASE_URL / REDIS_URL from the environment)."""
+    out = open(log_path, "ab") if log_path else None  # noqa: SIM115  (owned by the child)
+    return subprocess.Popen(worker_command(processes, threads), cwd=ROOT, env=os.environ.copy(),
+                            stdout=out, stderr=subprocess.STDOUT if out else None)
+
+
+def stop_workers(proc: subprocess.Popen, timeout_s: float = 30) -> None:
+    """Ask the workers to finish their current messages (SIGTERM), then kill them after ``timeout_s``."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_workers(processes: int, threads: int, watch: bool = False) -> int:
+    """Run workers in the foreground until they exit; returns their exit code."""
+    proc = subprocess.Popen(worker_command(processes, threads, watch), cwd=ROOT, env=os.environ.copy())
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        stop_workers(proc)
+        return 130

@@ -1,0 +1,154 @@
+"""Knowledge bases and their documents (``knowledge_bases``, ``knowledges``)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from repos.db import borrow
+from wiki.models import Document, KnowledgeBase
+
+
+class UnknownKnowledgeBase(LookupError):
+    """The KB does not exist, is deleted, or belongs to another tenant."""
+
+
+def content_hash(content: str) -> str:
+    """sha256 hex of the UTF-8 content: the extraction cache key and the change detector."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+class KnowledgeBaseRepository:
+    """Reads and writes ``knowledge_bases`` rows."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    def get_or_create(self, tenant_id: int, name: str) -> KnowledgeBase:
+        """The live KB named ``name`` of the tenant, created if missing. Raises ValueError on an empty name."""
+        name = name.strip()
+        if not name:
+            raise ValueError("a knowledge base needs a non-empty name")
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO knowledge_bases (id, tenant_id, name) VALUES (%s, %s, %s)"
+                " ON CONFLICT (tenant_id, name) WHERE deleted_at IS NULL DO NOTHING RETURNING *",
+                (str(uuid.uuid4()), tenant_id, name),
+            ).fetchone()
+            if row is None:
+                row = conn.execute(
+                    "SELECT * FROM knowledge_bases WHERE tenant_id = %s AND name = %s AND deleted_at IS NULL",
+                    (tenant_id, name),
+                ).fetchone()
+        return KnowledgeBase.model_validate(row)
+
+    def get_by_name(self, tenant_id: int, name: str) -> KnowledgeBase | None:
+        """The live KB named ``name`` of the tenant, or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT * FROM knowledge_bases WHERE tenant_id = %s AND name = %s AND deleted_at IS NULL",
+                (tenant_id, name),
+            ).fetchone()
+        return KnowledgeBase.model_validate(row) if row else None
+
+    def get_active(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
+        """The live KB ``kb_id`` of the tenant. Raises UnknownKnowledgeBase otherwise."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT * FROM knowledge_bases WHERE id = %s AND tenant_id = %s AND deleted_at IS NULL",
+                (kb_id, tenant_id),
+            ).fetchone()
+        if row is None:
+            raise UnknownKnowledgeBase(f"knowledge base {kb_id!r} of tenant {tenant_id} is unknown or deleted")
+        return KnowledgeBase.model_validate(row)
+
+    def set_wiki_config(self, kb_id: str, config: dict) -> None:
+        """Store per-KB tunables (validate with ``wiki.models.WikiConfig`` first)."""
+        with self.pool.connection() as conn:
+            conn.execute("UPDATE knowledge_bases SET wiki_config = %s WHERE id = %s", (Jsonb(config), kb_id))
+
+
+class KnowledgeRepository:
+    """Reads and writes documents (``knowledges`` rows)."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    def upsert(self, kb: KnowledgeBase, *, title: str, source_uri: str, content: str,
+               conn: Connection | None = None) -> tuple[Document, bool]:
+        """Store a document keyed by (KB, source_uri); returns (document, changed).
+
+        ``changed`` is False when a live document with the same source_uri already has the same
+        content hash and title (re-ingesting it needs no work). Content must already be clean text.
+        """
+        digest = content_hash(content)
+        with borrow(self.pool, conn) as c:
+            row = c.execute(
+                "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL"
+                " FOR UPDATE",
+                (kb.id, source_uri),
+            ).fetchone()
+            if row is not None:
+                if row["content_hash"] == digest and row["title"] == title and row["status"] not in ("failed", "deleting"):
+                    return Document.model_validate(row), False
+                row = c.execute(
+                    "UPDATE knowledges SET title = %s, content = %s, content_hash = %s, status = 'pending',"
+                    " error = '', updated_at = now() WHERE id = %s RETURNING *",
+                    (title, content, digest, row["id"]),
+                ).fetchone()
+            else:
+                row = c.execute(
+                    "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING *",
+                    (str(uuid.uuid4()), kb.tenant_id, kb.id, title, source_uri, content, digest),
+                ).fetchone()
+        return Document.model_validate(row), True
+
+    def get(self, knowledge_id: str) -> Document | None:
+        """The document, deleted ones included, or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT * FROM knowledges WHERE id = %s", (knowledge_id,)).fetchone()
+        return Document.model_validate(row) if row else None
+
+    def get_many(self, ids: list[str]) -> dict[str, Document]:
+        """Documents by id (missing ids are absent from the result)."""
+        if not ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute("SELECT * FROM knowledges WHERE id = ANY(%s)", (ids,)).fetchall()
+        return {r["id"]: Document.model_validate(r) for r in rows}
+
+    def set_status(self, ids: list[str], status: str, error: str = "", conn: Connection | None = None) -> None:
+        """Set the status (and error text, ≤ 8 KiB) of documents, never resurrecting deleted ones."""
+        if not ids:
+            return
+        with borrow(self.pool, conn) as c:
+            c.execute(
+                "UPDATE knowledges SET status = %s, error = %s, updated_at = now()"
+                " WHERE id = ANY(%s) AND status NOT IN ('deleting', 'deleted')",
+                (status, error[:8192], ids),
+            )
+
+    def mark_deleted(self, ids: list[str], conn: Connection | None = None) -> None:
+        """Finish a delete: documents in status ``deleting`` become ``deleted`` (retract applied)."""
+        if not ids:
+            return
+        with borrow(self.pool, conn) as c:
+            c.execute(
+                "UPDATE knowledges SET status = 'deleted', deleted_at = coalesce(deleted_at, now()), updated_at = now()"
+                " WHERE id = ANY(%s) AND status = 'deleting'",
+                (ids,),
+            )
+
+    def count_by_status(self, kb_id: str) -> dict[str, int]:
+        """Live documents of the KB per status."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT status, count(*) AS n FROM knowledges WHERE knowledge_base_id = %s GROUP BY status",
+                (kb_id,),
+            ).fetchall()
+        return {r["status"]: r["n"] for r in rows}

@@ -1,0 +1,224 @@
+"""Wiki pages and the link graph (``wiki_pages``, ``wiki_links``).
+
+Every query is scoped to one KB and backed by an index; none reads a whole KB's pages. Out-links
+of a page are rewritten in the same transaction as its content, so in-links and orphans are
+plain queries over ``wiki_links``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from psycopg import Connection
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from repos.db import borrow
+from wiki.links import out_link_slugs
+from wiki.models import Page, PageLite
+
+LITE_COLUMNS = "slug, title, page_type, status, aliases"
+MAX_RECENT = 1000
+
+
+class WikiPageRepository:
+    """Reads and writes live pages of a KB and their out-links."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    # -- reads ---------------------------------------------------------------------------------
+    def get(self, kb_id: str, slug: str, conn: Connection | None = None, for_update: bool = False) -> Page | None:
+        """The live page at ``slug``, or None; ``for_update`` locks the row in the caller's transaction."""
+        lock = " FOR UPDATE" if for_update else ""
+        with borrow(self.pool, conn) as c:
+            row = c.execute(
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s AND deleted_at IS NULL" + lock,
+                (kb_id, slug),
+            ).fetchone()
+        return Page.model_validate(row) if row else None
+
+    def lite_by_slugs(self, kb_id: str, slugs: Iterable[str]) -> dict[str, PageLite]:
+        """Narrow rows (no content) of the live pages among ``slugs``, keyed by slug."""
+        slugs = list(set(slugs))
+        if not slugs:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
+                " AND deleted_at IS NULL",
+                (kb_id, slugs),
+            ).fetchall()
+        return {r["slug"]: PageLite.model_validate(r) for r in rows}
+
+    def existing_slugs(self, kb_id: str, slugs: Iterable[str]) -> set[str]:
+        """Which of ``slugs`` are live pages."""
+        slugs = list(set(slugs))
+        if not slugs:
+            return set()
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL",
+                (kb_id, slugs),
+            ).fetchall()
+        return {r["slug"] for r in rows}
+
+    def similar_titles(self, kb_id: str, text: str, k: int = 5, min_similarity: float = 0.3) -> list[PageLite]:
+        """Top-``k`` live entity/concept pages whose lower(title) is trigram-similar to ``text``.
+
+        Uses the GIN trigram index on lower(title) (``%`` operator, pg_trgm's default threshold
+        0.3, the same as ``min_similarity``); archived pages are excluded.
+        """
+        with self.pool.connection() as conn:
+            conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, true)", (str(min_similarity),))
+            rows = conn.execute(
+                f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND lower(title) %% lower(%s)"
+                " AND deleted_at IS NULL AND page_type IN ('entity', 'concept') AND status <> 'archived'"
+                " ORDER BY similarity(lower(title), lower(%s)) DESC, slug LIMIT %s",
+                (kb_id, text, text, k),
+            ).fetchall()
+        return [PageLite.model_validate(r) for r in rows]
+
+    def titles_matching(self, kb_id: str, phrases: list[str]) -> list[PageLite]:
+        """Live entity/concept pages whose lower(title) is one of ``phrases`` (already lowercased)."""
+        if not phrases:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND lower(title) = ANY(%s)"
+                " AND deleted_at IS NULL AND page_type IN ('entity', 'concept') AND status <> 'archived'",
+                (kb_id, phrases),
+            ).fetchall()
+        return [PageLite.model_validate(r) for r in rows]
+
+    def slugs_by_source(self, kb_id: str, knowledge_id: str, conn: Connection | None = None) -> list[str]:
+        """Live pages citing the document (containment on the source_refs jsonb_path_ops GIN index)."""
+        with borrow(self.pool, conn) as c:
+            rows = c.execute(
+                "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND source_refs @> %s AND deleted_at IS NULL",
+                (kb_id, Jsonb([{"knowledge_id": knowledge_id}])),
+            ).fetchall()
+        return [r["slug"] for r in rows]
+
+    def in_link_sources(self, kb_id: str, to_slugs: list[str], conn: Connection | None = None) -> list[str]:
+        """Slugs of pages that link to any of ``to_slugs``."""
+        if not to_slugs:
+            return []
+        with borrow(self.pool, conn) as c:
+            rows = c.execute(
+                "SELECT DISTINCT from_slug FROM wiki_links WHERE knowledge_base_id = %s AND to_slug = ANY(%s)",
+                (kb_id, to_slugs),
+            ).fetchall()
+        return [r["from_slug"] for r in rows]
+
+    def recent(self, kb_id: str, page_type: str, limit: int = 200) -> list[Page]:
+        """The most recently updated live pages of a type; ``limit`` is capped at 1000."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND page_type = %s AND deleted_at IS NULL"
+                " ORDER BY updated_at DESC, id DESC LIMIT %s",
+                (kb_id, page_type, max(1, min(limit, MAX_RECENT))),
+            ).fetchall()
+        return [Page.model_validate(r) for r in rows]
+
+    def counts_by_type(self, kb_id: str) -> dict[str, int]:
+        """Live pages per page type."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT page_type, count(*) AS n FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL"
+                " GROUP BY page_type",
+                (kb_id,),
+            ).fetchall()
+        return {r["page_type"]: r["n"] for r in rows}
+
+    def link_stats(self, kb_id: str) -> dict[str, int]:
+        """``links`` (out-links of live pages), ``dead_links`` (to no live page) and ``orphans``
+        (live pages other than the index with no in-link)."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                """
+                SELECT
+                  (SELECT count(*) FROM wiki_links WHERE knowledge_base_id = %(kb)s) AS links,
+                  (SELECT count(*) FROM wiki_links l WHERE l.knowledge_base_id = %(kb)s AND NOT EXISTS (
+                      SELECT 1 FROM wiki_pages p WHERE p.knowledge_base_id = %(kb)s AND p.slug = l.to_slug
+                      AND p.deleted_at IS NULL)) AS dead_links,
+                  (SELECT count(*) FROM wiki_pages p WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL
+                      AND p.page_type <> 'index' AND NOT EXISTS (
+                      SELECT 1 FROM wiki_links l WHERE l.knowledge_base_id = %(kb)s AND l.to_slug = p.slug
+                      AND l.from_slug <> p.slug)) AS orphans
+                """,
+                {"kb": kb_id},
+            ).fetchone()
+        return dict(row)
+
+    def iter_pages(self, kb_id: str, window: int = 200):
+        """Yield every live page in id order, reading ``window`` rows per query (keyset cursor)."""
+        after = 0
+        while True:
+            with self.pool.connection() as conn:
+                rows = conn.execute(
+                    "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL AND id > %s"
+                    " ORDER BY id LIMIT %s",
+                    (kb_id, after, window),
+                ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield Page.model_validate(row)
+            after = rows[-1]["id"]
+
+    # -- writes --------------------------------------------------------------------------------
+    def save(self, page: Page, conn: Connection | None = None) -> Page:
+        """Insert or update the live page at ``page.slug`` (version + 1 on update) and rewrite its
+        out-links from its content, in one transaction. Returns the stored page."""
+        with borrow(self.pool, conn) as c:
+            row = c.execute(
+                """
+                INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content,
+                                        summary, aliases, source_refs, facts)
+                VALUES (%(tenant_id)s, %(kb)s, %(slug)s, %(title)s, %(page_type)s, %(status)s, %(content)s,
+                        %(summary)s, %(aliases)s, %(source_refs)s, %(facts)s)
+                ON CONFLICT (knowledge_base_id, slug) WHERE deleted_at IS NULL DO UPDATE SET
+                    title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status,
+                    content = EXCLUDED.content, summary = EXCLUDED.summary, aliases = EXCLUDED.aliases,
+                    source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts,
+                    version = wiki_pages.version + 1, updated_at = now()
+                RETURNING *
+                """,
+                {
+                    "tenant_id": page.tenant_id, "kb": page.knowledge_base_id, "slug": page.slug,
+                    "title": page.title, "page_type": page.page_type, "status": page.status,
+                    "content": page.content, "summary": page.summary, "aliases": Jsonb(page.aliases),
+                    "source_refs": Jsonb([r.model_dump() for r in page.source_refs]), "facts": Jsonb(page.facts),
+                },
+            ).fetchone()
+            self._write_links(c, page.knowledge_base_id, page.slug, out_link_slugs(page.content))
+        return Page.model_validate(row)
+
+    def delete(self, kb_id: str, slug: str, conn: Connection | None = None) -> bool:
+        """Soft-delete the live page and drop its out-links; returns whether a page was deleted."""
+        with borrow(self.pool, conn) as c:
+            n = c.execute(
+                "UPDATE wiki_pages SET deleted_at = now() WHERE knowledge_base_id = %s AND slug = %s"
+                " AND deleted_at IS NULL",
+                (kb_id, slug),
+            ).rowcount
+            c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (kb_id, slug))
+        return n > 0
+
+    def delete_kb(self, kb_id: str, conn: Connection | None = None) -> int:
+        """Delete every page and link of a KB (KB deletion); returns pages deleted."""
+        with borrow(self.pool, conn) as c:
+            c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s", (kb_id,))
+            return c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,)).rowcount
+
+    @staticmethod
+    def _write_links(conn: Connection, kb_id: str, slug: str, targets: set[str]) -> None:
+        conn.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (kb_id, slug))
+        targets.discard(slug)
+        if targets:
+            conn.execute(
+                "INSERT INTO wiki_links (knowledge_base_id, from_slug, to_slug)"
+                " SELECT %s, %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                (kb_id, slug, sorted(targets)),
+            )

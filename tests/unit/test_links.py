@@ -1,0 +1,407 @@
+"""Wiki links: parsing, linkify rules, candidate phrases, rewriting and fuzzy dead-link repair."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+import pytest
+
+from wiki.links import (
+    FUZZY_JACCARD_THRESHOLD,
+    Link,
+    LinkTarget,
+    candidate_phrases,
+    fuzzy_resolve,
+    linkify,
+    out_link_slugs,
+    parse_links,
+    rewrite_links,
+)
+from wiki.models import PageLite
+
+# --- parse -------------------------------------------------------------------------------
+
+
+def test_parse_link_forms() -> None:
+    text = "See [[acme]], [[acme-corp|ACME Corp]] and [[ guide #Install | the guide ]]."
+    links = parse_links(text)
+    assert [(link.slug, link.display) for link in links] == [
+        ("acme", None),
+        ("acme-corp", "ACME Corp"),
+        ("guide", "the guide"),
+    ]
+    assert links[2].heading == "Install"
+    for link in links:
+        assert text[link.start : link.end].startswith("[[")
+        assert text[link.start : link.end].endswith("]]")
+    assert out_link_slugs(text) == {"acme", "acme-corp", "guide"}
+
+
+def test_parse_escaped_pipe_in_table() -> None:
+    links = parse_links("| [[acme-corp\\|Acme]] | x |")
+    assert [(link.slug, link.display) for link in links] == [("acme-corp", "Acme")]
+
+
+def test_parse_skips_empty_and_code() -> None:
+    text = "[[#local]] [[ ]] `[[in-code]]`\n```\n[[fenced]]\n```\n[[real]]"
+    assert out_link_slugs(text) == {"real"}
+
+
+def test_parse_cjk_slug() -> None:
+    text = "去[[上海中心大厦|上海中心]]看看"
+    assert parse_links(text) == [Link("上海中心大厦", "上海中心", text.index("["), text.index("看"))]
+
+
+# --- linkify -----------------------------------------------------------------------------
+
+ACME = LinkTarget("acme-corp", "Acme Corp", ("ACME Corporation",))
+CLOUD = LinkTarget("acme-cloud", "Acme Cloud")
+ACME_SHORT = LinkTarget("acme", "Acme")
+GO = LinkTarget("go", "Go")
+GOOGLE = LinkTarget("google", "Google")
+TOWER = LinkTarget("上海中心大厦", "上海中心大厦")
+SHANGHAI = LinkTarget("上海", "上海")
+
+
+def test_links_first_mention_only_and_keeps_text_as_written() -> None:
+    out, linked = linkify("ACME CORP makes rockets. Acme Corp is big.", [ACME])
+    assert out == "[[acme-corp|ACME CORP]] makes rockets. Acme Corp is big."
+    assert linked == {"acme-corp"}
+
+
+def test_links_alias() -> None:
+    out, linked = linkify("The acme corporation sells.", [ACME])
+    assert out == "The [[acme-corp|acme corporation]] sells."
+    assert linked == {"acme-corp"}
+
+
+def test_title_wrapped_across_lines() -> None:
+    out, _ = linkify("we met Acme\nCorp today", [ACME])
+    assert out == "we met [[acme-corp|Acme Corp]] today"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Use `Acme Corp` here.",
+        "```\nAcme Corp\n```\n",
+        "~~~python\nAcme Corp\n~~~\n",
+        "```\nunclosed Acme Corp",
+        "[about Acme Corp](https://example.org/acme)",
+        "[docs](https://example.org/Acme-Corp)",
+        "![Acme Corp logo](logo.png)",
+        "see https://example.org/Acme%20Corp/acme-corp for more",
+        "<https://acme-corp.example.org>",
+        "# Acme Corp\n",
+        "## All about Acme Corp\n",
+        "[Acme Corp][1]\n",
+        "[1]: https://example.org  Acme Corp\n",
+        "<span title=\"Acme Corp\">x</span>",
+        "| name | owner |\n|---|---|\n| Acme Corp | x |\n",
+    ],
+)
+def test_never_links_inside_protected_regions(text: str) -> None:
+    out, linked = linkify(text, [ACME])
+    assert out == text
+    assert linked == set()
+
+
+def test_links_prose_next_to_protected_regions() -> None:
+    text = "# Acme Corp\n\n`Acme Corp` and [x](http://acme.example) then Acme Corp."
+    out, linked = linkify(text, [ACME])
+    assert out.endswith("then [[acme-corp|Acme Corp]].")
+    assert out.startswith("# Acme Corp\n\n`Acme Corp`")
+    assert linked == {"acme-corp"}
+
+
+def test_does_not_link_inside_existing_link() -> None:
+    text = "[[acme-cloud|Acme Corp cloud]] is new."
+    out, linked = linkify(text, [ACME])
+    assert out == text
+    assert linked == set()
+
+
+def test_already_linked_target_not_linked_again() -> None:
+    text = "Acme Corp was founded. Later [[acme-corp|the company]] grew."
+    out, linked = linkify(text, [ACME])
+    assert out == text
+    assert linked == set()
+    # The same slug written differently still counts as linked.
+    out, _ = linkify("Acme Corp. [[Acme_Corp]]", [ACME])
+    assert out == "Acme Corp. [[Acme_Corp]]"
+
+
+def test_never_links_self() -> None:
+    out, linked = linkify("Acme Corp is this page.", [ACME], self_slug="acme-corp")
+    assert out == "Acme Corp is this page."
+    assert linked == set()
+
+
+def test_self_mention_still_shields_shorter_titles() -> None:
+    out, linked = linkify("Acme Cloud runs on Acme Cloud.", [CLOUD, ACME_SHORT], self_slug="acme-cloud")
+    assert linked == set()
+    assert out == "Acme Cloud runs on Acme Cloud."
+
+
+def test_word_boundaries_for_latin() -> None:
+    out, linked = linkify("Googleplex is near Google.", [GOOGLE])
+    assert out == "Googleplex is near [[google|Google]]."
+    out, linked = linkify("Acme Corporations and Acme_Corp and xAcme Corp", [ACME])
+    assert linked == set()
+
+
+def test_short_titles_ignored_unless_cjk() -> None:
+    out, linked = linkify("Go is a language; we go to Google.", [GO, GOOGLE])
+    assert "[[go|" not in out
+    assert linked == {"google"}
+    out, linked = linkify("中国和日本", [LinkTarget("zhongguo", "中国")])
+    assert out == "[[zhongguo|中国]]和日本"
+
+
+def test_case_insensitive() -> None:
+    out, linked = linkify("we love GOOGLE", [GOOGLE])
+    assert out == "we love [[google|GOOGLE]]"
+
+
+def test_cjk_without_word_boundaries_and_longest_wins() -> None:
+    text = "我在上海中心大厦工作。上海很大。"
+    out, linked = linkify(text, [SHANGHAI, TOWER])
+    assert out == "我在[[上海中心大厦|上海中心大厦]]工作。[[上海|上海]]很大。"
+    assert linked == {"上海中心大厦", "上海"}
+
+
+def test_latin_title_inside_cjk_text() -> None:
+    out, linked = linkify("使用Google搜索", [GOOGLE])
+    assert out == "使用[[google|Google]]搜索"
+
+
+def test_longest_wins_same_start() -> None:
+    out, linked = linkify("Acme Cloud is fast.", [ACME_SHORT, CLOUD])
+    assert out == "[[acme-cloud|Acme Cloud]] is fast."
+    assert linked == {"acme-cloud"}
+
+
+def test_longest_wins_overlap_later_start() -> None:
+    targets = [LinkTarget("new-york", "New York"), LinkTarget("york-city-hall", "York City Hall")]
+    out, linked = linkify("In New York City Hall today.", targets)
+    assert out == "In New [[york-city-hall|York City Hall]] today."
+    assert linked == {"york-city-hall"}
+
+
+def test_falls_back_to_shorter_title_when_boundary_fails() -> None:
+    out, linked = linkify("Acme Cloudy days", [ACME_SHORT, CLOUD])
+    assert out == "[[acme|Acme]] Cloudy days"
+
+
+def test_shared_title_goes_to_first_target() -> None:
+    out, linked = linkify("Mercury rises", [LinkTarget("mercury-planet", "Mercury"), LinkTarget("mercury-element", "Mercury")])
+    assert linked == {"mercury-planet"}
+
+
+def test_bad_targets_ignored() -> None:
+    targets = [LinkTarget("a|b", "Alpha"), LinkTarget("ok", "Has ]] bracket"), LinkTarget("", "Empty")]
+    out, linked = linkify("Alpha Has ]] bracket Empty", targets)
+    assert linked == set()
+
+
+def test_no_targets_no_change() -> None:
+    assert linkify("anything", []) == ("anything", set())
+
+
+DOC = """# Acme Corp overview
+
+Acme Corp builds Acme Cloud, hosted in 上海中心大厦 near Google offices.
+`Acme` code, and [Google](https://google.com). Acme later, acme corporation.
+
+```
+Acme Cloud
+```
+
+Google and Acme Cloud again; 上海 is a city. Go!
+"""
+
+
+def test_idempotent() -> None:
+    targets = [ACME, CLOUD, ACME_SHORT, GO, GOOGLE, TOWER, SHANGHAI]
+    once, linked = linkify(DOC, targets)
+    assert linked == {"acme-corp", "acme-cloud", "acme", "google", "上海中心大厦", "上海"}
+    assert "[[google|Google]] offices" in once
+    twice, linked_again = linkify(once, targets)
+    assert twice == once
+    assert linked_again == set()
+    assert out_link_slugs(once) == linked
+
+
+def test_idempotent_random() -> None:
+    rng = random.Random(7)
+    targets = [ACME, CLOUD, ACME_SHORT, GOOGLE, TOWER, SHANGHAI]
+    pieces = ["Acme", "Corp", "Cloud", "Google", "上海", "中心大厦", "`x`", "[a](b)", "\n", " ", ".", "# ", "http://e.com/Acme"]
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        once, _ = linkify(text, targets)
+        assert linkify(once, targets) == (once, set()), text
+        # Linking only adds markup: removing it gives the original text back (up to wrapping).
+        plain, _ = rewrite_links(once, lambda slug, display: None)
+        assert " ".join(plain.split()) == " ".join(text.split())
+
+
+def test_fast_on_large_text() -> None:
+    rng = random.Random(3)
+    targets = [LinkTarget(f"topic-{i}", f"Topic{i} Subject{i % 9}", (f"Alias{i} Name",)) for i in range(200)]
+    vocab = ["the", "quick", "brown", "fox", "`code`", "[x](http://y)", "上海", "Acme"]
+    vocab += [t.title for t in targets[:60]]
+    text = " ".join(rng.choice(vocab) for _ in range(4000))[:20_000]
+    linkify(text, targets[:5])  # warm module-level state, not the patterns under test
+    timings = []
+    for _ in range(3):
+        re.purge()  # measure the pattern compile too, as for a new target set
+        start = time.perf_counter()
+        out, linked = linkify(text, targets)
+        timings.append(time.perf_counter() - start)
+    elapsed = min(timings)
+    assert linked
+    assert elapsed < 0.05, f"linkify took {elapsed * 1000:.1f} ms"
+
+
+# --- candidate phrases -------------------------------------------------------------------
+
+
+def test_candidate_phrases_ngrams_and_exclusions() -> None:
+    text = (
+        "Bank of China opened in Shanghai.\n"
+        "`Secret Code` and [Hidden Link](http://x.y/Hidden) and http://url.example/Path\n"
+        "# Heading Words\n"
+        "[[linked-page|Linked Page]] Node.js rocks."
+    )
+    phrases = candidate_phrases(text)
+    assert "bank of china" in phrases
+    assert "bank of china opened" in phrases
+    assert "shanghai" in phrases
+    assert "node.js" in phrases and "node" in phrases
+    for banned in ("secret code", "hidden link", "hidden", "heading words", "linked page", "path"):
+        assert banned not in phrases
+    # Words separated by punctuation do not form a phrase.
+    assert "shanghai secret" not in phrases
+    # Only stop words or too short: left out.
+    assert "of" not in phrases and "in" not in phrases
+    assert len(phrases) == len(set(phrases))
+    assert all(p == p.lower() for p in phrases)
+
+
+def test_candidate_phrases_max_words() -> None:
+    phrases = candidate_phrases("alpha beta gamma delta epsilon", max_words=2)
+    assert "alpha beta" in phrases
+    assert "alpha beta gamma" not in phrases
+
+
+def test_candidate_phrases_cjk_runs() -> None:
+    phrases = candidate_phrases("我在上海中心大厦工作。")
+    assert "我在上海中心大厦工作" in phrases
+    assert "上海中心大厦" in phrases and "上海" in phrases
+    assert all(len(p) >= 2 for p in phrases)
+    assert not any(len(p) > 8 for p in phrases if p != "我在上海中心大厦工作")
+
+
+def test_candidate_phrases_limit() -> None:
+    text = " ".join(f"word{i}" for i in range(5000))
+    phrases = candidate_phrases(text, limit=100)
+    assert len(phrases) == 100
+    assert phrases[0].startswith("word0")
+
+
+def test_candidates_cover_what_linkify_links() -> None:
+    targets = [ACME, CLOUD, GOOGLE, TOWER, SHANGHAI]
+    phrases = set(candidate_phrases(DOC))
+    _, linked = linkify(DOC, targets)
+    titles = {t.slug: t.title.lower() for t in targets}
+    assert linked
+    assert all(titles[slug] in phrases for slug in linked)
+
+
+# --- rewrite -----------------------------------------------------------------------------
+
+
+def test_rewrite_keep_retarget_and_strip() -> None:
+    text = "A [[keep|Kept]], [[old-name]], [[old-name#Usage|usage]], [[gone-page]] and [[gone|Gone Thing]]."
+    calls: list[tuple[str, str | None]] = []
+
+    def resolve(slug: str, display: str | None) -> str | None:
+        calls.append((slug, display))
+        return {"keep": "keep", "old-name": "new-name"}.get(slug)
+
+    out, changed = rewrite_links(text, resolve)
+    assert out == (
+        "A [[keep|Kept]], [[new-name|old name]], [[new-name#Usage|usage]], gone page and Gone Thing."
+    )
+    assert changed == 4
+    assert len(calls) == len(set(calls)) == 5
+
+
+def test_rewrite_calls_once_per_pair_and_skips_code() -> None:
+    calls: list[str] = []
+
+    def resolve(slug: str, display: str | None) -> str | None:
+        calls.append(slug)
+        return None
+
+    out, changed = rewrite_links("[[a]] [[a]] `[[a]]`", resolve)
+    assert out == "a a `[[a]]`"
+    assert changed == 2
+    assert calls == ["a"]
+
+
+def test_rewrite_no_change() -> None:
+    text = "[[a|b]] text"
+    assert rewrite_links(text, lambda slug, display: slug) == (text, 0)
+
+
+# --- fuzzy resolve -----------------------------------------------------------------------
+
+
+def _page(slug: str, title: str, aliases: list[str] | None = None, status: str = "published") -> PageLite:
+    return PageLite(slug=slug, title=title, page_type="entity", status=status, aliases=aliases or [])
+
+
+def test_fuzzy_stage1_display_matches_title_or_alias() -> None:
+    pages = [_page("acme-corporation", "ACME Corp."), _page("big-blue", "IBM", ["Big Blue"])]
+    assert fuzzy_resolve("whatever", "Acme  corp", pages) == "acme-corporation"
+    assert fuzzy_resolve("whatever", "big blue", pages) == "big-blue"
+    # Without a display, the slug read as words is the name.
+    assert fuzzy_resolve("acme-corp", None, pages) == "acme-corporation"
+
+
+def test_fuzzy_stage2_normalized_slug() -> None:
+    pages = [_page("shanghai-tower", "Shanghai Tower (building)")]
+    assert fuzzy_resolve("shang-hai-tower", None, pages) == "shanghai-tower"
+    assert fuzzy_resolve("Shanghai_Tower", "the tower", pages) == "shanghai-tower"
+
+
+def test_fuzzy_stage3_bigram_jaccard() -> None:
+    pages = [_page("zhongguo-yinhang", "Bank of China"), _page("zhongguo-dianxin", "China Telecom")]
+    assert fuzzy_resolve("zhongguo-yinghang", None, pages) == "zhongguo-yinhang"
+    assert fuzzy_resolve("acme-cloud", None, [_page("acme-corp", "Acme Corp")]) is None
+
+
+def test_fuzzy_threshold_documented_value() -> None:
+    assert FUZZY_JACCARD_THRESHOLD == 0.8
+
+
+def test_fuzzy_cjk() -> None:
+    pages = [_page("上海中心大厦", "上海中心大厦")]
+    assert fuzzy_resolve("上海-中心大厦", None, pages) == "上海中心大厦"
+    assert fuzzy_resolve("北京", None, pages) is None
+
+
+def test_fuzzy_ties_smallest_slug_and_best_score() -> None:
+    pages = [_page("b-topic", "Topic"), _page("a-topic", "Topic")]
+    assert fuzzy_resolve("x", "topic", pages) == "a-topic"
+    pages = [_page("kubernetes-clusterz", "K2"), _page("kubernetes-cluster", "K1")]
+    assert fuzzy_resolve("kubernetes-clusters", None, pages) == "kubernetes-cluster"
+
+
+def test_fuzzy_archived_never_matches() -> None:
+    pages = [_page("acme", "Acme", status="archived")]
+    assert fuzzy_resolve("acme", "Acme", pages) is None
+    assert fuzzy_resolve("acme", "Acme", []) is None

@@ -1,0 +1,485 @@
+"""Wiki links: parse ``[[slug|display]]``, add links to mentions, rewrite and repair dead links.
+
+All functions are pure and work on Markdown text. "Protected" regions are never changed nor read
+as prose: fenced code blocks, inline code, existing ``[[...]]`` links, Markdown links and images
+(text and URL), reference definitions, autolinks, bare URLs, e-mail addresses, HTML tags,
+heading lines and table rows (``| ... |``). Indented code blocks are not detected (they cannot
+be told from list continuations without a full Markdown parser).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from wiki.models import PageLite
+from wiki.slugs import CJK_CLASS, has_cjk, normalize_name, normalize_slug
+
+#: Minimum bigram Jaccard similarity of normalized slugs for a fuzzy dead-link match. From the
+#: issue that introduced dead-link repair: 0.8 accepts one-letter typos and romanization
+#: variants of long slugs ("zhongguo-yinghang" -> "zhongguo-yinhang" scores 0.86) and rejects
+#: different names that share a word ("acme-cloud" vs "acme-corp" scores 0.45).
+FUZZY_JACCARD_THRESHOLD = 0.8
+
+#: Titles shorter than this are never linked unless they contain CJK ("C", "Go" are too
+#: ambiguous in prose).
+MIN_TITLE_CHARS = 3
+
+_LINK_RE = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
+
+_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_REF_DEF_RE = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]")
+# A link's "|" would split a table cell, so table rows are not linkified.
+_TABLE_ROW_RE = re.compile(r"^ {0,3}\|")
+
+_INLINE_PROTECTED_RE = re.compile(
+    r"""
+      (?P<code>(?<!`)(`+)(?!`)(?:[^`\n]|`(?!\2)|\n(?![ \t]*\n))+?(?<!`)\2(?!`))
+    | (?P<wiki>\[\[[^\[\]\n]*\]\])
+    | (?P<mdlink>!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\((?:[^()\s]|\([^()\s]*\))*(?:[ \t]+"[^"\n]*")?\))
+    | (?P<reflink>\[[^\[\]\n]+\]\[[^\[\]\n]*\])
+    | (?P<autolink><(?:[a-zA-Z][a-zA-Z0-9+.-]*:|mailto:)[^<>\s]+>)
+    | (?P<url>(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\[\]]+)
+    | (?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+    | (?P<html></?[a-zA-Z][^<>\n]*>)
+    """,
+    re.VERBOSE,
+)
+
+# A "word character" for boundary checks: a letter, digit or underscore that is not CJK.
+# CJK text has no spaces between words, so a Latin title right after a Han character still
+# starts a word ("使用Python" mentions Python).
+_WORD_CLASS = f"[^\\W{CJK_CLASS}]"
+_WORD_RE = re.compile(_WORD_CLASS)
+# Case folding of the CJK ranges is expensive to compile and useless, hence the local "-i".
+_WORD_GUARD = f"(?-i:{_WORD_CLASS})"
+_PHRASE_FORBIDDEN = re.compile(r"[\[\]|\n]")
+_BAD_SLUG = re.compile(r"[\[\]|#\n]")
+
+
+@dataclass(frozen=True)
+class Link:
+    """One ``[[slug]]``, ``[[slug|display]]`` or ``[[slug#heading|display]]`` in a text.
+
+    ``slug`` is stripped and never empty; ``display`` is stripped, ``None`` when absent or
+    blank; ``start``/``end`` are the character offsets of the whole ``[[...]]`` (end exclusive).
+    """
+
+    slug: str
+    display: str | None
+    start: int
+    end: int
+    heading: str | None = None
+
+
+@dataclass(frozen=True)
+class LinkTarget:
+    """A page that ``linkify`` may link to: its slug, title and aliases."""
+
+    slug: str
+    title: str
+    aliases: tuple[str, ...] = ()
+
+
+# --- protected regions -------------------------------------------------------------------
+
+
+def _block_spans(text: str) -> list[tuple[int, int, bool]]:
+    """(start, end, is_code) of fenced code blocks (an unclosed fence runs to the end),
+    heading lines and reference definitions, in order."""
+    spans: list[tuple[int, int, bool]] = []
+    pos = 0
+    fence: str | None = None
+    fence_start = 0
+    for line in text.splitlines(keepends=True):
+        end = pos + len(line)
+        if fence is not None:
+            stripped = line.strip()
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                spans.append((fence_start, end, True))
+                fence = None
+        else:
+            m = _FENCE_OPEN_RE.match(line)
+            if m:
+                fence, fence_start = m.group(1), pos
+            elif _HEADING_RE.match(line) or _REF_DEF_RE.match(line) or _TABLE_ROW_RE.match(line):
+                spans.append((pos, end, False))
+        pos = end
+    if fence is not None:
+        spans.append((fence_start, len(text), True))
+    return spans
+
+
+def _scan(text: str, code_only: bool) -> list[tuple[int, int]]:
+    """Sorted, non-overlapping protected spans; with ``code_only`` just fenced and inline code."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for b_start, b_end, is_code in _block_spans(text) + [(len(text), len(text), True)]:
+        if code_only and not is_code:
+            continue
+        for m in _INLINE_PROTECTED_RE.finditer(text, pos, b_start):
+            if not code_only or m.lastgroup == "code":
+                spans.append(m.span())
+        if b_end > b_start:
+            spans.append((b_start, b_end))
+        pos = b_end
+    return spans
+
+
+def _prose_segments(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of the gaps between protected spans."""
+    pos = 0
+    for start, end in _scan(text, code_only=False):
+        if start > pos:
+            yield pos, start
+        pos = max(pos, end)
+    if pos < len(text):
+        yield pos, len(text)
+
+
+# --- parsing -----------------------------------------------------------------------------
+
+
+def parse_links(text: str) -> list[Link]:
+    """All wiki links of ``text`` in order, skipping those inside inline or fenced code.
+
+    ``[[#heading]]`` (a link within the same page) and ``[[ ]]`` have no slug and are skipped.
+    """
+    code = _scan(text, code_only=True)
+    links: list[Link] = []
+    ci = 0
+    for m in _LINK_RE.finditer(text):
+        while ci < len(code) and code[ci][1] <= m.start():
+            ci += 1
+        if ci < len(code) and code[ci][0] < m.end():
+            continue
+        # Inside Markdown tables the pipe is escaped: [[slug\\|display]].
+        slug = m.group(1).strip().removesuffix("\\").strip()
+        if not slug:
+            continue
+        display = (m.group(3) or "").strip() or None
+        heading = (m.group(2) or "").strip() or None
+        links.append(Link(slug, display, m.start(), m.end(), heading))
+    return links
+
+
+def out_link_slugs(text: str) -> set[str]:
+    """The distinct slugs ``text`` links to."""
+    return {link.slug for link in parse_links(text)}
+
+
+# --- linkify -----------------------------------------------------------------------------
+
+
+def _phrase_key(phrase: str) -> str:
+    return " ".join(phrase.lower().split())
+
+
+def _usable_phrase(phrase: str) -> bool:
+    if _PHRASE_FORBIDDEN.search(phrase):
+        return False
+    return len(phrase) >= MIN_TITLE_CHARS or has_cjk(phrase)
+
+
+def _needs_boundary(ch: str) -> bool:
+    return _WORD_RE.fullmatch(ch) is not None
+
+
+def _trie_regex(phrases: Sequence[str]) -> str:
+    """One regex body matching any of ``phrases`` (lowercased keys), longest first.
+
+    Phrases share their prefixes in a trie so that a failed match costs a few character tests,
+    not one test per phrase; that keeps linkify linear in the text for hundreds of targets.
+    Spaces in a phrase match any run of whitespace (a title may wrap across lines).
+    """
+    trie: dict = {}
+    for phrase in phrases:
+        node = trie
+        for ch in phrase:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        # Longer continuations come before the end of a phrase, so the regex engine tries the
+        # longest phrase first and backtracks to a shorter one when a boundary check fails.
+        branches = [
+            (r"\s+" if ch == " " else re.escape(ch)) + emit(child)
+            for ch, child in sorted(node.items())
+            if ch
+        ]
+        if "" in node:
+            branches.append("")
+        if len(branches) == 1:
+            return branches[0]
+        return "(?:" + "|".join(branches) + ")"
+
+    return emit(trie)
+
+
+def _phrase_patterns(phrases: Sequence[str]) -> list[re.Pattern[str]]:
+    """One case-insensitive pattern per kind of phrase edge.
+
+    A Latin word edge needs a boundary ("Go" is not in "Google"); a CJK or punctuation edge
+    does not. Grouping phrases by the kind of their two edges keeps the boundary checks to a
+    handful per pattern: the check's character class is costly to compile, so it must not be
+    repeated per phrase.
+    """
+    groups: dict[tuple[bool, bool], list[str]] = {}
+    for phrase in phrases:
+        groups.setdefault((_needs_boundary(phrase[0]), _needs_boundary(phrase[-1])), []).append(phrase)
+    patterns = []
+    for (start, end), members in sorted(groups.items()):
+        source = _trie_regex(members)
+        source = ("(?<!" + _WORD_GUARD + ")" if start else "") + f"(?:{source})"
+        source += "(?!" + _WORD_GUARD + ")" if end else ""
+        patterns.append(re.compile(source, re.IGNORECASE))
+    return patterns
+
+
+def _best_matches(
+    patterns: Sequence[re.Pattern[str]], text: str, start: int, end: int
+) -> Iterator[re.Match[str]]:
+    """Non-overlapping mentions in text[start:end]; of overlapping mentions the longest wins."""
+    found: list[re.Match[str] | None] = [p.search(text, start, end) for p in patterns]
+    pos = start
+    while True:
+        for k, m in enumerate(found):
+            if m is not None and m.start() < pos:
+                found[k] = patterns[k].search(text, pos, end)
+        live = [m for m in found if m is not None]
+        if not live:
+            return
+        first = min(m.start() for m in live)
+        best = max(
+            (m for m in live if m.start() == first), key=lambda m: m.end() - m.start()
+        )
+        i = first + 1
+        while i < best.end():
+            for p in patterns:
+                other = p.match(text, i, end)
+                if other is not None and other.end() - other.start() > best.end() - best.start():
+                    best = other
+            i += 1
+        yield best
+        pos = best.end()
+
+
+def linkify(
+    text: str, targets: Sequence[LinkTarget], self_slug: str | None = None
+) -> tuple[str, set[str]]:
+    """Link the first safe mention of each target's title or alias; return (text, slugs linked).
+
+    A mention becomes ``[[slug|<mention as written>]]``. Rules: matching is case-insensitive;
+    Latin titles need word boundaries ("Go" is not found in "Google"), CJK titles do not;
+    titles and aliases shorter than 3 characters are ignored unless they contain CJK; when
+    mentions overlap the longest wins; nothing in a protected region (see the module docstring)
+    is linked; a target already linked anywhere in ``text`` (same slug up to
+    ``normalize_slug``) and ``self_slug`` are never linked. When two targets share a title the
+    first in ``targets`` gets it. Applying linkify to its own output changes nothing.
+
+    Cost: one trie-shaped regex for all targets and one pass over the prose, so a 20 KB text
+    with 200 targets takes a few milliseconds.
+    """
+    by_phrase: dict[str, str] = {}
+    for target in targets:
+        if not target.slug or target.slug != target.slug.strip() or _BAD_SLUG.search(target.slug):
+            continue
+        for phrase in (target.title, *target.aliases):
+            phrase = phrase.strip()
+            if phrase and _usable_phrase(phrase):
+                by_phrase.setdefault(_phrase_key(phrase), target.slug)
+    if not by_phrase:
+        return text, set()
+
+    linked = {normalize_slug(s) for s in out_link_slugs(text)}
+    if self_slug:
+        linked.add(normalize_slug(self_slug))
+    patterns = _phrase_patterns(list(by_phrase))
+
+    # Every target's phrase takes part in matching, even those that will not be linked, so a
+    # longer mention ("Acme Cloud" on its own page) is never split to link a shorter one.
+    edits: list[tuple[int, int, str, str]] = []
+    for seg_start, seg_end in _prose_segments(text):
+        for m in _best_matches(patterns, text, seg_start, seg_end):
+            slug = by_phrase.get(_phrase_key(m.group()))
+            if slug is None or normalize_slug(slug) in linked:
+                continue
+            linked.add(normalize_slug(slug))
+            edits.append((m.start(), m.end(), slug, " ".join(m.group().split())))
+    if not edits:
+        return text, set()
+
+    parts: list[str] = []
+    pos = 0
+    for start, end, slug, display in edits:
+        parts.append(text[pos:start])
+        parts.append(f"[[{slug}|{display}]]")
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts), {e[2] for e in edits}
+
+
+# --- candidate phrases -------------------------------------------------------------------
+
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in is it its of on or that the this to was "
+    "were will with which who not but can if into than then there these those also such".split()
+)
+_TOKEN_RE = re.compile(
+    f"(?P<cjk>[{CJK_CLASS}]+)"
+    f"|(?P<word>(?:(?![{CJK_CLASS}])[^\\W_])+(?:[.'’&/+#-](?:(?![{CJK_CLASS}])[^\\W_])+)*[+#]*)"
+)
+_WORD_PARTS_RE = re.compile(r"[.'’&/-]")
+_MAX_CJK_SUB = 8
+
+
+def candidate_phrases(text: str, max_words: int = 4, limit: int = 2000) -> list[str]:
+    """Distinct lowercased phrases of the prose of ``text`` that may be page titles.
+
+    Word n-grams of 1..``max_words`` words, where consecutive words are separated by whitespace
+    only (a title never spans punctuation that linkify would not match either); words keep
+    inner punctuation ("node.js", "c++", "e-commerce") and such words also contribute their
+    parts ("acme" from "acme's"). Each maximal CJK run is a phrase, and so are its substrings of
+    2..8 characters. Phrases made only of stop words or shorter than 3 characters (without CJK)
+    are left out. Protected regions (code, links, URLs, headings) are skipped. Phrases come in
+    text order and stop at ``limit``, so the first mentions — the ones linkify links — count.
+    """
+    out: dict[str, None] = {}
+
+    def add(phrase: str) -> bool:
+        if phrase not in out and (len(phrase) >= MIN_TITLE_CHARS or has_cjk(phrase)):
+            out[phrase] = None
+        return len(out) >= limit
+
+    for seg_start, seg_end in _prose_segments(text):
+        window: list[str] = []
+        prev_end = -1
+        for m in _TOKEN_RE.finditer(text, seg_start, seg_end):
+            if m.lastgroup == "cjk":
+                window = []
+                run = m.group()
+                if add(run):
+                    return list(out)
+                for size in range(2, min(_MAX_CJK_SUB, len(run)) + 1):
+                    for i in range(len(run) - size + 1):
+                        if add(run[i : i + size]):
+                            return list(out)
+                prev_end = m.end()
+                continue
+            word = m.group().lower()
+            if prev_end < 0 or text[prev_end : m.start()].strip() or m.start() == prev_end:
+                window = []
+            prev_end = m.end()
+            window = (window + [word])[-max_words:]
+            for n in range(len(window), 0, -1):
+                gram = window[-n:]
+                if all(w in _STOPWORDS for w in gram):
+                    continue
+                if add(" ".join(gram)):
+                    return list(out)
+            if _WORD_PARTS_RE.search(word):
+                for part in _WORD_PARTS_RE.split(word):
+                    if part and part not in _STOPWORDS and add(part):
+                        return list(out)
+    return list(out)
+
+
+# --- rewriting and repair ----------------------------------------------------------------
+
+
+def _slug_words(slug: str) -> str:
+    return " ".join(slug.replace("-", " ").replace("_", " ").split())
+
+
+def rewrite_links(
+    text: str, resolve: Callable[[str, str | None], str | None]
+) -> tuple[str, int]:
+    """Point every link where ``resolve(slug, display)`` says; return (text, links changed).
+
+    ``resolve`` returns the same slug (link kept as written), another slug (the link becomes
+    ``[[new#heading|display]]``, where display is the old display or, without one, the old slug
+    with hyphens and underscores read as spaces), or ``None`` (the link is replaced by that
+    display text). ``resolve`` is called once per distinct (slug, display) pair. Links inside
+    code are not links and are left alone.
+    """
+    cache: dict[tuple[str, str | None], str | None] = {}
+    parts: list[str] = []
+    pos = 0
+    changed = 0
+    for link in parse_links(text):
+        key = (link.slug, link.display)
+        if key not in cache:
+            cache[key] = resolve(link.slug, link.display)
+        new = cache[key]
+        if new == link.slug:
+            continue
+        display = link.display or _slug_words(link.slug)
+        if new is None:
+            replacement = display
+        else:
+            anchor = f"#{link.heading}" if link.heading else ""
+            replacement = f"[[{new}{anchor}|{display}]]"
+        parts.append(text[pos : link.start])
+        parts.append(replacement)
+        pos = link.end
+        changed += 1
+    if not changed:
+        return text, 0
+    parts.append(text[pos:])
+    return "".join(parts), changed
+
+
+def _bigrams(value: str) -> set[str]:
+    if len(value) < 2:
+        return {value} if value else set()
+    return {value[i : i + 2] for i in range(len(value) - 1)}
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def fuzzy_resolve(slug: str, display: str | None, candidates: Sequence[PageLite]) -> str | None:
+    """The slug of the live page a dead link ``[[slug|display]]`` should point to, or ``None``.
+
+    ``candidates`` is the bounded set the caller fetched (for example trigram top-K); archived
+    candidates never match. Stages, first hit wins:
+
+    1. the display text (or, without one, the slug read as words) equals a candidate's title or
+       an alias under ``normalize_name``;
+    2. ``normalize_slug`` equality ("shang-hai-tower" -> "shanghai-tower");
+    3. character-bigram Jaccard of the normalized slugs >= :data:`FUZZY_JACCARD_THRESHOLD`
+       (0.8, the threshold the dead-link issue specifies), best score wins.
+
+    Within a stage, ties go to the lexicographically smallest slug. CJK characters take part in
+    every comparison.
+    """
+    live = sorted((c for c in candidates if c.status != "archived"), key=lambda c: c.slug)
+    if not live:
+        return None
+
+    name = normalize_name(display if display else _slug_words(slug))
+    if name:
+        for cand in live:
+            names = (cand.title, *cand.aliases)
+            if any(normalize_name(n) == name for n in names):
+                return cand.slug
+
+    key = normalize_slug(slug)
+    if not key:
+        return None
+    for cand in live:
+        if normalize_slug(cand.slug) == key:
+            return cand.slug
+
+    grams = _bigrams(key)
+    best: tuple[float, str] | None = None
+    for cand in live:
+        score = _jaccard(grams, _bigrams(normalize_slug(cand.slug)))
+        if score >= FUZZY_JACCARD_THRESHOLD and (best is None or score > best[0]):
+            best = (score, cand.slug)
+    return best[1] if best else None

@@ -1,0 +1,93 @@
+"""Markdown for summary, entity/concept and index pages, built from stored facts.
+
+Pages are rendered from data (an extraction, or the per-source facts a page keeps), so a page
+can be rewritten from its remaining sources after one is retracted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from wiki.models import Extraction, Page
+
+MAX_SOURCES_SHOWN = 20
+MAX_EVIDENCE_PER_SOURCE = 2
+
+_LINKISH = re.compile(r"\[\[|\]\]")
+
+
+def neutral(text: str) -> str:
+    """Text from a document with wiki-link brackets defused, so quoted text never makes a link."""
+    return _LINKISH.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1], " ".join(text.split()))
+
+
+def link(slug: str, display: str) -> str:
+    """A ``[[slug|display]]`` link; ``|`` and brackets in the display text are replaced."""
+    clean = display.replace("|", "/").replace("[", "(").replace("]", ")").strip() or slug
+    return f"[[{slug}|{clean}]]"
+
+
+def ordered_facts(facts: dict[str, dict]) -> list[tuple[str, dict]]:
+    """Per-source facts in the order sources were added (jsonb does not keep key order)."""
+    return sorted(facts.items(), key=lambda kv: (kv[1].get("seq", 0), kv[0]))
+
+
+def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str], n_sources: int) -> str:
+    """An entity or concept page: what it is, what each source says (cited), and its sources.
+
+    ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]}; at most
+    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted.
+    """
+    ordered = ordered_facts(facts)
+    description = next((f["description"] for _, f in ordered if f.get("description")), "")
+    lines = [neutral(description) or f"**{neutral(title)}** is a topic of this knowledge base.", ""]
+    if aliases:
+        lines += ["**Also known as:** " + ", ".join(neutral(a) for a in aliases), ""]
+    lines += ["## What the sources say", ""]
+    for _, fact in ordered[:MAX_SOURCES_SHOWN]:
+        cite = link(fact["summary_slug"], fact["doc_title"])
+        for sentence in fact.get("evidence", [])[:MAX_EVIDENCE_PER_SOURCE]:
+            lines.append(f"- {neutral(sentence)} ({cite})")
+    lines += ["", "## Sources", ""]
+    lines += [f"- {link(f['summary_slug'], f['doc_title'])}" for _, f in ordered[:MAX_SOURCES_SHOWN]]
+    if n_sources > MAX_SOURCES_SHOWN:
+        lines.append(f"- and {n_sources - MAX_SOURCES_SHOWN} more sources")
+    return "\n".join(lines).strip() + "\n"
+
+
+def render_summary_page(extraction: Extraction, source_uri: str, item_links: Sequence[tuple[str, str, str, str]]) -> str:
+    """A document's summary page: its body, its source, and links to its entity and concept pages.
+
+    ``item_links`` are (kind, slug, display, description) tuples in the extraction's order.
+    """
+    lines = [neutral_paragraphs(extraction.body), ""]
+    if source_uri:
+        lines += [f"**Source:** `{source_uri.replace('`', '')}`", ""]
+    for kind, heading in (("entity", "Entities"), ("concept", "Concepts")):
+        entries = [it for it in item_links if it[0] == kind]
+        if entries:
+            lines += [f"## {heading}", ""]
+            for _, slug, display, description in entries:
+                tail = f": {neutral(description)}" if description else ""
+                lines.append(f"- {link(slug, display)}{tail}")
+            lines.append("")
+    return "\n".join(lines).strip() + "\n"
+
+
+def neutral_paragraphs(body: str) -> str:
+    """``neutral`` applied per paragraph, keeping paragraph breaks."""
+    return "\n\n".join(neutral(p) for p in body.split("\n\n") if p.strip())
+
+
+def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page]) -> str:
+    """The index page: per-type counts and the most recent summaries (bounded by the caller)."""
+    total = sum(v for k, v in counts.items() if k != "index")
+    lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", "", "## Pages by type", ""]
+    for page_type in ("summary", "entity", "concept"):
+        lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
+    lines += ["", f"## Recent documents ({len(recent)})", ""]
+    for page in recent:
+        tail = f": {neutral(page.summary)[:200]}" if page.summary else ""
+        lines.append(f"- {link(page.slug, page.title)}{tail}")
+    return "\n".join(lines).strip() + "\n"
