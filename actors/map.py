@@ -17,6 +17,7 @@ from actors.coordination import tombstone_key
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, REDUCE
 from actors.triggers import send_trigger
+from wiki.extract import ExtractionError
 
 log = structlog.get_logger(__name__)
 
@@ -25,6 +26,7 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
     """Extract one document for the op ``op_id``; returns the outcome.
 
     Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
+    ``skipped`` (the extractor found nothing to write: status and reason on the document),
     ``deleted`` (document deleted or tombstoned: the op is dropped), ``retry`` (failure counted,
     op released) and ``dead`` (budget exhausted, dead-lettered).
     """
@@ -43,6 +45,11 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
         if extraction is None:
             extraction = deps.extractor.extract(doc.title, doc.content)
             outcome = "mapped"
+    except ExtractionError as exc:  # the document itself is unusable: retrying cannot help
+        with deps.pool.connection() as conn:
+            deps.ops.delete_by_ids([op_id], conn=conn)
+            deps.docs.set_status([doc.id], "skipped", f"no wiki content: {exc}", conn=conn)
+        return "skipped"
     except Exception as exc:
         return _count_failure(deps, op, exc)
     with deps.pool.connection() as conn:

@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from actors.deps import Deps
 from actors.ingest import submit_document
-from actors.lanes import SCOPE_KB, WIKI_LANES
+from actors.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
 from kbwiki.corpus import CorpusDoc, Rejected
 from wiki.models import KnowledgeBase
 
@@ -62,14 +62,15 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
     Returns False when ``timeout_s`` passes first. Needs running workers (``kbwiki worker``).
     """
     deadline = time.monotonic() + timeout_s
-    bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0)
-    settled_before = _settled(deps, kb.id) - expected if expected else 0
+    bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0,
+               mininterval=1.0)
     try:
         while time.monotonic() < deadline:
-            rows = lane_rows(deps, kb.id)
-            bar.n = min(expected, max(0, _settled(deps, kb.id) - settled_before))
-            bar.set_postfix(lane_rows=rows)
-            bar.refresh()
+            counts = deps.ops.counts_by_lane(SCOPE_KB, kb.id)
+            rows = sum(counts.get(lane, 0) for lane in WIKI_LANES)
+            # documents still before or in reduce; the finalize lane holds slugs, not documents
+            bar.update(max(0, expected - counts.get(INGEST, 0) - counts.get(REDUCE, 0)) - bar.n)
+            bar.set_postfix(lane_rows=rows, refresh=False)
             if rows == 0:
                 bar.n = expected
                 bar.refresh()
@@ -78,8 +79,3 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
         return False
     finally:
         bar.close()
-
-
-def _settled(deps: Deps, kb_id: str) -> int:
-    counts = deps.docs.count_by_status(kb_id)
-    return sum(counts.get(s, 0) for s in ("done", "failed", "skipped", "deleted"))

@@ -266,6 +266,9 @@ def _best_matches(
         pos = best.end()
 
 
+_BRACKETS = ("[", "]")
+
+
 def linkify(
     text: str, targets: Sequence[LinkTarget], self_slug: str | None = None
 ) -> tuple[str, set[str]]:
@@ -306,6 +309,8 @@ def linkify(
             slug = by_phrase.get(_phrase_key(m.group()))
             if slug is None or normalize_slug(slug) in linked:
                 continue
+            if text[m.start() - 1:m.start()] in _BRACKETS or text[m.end():m.end() + 1] in _BRACKETS:
+                continue  # "List[int]": a link beside a bracket would fuse into "[[[" or "]]]"
             linked.add(normalize_slug(slug))
             edits.append((m.start(), m.end(), slug, " ".join(m.group().split())))
     if not edits:

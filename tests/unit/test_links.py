@@ -405,3 +405,14 @@ def test_fuzzy_archived_never_matches() -> None:
     pages = [_page("acme", "Acme", status="archived")]
     assert fuzzy_resolve("acme", "Acme", pages) is None
     assert fuzzy_resolve("acme", "Acme", []) is None
+
+
+def test_linkify_never_links_a_mention_beside_a_bracket():
+    # Seen in the stdlib demo: "List[int]" became "List[[[int|int]]]", a link no reader resolves.
+    text = "Use List[int] or [object] here; int and object are types."
+    targets = [LinkTarget("int", "int"), LinkTarget("object", "object")]
+    out, linked = linkify(text, targets)
+    assert "[[[" not in out and "]]]" not in out
+    assert out.startswith("Use List[int] or [object] here;")
+    assert linked == {"int", "object"}
+    assert {link.slug for link in parse_links(out)} == {"int", "object"}

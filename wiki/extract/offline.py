@@ -320,6 +320,8 @@ class _Entities:
         alias = None
         if _ACRONYM_PLURAL.match(clean):
             clean, alias = clean[:-1], clean
+            if validate_item_name(clean) != clean:
+                return
         cand = self.found.setdefault(clean.casefold(), _Candidate())
         cand.add(clean, order, bonus)
         if alias:
@@ -374,7 +376,9 @@ class _Entities:
             for m in regex.finditer(sentence.text):
                 acronym = m.group(acronym_group)
                 expansion = m.group(3 - acronym_group)
-                if acronym[0] != expansion[0].upper() or validate_item_name(expansion) is None:
+                if acronym[0] != expansion[0].upper() or acronym.casefold() in _NOT_NAMES:
+                    continue
+                if validate_item_name(expansion) is None or validate_item_name(acronym) != acronym:
                     continue
                 self.add(acronym, sentence.start, 0.5)
                 self.found[acronym.casefold()].forms.setdefault(expansion, 0)
@@ -541,7 +545,7 @@ def _describe(name: str, concept: bool, needles: list[str], title: str, mentions
     # The evidence is one sentence already, so the result stays one sentence.
     fragment = _shorten(evidence[0].rstrip(" .!?;:"), 180).rstrip(" .!?;:")
     lead = f"{name} is discussed in {where}: "
-    return _finish_sentence(f"{lead}{fragment}.", capitalise=concept, keep=len(lead) + 12)
+    return _finish_sentence(lead + fragment, capitalise=concept, keep=len(lead) + 12)
 
 
 def _evidence(mentions: list[_Sentence]) -> list[str]:
@@ -695,6 +699,8 @@ class OfflineExtractor:
     @staticmethod
     def _item(name: str, kind: str, forms: list[str], title: str, sentences: list[_Sentence],
               lowered: list[str]) -> ExtractedItem | None:
+        if validate_item_name(name) != name:
+            return None  # the one guard every extractor shares; forms can be renamed by merges
         concept = kind == "concept"
         needles = _needles([name, *forms], concept)
         mentions = _mentions(needles, concept, sentences, lowered)
