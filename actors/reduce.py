@@ -138,7 +138,7 @@ class _Planner:
     def __init__(self, deps: Deps, kb_id: str, plan: dict[str, SlugPlan], existing_by_doc: dict[str, list[str]]):
         self.deps, self.kb_id, self.plan = deps, kb_id, plan
         self.existing_by_doc = existing_by_doc
-        self.batch_keys: dict[str, str] = {}  # normalize_name of a batch item name/alias -> slug
+        self.batch_keys: dict[str, tuple[str, str]] = {}  # normalize_name of a batch name/alias -> (slug, type)
 
     def add_document(self, doc: Document, extraction: Extraction) -> None:
         summary = self._summary_slug(doc)
@@ -182,10 +182,9 @@ class _Planner:
 
     def _resolve(self, item: ExtractedItem, slug: str, same_slug: PageLite | None) -> tuple[str, str]:
         keys = [normalize_name(n) for n in [item.name, *item.aliases]]
-        for key in keys:  # the batch against itself first
+        for key in keys:  # the batch (this document included) against itself first
             if key in self.batch_keys:
-                hit = self.batch_keys[key]
-                return hit, self.plan[hit].page_type
+                return self.batch_keys[key]
         if same_slug is not None and same_slug.page_type in ("entity", "concept"):
             target = (same_slug.slug, same_slug.page_type)
         elif slug in self.plan and self.plan[slug].page_type in ("entity", "concept"):
@@ -200,7 +199,7 @@ class _Planner:
                     slug = f"{slug}-{item.kind}"  # the slug belongs to a summary/index page
                 target = (slug, item.kind)
         for key in keys:
-            self.batch_keys.setdefault(key, target[0])
+            self.batch_keys.setdefault(key, target)
         return target
 
 

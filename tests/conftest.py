@@ -21,6 +21,14 @@ from wiki.settings import Settings
 
 ADMIN_URL = os.environ.get("KBWIKI_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_URL = os.environ.get("KBWIKI_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+SESSION_PREFIX = f"kbwiki-test-{uuid.uuid4().hex[:8]}"
+
+# Importing the ``actors`` package builds its broker from the environment, so the whole test
+# session points it at the test Redis db under a key namespace of its own before any import.
+os.environ["REDIS_URL"] = REDIS_URL
+os.environ["KBWIKI_REDIS_NAMESPACE"] = f"{SESSION_PREFIX}-dramatiq"
+os.environ["KBWIKI_KEY_PREFIX"] = SESSION_PREFIX
+os.environ.pop("DATABASE_URL", None)
 
 
 def _with_dbname(url: str, dbname: str) -> str:

@@ -7,25 +7,23 @@ environment is pointed at the session database and a private Redis namespace fir
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 
 import dramatiq
 import pytest
 
-from tests.conftest import REDIS_URL
+from tests.conftest import REDIS_URL, SESSION_PREFIX
 
 
 @pytest.fixture(scope="session")
 def pipeline_env(database_url: str) -> Iterator[dict]:
     """Environment for the actors package: test database, own Redis namespace, fast triggers."""
     mp = pytest.MonkeyPatch()
-    prefix = f"kbwiki-e2e-{uuid.uuid4().hex[:8]}"
     env = {
         "DATABASE_URL": database_url,
         "REDIS_URL": REDIS_URL,
-        "KBWIKI_REDIS_NAMESPACE": f"{prefix}-dramatiq",
-        "KBWIKI_KEY_PREFIX": prefix,
+        "KBWIKI_REDIS_NAMESPACE": f"{SESSION_PREFIX}-dramatiq",
+        "KBWIKI_KEY_PREFIX": SESSION_PREFIX,
         "KBWIKI_DEBOUNCE_MS": "0",
         "KBWIKI_STALE_CLAIM_S": "10",
         "KBWIKI_SWEEP_INTERVAL_S": "2",

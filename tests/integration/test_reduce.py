@@ -1,0 +1,41 @@
+"""Reduce stage function against real PostgreSQL (no broker: the stage is plain Python)."""
+
+from __future__ import annotations
+
+import uuid
+
+from actors.deps import build_deps
+from actors.lanes import REDUCE, SCOPE_KB
+from actors.reduce import run_reduce_batch
+from wiki.extract.offline import OfflineExtractor
+from wiki.models import ExtractedItem, Extraction
+
+
+def _mapped(deps, kb, title: str, extraction: Extraction) -> str:
+    doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} text " * 20)
+    deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name, extraction)
+    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
+                     dedup_key=doc.id, payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name})
+    return doc.id
+
+
+def test_one_document_naming_a_thing_twice_gets_one_page(settings, clean_db):
+    # Seen on linux-doc: an alias of one item equal to another item's name raised KeyError in the planner.
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+    items = [
+        ExtractedItem(name="RCU", kind="entity", aliases=["Read-Copy Update"], description="RCU is a mechanism.",
+                      evidence=["RCU is a mechanism."]),
+        ExtractedItem(name="read-copy update", kind="concept", description="", evidence=["Read-copy update scales."]),
+        ExtractedItem(name="rcu", kind="concept", description="", evidence=["rcu again."]),
+    ]
+    kid = _mapped(deps, kb, "RCU concepts", Extraction(summary="About RCU.", body="About RCU.", items=items))
+
+    result = run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    assert (result.documents, result.failed) == (1, 0)
+    counts = deps.pages.counts_by_type(kb.id)
+    assert counts == {"summary": 1, "entity": 1}
+    page = deps.pages.get(kb.id, "rcu")
+    assert page is not None and [r.knowledge_id for r in page.source_refs] == [kid]
+    assert deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 0
