@@ -20,6 +20,23 @@ from wiki.models import Page, PageLite
 LITE_COLUMNS = "slug, title, page_type, status, aliases"
 MAX_RECENT = 1000
 
+# Top-K nearest titles by trigram distance, walked in order on the GiST KNN index
+# idx_wiki_pages_title_knn (migration 0005): cost stays flat as the KB grows.
+SIMILAR_TITLES_SQL = (
+    f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL"
+    " AND page_type IN ('entity', 'concept') AND status <> 'archived'"
+    " ORDER BY lower(title) <-> lower(%s) LIMIT %s"
+)
+SLUGS_BY_SOURCE_SQL = (
+    "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND ("
+    " source_refs @> %(ref)s OR (to_tsvector('simple', source_refs::text) @@ phraseto_tsquery('simple', %(kid)s)"
+    " AND source_refs::text LIKE %(legacy)s))"
+)
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
 
 class WikiPageRepository:
     """Reads and writes live pages of a KB and their out-links."""
@@ -63,20 +80,13 @@ class WikiPageRepository:
             ).fetchall()
         return {r["slug"] for r in rows}
 
-    def similar_titles(self, kb_id: str, text: str, k: int = 5, min_similarity: float = 0.3) -> list[PageLite]:
-        """Top-``k`` live entity/concept pages whose lower(title) is trigram-similar to ``text``.
-
-        Uses the GIN trigram index on lower(title) (``%`` operator, pg_trgm's default threshold
-        0.3, the same as ``min_similarity``); archived pages are excluded.
+    def similar_titles(self, kb_id: str, text: str, k: int = 5) -> list[PageLite]:
+        """The ``k`` live entity/concept pages whose lower(title) is nearest to ``text`` in trigram
+        distance (pg_trgm ``<->``), nearest first; archived pages excluded. One prepared
+        statement on the GiST KNN index; the caller decides which candidates really match.
         """
         with self.pool.connection() as conn:
-            conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, true)", (str(min_similarity),))
-            rows = conn.execute(
-                f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND lower(title) %% lower(%s)"
-                " AND deleted_at IS NULL AND page_type IN ('entity', 'concept') AND status <> 'archived'"
-                " ORDER BY similarity(lower(title), lower(%s)) DESC, slug LIMIT %s",
-                (kb_id, text, text, k),
-            ).fetchall()
+            rows = conn.execute(SIMILAR_TITLES_SQL, (kb_id, text, k), prepare=True).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
     def titles_matching(self, kb_id: str, phrases: list[str]) -> list[PageLite]:
@@ -92,11 +102,13 @@ class WikiPageRepository:
         return [PageLite.model_validate(r) for r in rows]
 
     def slugs_by_source(self, kb_id: str, knowledge_id: str, conn: Connection | None = None) -> list[str]:
-        """Live pages citing the document (containment on the source_refs jsonb_path_ops GIN index)."""
+        """Live pages citing the document: containment on the source_refs jsonb_path_ops GIN index,
+        or the legacy ``"<id>|<title>"`` string form through the ``to_tsvector`` GIN index."""
         with borrow(self.pool, conn) as c:
             rows = c.execute(
-                "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND source_refs @> %s AND deleted_at IS NULL",
-                (kb_id, Jsonb([{"knowledge_id": knowledge_id}])),
+                SLUGS_BY_SOURCE_SQL,
+                {"kb": kb_id, "ref": Jsonb([{"knowledge_id": knowledge_id}]), "kid": knowledge_id,
+                 "legacy": f'%"{_like_escape(knowledge_id)}|%'},
             ).fetchall()
         return [r["slug"] for r in rows]
 
@@ -212,6 +224,30 @@ class WikiPageRepository:
             c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s", (kb_id,))
             return c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,)).rowcount
 
+    def bulk_insert(self, pages: Iterable[Page]) -> int:
+        """Insert many new pages and their out-links with COPY (imports, benchmarks, test fixtures).
+
+        Pages must not exist yet (a live slug conflict raises ``psycopg.errors.UniqueViolation``
+        and nothing is written). Returns the number of pages inserted.
+        """
+        n = 0
+        with self.pool.connection() as conn, conn.cursor() as cur:
+            with cur.copy(
+                "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
+                " aliases, source_refs, facts) FROM STDIN"
+            ) as copy:
+                links = []
+                for p in pages:
+                    copy.write_row((p.tenant_id, p.knowledge_base_id, p.slug, p.title, p.page_type, p.status,
+                                    p.content, p.summary, Jsonb(p.aliases),
+                                    Jsonb([r.model_dump() for r in p.source_refs]), Jsonb(p.facts)))
+                    links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]
+                    n += 1
+            with cur.copy("COPY wiki_links (knowledge_base_id, from_slug, to_slug) FROM STDIN") as copy:
+                for row in dict.fromkeys(links):
+                    copy.write_row(row)
+        return n
+
     @staticmethod
     def _write_links(conn: Connection, kb_id: str, slug: str, targets: set[str]) -> None:
         conn.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (kb_id, slug))
@@ -222,3 +258,16 @@ class WikiPageRepository:
                 " SELECT %s, %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
                 (kb_id, slug, sorted(targets)),
             )
+
+    def source_ids_by_slugs(self, kb_id: str, slugs: Iterable[str]) -> dict[str, set[str]]:
+        """Knowledge ids each live page among ``slugs`` cites, keyed by slug (one indexed query)."""
+        slugs = list(set(slugs))
+        if not slugs:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT slug, source_refs FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
+                " AND deleted_at IS NULL",
+                (kb_id, slugs),
+            ).fetchall()
+        return {r["slug"]: {ref["knowledge_id"] for ref in r["source_refs"]} for r in rows}
