@@ -153,21 +153,25 @@ def iter_stdlib_docs(stdlib: Path | None = None) -> Iterator[CorpusDoc]:
 # --- folders ------------------------------------------------------------------------------------
 
 
-def _folder_files(root: Path) -> Iterator[Path]:
+def _folder_files(root: Path) -> list[Path]:
+    """Document files under ``root`` sorted by relative POSIX path (a few MB for 40,000 files)."""
     if root.is_file():
-        yield root
-        return
+        return [root]
+    found: list[Path] = []
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
-            if not name.startswith(".") and Path(name).suffix.lower() in FOLDER_EXTENSIONS:
-                yield Path(folder) / name
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(
+            Path(folder) / name
+            for name in files
+            if not name.startswith(".") and Path(name).suffix.lower() in FOLDER_EXTENSIONS
+        )
+    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
 def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
     """Every document file under ``root`` (a folder, read recursively, or a single file).
 
-    Reads ``.md .markdown .rst .txt .html .htm`` files (any case) in sorted order, skipping
+    Reads ``.md .markdown .rst .txt .html .htm`` files (any case) sorted by relative path, skipping
     hidden files and folders; text and title come from ``wiki.text.document_text`` /
     ``document_title``. A file that cannot be used yields ``Rejected(path, reason)`` instead of
     raising: the ``BadDocument`` reason ("binary", ...), "too large" (over ``MAX_FILE_BYTES``)
