@@ -283,13 +283,26 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
         "lookups": len(timings),
         "lookup_median_ms": round(statistics.median(timings), 2) if timings else None,
         "lookup_p95_ms": round(timings[int(0.95 * (len(timings) - 1))], 2) if timings else None,
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(_peak_rss_kib() / 1024, 1),
     }
+
+
+def _peak_rss_kib() -> int:
+    """This process's peak RSS (VmHWM). Not ru_maxrss: Linux carries that across exec from the parent."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def run_measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     cmd = [sys.executable, __file__, "--measure", kb_id, "--batch-file", str(batch_path)] + (["--naive"] if naive else [])
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    # importing actors builds a broker (it does not connect): give it a URL of its own
+    env = {**os.environ, "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"),
+           "KBWIKI_REDIS_NAMESPACE": "kbwiki-bench"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if out.returncode:
+        raise RuntimeError(f"measurement failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

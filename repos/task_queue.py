@@ -500,15 +500,7 @@ class TaskDeadLetterRepository:
         keeps rows with ``failed_at >= since``; ``limit`` is clamped to 1..200. Raises ValueError
         when ``cursor`` is not a positive integer.
         """
-        conditions: list[sql.Composable] = []
-        params: list[Any] = []
-        for column, value in (("scope", scope), ("scope_id", scope_id), ("task_type", task_type)):
-            if value is not None:
-                conditions.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-                params.append(value)
-        if since is not None:
-            conditions.append(sql.SQL("failed_at >= %s"))
-            params.append(since)
+        conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
         if cursor is not None:
             conditions.append(sql.SQL("id < %s"))
             params.append(_parse_cursor(cursor))
@@ -525,10 +517,40 @@ class TaskDeadLetterRepository:
             row = conn.execute("SELECT * FROM task_dead_letters WHERE id = %s", (int(id),)).fetchone()
         return DeadLetter.model_validate(row) if row else None
 
-    def delete(self, id: int) -> bool:
-        """Delete one dead letter (after it was re-sent or dismissed); False when it was already gone."""
+    def delete(self, id: int, conn: Connection | None = None) -> bool:
+        """Delete one dead letter (after it was re-sent or dismissed); False when it was already gone.
+
+        With ``conn`` the row stays locked until the caller's transaction ends, so of two concurrent
+        callers exactly one gets True.
+        """
+        with borrow(self.pool, conn) as c:
+            return c.execute("DELETE FROM task_dead_letters WHERE id = %s", (int(id),)).rowcount > 0
+
+    def purge(
+        self,
+        *,
+        ids: Sequence[int] | None = None,
+        scope: str | None = None,
+        scope_id: str | None = None,
+        task_type: str | None = None,
+        since: datetime | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Delete the dead letters matching every given filter; returns rows deleted.
+
+        ``ids`` restricts to those ids (an empty list deletes nothing); the other filters are those
+        of ``list``. Raises ValueError, deleting nothing, when no filter is given and ``everything``
+        is False: no filter must never silently mean "every row".
+        """
+        conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
+        if ids is not None:
+            conditions.append(sql.SQL("id = ANY(%s)"))
+            params.append(_ids(ids))
+        if not conditions and not everything:
+            raise ValueError("purge needs a filter (ids, scope, task_type or since) or everything=True")
+        where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
         with self.pool.connection() as conn:
-            return conn.execute("DELETE FROM task_dead_letters WHERE id = %s", (int(id),)).rowcount > 0
+            return conn.execute(sql.SQL("DELETE FROM task_dead_letters{}").format(where), params).rowcount
 
     def move_op_to_dead_letters(
         self, op: PendingOp, *, task_type: str, error: str, conn: Connection | None = None
@@ -574,6 +596,22 @@ class TaskDeadLetterRepository:
         with self.pool.connection() as conn:
             row = conn.execute(sql.SQL("SELECT count(*) AS n FROM task_dead_letters{}").format(where), params).fetchone()
         return int(row["n"])
+
+
+def _dead_letter_filters(
+    scope: str | None, scope_id: str | None, task_type: str | None, since: datetime | None
+) -> tuple[list[sql.Composable], list[Any]]:
+    """WHERE conditions (joined with AND by the caller) and their parameters for the given filters."""
+    conditions: list[sql.Composable] = []
+    params: list[Any] = []
+    for column, value in (("scope", scope), ("scope_id", scope_id), ("task_type", task_type)):
+        if value is not None:
+            conditions.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
+            params.append(value)
+    if since is not None:
+        conditions.append(sql.SQL("failed_at >= %s"))
+        params.append(since)
+    return conditions, params
 
 
 def _parse_cursor(cursor: int | str) -> int:

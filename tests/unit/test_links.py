@@ -247,24 +247,6 @@ def test_idempotent_random() -> None:
         assert " ".join(plain.split()) == " ".join(text.split())
 
 
-def test_fast_on_large_text() -> None:
-    rng = random.Random(3)
-    targets = [LinkTarget(f"topic-{i}", f"Topic{i} Subject{i % 9}", (f"Alias{i} Name",)) for i in range(200)]
-    vocab = ["the", "quick", "brown", "fox", "`code`", "[x](http://y)", "上海", "Acme"]
-    vocab += [t.title for t in targets[:60]]
-    text = " ".join(rng.choice(vocab) for _ in range(4000))[:20_000]
-    linkify(text, targets[:5])  # warm module-level state, not the patterns under test
-    timings = []
-    for _ in range(3):
-        re.purge()  # measure the pattern compile too, as for a new target set
-        start = time.perf_counter()
-        out, linked = linkify(text, targets)
-        timings.append(time.perf_counter() - start)
-    elapsed = min(timings)
-    assert linked
-    assert elapsed < 0.05, f"linkify took {elapsed * 1000:.1f} ms"
-
-
 # --- candidate phrases -------------------------------------------------------------------
 
 

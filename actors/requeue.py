@@ -1,0 +1,110 @@
+"""Requeue: give a dead letter another go, then remove it.
+
+Two kinds of dead letters exist (``repos.task_queue.TaskDeadLetterRepository``):
+
+- ``wiki:ingest`` rows are document ops that used up their in-batch retry budget in map or
+  reduce; their payload is the whole op. Requeue puts the op back in the ingest lane of its KB
+  (a fresh row, so ``fail_count`` starts at 0), marks the document ``pending`` again and removes
+  the dead letter, all in one transaction, then triggers the KB's pump.
+- every other row is a Dramatiq message the dead-letter middleware recorded; its payload is
+  ``Message.asdict()``. Requeue re-sends it through the broker with a fresh retry budget and
+  removes the row only after the send succeeded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dramatiq
+import structlog
+from dramatiq.errors import ActorNotFound
+
+from actors.deps import Deps
+from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
+from actors.triggers import send_trigger
+from repos.task_queue import DeadLetter
+
+log = structlog.get_logger(__name__)
+
+#: Message options written by the broker and by Dramatiq's middleware while a message is
+#: delivered and retried. A re-sent message drops them: ``retries`` restarts the retry budget,
+#: the others describe the failed delivery, not the message.
+DELIVERY_OPTIONS = frozenset({"retries", "traceback", "requeue_timestamp", "eta", "redis_message_id"})
+
+#: Outcomes of ``requeue_dead_letter``.
+REINSERTED = "reinserted"
+RESENT = "resent"
+
+
+class DeadLetterNotFound(LookupError):
+    """No dead letter has this id (never existed, already requeued or purged)."""
+
+
+class RequeueRefused(RuntimeError):
+    """The dead letter cannot be requeued as stored; it is kept. The message says why."""
+
+
+def requeue_dead_letter(deps: Deps, dead_letter_id: int) -> str:
+    """Requeue one dead letter and delete it; returns ``"reinserted"`` (wiki op) or ``"resent"`` (message).
+
+    Raises ``DeadLetterNotFound`` when the row is gone (also when a concurrent requeue of the same
+    row won) and ``RequeueRefused`` when its KB is deleted or foreign, its payload is not an op or
+    a message, or its actor is not declared on the broker. Broker and database errors propagate;
+    in every failure the dead letter is kept.
+    """
+    row = deps.dead_letters.get(dead_letter_id)
+    if row is None:
+        raise DeadLetterNotFound(f"no dead letter {dead_letter_id}")
+    if row.task_type == INGEST:
+        return _reinsert_wiki_op(deps, row)
+    return _resend_message(deps, row)
+
+
+def _reinsert_wiki_op(deps: Deps, row: DeadLetter) -> str:
+    op = row.payload
+    knowledge_id = str(op.get("dedup_key") or row.related_id)
+    kind = op.get("op")
+    if row.scope != SCOPE_KB or not row.scope_id or not knowledge_id or kind not in (OP_INGEST, OP_RETRACT):
+        raise RequeueRefused(f"dead letter {row.id} is not a wiki document op (scope {row.scope!r}, op {kind!r})")
+    payload = op.get("payload") if isinstance(op.get("payload"), dict) else {}
+    with deps.pool.connection() as conn:
+        # Delete first: the row lock makes a concurrent requeue of the same letter wait, then find nothing.
+        if not deps.dead_letters.delete(row.id, conn=conn):
+            raise DeadLetterNotFound(f"no dead letter {row.id}")
+        new = deps.ops.enqueue_if_kb_active(
+            tenant_id=row.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=row.scope_id, op=kind,
+            dedup_key=knowledge_id, payload=payload, conn=conn,
+        )
+        if new is None:
+            conn.rollback()
+            raise RequeueRefused(f"knowledge base {row.scope_id} of tenant {row.tenant_id} is unknown or deleted")
+        if kind == OP_INGEST:
+            deps.docs.set_status([knowledge_id], "pending", conn=conn)
+    send_trigger(deps, "wiki_ingest", tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
+    log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type,
+             knowledge_base_id=row.scope_id, knowledge_id=knowledge_id, op_id=new.id)
+    return REINSERTED
+
+
+def _resend_message(deps: Deps, row: DeadLetter) -> str:
+    stored = row.payload
+    actor_name = stored.get("actor_name")
+    if not isinstance(actor_name, str) or not actor_name:
+        raise RequeueRefused(f"dead letter {row.id} holds no Dramatiq message (no actor_name)")
+    broker = dramatiq.get_broker()
+    try:
+        actor = broker.get_actor(actor_name)
+    except ActorNotFound:
+        raise RequeueRefused(f"actor {actor_name!r} of dead letter {row.id} is not declared") from None
+    options: dict[str, Any] = {k: v for k, v in (stored.get("options") or {}).items() if k not in DELIVERY_OPTIONS}
+    # A new message (fresh id and timestamp, so an age limit counts from now) with the same call.
+    message = dramatiq.Message(queue_name=actor.queue_name, actor_name=actor_name,
+                               args=tuple(stored.get("args") or ()), kwargs=dict(stored.get("kwargs") or {}),
+                               options=options)
+    broker.enqueue(message)
+    # Only after the send: a failed send keeps the row. Losing a race here at worst sends twice,
+    # which idempotent actors absorb.
+    deps.dead_letters.delete(row.id)
+    log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type, actor=actor_name,
+             message_id=message.message_id)
+    return RESENT

@@ -1,0 +1,203 @@
+"""``kbwiki dead-letters list|show|requeue|purge``: triage work that failed for good.
+
+Filters shared by ``list``, ``requeue --all`` and ``purge``: ``--kb NAME`` (with ``--tenant``),
+``--task-type`` (an actor name, or ``wiki:ingest`` for documents out of retry budget) and
+``--since`` (an ISO date/time, naive meaning UTC like the logs, or an age such as ``30m``,
+``2h``, ``3d``, ``1w``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import click
+
+from kbwiki.cli import _deps, _kb, main, services, tenant_option
+
+#: Characters of the error headline ``list`` prints per row.
+HEADLINE_CHARS = 160
+#: Rows per page while ``requeue --all`` walks the matching dead letters (the repository's cap).
+REQUEUE_PAGE = 200
+
+_AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+class SinceType(click.ParamType):
+    """``--since``: an ISO-8601 date or date-time (naive = UTC) or an age like ``2h`` / ``3d``; an aware datetime."""
+
+    name = "since"
+
+    def convert(self, value, param, ctx) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        age = _AGE.match(value)
+        if age:
+            return datetime.now(UTC) - timedelta(**{_UNITS[age.group(2)]: int(age.group(1))})
+        try:
+            moment = datetime.fromisoformat(value.strip())
+        except ValueError:
+            self.fail(f"{value!r} is neither an ISO date/time (2024-05-01T12:00) nor an age (30m, 2h, 3d, 1w)",
+                      param, ctx)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The dead-letter filters of one command line, as ``TaskDeadLetterRepository.list`` takes them."""
+
+    scope: str | None = None
+    scope_id: str | None = None
+    task_type: str | None = None
+    since: datetime | None = None
+
+    def as_kwargs(self) -> dict:
+        return {"scope": self.scope, "scope_id": self.scope_id, "task_type": self.task_type, "since": self.since}
+
+
+def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, since: datetime | None) -> Filters:
+    kb_id = _kb(deps, tenant, kb_name).id if kb_name else None
+    return Filters(scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type, since=since)
+
+
+def error_headline(error: str) -> str:
+    """The line that says what went wrong: the first line, or the last one of a bare traceback.
+
+    The middleware stores ``"<Type>: <message>"`` first; the in-batch budget stores a traceback,
+    whose last line is the exception.
+    """
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    line = lines[-1] if lines[0].startswith("Traceback") else lines[0]
+    return line if len(line) <= HEADLINE_CHARS else line[: HEADLINE_CHARS - 1] + "…"
+
+
+def _row_line(row) -> str:
+    scope = f"{row.scope}/{row.scope_id}" if row.scope_id else row.scope
+    return (f"{row.id}\t{row.failed_at.isoformat(timespec='seconds')}\t{row.task_type}\t{scope}\t"
+            f"{row.related_id or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}")
+
+
+kb_filter = click.option("--kb", "kb_name", default=None, help="Only dead letters of this knowledge base.")
+type_filter = click.option("--task-type", default=None, help="Only this task type (actor name or wiki:ingest).")
+since_filter = click.option("--since", type=SinceType(), default=None,
+                            help="Only dead letters since an ISO date/time (UTC) or an age: 30m, 2h, 3d, 1w.")
+
+
+@main.group("dead-letters")
+def dead_letters() -> None:
+    """List, show, requeue or purge dead letters (work that failed for good)."""
+
+
+@dead_letters.command("list")
+@kb_filter
+@tenant_option
+@type_filter
+@since_filter
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200), help="Rows per page.")
+@click.option("--cursor", default=None, help="The next-page cursor printed by the previous page.")
+def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
+    """One line per dead letter, newest first: id, failed at, task type, scope, related id, fails, error."""
+    with services():
+        deps = _deps()
+        filters = _filters(deps, tenant, kb_name, task_type, since)
+        try:
+            rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--cursor") from None
+    for row in rows:
+        click.echo(_row_line(row))
+    if len(rows) == limit:
+        click.echo(f"next page: --cursor {rows[-1].id}")
+    else:
+        click.echo(f"{len(rows)} dead letters, end of list")
+
+
+@dead_letters.command("show")
+@click.argument("dead_letter_id", type=int)
+def show_cmd(dead_letter_id: int) -> None:
+    """Every field of one dead letter: the payload as JSON and the whole error."""
+    with services():
+        row = _deps().dead_letters.get(dead_letter_id)
+    if row is None:
+        raise click.ClickException(f"no dead letter {dead_letter_id}")
+    for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
+        value = getattr(row, field)
+        click.echo(f"{field}: {value.isoformat() if isinstance(value, datetime) else value}")
+    click.echo("payload:")
+    click.echo(json.dumps(row.payload, indent=2, sort_keys=True, ensure_ascii=False))
+    click.echo("last_error:")
+    click.echo(row.last_error)
+
+
+@dead_letters.command("requeue")
+@click.argument("ids", nargs=-1, type=int)
+@click.option("--all", "all_matching", is_flag=True, help="Requeue every dead letter matching the filters.")
+@kb_filter
+@tenant_option
+@type_filter
+@since_filter
+def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
+    """Requeue dead letters by ID (or --all matching the filters) and remove them.
+
+    A ``wiki:ingest`` letter goes back to its KB's ingest lane with a fresh retry budget; any other
+    is re-sent as the stored Dramatiq message with its retries reset. A letter that cannot be
+    requeued is kept and reported; the exit code is then 1.
+    """
+    from actors.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter
+
+    if bool(ids) == all_matching:
+        raise click.UsageError("give dead-letter IDs or --all (with optional filters), not both and not neither")
+    if ids and (kb_name or task_type or since):
+        raise click.UsageError("--kb, --task-type and --since only apply with --all")
+    done = failed = 0
+    with services():
+        deps = _deps()
+        targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
+        for dead_letter_id in targets:
+            try:
+                outcome = requeue_dead_letter(deps, dead_letter_id)
+            except (DeadLetterNotFound, RequeueRefused) as exc:
+                failed += 1
+                click.echo(f"{dead_letter_id}\tnot requeued: {exc}", err=True)
+                continue
+            done += 1
+            click.echo(f"{dead_letter_id}\t{outcome}")
+    click.echo(f"requeued {done}, failed {failed}")
+    if failed:
+        click.get_current_context().exit(1)
+
+
+def _matching_ids(deps, filters: Filters) -> list[int]:
+    """Ids of every matching dead letter, newest first, read page by page (ids only are kept)."""
+    found: list[int] = []
+    cursor = None
+    while True:
+        page = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=REQUEUE_PAGE)
+        found += [row.id for row in page]
+        if len(page) < REQUEUE_PAGE:
+            return found
+        cursor = page[-1].id
+
+
+@dead_letters.command("purge")
+@click.argument("ids", nargs=-1, type=int)
+@click.option("--all", "everything", is_flag=True, help="Delete every dead letter matching the filters (all with none).")
+@kb_filter
+@tenant_option
+@type_filter
+@since_filter
+def purge_cmd(ids, everything, kb_name, tenant, task_type, since) -> None:
+    """Delete dead letters: by ID, by filters, or every one with --all. Needs at least one of them."""
+    if not (ids or everything or kb_name or task_type or since):
+        raise click.UsageError("purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all;"
+                               " nothing was deleted")
+    with services():
+        deps = _deps()
+        filters = _filters(deps, tenant, kb_name, task_type, since)
+        n = deps.dead_letters.purge(ids=list(ids) if ids else None, everything=everything, **filters.as_kwargs())
+    click.echo(f"purged {n} dead letters")

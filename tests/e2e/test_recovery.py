@@ -1,0 +1,132 @@
+"""Redis flushed and every worker killed (``kill -9``) mid-run: restarted workers finish all the work.
+
+Real worker processes (``dramatiq actors``) run with the e2e environment, where claims go stale
+after ``KBWIKI_STALE_CLAIM_S`` = 10 s and the sweeper runs every ``KBWIKI_SWEEP_INTERVAL_S`` = 2 s.
+The flush deletes every key of this deployment (its Dramatiq namespace and kbwiki key prefix):
+for kbwiki that is what FLUSHALL does, without touching other tests or a demo on the same server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+import redis
+
+from kbwiki.corpus import iter_stdlib_docs
+from tests.e2e.conftest import wait_until
+from wiki.extract import ExtractionError
+
+pytestmark = pytest.mark.e2e
+
+DOCS = 30
+MIN_CHARS = 1500  # long enough to take a visible share of the run
+ALL_CLAIMS_S = 24 * 3600  # a "stale after" so large that every claim counts
+
+
+def _documents(extractor, n: int):
+    """The first ``n`` standard-library documents the extractor can make pages of (some are only code)."""
+    found = []
+    for doc in iter_stdlib_docs():
+        if len(doc.text) < MIN_CHARS:
+            continue
+        try:
+            extractor.extract(doc.title, doc.text)
+        except ExtractionError:
+            continue
+        found.append(doc)
+        if len(found) == n:
+            return found
+    pytest.fail(f"fewer than {n} usable standard-library documents")
+
+
+def _start(log_path: Path) -> subprocess.Popen:
+    from kbwiki.workers import start_workers
+
+    return start_workers(2, 4, log_path)  # inherits the e2e environment of pipeline_env
+
+
+def _kill_tree(proc: subprocess.Popen) -> int:
+    """SIGKILL the worker command and every process under it at once; returns how many were killed."""
+    parent = psutil.Process(proc.pid)
+    procs = [parent, *parent.children(recursive=True)]
+    for p in procs:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=10)
+    assert not alive, alive
+    proc.wait(timeout=10)
+    return len(procs)
+
+
+def _flush(client: redis.Redis, prefix: str) -> int:
+    """Delete every key of the deployment (namespace ``<prefix>-dramatiq`` and key prefix ``<prefix>``)."""
+    keys = list(client.scan_iter(f"{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+    return len(keys)
+
+
+def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path):
+    from actors.ingest import submit_document
+    from actors.lanes import SCOPE_KB, WIKI_LANES
+    from kbwiki.ingest import lane_rows
+
+    prefix = pipeline_env["KBWIKI_KEY_PREFIX"]
+    assert pipeline_env["KBWIKI_REDIS_NAMESPACE"].startswith(prefix)
+    client = redis.Redis.from_url(pipeline_env["REDIS_URL"])
+    kb = deps.kbs.get_or_create(1, f"recovery-{uuid.uuid4().hex[:6]}")
+
+    def claims() -> int:
+        return sum(deps.ops.claimed_count(lane, SCOPE_KB, kb.id, ALL_CLAIMS_S) for lane in WIKI_LANES)
+
+    def done() -> int:
+        return deps.docs.count_by_status(kb.id).get("done", 0)
+
+    ids = []
+    for doc in _documents(deps.extractor, DOCS):
+        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+                                 source_uri=doc.source_uri)
+        assert result.status == "queued"
+        ids.append(result.knowledge_id)
+
+    workers = _start(tmp_path / "workers-1.log")
+    try:
+        # 1. Redis flushed under running workers, mid-run: they recover by themselves (sweeper).
+        wait_until(lambda: 1 <= done() <= DOCS // 3 and claims() > 0, 60, "a run with work done and work claimed")
+        first_flush = _flush(client, prefix)
+        after_flush = done()
+        wait_until(lambda: done() > after_flush, 30, "progress after a flush under running workers")
+        # 2. Every worker killed mid-run, Redis flushed again, workers restarted.
+        wait_until(lambda: done() <= 2 * DOCS // 3 and claims() > 0, 30, "work claimed before the kill")
+        killed = _kill_tree(workers)
+        abandoned = claims()
+        second_flush = _flush(client, prefix)
+    finally:
+        if workers.poll() is None:
+            _kill_tree(workers)
+    assert killed >= 3  # the dramatiq command, its two worker processes (and its fork process)
+    assert abandoned > 0 and first_flush > 0 and second_flush > 0
+    assert not list(client.scan_iter(f"{prefix}*"))
+    written_before = done()
+    assert written_before < DOCS and lane_rows(deps, kb.id) > 0
+
+    workers = _start(tmp_path / "workers-2.log")
+    try:
+        wait_until(lambda: done() == DOCS and lane_rows(deps, kb.id) == 0, 75,
+                   "every document written and every lane empty after the restart")
+    finally:
+        _kill_tree(workers)
+
+    assert deps.docs.count_by_status(kb.id) == {"done": DOCS}
+    for kid in ids:
+        pages = deps.pages.lite_by_slugs(kb.id, deps.pages.slugs_by_source(kb.id, kid))
+        assert "summary" in {p.page_type for p in pages.values()}, kid
+    assert deps.pages.counts_by_type(kb.id)["summary"] == DOCS
+    assert claims() == 0
+    assert deps.dead_letters.count(scope=SCOPE_KB, scope_id=kb.id) == 0

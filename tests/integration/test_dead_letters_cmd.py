@@ -1,0 +1,253 @@
+"""``kbwiki dead-letters list|show|requeue|purge`` through click's CliRunner on the test database and Redis.
+
+DATABASE_URL and REDIS_URL come from ``pipeline_env``, so ``services()`` starts nothing and the
+command talks to the same database and broker namespace as the test.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, timedelta
+
+import dramatiq
+import pytest
+from click.testing import CliRunner
+from dramatiq.broker import MessageProxy
+
+from kbwiki.cli import main
+from kbwiki.dead_letters_cmd import SinceType, error_headline
+from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
+
+TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: extractor exploded\n'
+
+
+@pytest.fixture()
+def run(clean_db, deps):  # noqa: F811
+    """Invoke ``kbwiki`` with arguments; returns click's Result (stdout and stderr apart)."""
+    from middleware.logging import configure_logging
+
+    # Logging is process-global and other tests reset it to structlog's defaults (print to stdout);
+    # the project's configuration sends JSON logs to the stderr of now, outside the command's output.
+    configure_logging("INFO")
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(main, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def _kb(deps, name=None):  # noqa: F811
+    return deps.kbs.get_or_create(1, name or f"dl-{uuid.uuid4().hex[:6]}")
+
+
+def _wiki_dead_letter(deps, kb, title="doc", fails=6):  # noqa: F811
+    """A document op that used up its budget, dead-lettered the way map does it."""
+    from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
+
+    doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} " * 20)
+    op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
+                          dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
+    row = deps.dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
+                                                    task_type=INGEST, error=TRACEBACK)
+    deps.docs.set_status([doc.id], "failed", f"extraction failed {fails} times")
+    return row, doc
+
+
+def _message_dead_letter(deps, actor_name, kwargs, options=None, scope=("unknown", "")):  # noqa: F811
+    """A dead letter as the middleware writes it: the payload is the whole message."""
+    message = dramatiq.Message(queue_name="wiki", actor_name=actor_name, args=(), kwargs=kwargs,
+                               options=options or {})
+    return deps.dead_letters.insert(task_type=actor_name, tenant_id=kwargs.get("tenant_id", 0), scope=scope[0],
+                                    scope_id=scope[1], payload=message.asdict(),
+                                    last_error="RuntimeError: boom\nTraceback ...", fail_count=3)
+
+
+def _drain(broker, queue_name: str) -> list[MessageProxy]:
+    """Every message waiting on ``queue_name`` of the broker (acked, so the queue is left empty)."""
+    consumer = broker.consume(queue_name, prefetch=50, timeout=300)
+    found = []
+    try:
+        while (message := next(consumer)) is not None:
+            consumer.ack(message)
+            found.append(message)
+    finally:
+        consumer.close()
+    return found
+
+
+# ---- parsing helpers ---------------------------------------------------------------------------
+
+
+def test_error_headline_is_the_exception_line():
+    assert error_headline(TRACEBACK) == "RuntimeError: extractor exploded"
+    assert error_headline("ValueError: bad\nTraceback (most recent call last):\n ...") == "ValueError: bad"
+    assert error_headline("") == ""
+    assert len(error_headline("x" * 1000)) == 160
+
+
+def test_since_accepts_ages_and_iso_times():
+    since = SinceType()
+    now = since.convert("2024-05-01T12:00", None, None)
+    assert now.tzinfo == UTC and now.hour == 12
+    assert since.convert("2024-05-01T12:00+02:00", None, None).utcoffset() == timedelta(hours=2)
+    assert since.convert("3d", None, None) - since.convert("2h", None, None) == pytest.approx(
+        timedelta(days=-3, hours=2), abs=timedelta(seconds=5))
+
+
+# ---- list / show -------------------------------------------------------------------------------
+
+
+def test_list_filters_by_kb_task_type_and_since_and_pages(run, deps):  # noqa: F811
+    kb, other = _kb(deps), _kb(deps)
+    first, doc = _wiki_dead_letter(deps, kb, "alpha")
+    second, _ = _wiki_dead_letter(deps, kb, "beta")
+    _wiki_dead_letter(deps, other, "gamma")
+    reduce = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id},
+                                  scope=("knowledge_base", kb.id))
+
+    result = run("dead-letters", "list", "--kb", kb.name)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [int(line.split("\t")[0]) for line in lines[:-1]] == [reduce.id, second.id, first.id]
+    assert lines[-1] == "3 dead letters, end of list"
+    fields = lines[2].split("\t")
+    assert fields[2:] == ["wiki:ingest", f"knowledge_base/{kb.id}", doc.id, "fails=6",
+                          "RuntimeError: extractor exploded"]
+
+    result = run("dead-letters", "list", "--kb", kb.name, "--task-type", "wiki:ingest", "--limit", "1")
+    assert result.stdout.splitlines() == [result.stdout.splitlines()[0], f"next page: --cursor {second.id}"]
+    assert result.stdout.startswith(f"{second.id}\t")
+    result = run("dead-letters", "list", "--kb", kb.name, "--task-type", "wiki:ingest", "--cursor", str(second.id))
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [str(first.id), "1 dead letters, end of list"]
+
+    after_first = (first.failed_at + timedelta(microseconds=1)).isoformat()
+    result = run("dead-letters", "list", "--kb", kb.name, "--since", after_first)
+    assert {int(line.split("\t")[0]) for line in result.stdout.splitlines()[:-1]} == {second.id, reduce.id}
+    assert len(run("dead-letters", "list", "--since", "2h").stdout.splitlines()) == 5  # 4 rows + footer
+
+
+def test_list_refuses_a_bad_cursor_and_an_unknown_kb(run):
+    result = run("dead-letters", "list", "--cursor", "abc")
+    assert result.exit_code == 2 and "cursor" in result.output
+    result = run("dead-letters", "list", "--kb", "no-such-kb")
+    assert result.exit_code == 1 and "no knowledge base named 'no-such-kb'" in result.output
+
+
+def test_show_prints_the_payload_as_json_and_the_whole_error(run, deps):  # noqa: F811
+    long_error = "\n".join(f"line {i}" for i in range(300))
+    row = deps.dead_letters.insert(task_type="wiki_map", scope="knowledge", scope_id="k1", related_id="k1",
+                                   payload={"kwargs": {"knowledge_id": "k1"}, "nested": [1, "é"]},
+                                   last_error=long_error, fail_count=4)
+    result = run("dead-letters", "show", str(row.id))
+    assert result.exit_code == 0
+    head, _, rest = result.stdout.partition("payload:\n")
+    payload_text, _, error = rest.partition("last_error:\n")
+    assert f"id: {row.id}\n" in head and "related_id: k1\n" in head and "fail_count: 4\n" in head
+    assert json.loads(payload_text) == {"kwargs": {"knowledge_id": "k1"}, "nested": [1, "é"]}
+    assert error == long_error + "\n"
+    result = run("dead-letters", "show", str(row.id + 1000))
+    assert result.exit_code == 1 and f"no dead letter {row.id + 1000}" in result.output
+
+
+# ---- requeue -----------------------------------------------------------------------------------
+
+
+def test_requeue_wiki_op_goes_back_to_the_ingest_lane_with_a_fresh_budget(run, deps, actors_broker):  # noqa: F811
+    from actors.lanes import INGEST, SCOPE_KB
+
+    kb = _kb(deps)
+    row, doc = _wiki_dead_letter(deps, kb)
+    _drain(actors_broker, "wiki")
+    result = run("dead-letters", "requeue", str(row.id))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [f"{row.id}\treinserted", "requeued 1, failed 0"]
+    assert deps.dead_letters.get(row.id) is None
+    [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
+    assert (op.op, op.dedup_key, op.fail_count, op.claimed_at) == ("ingest", doc.id, 0, None)
+    assert op.payload["knowledge_id"] == doc.id
+    assert deps.docs.get(doc.id).status == "pending"
+    triggers = [m for m in _drain(actors_broker, "wiki") if m.actor_name == "wiki_ingest"]
+    assert [m.kwargs for m in triggers] == [{"tenant_id": 1, "knowledge_base_id": kb.id}]
+
+
+def test_requeue_message_resends_it_with_retries_reset(run, deps, actors_broker):  # noqa: F811
+    kb = _kb(deps)
+    kwargs = {"tenant_id": 1, "knowledge_base_id": kb.id}
+    options = {"retries": 5, "traceback": "Traceback ...", "redis_message_id": "old", "requeue_timestamp": 1,
+               "max_retries": 7}
+    row = _message_dead_letter(deps, "wiki_reduce", kwargs, options, ("knowledge_base", kb.id))
+    _drain(actors_broker, "wiki")
+    result = run("dead-letters", "requeue", str(row.id))
+    assert result.stdout.splitlines() == [f"{row.id}\tresent", "requeued 1, failed 0"]
+    [sent] = _drain(actors_broker, "wiki")
+    assert (sent.actor_name, sent.kwargs) == ("wiki_reduce", kwargs)
+    assert "retries" not in sent.options and "traceback" not in sent.options
+    assert sent.options["max_retries"] == 7
+    assert sent.message_id != row.payload["message_id"]
+    assert deps.dead_letters.get(row.id) is None
+
+
+def test_requeue_keeps_what_it_cannot_requeue_and_exits_1(run, deps, actors_broker):  # noqa: F811
+    kb = _kb(deps)
+    ghost = _message_dead_letter(deps, f"ghost_{uuid.uuid4().hex[:6]}", {"tenant_id": 1})
+    foreign, _ = _wiki_dead_letter(deps, kb)
+    foreign = deps.dead_letters.insert(task_type=foreign.task_type, tenant_id=99, scope=foreign.scope,
+                                       scope_id=foreign.scope_id, related_id=foreign.related_id,
+                                       payload=foreign.payload, last_error="x", fail_count=6)
+    result = run("dead-letters", "requeue", str(ghost.id), str(foreign.id), "999999")
+    assert result.exit_code == 1
+    assert f"{ghost.id}\tnot requeued: actor" in result.stderr
+    assert f"{foreign.id}\tnot requeued: knowledge base {kb.id} of tenant 99" in result.stderr
+    assert "999999\tnot requeued: no dead letter 999999" in result.stderr
+    assert result.stdout.splitlines()[-1] == "requeued 0, failed 3"
+    assert deps.dead_letters.get(ghost.id) is not None and deps.dead_letters.get(foreign.id) is not None
+    from actors.lanes import INGEST, SCOPE_KB
+    assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 0
+
+
+def test_requeue_all_takes_only_the_filtered_rows(run, deps, actors_broker):  # noqa: F811
+    kb, other = _kb(deps), _kb(deps)
+    mine = [_wiki_dead_letter(deps, kb, f"d{i}")[0] for i in range(3)]
+    theirs, _ = _wiki_dead_letter(deps, other)
+    message = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id},
+                                   scope=("knowledge_base", kb.id))
+    assert run("dead-letters", "requeue").exit_code == 2
+    assert run("dead-letters", "requeue", str(theirs.id), "--kb", kb.name).exit_code == 2
+    result = run("dead-letters", "requeue", "--all", "--kb", kb.name, "--task-type", "wiki:ingest")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == "requeued 3, failed 0"
+    assert all(deps.dead_letters.get(r.id) is None for r in mine)
+    assert deps.dead_letters.get(theirs.id) is not None and deps.dead_letters.get(message.id) is not None
+    _drain(actors_broker, "wiki")
+
+
+# ---- purge -------------------------------------------------------------------------------------
+
+
+def test_purge_needs_a_filter_or_all(run, deps):  # noqa: F811
+    kb, other = _kb(deps), _kb(deps)
+    for name in ("a", "b"):
+        _wiki_dead_letter(deps, kb, name)
+    kept, _ = _wiki_dead_letter(deps, other)
+    loose = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": 1})
+
+    result = run("dead-letters", "purge")
+    assert result.exit_code == 2 and "nothing was deleted" in result.output
+    assert deps.dead_letters.count() == 4
+
+    assert run("dead-letters", "purge", "--kb", kb.name).stdout == "purged 2 dead letters\n"
+    assert deps.dead_letters.count() == 2 and deps.dead_letters.get(kept.id) is not None
+    assert run("dead-letters", "purge", str(loose.id)).stdout == "purged 1 dead letters\n"
+    assert [r.id for r in deps.dead_letters.list()] == [kept.id]
+    assert run("dead-letters", "purge", "--all").stdout == "purged 1 dead letters\n"
+    assert deps.dead_letters.count() == 0
+
+
+def test_repository_purge_refuses_to_run_without_a_filter(deps):  # noqa: F811
+    row = deps.dead_letters.insert(task_type="wiki_map")
+    with pytest.raises(ValueError):
+        deps.dead_letters.purge()
+    assert deps.dead_letters.purge(ids=[]) == 0
+    assert deps.dead_letters.get(row.id) is not None
