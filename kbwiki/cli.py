@@ -149,5 +149,7 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
         sys.exit(run_demo(_deps(), kb_name, out_dir, processes, threads))
 
 
+from kbwiki import dead_letters_cmd  # noqa: E402,F401  (registers the command)
+
 if __name__ == "__main__":
     main()
