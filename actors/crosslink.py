@@ -15,6 +15,7 @@ import dramatiq
 import structlog
 
 from actors.args import KbArgs
+from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
@@ -37,9 +38,14 @@ class CrosslinkResult:
     remaining: int = 0
 
 
-def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> CrosslinkResult:
-    """Cross-link the pages named by up to ``FINALIZE_OPS_PER_RUN`` finalize ops, then delete them."""
-    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> CrosslinkResult | None:
+    """Cross-link the pages named by up to ``FINALIZE_OPS_PER_RUN`` finalize ops, then delete them.
+
+    Returns None when the KB is gone (its lanes drained).
+    """
+    kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
+    if kb is None:
+        return None
     claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, FINALIZE_OPS_PER_RUN, deps.settings.stale_claim_s)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs))
@@ -90,6 +96,8 @@ def wiki_crosslink(**kwargs) -> None:
     deps = get_deps()
     clear_trigger(deps, "wiki_crosslink", args.knowledge_base_id)
     result = run_crosslink(deps, args.tenant_id, args.knowledge_base_id)
+    if result is None:
+        return
     log.info("crosslink.done", knowledge_base_id=args.knowledge_base_id, pages=result.pages,
              rewritten=result.rewritten, linked=result.linked, repaired=result.repaired)
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}

@@ -6,6 +6,7 @@ import dramatiq
 import structlog
 
 from actors.args import KbArgs
+from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.triggers import clear_trigger
 from wiki.models import Page
@@ -17,15 +18,23 @@ INDEX_SLUG = "index"
 RECENT_SUMMARIES = 200
 
 
-def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page:
-    """Rewrite the KB's index page from two bounded queries (counts, recent summaries)."""
-    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page | None:
+    """Rewrite the KB's index page from two bounded queries (counts, recent summaries).
+
+    Returns None, writing nothing, when the KB is gone (before or while it is rebuilt).
+    """
+    kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
+    if kb is None:
+        return None
     counts = deps.pages.counts_by_type(kb.id)
     recent = deps.pages.recent(kb.id, "summary", RECENT_SUMMARIES)
     page = Page(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, slug=INDEX_SLUG, title=f"{kb.name} index",
                 page_type="index", content=render_index_page(kb.name, counts, recent),
                 summary=f"Index of {kb.name}")
-    return deps.pages.save(page)
+    with deps.pool.connection() as conn:
+        if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
+            return None
+        return deps.pages.save(page, conn=conn)
 
 
 @dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=120_000)
@@ -35,4 +44,4 @@ def wiki_rebuild_index(**kwargs) -> None:
     deps = get_deps()
     clear_trigger(deps, "wiki_rebuild_index", args.knowledge_base_id)
     page = rebuild_index(deps, args.tenant_id, args.knowledge_base_id)
-    log.info("index.rebuilt", knowledge_base_id=args.knowledge_base_id, version=page.version)
+    log.info("index.rebuilt", knowledge_base_id=args.knowledge_base_id, version=page.version if page else None)

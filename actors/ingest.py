@@ -12,10 +12,12 @@ import dramatiq
 import structlog
 
 from actors.args import KbArgs, SubmitArgs
+from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import advisory_xact_lock
+from repos.knowledge import UnknownKnowledgeBase
 from wiki.text import clean_text, cut
 
 log = structlog.get_logger(__name__)
@@ -67,8 +69,11 @@ def pump_ingest_lane(deps: Deps, tenant_id: int, knowledge_base_id: str) -> int:
 
     The last op of a document wins: a retract goes straight to the reduce lane (it needs no
     extraction); older ops of the same document are dropped. Returns the number of map messages sent.
+    A KB that is gone has its lanes drained and sends nothing.
     """
-    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+    kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
+    if kb is None:
+        return 0
     parallel = deps.tunables(kb).map_parallel
     stale = deps.settings.stale_claim_s
     with deps.pool.connection() as conn:
@@ -101,9 +106,13 @@ def wiki_ingest(**kwargs) -> None:
     log.info("ingest.pumped", knowledge_base_id=args.knowledge_base_id, sent=sent)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000)
+@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=(UnknownKnowledgeBase,))
 def wiki_submit(**kwargs) -> None:
-    """Producer entry point: ``wiki_submit.send(tenant_id=, knowledge_base_id=, title=, content=, source_uri=)``."""
+    """Producer entry point: ``wiki_submit.send(tenant_id=, knowledge_base_id=, title=, content=, source_uri=)``.
+
+    A document for an unknown, deleted or foreign KB is refused at once (``throws``: no retries;
+    the dead-letter middleware keeps the message).
+    """
     args = SubmitArgs.model_validate(kwargs)
     result = submit_document(get_deps(), **args.model_dump())
     log.info("document.submitted", knowledge_id=result.knowledge_id, status=result.status, reason=result.reason)

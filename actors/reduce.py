@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 
 import dramatiq
 import structlog
+from rapidfuzz import fuzz, process
 
 from actors.args import KbArgs
-from actors.coordination import ActiveBatchLock, active_key
+from actors.coordination import ActiveBatchLock, active_key, tombstone_key
+from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, INGEST, OP_RETRACT, OP_TOUCH, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
-from wiki.dedup import choose_existing
+from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing
+from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
 from wiki.render import render_item_page, render_summary_page
 from wiki.slugs import normalize_name, slugify, summary_slug
@@ -33,6 +36,7 @@ log = structlog.get_logger(__name__)
 
 SIMILAR_K = 5
 MAX_FACT_SOURCES = 20  # per-source facts kept on a page; source refs are all kept
+MAX_ALIASES = 20  # aliases kept per source fact and per page
 
 
 @dataclass
@@ -44,7 +48,6 @@ class SlugPlan:
     add: dict[str, dict] = field(default_factory=dict)      # knowledge id -> fact
     refs: dict[str, str] = field(default_factory=dict)      # knowledge id -> document title
     drop: set[str] = field(default_factory=set)             # knowledge ids retracted here
-    aliases: set[str] = field(default_factory=set)
     summary_of: tuple[Document, Extraction] | None = None   # summary pages only
 
 
@@ -62,8 +65,15 @@ class BatchResult:
 
 
 def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> BatchResult:
-    """Reduce one batch of the KB's reduce lane (the caller holds the active-batch lock)."""
-    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+    """Reduce one batch of the KB's reduce lane (the caller holds the active-batch lock).
+
+    A document is retracted when its last op is a retract, or when it is tombstoned, deleting,
+    deleted or missing whatever its op says: an ingest that raced a delete never brings it back.
+    A KB that is gone (before or during the batch) has its lanes drained and keeps no page.
+    """
+    kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
+    if kb is None:
+        return BatchResult()
     tun = deps.tunables(kb)
     claimed = deps.ops.claim(REDUCE, SCOPE_KB, kb.id, tun.batch_size, deps.settings.stale_claim_s)
     result = BatchResult()
@@ -73,12 +83,13 @@ def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Batc
     for op in claimed:  # id order: the last op of a document wins
         last[op.dedup_key] = op
     docs = deps.docs.get_many(list(last))
+    tombstoned = _tombstoned(deps, kb.id, list(last))
     ingests: list[tuple[Document, Extraction]] = []
     retracts: list[str] = []
     requeue: list[str] = []
     for kid, op in last.items():
         doc = docs.get(kid)
-        if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted"):
+        if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted") or kid in tombstoned:
             retracts.append(kid)
             continue
         extraction = deps.extractions.get(kb.id, kid, op.payload.get("content_hash", doc.content_hash),
@@ -94,7 +105,12 @@ def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Batc
         for slug in slugs:
             plan.setdefault(slug, SlugPlan(title="", page_type="")).drop.add(kid)
 
-    planner = _Planner(deps, kb.id, plan, existing_by_doc)
+    # pages whose every source leaves or is replaced in this batch: invisible to item resolution,
+    # so a changed document's items land where a fresh ingest would put them
+    dropping = {*retracts, *(d.id for d, _ in ingests)}
+    cited = deps.pages.source_ids_by_slugs(kb.id, {s for slugs in existing_by_doc.values() for s in slugs})
+    ghosts = {slug for slug, ids in cited.items() if ids <= dropping}
+    planner = _Planner(deps, kb.id, plan, existing_by_doc, set(retracts), ghosts)
     failed_ops = []
     for doc, extraction in ingests:
         try:
@@ -102,20 +118,27 @@ def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Batc
         except Exception as exc:
             failed_ops.append((doc.id, exc))
 
-    def write(item: tuple[str, SlugPlan]) -> str:
+    def write(item: tuple[str, SlugPlan]) -> tuple[str, str | None]:
         return _write_slug(deps, kb.tenant_id, kb.id, item[0], item[1])
 
     # item pages first, summaries last: a summary's links then point at pages that exist
     ordered = sorted(plan.items(), key=lambda kv: (kv[1].summary_of is not None, kv[0]))
     with ThreadPoolExecutor(max_workers=tun.reduce_parallel) as pool:
         outcomes = list(pool.map(write, ordered))
-    deleted = [slug for (slug, _), outcome in zip(ordered, outcomes) if outcome == "deleted"]
-    touched = sorted(slug for (slug, _), outcome in zip(ordered, outcomes) if outcome == "written")
+    deleted = [slug for (slug, _), (outcome, _) in zip(ordered, outcomes) if outcome == "deleted"]
+    written = {slug for (slug, _), (outcome, _) in zip(ordered, outcomes) if outcome == "written"}
+    renames = _rename_pages(deps, kb.id, {slug: target for (slug, _), (_, target) in zip(ordered, outcomes) if target})
+    touched = sorted((written - set(renames)) | set(renames.values()))
     # pages that linked to a deleted page need their links repaired: bounded by those in-links
     touched += [s for s in deps.pages.in_link_sources(kb.id, deleted) if s not in touched]
 
     failed_ids = {kid for kid, _ in failed_ops}
     with deps.pool.connection() as conn:
+        if not deps.kbs.hold_active(kb.id, conn):  # deleted mid-batch: drop what this batch wrote
+            deps.pages.delete_kb(kb.id, conn=conn)
+            deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
+            log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
+            return BatchResult()
         for kid, exc in failed_ops:
             _count_failure(deps, kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn)
         deps.ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
@@ -126,22 +149,42 @@ def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Batc
                              op=OP_TOUCH, payload={"slugs": touched}, conn=conn)
         deps.docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
+        # the extraction cache keeps one version per live document: bounded by the KB's documents
+        for doc, _ in ingests:
+            deps.extractions.delete_other_versions(kb.id, doc.id, doc.content_hash, conn=conn)
+        for kid in retracts:
+            deps.extractions.delete_other_versions(kb.id, kid, "", conn=conn)
     result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)
     result.written, result.deleted, result.touched = len(touched), len(deleted), touched
     result.requeued = len(requeue)
     return result
 
 
+def _tombstoned(deps: Deps, kb_id: str, knowledge_ids: list[str]) -> set[str]:
+    """The ids among ``knowledge_ids`` with a delete tombstone in Redis (one round trip)."""
+    pipe = deps.redis.pipeline(transaction=False)
+    for kid in knowledge_ids:
+        pipe.exists(tombstone_key(deps.settings.key_prefix, kb_id, kid))
+    return {kid for kid, hit in zip(knowledge_ids, pipe.execute()) if hit}
+
+
 class _Planner:
     """Turns documents' extractions into per-slug plans, resolving each item to one page."""
 
-    def __init__(self, deps: Deps, kb_id: str, plan: dict[str, SlugPlan], existing_by_doc: dict[str, list[str]]):
+    def __init__(self, deps: Deps, kb_id: str, plan: dict[str, SlugPlan], existing_by_doc: dict[str, list[str]],
+                 retracting: set[str], ghosts: set[str]):
         self.deps, self.kb_id, self.plan = deps, kb_id, plan
         self.existing_by_doc = existing_by_doc
+        self.retracting, self.ghosts = retracting, ghosts
         self.batch_keys: dict[str, tuple[str, str]] = {}  # normalize_name of a batch name/alias -> (slug, type)
+        self.batch_new: dict[str, PageLite] = {}  # normalize_name(title) -> a page this batch creates
 
     def add_document(self, doc: Document, extraction: Extraction) -> None:
-        summary = self._summary_slug(doc)
+        # the pages the document already supports: a changed document keeps their slugs
+        mine = self.deps.pages.lite_by_slugs(self.kb_id, self.existing_by_doc.get(doc.id, []))
+        summary = self._summary_slug(doc, mine)
+        # items resolve as in a fresh KB (the document's old names are being dropped, so they must
+        # not pull its new items in); a page the new content still names keeps its slug that way
         resolved = self._resolve_items(extraction.items)
         item_links = []
         for item, (slug, page_type) in zip(extraction.items, resolved):
@@ -149,10 +192,9 @@ class _Planner:
             if not sp.title:
                 sp.title, sp.page_type = item.name, page_type
             sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
-                              "evidence": item.evidence[:3]}
+                              "evidence": item.evidence[:3], "name": item.name, "aliases": item.aliases[:MAX_ALIASES]}
             sp.refs[doc.id] = doc.title
             sp.drop.discard(doc.id)
-            sp.aliases.update(a for a in [item.name, *item.aliases] if normalize_name(a) != normalize_name(sp.title))
             item_links.append((item.kind, slug, item.name, item.description))
         sp = self.plan.setdefault(summary, SlugPlan(title=doc.title, page_type="summary"))
         sp.title, sp.page_type = doc.title, "summary"
@@ -161,14 +203,28 @@ class _Planner:
         sp.summary_of = (doc, extraction.model_copy(update={"items": []}))
         sp.add[doc.id] = {"links": item_links}
 
-    def _summary_slug(self, doc: Document) -> str:
+    def _batch_candidates(self, name: str) -> list[PageLite]:
+        """The page this batch creates whose title is closest to ``name`` (rapidfuzz, at the merge
+        threshold), so two spellings in one batch merge as they would across batches."""
+        if not self.batch_new:
+            return []
+        best = process.extractOne(normalize_name(name), list(self.batch_new), scorer=fuzz.ratio,
+                                  score_cutoff=FUZZY_MERGE_THRESHOLD)
+        return [self.batch_new[best[0]]] if best else []
+
+    def _summary_slug(self, doc: Document, mine: dict[str, PageLite]) -> str:
         """The document's current summary slug, else a new one (suffixed when another doc has it)."""
-        mine = self.deps.pages.lite_by_slugs(self.kb_id, self.existing_by_doc.get(doc.id, []))
         for lite in mine.values():
             if lite.page_type == "summary":
                 return lite.slug
         slug = summary_slug(doc.title)
-        taken = slug in self.plan and self.plan[slug].page_type == "summary" or self.deps.pages.existing_slugs(self.kb_id, [slug])
+        sp = self.plan.get(slug)
+        if sp is not None and sp.summary_of is None and sp.drop and sp.drop <= self.retracting \
+                and getattr(self.deps.pages.lite_by_slugs(self.kb_id, [slug]).get(slug), "page_type", "") == "summary":
+            # the summary of a document retracted in this batch: this one takes the slug over, as
+            # it would have had the other never existed (a delete then re-add keeps its slug)
+            return slug
+        taken = sp is not None and sp.page_type == "summary" or self.deps.pages.existing_slugs(self.kb_id, [slug])
         return f"{slug}-{doc.id[:8]}" if taken else slug
 
     def _resolve_items(self, items: Iterable[ExtractedItem]) -> list[tuple[str, str]]:
@@ -185,26 +241,37 @@ class _Planner:
         for key in keys:  # the batch (this document included) against itself first
             if key in self.batch_keys:
                 return self.batch_keys[key]
+        if same_slug is not None and same_slug.slug in self.ghosts:
+            same_slug = None
         if same_slug is not None and same_slug.page_type in ("entity", "concept"):
             target = (same_slug.slug, same_slug.page_type)
         elif slug in self.plan and self.plan[slug].page_type in ("entity", "concept"):
             target = (slug, self.plan[slug].page_type)
         else:
-            candidates = self.deps.pages.similar_titles(self.kb_id, item.name, k=SIMILAR_K)
+            candidates = [c for c in self.deps.pages.similar_titles(self.kb_id, item.name, k=SIMILAR_K)
+                          if c.slug not in self.ghosts]
+            candidates += self._batch_candidates(item.name)
             hit = choose_existing(item.name, item.aliases, candidates)
             if hit is not None:
                 target = (hit, next(c.page_type for c in candidates if c.slug == hit))
             else:
-                if same_slug is not None or (slug in self.plan and self.plan[slug].page_type not in ("entity", "concept")):
+                if same_slug is not None or (slug in self.plan and self.plan[slug].page_type in ("summary", "index")):
                     slug = f"{slug}-{item.kind}"  # the slug belongs to a summary/index page
                 target = (slug, item.kind)
+                self.batch_new[normalize_name(item.name)] = PageLite(slug=slug, title=item.name, page_type=item.kind)
         for key in keys:
             self.batch_keys.setdefault(key, target)
         return target
 
 
-def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan) -> str:
-    """Apply one slug's plan in its own transaction; returns ``written``, ``deleted`` or ``unchanged``."""
+def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan) -> tuple[str, str | None]:
+    """Apply one slug's plan in its own transaction.
+
+    Returns (``written``, ``deleted`` or ``unchanged``; the slug the page should move to, or None).
+    An entity/concept page is named by its sources, not by the first one: its title is the
+    ``canonical_name`` of the names its sources' facts give, its aliases their other names and
+    aliases, so a page reads the same whatever order its sources arrived (or left) in.
+    """
     with deps.pool.connection() as conn:
         page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
         refs = {r.knowledge_id: r.title for r in (page.source_refs if page else [])}
@@ -219,15 +286,27 @@ def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan)
                 seq += 1
                 facts[kid] = {**fact, "seq": facts.get(kid, {}).get("seq", seq)}
         if not refs:
-            return "deleted" if page and deps.pages.delete(kb_id, slug, conn=conn) else "unchanged"
-        title = page.title if page and page.page_type != "summary" else (sp.title or slug)
+            return ("deleted" if page and deps.pages.delete(kb_id, slug, conn=conn) else "unchanged"), None
         page_type = page.page_type if page else sp.page_type
-        aliases = sorted(set(page.aliases if page else []) | sp.aliases)
-        aliases = [a for a in aliases if normalize_name(a) != normalize_name(title)][:20]
+        target = None
+        if sp.summary_of is not None or page_type == "summary":
+            title = sp.title or (page.title if page else slug)
+            aliases = []
+        else:
+            names = [f["name"] for f in facts.values() if f.get("name")]
+            title = canonical_name(names) if names else (page.title if page else sp.title or slug)
+            title_key = normalize_name(title)
+            named = {normalize_name(a): a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])]
+                     if a and normalize_name(a) != title_key}
+            aliases = sorted(named.values(), key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
+            if names and slugify(title) != slug:
+                target = slugify(title)
         if sp.summary_of is not None:
             doc, extraction = sp.summary_of
             content = render_summary_page(extraction, doc.source_uri, facts[doc.id]["links"])
             summary = extraction.summary
+        elif page_type == "summary":  # a summary losing a second source: its content stays its document's
+            content, summary = page.content, page.summary
         else:
             content = render_item_page(title, facts, aliases, len(refs))
             first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
@@ -236,10 +315,49 @@ def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan)
                    content=content, summary=summary, aliases=aliases,
                    source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)
         if page is not None and page.content == new.content and page.source_refs == new.source_refs \
-                and page.aliases == new.aliases:
-            return "unchanged"
+                and page.aliases == new.aliases and page.title == new.title:
+            return "unchanged", target
         deps.pages.save(new, conn=conn)
-    return "written"
+    return "written", target
+
+
+def canonical_name(names: Iterable[str]) -> str:
+    """The name a page of these (merged) names goes by: the one with the smallest slug, then the
+    smallest string. Order-free, so a KB that saw its documents in another order, or lost some,
+    names the page like a fresh ingest of the documents it has; singular forms win over plurals
+    ("connection" before "connections") because a prefix sorts first."""
+    return min(names, key=lambda n: (slugify(n), n))
+
+
+def _rename_pages(deps: Deps, kb_id: str, targets: dict[str, str]) -> dict[str, str]:
+    """Move pages to the slug of their canonical name; returns {old slug: new slug} of the moves.
+
+    A target that is already a live page (another entity, a summary) is left alone: the page
+    keeps its slug. Links to a moved page are rewritten in the pages that hold them (its
+    in-links, one indexed query). Runs after the batch's parallel writes, one page at a time;
+    only reduce creates pages, and one batch per KB runs at a time, so the target stays free.
+    """
+    renames: dict[str, str] = {}
+    for old, new in sorted(targets.items()):
+        with deps.pool.connection() as conn:
+            page = deps.pages.get(kb_id, old, conn=conn, for_update=True)
+            if page is None or new in renames.values() or deps.pages.get(kb_id, new, conn=conn) is not None:
+                continue
+            deps.pages.delete(kb_id, old, conn=conn)
+            deps.pages.save(page.model_copy(update={"slug": new, "id": None}), conn=conn)
+        renames[old] = new
+    if not renames:
+        return renames
+    for slug in deps.pages.in_link_sources(kb_id, list(renames)):
+        with deps.pool.connection() as conn:
+            page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
+            if page is None:
+                continue
+            content, changed = rewrite_links(page.content, lambda target, _display: renames.get(target, target))
+            if changed:
+                deps.pages.save(page.model_copy(update={"content": content}), conn=conn)
+    log.info("reduce.renamed", knowledge_base_id=kb_id, pages=len(renames))
+    return renames
 
 
 def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> None:
@@ -277,7 +395,9 @@ def wiki_reduce(**kwargs) -> None:
              retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
              remaining=remaining)
     if result.touched:
-        send_trigger(deps, "wiki_crosslink", **kb)
+        send_trigger(deps, "wiki_crosslink", **kb)  # which rebuilds the index after it
+    elif result.deleted:  # nothing to re-link, but the index may still list a deleted summary
+        send_trigger(deps, "wiki_rebuild_index", **kb)
     if result.requeued:
         send_trigger(deps, "wiki_ingest", **kb)
     if remaining and (result.documents or result.retracted or result.failed):

@@ -130,16 +130,20 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
 
     kb = KnowledgeBaseRepository(pool).get_or_create(1, name)
     with pool.connection() as conn:
-        have = conn.execute("SELECT count(*) AS n FROM knowledges WHERE knowledge_base_id = %s", (kb.id,)).fetchone()["n"]
-    if have == len(corpus):
+        built = conn.execute("SELECT 1 FROM wiki_pages WHERE knowledge_base_id = %s LIMIT 1", (kb.id,)).fetchone()
+    if built:
         return kb.id
     t0 = time.monotonic()
     docs = KnowledgeRepository(pool)
     items: dict[str, dict] = {}
     pages = []
+    taken: set[str] = set()
     for i, (title, text, ex) in enumerate(corpus):
         doc, _ = docs.upsert(kb, title=title, source_uri=f"scale:{i}", content=text)
         s_slug = summary_slug(title)
+        if s_slug in taken:  # as reduce does: another document already has this summary slug
+            s_slug = f"{s_slug}-{doc.id[:8]}"
+        taken.add(s_slug)
         links = []
         for it in ex.items:
             slug = slugify(it.name)
@@ -202,6 +206,12 @@ def drop_kb(pool, kb_id: str) -> None:
 class Counter:
     statements = 0
     rows = 0
+    seconds_by_sql: dict[str, float] = {}
+
+
+def _key(query) -> str:
+    text = query.as_string() if hasattr(query, "as_string") else str(query)
+    return " ".join(text.split())[:90]
 
 
 def _instrument() -> None:
@@ -209,7 +219,10 @@ def _instrument() -> None:
     orig_conn, orig_cur = psycopg.Connection.execute, psycopg.Cursor.execute
 
     def conn_execute(self, query, params=None, **kw):
+        t = time.perf_counter()
         cur = orig_conn(self, query, params, **kw)
+        k = _key(query)
+        Counter.seconds_by_sql[k] = Counter.seconds_by_sql.get(k, 0.0) + time.perf_counter() - t
         Counter.statements += 1
         Counter.rows += max(cur.rowcount, 0) if cur.description else 0
         return cur
@@ -277,6 +290,9 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     result = run_reduce_batch(deps, 1, kb.id)
     wall = time.perf_counter() - t0
     timings.sort()
+    if os.environ.get("KBWIKI_BENCH_PROFILE"):
+        for k, v in sorted(Counter.seconds_by_sql.items(), key=lambda kv: -kv[1])[:8]:
+            print(f"{v:8.2f} s  {k}", file=sys.stderr)
     return {
         "documents": result.documents, "failed": result.failed, "pages_written": result.written,
         "wall_s": round(wall, 3), "statements": Counter.statements, "rows": Counter.rows,
@@ -303,6 +319,8 @@ def run_measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(f"measurement failed:\n{out.stderr[-3000:]}")
+    if os.environ.get("KBWIKI_BENCH_PROFILE"):
+        print(out.stderr, file=sys.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

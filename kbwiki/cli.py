@@ -150,6 +150,8 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
 
 
 from kbwiki import dead_letters_cmd  # noqa: E402,F401  (registers the command)
+from kbwiki import delete_cmd  # noqa: E402,F401
+from kbwiki import lint_cmd  # noqa: E402,F401  (registers the command)
 
 if __name__ == "__main__":
     main()

@@ -66,6 +66,33 @@ class KnowledgeBaseRepository:
             raise UnknownKnowledgeBase(f"knowledge base {kb_id!r} of tenant {tenant_id} is unknown or deleted")
         return KnowledgeBase.model_validate(row)
 
+    def get(self, kb_id: str) -> KnowledgeBase | None:
+        """The KB ``kb_id`` whatever its state (deleted ones included, any tenant), or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT * FROM knowledge_bases WHERE id = %s", (kb_id,)).fetchone()
+        return KnowledgeBase.model_validate(row) if row else None
+
+    def hold_active(self, kb_id: str, conn: Connection) -> bool:
+        """Whether the KB is live, holding its row FOR SHARE until ``conn``'s transaction ends.
+
+        A concurrent ``mark_deleted`` waits for the caller's transaction, so what the caller writes
+        while holding it is either seen (and removed) by the KB deletion or refused here.
+        """
+        row = conn.execute(
+            "SELECT 1 FROM knowledge_bases WHERE id = %s AND deleted_at IS NULL FOR SHARE", (kb_id,)
+        ).fetchone()
+        return row is not None
+
+    def mark_deleted(self, tenant_id: int, kb_id: str, conn: Connection | None = None) -> KnowledgeBase | None:
+        """Soft-delete the live KB ``kb_id`` of the tenant; returns it, or None when it was not live."""
+        with borrow(self.pool, conn) as c:
+            row = c.execute(
+                "UPDATE knowledge_bases SET deleted_at = now(), updated_at = now()"
+                " WHERE id = %s AND tenant_id = %s AND deleted_at IS NULL RETURNING *",
+                (kb_id, tenant_id),
+            ).fetchone()
+        return KnowledgeBase.model_validate(row) if row else None
+
     def set_wiki_config(self, kb_id: str, config: dict) -> None:
         """Store per-KB tunables (validate with ``wiki.models.WikiConfig`` first)."""
         with self.pool.connection() as conn:
@@ -121,6 +148,44 @@ class KnowledgeRepository:
         with self.pool.connection() as conn:
             rows = conn.execute("SELECT * FROM knowledges WHERE id = ANY(%s)", (ids,)).fetchall()
         return {r["id"]: Document.model_validate(r) for r in rows}
+
+    def find(self, kb_id: str, ref: str) -> Document | None:
+        """The KB's document named by ``ref``: its knowledge id, else the source_uri of a live one; or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND id = %s", (kb_id, ref)
+            ).fetchone()
+            if row is None and ref:
+                row = conn.execute(
+                    "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL",
+                    (kb_id, ref),
+                ).fetchone()
+        return Document.model_validate(row) if row else None
+
+    def mark_deleting(self, kb_id: str, knowledge_id: str, conn: Connection | None = None) -> Document | None:
+        """Start a delete: the KB's document goes to status ``deleting``; None when it is unknown or
+        already deleting/deleted.
+
+        ``deleted_at`` is set now, not when the retract is applied: the document stops being the
+        live holder of its source_uri at once, so a later submit of that source makes a new
+        document (a new knowledge id) and the deleted one can never come back.
+        """
+        with borrow(self.pool, conn) as c:
+            row = c.execute(
+                "UPDATE knowledges SET status = 'deleting', deleted_at = coalesce(deleted_at, now()), updated_at = now()"
+                " WHERE id = %s AND knowledge_base_id = %s AND status NOT IN ('deleting', 'deleted') RETURNING *",
+                (knowledge_id, kb_id),
+            ).fetchone()
+        return Document.model_validate(row) if row else None
+
+    def mark_kb_deleted(self, kb_id: str, conn: Connection | None = None) -> int:
+        """Every not yet deleted document of the KB becomes ``deleted`` (KB deletion); returns rows changed."""
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                "UPDATE knowledges SET status = 'deleted', deleted_at = coalesce(deleted_at, now()), updated_at = now()"
+                " WHERE knowledge_base_id = %s AND status <> 'deleted'",
+                (kb_id,),
+            ).rowcount
 
     def set_status(self, ids: list[str], status: str, error: str = "", conn: Connection | None = None) -> None:
         """Set the status (and error text, ≤ 8 KiB) of documents, never resurrecting deleted ones."""

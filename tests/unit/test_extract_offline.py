@@ -175,3 +175,25 @@ def test_bad_names_are_rejected(name: str) -> None:
 )
 def test_good_names_are_cleaned(raw: str, clean: str) -> None:
     assert validate_item_name(raw) == clean
+
+
+def test_threads_extracting_at_once_get_the_same_results_as_one_thread():
+    # Seen in the worker: a shared pysbd/yake instance mixed state between threads (IndexError,
+    # and extractions that depended on what other threads were extracting).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kbwiki.corpus import iter_stdlib_docs
+    from wiki.extract.offline import OfflineExtractor
+
+    def extract(doc):
+        try:
+            return OfflineExtractor().extract(doc.title, doc.text)
+        except ExtractionError as exc:
+            return repr(exc)
+
+    docs = [d for _, d in zip(range(24), iter_stdlib_docs())]
+    serial = [extract(d) for d in docs]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        parallel = list(pool.map(extract, docs))
+    assert sum(not isinstance(x, str) for x in serial) >= 16
+    assert parallel == serial

@@ -20,6 +20,7 @@ Pipeline for one document (Markdown, reStructuredText or plain text):
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -231,7 +232,21 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
     return blocks, code
 
 
-_pysbd = pysbd.Segmenter(language="en", clean=False)
+# pysbd's Segmenter and yake's KeywordExtractor keep per-call state on the instance, so worker
+# threads sharing one got each other's sentences and keyphrases: one instance per thread.
+_local = threading.local()
+
+
+def _segmenter() -> pysbd.Segmenter:
+    if not hasattr(_local, "pysbd"):
+        _local.pysbd = pysbd.Segmenter(language="en", clean=False)
+    return _local.pysbd
+
+
+def _keyword_extractor() -> yake.KeywordExtractor:
+    if not hasattr(_local, "yake"):
+        _local.yake = yake.KeywordExtractor(lan="en", n=3, dedup_lim=0.8, top=3 * MAX_CONCEPTS)
+    return _local.yake
 
 
 def _sentences(blocks: list[str]) -> list[_Sentence]:
@@ -239,7 +254,7 @@ def _sentences(blocks: list[str]) -> list[_Sentence]:
     budget = PYSBD_PREFIX_CHARS
     for index, block in enumerate(blocks):
         if budget > 0:
-            parts = _pysbd.segment(block)
+            parts = _segmenter().segment(block)
             budget -= len(block)
         else:
             parts = split_single(block)
@@ -524,7 +539,7 @@ def _one_sentence(text: str, keep: int) -> str:
     """
     if not re.search(r"[.!?]\S*\s", text):
         return text
-    first = _pysbd.segment(text)[0].strip()
+    first = _segmenter().segment(text)[0].strip()
     return first if len(first) >= keep else text
 
 
@@ -609,9 +624,6 @@ class OfflineExtractor:
 
     name = "offline-v1"
 
-    def __init__(self) -> None:
-        self._yake = yake.KeywordExtractor(lan="en", n=3, dedup_lim=0.8, top=3 * MAX_CONCEPTS)
-
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking and in fallback descriptions."""
         blocks, code = _prose_blocks(text[:MAX_ANALYSED_CHARS])
@@ -673,7 +685,7 @@ class OfflineExtractor:
         prose_low = prose.lower()
         taken.update(entities.expansions)
         multiword = sorted(t for t in taken if " " in t)
-        for phrase, _score in self._yake.extract_keywords(prose) if prose else []:
+        for phrase, _score in _keyword_extractor().extract_keywords(prose) if prose else []:
             if concepts == MAX_CONCEPTS:
                 break
             name = _concept_name(phrase)

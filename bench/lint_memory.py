@@ -1,0 +1,261 @@
+"""Benchmark: peak Python allocation of the lint walk on a 1,000-page and a 40,000-page KB.
+
+Usage: .venv/bin/python bench/lint_memory.py [--sizes 1000,40000] [--rebuild]
+
+Creates (or reuses) the scratch database ``kbwiki_bench_lint`` on the server of
+``KBWIKI_BENCH_DATABASE_URL`` (an admin URL; default the local ``postgres`` database), applies
+the migrations, and builds one KB per size with synthetic but realistic pages bulk-loaded with
+COPY: a quarter summaries (one per document), the rest entities and concepts; 1-3 KB of prose
+each with ~10 ``[[slug|display]]`` links (popular pages linked more, Zipf-like), plain mentions
+of other titles, a few broken links, near-empty pages, duplicate titles and source refs to
+deleted documents. A KB already holding the wanted number of pages is reused.
+
+Then, per size: one untraced warm-up walk on the smallest KB (imports and first-use caches are
+not the walk's memory), and a walk under ``tracemalloc`` whose peak (bytes allocated by Python
+and still held at the worst moment) and wall time are printed, with the ratio of the largest
+to the smallest. Targets (issue 5): peak <= 8 MiB and <= 1.2 x the 1,000-page walk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import time
+import tracemalloc
+import uuid
+
+import psycopg
+from psycopg import sql
+
+ADMIN_URL = os.environ.get("KBWIKI_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+DB_NAME = "kbwiki_bench_lint"
+TENANT = 1
+MIB = 1024 * 1024
+TARGET_PEAK = 8 * MIB
+TARGET_RATIO = 1.2
+
+# The actors package builds its broker from the environment on import; the walk never sends a
+# message, so any Redis URL will do (the client connects lazily).
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _db_url() -> str:
+    base, _, _ = ADMIN_URL.rpartition("/")
+    return f"{base}/{DB_NAME}"
+
+
+def ensure_database() -> str:
+    """Create the scratch database if missing and apply migrations; returns its URL."""
+    from repos.db import apply_migrations
+
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB_NAME)))
+    url = _db_url()
+    apply_migrations(url)
+    return url
+
+
+# --- corpus ----------------------------------------------------------------------------------
+
+_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "zen", "dar", "bel", "cor", "fin", "gal", "hum",
+              "jor", "kel", "lim", "mor", "nus", "pra", "quo", "ris", "sul", "tor", "ulm", "vex", "wyn")
+
+
+def _words(rng: random.Random, n: int) -> list[str]:
+    out: set[str] = set()
+    while len(out) < n:
+        out.add("".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(out)
+
+
+class Corpus:
+    """Titles, slugs and the generator of one KB's pages (deterministic per size)."""
+
+    def __init__(self, n_pages: int, seed: int = 5) -> None:
+        from wiki.slugs import slugify
+
+        self.rng = random.Random(seed)
+        self.n = n_pages
+        self.filler = _words(self.rng, 600) + ["the", "of", "and", "a", "to", "in", "is", "for", "with", "on"] * 30
+        names = _words(self.rng, max(2000, n_pages))
+        self.n_docs = max(1, n_pages // 4)
+        self.pages: list[tuple[str, str, str]] = []  # (slug, title, page_type)
+        taken: set[str] = set()
+        for i in range(n_pages):
+            if i < self.n_docs:
+                title, page_type = f"{names[i % len(names)].title()} guide {i}", "summary"
+                slug = "doc-" + slugify(title)
+            else:
+                k = self.rng.randint(1, 3)
+                title = " ".join(self.rng.choice(names).title() for _ in range(k)) + (f" {i}" if k == 1 else "")
+                page_type = "entity" if i % 3 else "concept"
+                slug = slugify(title)
+            while slug in taken:
+                slug += "-x"
+            taken.add(slug)
+            self.pages.append((slug, title, page_type))
+        # a few duplicate titles (about 0.2 %): the later page takes an earlier page's title in upper case
+        for j in range(self.n_docs + 7, n_pages, 500):
+            slug, _, page_type = self.pages[j]
+            self.pages[j] = (slug, self.pages[j - 3][1].upper(), page_type)
+        self.doc_ids = [str(uuid.UUID(int=self.rng.getrandbits(128))) for _ in range(self.n_docs)]
+
+    def _target(self) -> int:
+        # Zipf-like popularity: low indexes (and so summaries and early entities) are linked more.
+        return min(self.n - 1, int(self.rng.paretovariate(1.1)) * 7 % self.n)
+
+    def content(self, i: int) -> tuple[str, set[str]]:
+        """(Markdown content, slugs linked) of page ``i``."""
+        from wiki.links import out_link_slugs
+
+        rng = self.rng
+        if i % 211 == 5:  # near-empty pages
+            return "## Overview\n\nTBD.\n", set()
+        paragraphs = []
+        size = rng.randint(1000, 3000)
+        total = 0
+        while total < size:
+            words = []
+            for _ in range(rng.randint(40, 90)):
+                r = rng.random()
+                if r < 0.03:
+                    slug, title, _ = self.pages[self._target()]
+                    words.append(f"[[{slug}|{title}]]")
+                elif r < 0.04:
+                    words.append(self.pages[rng.randrange(self.n)][1])  # a mention, not linked
+                elif r < 0.0405:
+                    words.append(f"[[missing-{rng.randrange(10_000)}]]")
+                else:
+                    words.append(rng.choice(self.filler))
+            text = " ".join(words).capitalize() + "."
+            paragraphs.append(text)
+            total += len(text)
+        slug, _, page_type = self.pages[i]
+        if page_type != "summary":
+            src = self.pages[rng.randrange(self.n_docs)]
+            paragraphs.append(f"## Sources\n\n- [[{src[0]}|{src[1]}]]")
+        content = "\n\n".join(paragraphs) + "\n"
+        return content, out_link_slugs(content) - {slug}
+
+    def source_refs(self, i: int) -> list[dict]:
+        if i < self.n_docs:
+            ids = [i]
+        else:
+            # most pages cite 1-3 documents; every 97th is a hub citing ~2 % of the KB's documents
+            k = max(1, self.n_docs // 50) if i % 97 == 0 else self.rng.randint(1, 3)
+            ids = self.rng.sample(range(self.n_docs), min(k, self.n_docs))
+        return [{"knowledge_id": self.doc_ids[d], "title": self.pages[d][1]} for d in ids]
+
+
+def build_kb(url: str, n_pages: int, rebuild: bool) -> str:
+    """The id of a KB named ``lint-<n>`` holding ``n_pages`` pages, built with COPY if needed."""
+    name = f"lint-{n_pages}"
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT id FROM knowledge_bases WHERE tenant_id = %s AND name = %s AND deleted_at IS NULL",
+                           (TENANT, name)).fetchone()
+        if row and not rebuild:
+            n = conn.execute("SELECT count(*) FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
+                             (row[0],)).fetchone()[0]
+            if n == n_pages:
+                print(f"reusing KB {name} ({n:,} pages)")
+                return row[0]
+        if row:
+            for table in ("wiki_links", "wiki_pages", "knowledges", "wiki_lint_reports"):
+                conn.execute(sql.SQL("DELETE FROM {} WHERE knowledge_base_id = %s").format(sql.Identifier(table)),
+                             (row[0],))
+            conn.execute("DELETE FROM knowledge_bases WHERE id = %s", (row[0],))
+        kb_id = str(uuid.uuid4())
+        conn.execute("INSERT INTO knowledge_bases (id, tenant_id, name) VALUES (%s, %s, %s)", (kb_id, TENANT, name))
+        conn.commit()
+
+    t0 = time.monotonic()
+    corpus = Corpus(n_pages)
+    with psycopg.connect(url) as docs_conn:
+        with docs_conn.cursor().copy(
+                "COPY knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash, status,"
+                " deleted_at) FROM STDIN") as copy:
+            for d, doc_id in enumerate(corpus.doc_ids):
+                deleted = d % 100 == 42  # 1 % of the documents were deleted since their pages were written
+                copy.write_row((doc_id, TENANT, kb_id, corpus.pages[d][1], f"docs/{d}.md", "", "",
+                                "deleted" if deleted else "done", "now" if deleted else None))
+    with psycopg.connect(url) as pages_conn, psycopg.connect(url) as links_conn:
+        with pages_conn.cursor().copy(
+                "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, summary, aliases,"
+                " source_refs) FROM STDIN") as pages_copy, links_conn.cursor().copy(
+                "COPY wiki_links (knowledge_base_id, from_slug, to_slug) FROM STDIN") as links_copy:
+            for i, (slug, title, page_type) in enumerate(corpus.pages):
+                content, links = corpus.content(i)
+                aliases = [title.lower() + " system"] if i % 13 == 0 and page_type != "summary" else []
+                pages_copy.write_row((TENANT, kb_id, slug, title, page_type, content, title[:100],
+                                      json.dumps(aliases), json.dumps(corpus.source_refs(i))))
+                for to in sorted(links):
+                    links_copy.write_row((kb_id, slug, to))
+    with psycopg.connect(url, autocommit=True) as conn:
+        # VACUUM also flushes the GIN pending lists COPY filled (autovacuum would, later).
+        for table in ("wiki_pages", "wiki_links", "knowledges"):
+            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
+    print(f"built KB {name}: {n_pages:,} pages in {time.monotonic() - t0:.1f} s")
+    return kb_id
+
+
+# --- the walk --------------------------------------------------------------------------------
+
+
+def walk(deps, kb_id: str, traced: bool) -> tuple[int, float, object]:
+    """(peak bytes or 0, wall seconds, report) of one lint walk (no --fix)."""
+    from actors.lint import run_lint
+
+    if traced:
+        tracemalloc.start()
+    t0 = time.monotonic()
+    report = run_lint(deps, TENANT, kb_id, fix=False)
+    wall = time.monotonic() - t0
+    peak = 0
+    if traced:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return peak, wall, report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,40000", help="comma-separated page counts")
+    parser.add_argument("--rebuild", action="store_true", help="rebuild the KBs even when they exist")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+
+    url = ensure_database()
+    kbs = {n: build_kb(url, n, args.rebuild) for n in sizes}
+
+    from actors.deps import build_deps
+    from repos.db import make_pool
+    from wiki.extract.offline import OfflineExtractor
+    from wiki.settings import Settings
+
+    pool = make_pool(url, 1, 4)
+    deps = build_deps(Settings(database_url=url, redis_url=os.environ["REDIS_URL"]), pool=pool,
+                      extractor=OfflineExtractor())
+    walk(deps, kbs[sizes[0]], traced=False)  # warm-up: imports, prepared statements, first-use caches
+
+    results = {}
+    for n in sizes:
+        peak, wall, report = walk(deps, kbs[n], traced=True)
+        results[n] = peak
+        print(f"{n:>6,} pages: peak {peak / MIB:6.2f} MiB  wall {wall:7.1f} s (traced)  "
+              f"{n / wall:7.0f} pages/s  | {report.summary}")
+    pool.close()
+
+    small, large = results[sizes[0]], results[sizes[-1]]
+    ratio = large / small if small else float("inf")
+    print(f"ratio {sizes[-1]:,}/{sizes[0]:,}: {ratio:.2f} (target <= {TARGET_RATIO}); "
+          f"peak {large / MIB:.2f} MiB (target <= {TARGET_PEAK / MIB:.0f} MiB)")
+    ok = large <= TARGET_PEAK and ratio <= TARGET_RATIO
+    print("PASS" if ok else "FAIL")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""``kbwiki delete --kb NAME DOC...`` and ``kbwiki delete-kb --kb NAME --yes``.
+
+A DOC is a knowledge id or the source_uri it was ingested from (``kbwiki ingest`` uses the path
+relative to the folder). Deleting queues a retract per document; a running worker removes the
+document's pages and citations (``--wait`` shows it finish).
+"""
+
+from __future__ import annotations
+
+import click
+
+from kbwiki.cli import _deps, _kb, kb_option, main, services, tenant_option
+
+
+@main.command()
+@kb_option
+@tenant_option
+@click.argument("docs", nargs=-1, required=True)
+@click.option("--wait", is_flag=True, help="Wait until every lane of the KB is empty (needs a worker).")
+@click.option("--timeout", default=600, show_default=True, type=float, help="Seconds --wait waits at most.")
+def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout: float) -> None:
+    """Delete documents (knowledge ids or source URIs) from a KB's wiki."""
+    from actors.delete import delete_document
+    from kbwiki.ingest import wait_for_lanes
+
+    with services():
+        deps = _deps()
+        kb = _kb(deps, tenant, kb_name)
+        queued = missing = 0
+        for ref in docs:
+            doc = deps.docs.find(kb.id, ref)
+            if doc is None:
+                click.echo(f"unknown {ref}")
+                missing += 1
+                continue
+            result = delete_document(deps, kb.tenant_id, kb.id, doc.id)
+            queued += result.status == "deleting"
+            click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
+        if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
+            raise click.ClickException(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s")
+    if missing:
+        raise click.ClickException(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
+
+
+@main.command("delete-kb")
+@kb_option
+@tenant_option
+@click.option("--yes", is_flag=True, help="Confirm: the KB, its pages and its queued work are removed for good.")
+def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
+    """Delete a whole KB: its wiki pages, its queued work, and the KB itself."""
+    from actors.delete import delete_knowledge_base
+
+    if not yes:
+        raise click.ClickException(f"deleting {kb_name!r} cannot be undone; pass --yes to confirm")
+    with services():
+        deps = _deps()
+        kb = _kb(deps, tenant, kb_name)
+        result = delete_knowledge_base(deps, kb.tenant_id, kb.id)
+    if not result.deleted:
+        raise click.ClickException(f"{kb_name!r} was already deleted")
+    click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")

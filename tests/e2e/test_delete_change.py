@@ -1,0 +1,107 @@
+"""Deleting and changing real documents through the running pipeline leaves the wiki a fresh
+ingest of the final documents would build: the same page slugs, citing the same documents."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import pytest
+
+from kbwiki.corpus import CorpusDoc, iter_stdlib_docs
+from tests.e2e.conftest import wait_until
+from wiki.links import parse_links
+from wiki.slugs import summary_slug
+
+pytestmark = pytest.mark.e2e
+
+N_DOCS, N_DELETED, N_EDITED = 30, 10, 5
+
+
+def _edited(doc: CorpusDoc) -> CorpusDoc:
+    """The document with its last third of paragraphs cut and one new paragraph: items come and go."""
+    paragraphs = doc.text.split("\n\n")
+    keep = paragraphs[: max(2, len(paragraphs) * 2 // 3)]
+    extra = f"Revised notes on {doc.title}: the Revision Tracker keeps every edited module current."
+    return CorpusDoc(doc.title, doc.source_uri, "\n\n".join([*keep, extra]))
+
+
+def _submit_all(deps, kb, docs) -> dict[str, str]:
+    from actors.ingest import submit_document
+
+    ids = {}
+    for doc in docs:
+        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
+                                 content=doc.text, source_uri=doc.source_uri)
+        assert result.status == "queued", (doc.title, result)
+        ids[doc.source_uri] = result.knowledge_id
+    return ids
+
+
+def _wait_settled(deps, kb, what: str) -> None:
+    from kbwiki.ingest import lane_rows
+
+    def settled():
+        counts = deps.docs.count_by_status(kb.id)
+        busy = sum(counts.get(s, 0) for s in ("pending", "mapped", "deleting"))
+        if busy or lane_rows(deps, kb.id):
+            return False
+        return deps.pages.link_stats(kb.id)["dead_links"] == 0 and _index_current(deps, kb)
+
+    wait_until(settled, 300, what)
+
+
+def _index_current(deps, kb) -> bool:
+    """The index lists exactly the live summaries (at most 200 of them, as it is built)."""
+    index = deps.pages.get(kb.id, "index")
+    if index is None:
+        return False
+    listed = {link.slug for link in parse_links(index.content)}
+    return listed == {p.slug for p in deps.pages.recent(kb.id, "summary", 200)}
+
+
+def _wiki(deps, kb) -> dict[str, tuple[str, ...]]:
+    """slug -> the titles (unique module names) of the documents the page cites."""
+    return {p.slug: tuple(sorted(r.title for r in p.source_refs)) for p in deps.pages.iter_pages(kb.id)}
+
+
+def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, worker):
+    from actors.delete import delete_document
+
+    docs = list(itertools.islice(iter_stdlib_docs(), N_DOCS))
+    assert len(docs) == N_DOCS
+    deleted = docs[0::3][:N_DELETED]
+    kept = [d for d in docs if d not in deleted]
+    edited = {d.source_uri: _edited(d) for d in kept[:N_EDITED]}
+    final = [edited.get(d.source_uri, d) for d in kept]
+
+    kb = deps.kbs.get_or_create(1, f"e2e-change-{uuid.uuid4().hex[:6]}")
+    ids = _submit_all(deps, kb, docs)
+    _wait_settled(deps, kb, "30 documents reduced")
+    before = _wiki(deps, kb)
+    assert sum(1 for refs in before.values() if len(refs) > 1) > 10  # shared pages exist to be rewritten
+
+    for doc in deleted:
+        assert delete_document(deps, kb.tenant_id, kb.id, ids[doc.source_uri]).status == "deleting"
+    from actors.ingest import submit_document
+
+    for doc in edited.values():
+        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
+                                 content=doc.text, source_uri=doc.source_uri)
+        assert result.status == "queued" and result.knowledge_id == ids[doc.source_uri]
+    _wait_settled(deps, kb, "deletes and edits applied")
+
+    fresh = deps.kbs.get_or_create(1, f"e2e-fresh-{uuid.uuid4().hex[:6]}")
+    _submit_all(deps, fresh, final)
+    _wait_settled(deps, fresh, "the final 20 documents reduced in a fresh KB")
+
+    changed, expected = _wiki(deps, kb), _wiki(deps, fresh)
+    gone_titles = {d.title for d in deleted}
+    assert not any(gone_titles & set(refs) for refs in changed.values())
+    assert changed.keys() - expected.keys() == set(), "pages left over after deletes and edits"
+    assert expected.keys() - changed.keys() == set(), "pages a fresh ingest makes that are missing"
+    assert changed == expected
+    # the edits and deletes did change the wiki, and every edited document kept its summary page
+    assert before.keys() - changed.keys() and before != changed
+    assert all(summary_slug(d.title) in changed for d in edited.values())
+    assert deps.pages.link_stats(kb.id)["dead_links"] == 0

@@ -1,0 +1,348 @@
+"""Lint checks, health score and --fix against a real PostgreSQL, on pages built with WikiPageRepository.save.
+
+Every test works in a fresh KB of its own. Several tests shrink the walk's window to 2 pages so
+that the keyset cursor, and fixes that reach pages of other windows, are exercised.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from actors.deps import Deps, build_deps
+from repos.lint import LintRepository
+from wiki.extract.offline import OfflineExtractor
+from wiki.lint import ISSUE_TYPES, SCORE_WEIGHTS, health_score, prose_length
+from wiki.models import Page, SourceRef
+
+PROSE = "This page explains what it is about in a few plain sentences that are long enough."
+
+
+@dataclass
+class Wiki:
+    deps: Deps
+    kb: object
+    docs: dict[str, str]  # document title -> knowledge id
+
+    def doc(self, title: str) -> str:
+        if title not in self.docs:
+            doc, _ = self.deps.docs.upsert(self.kb, title=title, source_uri=f"{title}.md", content=f"{title} " * 20)
+            self.docs[title] = doc.id
+        return self.docs[title]
+
+    def page(self, slug: str, title: str, content: str, *, page_type: str = "entity", sources=("doc one",),
+             aliases=(), refs: list[SourceRef] | None = None, facts: dict | None = None) -> Page:
+        if refs is None:
+            refs = [SourceRef(knowledge_id=self.doc(t), title=t) for t in sources]
+        return self.deps.pages.save(Page(
+            tenant_id=self.kb.tenant_id, knowledge_base_id=self.kb.id, slug=slug, title=title,
+            page_type=page_type, content=content, aliases=list(aliases), source_refs=refs, facts=facts or {}))
+
+    def lint(self, fix: bool = False):
+        from actors.lint import run_lint
+
+        return run_lint(self.deps, self.kb.tenant_id, self.kb.id, fix=fix)
+
+    def get(self, slug: str) -> Page | None:
+        return self.deps.pages.get(self.kb.id, slug)
+
+    def out_links(self, slug: str) -> set[str]:
+        with self.deps.pool.connection() as conn:
+            rows = conn.execute("SELECT to_slug FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s",
+                                (self.kb.id, slug)).fetchall()
+        return {r["to_slug"] for r in rows}
+
+    def delete_doc(self, title: str) -> None:
+        with self.deps.pool.connection() as conn:
+            conn.execute("UPDATE knowledges SET status = 'deleted', deleted_at = now() WHERE id = %s",
+                         (self.docs[title],))
+
+
+@pytest.fixture()
+def wiki(settings, pool) -> Wiki:
+    deps = build_deps(settings, pool=pool, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"lint-{uuid.uuid4().hex[:8]}")
+    return Wiki(deps, kb, {})
+
+
+@pytest.fixture()
+def small_windows(monkeypatch):
+    import actors.lint
+
+    monkeypatch.setattr(actors.lint, "WINDOW", 2)
+
+
+def _issues(report, type_: str) -> set[tuple[str, str | None]]:
+    return {(i.page, i.target) for i in report.samples[type_]}
+
+
+# --- a healthy wiki ------------------------------------------------------------------------
+
+
+def _healthy(w: Wiki) -> None:
+    w.page("index", "Index", f"{PROSE}\n\n- [[doc-alpha|About alpha]]\n", page_type="index", sources=())
+    w.page("doc-alpha", "Alpha handbook", f"{PROSE} See [[alpha-engine|the engine]] and [[beta-tool]].\n",
+           page_type="summary")
+    w.page("alpha-engine", "Alpha Engine",
+           f"{PROSE} It runs [[beta-tool#usage|the beta]] jobs.\n\n## Sources\n\n- [[doc-alpha|Alpha handbook]]\n")
+    w.page("beta-tool", "Beta Tool", f"{PROSE} Driven by [[alpha-engine|ALPHA ENGINE]].\n",
+           page_type="concept")
+
+
+def test_a_reachable_wiki_has_no_orphans_and_display_links_are_not_broken(wiki, small_windows):
+    _healthy(wiki)
+
+    report = wiki.lint()
+
+    assert report.pages_checked == 4
+    assert report.counts == dict.fromkeys(ISSUE_TYPES, 0), report.samples
+    assert report.score == 100
+    assert report.summary.startswith("health 100/100 · 4 pages")
+
+
+# --- one test per check --------------------------------------------------------------------
+
+
+def test_broken_links_in_both_forms_are_reported_whatever_the_display_text(wiki):
+    _healthy(wiki)
+    wiki.page("gamma", "Gamma", f"{PROSE} [[ghost]], [[phantom|Alpha Engine]], [[alpha-engine|Ghost]], "
+              "[[ghost|again]] and `[[in-code]]`.\n", sources=("doc two",))
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+    report = wiki.lint()
+
+    assert report.counts["broken_link"] == 2
+    assert _issues(report, "broken_link") == {("gamma", "ghost"), ("gamma", "phantom")}
+    assert all(i.severity == "error" and i.fixable for i in report.samples["broken_link"])
+
+
+def test_orphans_are_pages_without_in_links_except_the_index(wiki, small_windows):
+    _healthy(wiki)
+    wiki.page("lonely", "Lonely", f"{PROSE} Only [[lonely|itself]] links here.\n")
+
+    report = wiki.lint()
+
+    assert report.counts["orphan"] == 1
+    assert _issues(report, "orphan") == {("lonely", None)}
+    assert report.samples["orphan"][0].fixable is False
+
+
+def test_near_empty_pages_are_reported_below_the_document_threshold(wiki):
+    _healthy(wiki)
+    stub = "## Overview\n\n## Sources\n\n- [[doc-alpha|Alpha]]\n"
+    wiki.page("stub", "Stub", stub)
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[stub]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+    threshold = wiki.deps.settings.min_document_chars
+
+    report = wiki.lint()
+
+    assert prose_length(stub) < threshold <= prose_length(PROSE)
+    assert _issues(report, "empty_page") == {("stub", None)}
+    assert report.counts["empty_page"] == 1
+
+
+def test_source_refs_to_deleted_or_missing_documents_are_stale(wiki):
+    _healthy(wiki)
+    wiki.page("cited", "Cited", f"{PROSE}", sources=("kept doc", "gone doc"))
+    missing = SourceRef(knowledge_id=str(uuid.uuid4()), title="never stored")
+    wiki.page("ghostly", "Ghostly", f"{PROSE}", refs=[missing])
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[cited]] [[ghostly]] [[alpha-engine]] [[beta-tool]]",
+              page_type="summary")
+    wiki.delete_doc("gone doc")
+
+    report = wiki.lint()
+
+    assert report.counts["stale_source"] == 2
+    assert _issues(report, "stale_source") == {("cited", wiki.docs["gone doc"]), ("ghostly", missing.knowledge_id)}
+
+
+def test_mentions_of_other_titles_that_are_not_linked_are_reported(wiki):
+    _healthy(wiki)
+    wiki.page("gamma", "Gamma", f"{PROSE} The Alpha Engine and the beta tool work together; "
+              "`Beta Tool` in code does not count.\n", sources=("doc two",))
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+    report = wiki.lint()
+
+    assert _issues(report, "unlinked_mention") == {("gamma", "alpha-engine"), ("gamma", "beta-tool")}
+    assert report.counts["unlinked_mention"] == 2
+
+
+def test_pages_with_the_same_normalized_title_or_a_title_equal_to_an_alias_are_duplicates(wiki):
+    _healthy(wiki)
+    wiki.page("acme-corp", "Acme Corp", f"{PROSE}")
+    wiki.page("acme-corp-2", "ACME corp", f"{PROSE}")
+    wiki.page("acme-holding", "Acme Holding", f"{PROSE}", aliases=["The Firm"])
+    wiki.page("the-firm", "The firm", f"{PROSE}", page_type="concept")
+    wiki.page("doc-acme-corp", "Acme Corp", f"{PROSE}", page_type="summary")  # a summary may share a title
+
+    report = wiki.lint()
+
+    assert _issues(report, "duplicate") == {("acme-corp-2", "acme-corp"), ("the-firm", "acme-holding")}
+    assert report.counts["duplicate"] == 2
+
+
+def test_health_score_follows_its_formula_and_the_report_is_stored(wiki):
+    _healthy(wiki)
+    wiki.page("lonely", "Lonely", f"{PROSE} [[nowhere]]")
+
+    report = wiki.lint()
+
+    expected = round(100 * (1 - SCORE_WEIGHTS["orphan"] / 5 - SCORE_WEIGHTS["broken_link"] / 5))
+    assert report.score == expected == health_score(5, {"orphan": 1, "broken_link": 1})
+    assert health_score(0, {}) == 100 and health_score(3, dict.fromkeys(ISSUE_TYPES, 3)) == 0
+    stored = LintRepository(wiki.deps.pool).latest_report(wiki.kb.id)
+    assert stored == report
+    wiki.deps.pages.delete(wiki.kb.id, "lonely")
+    assert LintRepository(wiki.deps.pool).latest_report(wiki.kb.id) == report  # until the next run
+    again = wiki.lint()
+    assert LintRepository(wiki.deps.pool).latest_report(wiki.kb.id) == again and again.score == 100
+
+
+def test_samples_are_bounded_while_counts_are_not(wiki, small_windows):
+    _healthy(wiki)
+    links = " ".join(f"[[missing-{i}]]" for i in range(30))
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} {links} [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+    report = wiki.lint()
+
+    assert report.counts["broken_link"] == 30
+    assert report.pages_affected["broken_link"] == 1
+    assert len(report.samples["broken_link"]) == 20
+
+
+# --- one test per fix ----------------------------------------------------------------------
+
+
+def test_fix_repairs_broken_links_by_fuzzy_resolve_else_plain_text(wiki):
+    _healthy(wiki)
+    before = wiki.page("gamma", "Gamma", f"{PROSE} Uses [[alpha-engin|the alpha engin]] and [[zzz-nowhere|old thing]].",
+                       sources=("doc two",))
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+    report = wiki.lint(fix=True)
+
+    after = wiki.get("gamma")
+    assert report.fixed["broken_link"] == 2
+    assert "[[alpha-engine|the alpha engin]]" in after.content
+    assert "old thing" in after.content and "zzz-nowhere" not in after.content
+    assert after.version == before.version + 1
+    assert wiki.out_links("gamma") == {"alpha-engine"}
+    assert wiki.lint().counts["broken_link"] == 0
+
+
+def test_fix_archives_near_empty_pages(wiki):
+    _healthy(wiki)
+    before = wiki.page("stub", "Stub", "## Overview\n\nTBD.\n")
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[stub]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+    report = wiki.lint(fix=True)
+
+    after = wiki.get("stub")
+    assert report.fixed["empty_page"] == 1
+    assert after.status == "archived" and after.version == before.version + 1
+    second = wiki.lint()
+    assert second.counts["empty_page"] == 0 and second.counts["broken_link"] == 0  # archived pages stay linkable
+
+
+def test_fix_removes_stale_source_refs_and_deletes_pages_left_without_any(wiki, small_windows):
+    _healthy(wiki)
+    facts = {wiki.doc("kept doc"): {"doc_title": "kept doc", "summary_slug": "doc-alpha", "description": "Kept.",
+                                    "evidence": ["The kept document says this."], "seq": 1},
+             wiki.doc("gone doc"): {"doc_title": "gone doc", "summary_slug": "doc-gone", "description": "Gone.",
+                                    "evidence": ["The gone document said that."], "seq": 2}}
+    before = wiki.page("cited", "Cited", f"{PROSE} The gone document said that.", sources=("kept doc", "gone doc"),
+                       facts=facts)
+    # "doc-gone" cites only the deleted document; "alpha-engine" (an earlier window) links to it.
+    wiki.page("alpha-engine", "Alpha Engine", f"{PROSE} Read [[doc-gone|the gone doc]] and [[beta-tool]].")
+    wiki.page("doc-gone", "Gone doc", f"{PROSE} [[cited]]", page_type="summary", sources=("gone doc",))
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[cited]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+    wiki.delete_doc("gone doc")
+
+    report = wiki.lint(fix=True)
+
+    assert report.fixed["stale_source"] == 2
+    cited = wiki.get("cited")
+    assert [r.title for r in cited.source_refs] == ["kept doc"]
+    assert list(cited.facts) == [wiki.docs["kept doc"]]
+    assert "gone document" not in cited.content and "The kept document says this." in cited.content
+    assert cited.version > before.version
+    assert wiki.get("doc-gone") is None
+    engine = wiki.get("alpha-engine")
+    assert "doc-gone" not in engine.content and "the gone doc" in engine.content
+    assert "doc-gone" not in wiki.out_links("alpha-engine")
+    second = wiki.lint()
+    assert second.counts["stale_source"] == 0 and second.counts["broken_link"] == 0
+
+
+def test_fix_links_unlinked_mentions(wiki):
+    _healthy(wiki)
+    before = wiki.page("gamma", "Gamma", f"{PROSE} The Alpha Engine runs here.", sources=("doc two",))
+    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+    report = wiki.lint(fix=True)
+
+    after = wiki.get("gamma")
+    assert report.fixed["unlinked_mention"] == 1
+    assert "[[alpha-engine|Alpha Engine]]" in after.content
+    assert after.version == before.version + 1
+    assert "alpha-engine" in wiki.out_links("gamma")
+
+
+def test_a_second_fix_fixes_nothing(wiki, small_windows):
+    _healthy(wiki)
+    wiki.page("gamma", "Gamma", f"{PROSE} The Beta Tool and [[alpha-engin|the engine]] and [[doc-gone]].",
+              sources=("doc two",))
+    wiki.page("stub", "Stub", "Nothing yet.")
+    wiki.page("doc-gone", "Gone doc", f"{PROSE} Mentions Gamma and [[gamma]].", page_type="summary",
+              sources=("gone doc",))
+    wiki.page("lonely", "Lonely", f"{PROSE} Mentions the alpha engine and the Gone doc.", sources=("gone doc", "kept"))
+    wiki.page("acme", "Alpha engine", f"{PROSE}")  # a duplicate: reported, never fixed
+    wiki.delete_doc("gone doc")
+
+    first = wiki.lint(fix=True)
+    versions = {p.slug: p.version for p in wiki.deps.pages.iter_pages(wiki.kb.id)}
+    second = wiki.lint(fix=True)
+
+    assert sum(first.fixed.values()) >= 5
+    assert second.fixed == dict.fromkeys(ISSUE_TYPES, 0)
+    assert {p.slug: p.version for p in wiki.deps.pages.iter_pages(wiki.kb.id)} == versions
+    assert all(second.counts[t] == 0 for t in ("broken_link", "stale_source", "empty_page", "unlinked_mention"))
+    assert second.counts["duplicate"] == 1
+    assert second.score >= first.score
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def test_lint_command_prints_the_report_and_json(wiki, database_url, monkeypatch):
+    from click.testing import CliRunner
+
+    import actors.deps
+    from kbwiki.cli import main
+    from wiki.settings import get_settings
+
+    _healthy(wiki)
+    wiki.page("gamma", "Gamma", f"{PROSE} [[nowhere]]", sources=("doc two",))
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("REDIS_URL", wiki.deps.settings.redis_url)
+    get_settings.cache_clear()
+    previous = actors.deps._deps  # another test may have built the process-wide Deps already
+    actors.deps.set_deps(wiki.deps)
+    try:
+        runner = CliRunner()
+        text = runner.invoke(main, ["lint", "--kb", wiki.kb.name], catch_exceptions=False)
+        as_json = runner.invoke(main, ["lint", "--kb", wiki.kb.name, "--json"], catch_exceptions=False)
+    finally:
+        actors.deps.set_deps(previous)
+        get_settings.cache_clear()
+
+    assert text.exit_code == 0, text.output
+    assert text.output.splitlines()[0].startswith("health ")
+    assert "gamma: links to [[nowhere]]" in text.output
+    data = json.loads(as_json.output)
+    assert data["counts"]["broken_link"] == 1 and data["counts"]["orphan"] == 1
+    assert data["knowledge_base_name"] == wiki.kb.name

@@ -1,0 +1,381 @@
+"""Deleting, changing and re-ingesting documents: the stage functions on real PostgreSQL and Redis.
+
+The stages run synchronously here (pump -> map -> reduce -> cross-link -> index), driven by
+``_settle``; the triggers they send go to the real broker of the ``actors`` package and are
+never consumed. A scripted extractor makes every page predictable: a document line
+``* Name (kind): sentence.`` becomes an item whose evidence is that sentence.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+
+from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
+from wiki.links import parse_links
+from wiki.models import ExtractedItem, Extraction
+
+_ITEM = re.compile(r"^\* (.+?) \((entity|concept)\): (.+)$")
+
+
+class ScriptedExtractor:
+    """Items from ``* Name (kind): sentence.`` lines; counts its calls."""
+
+    name = "scripted-v1"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def extract(self, title: str, text: str) -> Extraction:
+        self.calls += 1
+        items, prose = [], []
+        for line in text.splitlines():
+            m = _ITEM.match(line.strip())
+            if m:
+                name, kind, sentence = m.groups()
+                items.append(ExtractedItem(name=name, kind=kind, description=f"{name} as {title} describes it.",
+                                           evidence=[sentence]))
+            elif line.strip():
+                prose.append(line.strip())
+        body = "\n\n".join(prose) or title
+        return Extraction(summary=prose[0] if prose else title, body=body, items=items)
+
+
+@pytest.fixture()
+def env(actors_broker, pool):  # noqa: F811
+    """(deps with a counting scripted extractor, a fresh KB)."""
+    from actors.deps import build_deps
+    from wiki.settings import get_settings
+
+    extractor = ScriptedExtractor()
+    deps = build_deps(get_settings(), pool, extractor=extractor)
+    kb = deps.kbs.get_or_create(1, f"retract-{uuid.uuid4().hex[:8]}")
+    yield deps, kb
+    deps.redis.close()
+
+
+def _submit(deps, kb, name: str, *lines: str) -> str:
+    from actors.ingest import submit_document
+
+    content = f"{name} is a test document about the pipeline.\n" + "\n".join(lines)
+    result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=name, content=content,
+                             source_uri=f"test/{name}.md")
+    assert result.status in ("queued", "unchanged"), result
+    return result.knowledge_id
+
+
+def _settle(deps, kb, max_rounds: int = 50) -> None:
+    """Run every stage of the KB until all its lanes are empty (fails when they never empty)."""
+    from actors.crosslink import run_crosslink
+    from actors.index import rebuild_index
+    from actors.ingest import pump_ingest_lane
+    from actors.lanes import FINALIZE, INGEST, OP_INGEST, REDUCE, SCOPE_KB
+    from actors.map import map_document
+    from actors.reduce import run_reduce_batch
+    from kbwiki.ingest import lane_rows
+
+    for _ in range(max_rounds):
+        pump_ingest_lane(deps, kb.tenant_id, kb.id)
+        for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
+            if op.claimed_at is not None and op.op == OP_INGEST:
+                map_document(deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
+        while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
+            result = run_reduce_batch(deps, kb.tenant_id, kb.id)
+            if not (result.documents or result.retracted or result.failed):
+                break
+        while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
+            run_crosslink(deps, kb.tenant_id, kb.id)
+        rebuild_index(deps, kb.tenant_id, kb.id)
+        if lane_rows(deps, kb.id) == 0:
+            return
+    pytest.fail(f"lanes of {kb.id} never emptied: {deps.ops.counts_by_lane(SCOPE_KB, kb.id)}")
+
+
+def _pages(deps, kb) -> dict:
+    return {p.slug: p for p in deps.pages.iter_pages(kb.id)}
+
+
+def _assert_no_dead_links(deps, kb) -> None:
+    pages = _pages(deps, kb)
+    for page in pages.values():
+        dead = {link.slug for link in parse_links(page.content)} - set(pages)
+        assert not dead, (page.slug, dead)
+    assert deps.pages.link_stats(kb.id)["dead_links"] == 0
+
+
+def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
+    from actors.delete import delete_document
+
+    deps, kb = env
+    a = _submit(deps, kb, "alpha", "* Redis Broker (entity): Alpha keeps its locks in the Redis broker.",
+                "* Alpha Widget (concept): The alpha widget only exists in alpha.")
+    b = _submit(deps, kb, "beta", "* Redis Broker (entity): Beta sends its triggers through the Redis broker.",
+                "* Beta Gadget (concept): The beta gadget only exists in beta.")
+    _submit(deps, kb, "gamma", "Gamma works next to the Alpha Widget every day.",
+            "* Gamma Tool (entity): The gamma tool is gamma's own.")
+    _settle(deps, kb)
+    pages = _pages(deps, kb)
+    assert {"doc-alpha", "doc-beta", "doc-gamma", "redis-broker", "alpha-widget", "beta-gadget"} <= set(pages)
+    assert {r.knowledge_id for r in pages["redis-broker"].source_refs} == {a, b}
+    # gamma's summary mentions the alpha-only page, so cross-linking pointed it there
+    assert "alpha-widget" in {link.slug for link in parse_links(pages["doc-gamma"].content)}
+    assert "doc-alpha" in {link.slug for link in parse_links(pages["index"].content)}
+    gamma_version = pages["doc-gamma"].version
+
+    assert delete_document(deps, kb.tenant_id, kb.id, a).status == "deleting"
+    assert deps.docs.get(a).status == "deleting"
+    _settle(deps, kb)
+
+    pages = _pages(deps, kb)
+    assert "doc-alpha" not in pages and "alpha-widget" not in pages  # only alpha said them
+    redis_page = pages["redis-broker"]
+    assert [r.knowledge_id for r in redis_page.source_refs] == [b]
+    assert set(redis_page.facts) == {b}
+    assert "Alpha keeps its locks" not in redis_page.content
+    assert "Beta sends its triggers" in redis_page.content
+    assert "doc-alpha" not in redis_page.content
+    # gamma was not in the batch, yet its link to the deleted page is gone and its text kept
+    gamma = pages["doc-gamma"]
+    assert gamma.version > gamma_version
+    assert "alpha-widget" not in {link.slug for link in parse_links(gamma.content)}
+    assert "Alpha Widget" in gamma.content
+    _assert_no_dead_links(deps, kb)
+    index_links = {link.slug for link in parse_links(pages["index"].content)}
+    assert "doc-alpha" not in index_links and "doc-beta" in index_links
+    assert deps.docs.get(a).status == "deleted"
+    assert deps.extractions.get(kb.id, a, deps.docs.get(a).content_hash, deps.extractor.name) is None
+    # deleting again is a no-op
+    assert delete_document(deps, kb.tenant_id, kb.id, a).status == "already_deleted"
+    assert delete_document(deps, kb.tenant_id, kb.id, "no-such-document").status == "unknown"
+
+
+@pytest.mark.parametrize("ingest_older", [True, False])
+def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
+    from actors.delete import delete_document
+    from actors.ingest import pump_ingest_lane
+    from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+    from actors.map import map_document
+    from actors.reduce import run_reduce_batch
+
+    deps, kb = env
+    keep = _submit(deps, kb, "keeper", "* Shared Queue (concept): The keeper drains the shared queue.")
+    _settle(deps, kb)
+    doomed = _submit(deps, kb, "doomed", "* Shared Queue (concept): The doomed document fills the shared queue.",
+                     "* Doomed Thing (entity): The doomed thing lives here.")
+    pump_ingest_lane(deps, kb.tenant_id, kb.id)
+    [op] = [o for o in deps.ops.peek(INGEST, SCOPE_KB, kb.id) if o.dedup_key == doomed]
+    assert map_document(deps, kb.tenant_id, kb.id, doomed, op.id) == "mapped"
+    [mapped] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
+
+    assert delete_document(deps, kb.tenant_id, kb.id, doomed).status == "deleting"
+    assert deps.ops.peek(REDUCE, SCOPE_KB, kb.id) == []  # the delete took the mapped op out
+    pump_ingest_lane(deps, kb.tenant_id, kb.id)  # the retract goes straight to reduce
+    [retract] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
+    assert retract.op == OP_RETRACT
+    # the racing ingest op in the same batch: a map or a duplicate message moving it in around the delete
+    lane = {"tenant_id": kb.tenant_id, "task_type": REDUCE, "scope": SCOPE_KB, "scope_id": kb.id,
+            "dedup_key": doomed}
+    if ingest_older:  # ingest, then retract: the retract is the last op
+        deps.ops.delete_by_ids([retract.id])
+        deps.ops.enqueue(op=OP_INGEST, payload=mapped.payload, **lane)
+        deps.ops.enqueue(op=OP_RETRACT, payload=retract.payload, **lane)
+    else:  # the ingest arrives after the retract: its op is the last, the durable status still wins
+        deps.ops.enqueue(op=OP_INGEST, payload=mapped.payload, **lane)
+    ops = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
+    assert [o.op for o in ops] == (["ingest", "retract"] if ingest_older else ["retract", "ingest"])
+    result = run_reduce_batch(deps, kb.tenant_id, kb.id)
+    assert result.retracted == 1 and result.documents == 0
+    _settle(deps, kb)
+
+    pages = _pages(deps, kb)
+    assert deps.docs.get(doomed).status == "deleted"
+    assert "doc-doomed" not in pages and "doomed-thing" not in pages
+    assert [r.knowledge_id for r in pages["shared-queue"].source_refs] == [keep]
+    _assert_no_dead_links(deps, kb)
+    # an ingest op arriving after everything settled: map drops it without extracting
+    calls = deps.extractor.calls
+    stale = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id,
+                             op=OP_INGEST, dedup_key=doomed, payload={"knowledge_id": doomed})
+    assert map_document(deps, kb.tenant_id, kb.id, doomed, stale.id) == "deleted"
+    assert deps.extractor.calls == calls and deps.ops.get(stale.id) is None
+    assert deps.docs.get(doomed).status == "deleted"
+
+
+def test_tombstone_alone_keeps_a_document_out(env):
+    from actors.coordination import tombstone_key
+    from actors.ingest import pump_ingest_lane
+    from actors.lanes import INGEST, SCOPE_KB
+    from actors.map import map_document
+
+    deps, kb = env
+    kid = _submit(deps, kb, "ghost", "* Ghost Page (entity): The ghost page must never be written.")
+    deps.redis.set(tombstone_key(deps.settings.key_prefix, kb.id, kid), "1", ex=60)
+    pump_ingest_lane(deps, kb.tenant_id, kb.id)
+    [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
+    assert map_document(deps, kb.tenant_id, kb.id, kid, op.id) == "deleted"
+    assert deps.extractor.calls == 0
+    _settle(deps, kb)
+    assert not any(p.page_type != "index" for p in _pages(deps, kb).values())
+
+
+def test_resubmitting_a_deleted_source_makes_a_new_document(env):
+    from actors.delete import delete_document
+
+    deps, kb = env
+    old = _submit(deps, kb, "phoenix", "* Phoenix Bird (entity): The phoenix bird rises again.")
+    _settle(deps, kb)
+    delete_document(deps, kb.tenant_id, kb.id, old)
+    new = _submit(deps, kb, "phoenix", "* Phoenix Bird (entity): The phoenix bird rises again.")
+    assert new != old
+    _settle(deps, kb)
+    assert deps.docs.get(old).status == "deleted" and deps.docs.get(new).status == "done"
+    pages = _pages(deps, kb)
+    assert [r.knowledge_id for r in pages["phoenix-bird"].source_refs] == [new]
+    assert [r.knowledge_id for r in pages["doc-phoenix"].source_refs] == [new]
+
+
+def test_unchanged_content_costs_no_extraction_and_no_rewrite(env):
+    from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
+
+    deps, kb = env
+    kid = _submit(deps, kb, "steady", "* Steady State (concept): The steady state never changes.")
+    _settle(deps, kb)
+    assert deps.extractor.calls == 1
+    versions = {slug: p.version for slug, p in _pages(deps, kb).items() if slug != "index"}
+
+    assert _submit(deps, kb, "steady", "* Steady State (concept): The steady state never changes.") == kid
+    # even an ingest op for the same content (a producer re-sending it) hits the extraction cache
+    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
+                     dedup_key=kid, payload={"knowledge_id": kid})
+    _settle(deps, kb)
+    assert deps.extractor.calls == 1
+    assert {slug: p.version for slug, p in _pages(deps, kb).items() if slug != "index"} == versions
+
+
+def test_changed_content_replaces_the_contribution_and_keeps_slugs(env):
+    deps, kb = env
+    other = _submit(deps, kb, "other", "* Cache Layer (concept): Other documents put a cache layer in front.")
+    kid = _submit(deps, kb, "mutable", "* Cache Layer (concept): The first version caches everything forever.",
+                  "* Old Feature (entity): The old feature is removed in version two.")
+    _settle(deps, kb)
+    before = _pages(deps, kb)
+    assert "old-feature" in before
+
+    assert _submit(deps, kb, "mutable", "* Cache Layer (concept): The second version caches for one hour.",
+                   "* New Feature (entity): The new feature arrives in version two.") == kid
+    _settle(deps, kb)
+    assert deps.extractor.calls == 3
+    pages = _pages(deps, kb)
+    cache = pages["cache-layer"]
+    assert "caches everything forever" not in cache.content
+    assert "caches for one hour" in cache.content and "put a cache layer in front" in cache.content
+    assert {r.knowledge_id for r in cache.source_refs} == {kid, other}
+    assert "old-feature" not in pages and "new-feature" in pages
+    assert "doc-mutable" in pages and pages["doc-mutable"].id == before["doc-mutable"].id
+    assert cache.id == before["cache-layer"].id  # the same row: the page kept its slug
+    _assert_no_dead_links(deps, kb)
+    # only the current version stays in the extraction cache
+    doc = deps.docs.get(kid)
+    assert deps.extractions.get(kb.id, kid, doc.content_hash, deps.extractor.name) is not None
+
+
+def test_retract_beyond_the_fact_cap_leaves_no_fact_of_the_document(env):
+    from actors.delete import delete_document
+    from actors.reduce import MAX_FACT_SOURCES
+
+    deps, kb = env
+    n = MAX_FACT_SOURCES + 2
+    ids = [_submit(deps, kb, f"doc{i:02d}", f"* Popular Topic (concept): Document {i:02d} mentions the popular topic.")
+           for i in range(n)]
+    _settle(deps, kb)
+    page = deps.pages.get(kb.id, "popular-topic")
+    assert len(page.source_refs) == n and len(page.facts) == MAX_FACT_SOURCES
+    with_fact = next(k for k in ids if k in page.facts)
+    without_fact = next(k for k in ids if k not in page.facts)
+    for kid in (with_fact, without_fact):
+        delete_document(deps, kb.tenant_id, kb.id, kid)
+    _settle(deps, kb)
+    page = deps.pages.get(kb.id, "popular-topic")
+    refs = {r.knowledge_id for r in page.source_refs}
+    assert refs == set(ids) - {with_fact, without_fact}
+    assert set(page.facts) <= refs and with_fact not in page.facts
+    gone = {deps.docs.get(k).title for k in (with_fact, without_fact)}
+    assert not any(f"Document {t[3:]} mentions" in page.content for t in gone)
+    _assert_no_dead_links(deps, kb)
+
+
+def test_deleting_a_kb_removes_its_lanes_and_pages_and_handlers_succeed(env):
+    from actors.crosslink import run_crosslink, wiki_crosslink
+    from actors.delete import delete_knowledge_base
+    from actors.index import rebuild_index, wiki_rebuild_index
+    from actors.ingest import pump_ingest_lane, wiki_ingest
+    from actors.lanes import FINALIZE, INGEST, OP_INGEST, OP_TOUCH, REDUCE, SCOPE_KB
+    from actors.reduce import run_reduce_batch, wiki_reduce
+
+    deps, kb = env
+    _submit(deps, kb, "first", "* Doomed Base (concept): The whole knowledge base goes away.")
+    _settle(deps, kb)
+    _submit(deps, kb, "second", "* Pending Work (concept): This document is still queued when the KB goes.")
+    assert deps.ops.counts_by_lane(SCOPE_KB, kb.id)
+    with pytest.raises(ValueError):  # a scoped delete with an empty key never means "everything"
+        deps.ops.delete_by_dedup_key(INGEST, SCOPE_KB, kb.id, "")
+    # a live KB of another tenant is refused, and its work is left alone
+    assert pump_ingest_lane(deps, kb.tenant_id + 1, kb.id) == 0
+    assert deps.ops.counts_by_lane(SCOPE_KB, kb.id)
+
+    result = delete_knowledge_base(deps, kb.tenant_id, kb.id)
+    assert result.deleted and result.pages >= 3 and result.ops >= 1
+    assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
+    assert list(deps.pages.iter_pages(kb.id)) == []
+    assert deps.kbs.get(kb.id).deleted_at is not None
+    assert deps.kbs.get_by_name(kb.tenant_id, kb.name) is None
+    assert not delete_knowledge_base(deps, kb.tenant_id, kb.id).deleted
+
+    # rows that raced the deletion are drained by whichever handler finds them, without raising
+    for lane in (INGEST, REDUCE, FINALIZE):
+        deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=lane, scope=SCOPE_KB, scope_id=kb.id,
+                         op=OP_TOUCH if lane == FINALIZE else OP_INGEST, dedup_key="" if lane == FINALIZE else "x",
+                         payload={"slugs": ["doomed-base"]} if lane == FINALIZE else {})
+    assert pump_ingest_lane(deps, kb.tenant_id, kb.id) == 0
+    assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
+    assert run_reduce_batch(deps, kb.tenant_id, kb.id).documents == 0
+    assert run_crosslink(deps, kb.tenant_id, kb.id) is None
+    assert rebuild_index(deps, kb.tenant_id, kb.id) is None
+    assert list(deps.pages.iter_pages(kb.id)) == []
+    # and the actors themselves return normally (no retry, no dead letter)
+    from actors.deps import set_deps
+
+    set_deps(deps)
+    try:
+        args = {"tenant_id": kb.tenant_id, "knowledge_base_id": kb.id}
+        for actor in (wiki_ingest, wiki_reduce, wiki_crosslink, wiki_rebuild_index):
+            actor(**args)
+    finally:
+        set_deps(None)
+
+
+def test_cli_deletes_by_source_uri_and_deletes_a_kb_only_with_yes(env):
+    from click.testing import CliRunner
+
+    from kbwiki.cli import main
+
+    deps, kb = env
+    kid = _submit(deps, kb, "clidoc", "* Cli Thing (entity): The command line deletes this document.")
+    _settle(deps, kb)
+    assert "cli-thing" in _pages(deps, kb)
+    runner = CliRunner()
+    result = runner.invoke(main, ["delete", "--kb", kb.name, "test/clidoc.md", "no/such.md"])
+    assert result.exit_code == 1  # one of the two was not found
+    assert f"deleting {kid}" in result.output and "unknown no/such.md" in result.output
+    assert deps.docs.get(kid).status == "deleting"
+    _settle(deps, kb)
+    assert "cli-thing" not in _pages(deps, kb) and deps.docs.get(kid).status == "deleted"
+
+    result = runner.invoke(main, ["delete-kb", "--kb", kb.name])
+    assert result.exit_code == 1 and "--yes" in result.output
+    assert deps.kbs.get(kb.id).deleted_at is None
+    result = runner.invoke(main, ["delete-kb", "--kb", kb.name, "--yes"])
+    assert result.exit_code == 0, result.output
+    assert deps.kbs.get(kb.id).deleted_at is not None and list(deps.pages.iter_pages(kb.id)) == []
