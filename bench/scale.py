@@ -165,8 +165,7 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
                           source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in e["refs"].items()]))
     WikiPageRepository(pool).bulk_insert(pages)
     with psycopg.connect(bench_url(), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE wiki_pages")
-        conn.execute("VACUUM ANALYZE wiki_links")
+        conn.execute("VACUUM ANALYZE")
     print(f"built {name}: {len(corpus)} documents, {len(pages)} pages in {time.monotonic() - t0:.0f} s", flush=True)
     return kb.id
 
@@ -188,14 +187,16 @@ def clone_kb(pool, kb_id: str, name: str) -> str:
             (clone.id, kb_id))
         conn.execute("INSERT INTO wiki_links SELECT %s, from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s",
                      (clone.id, kb_id))
+        conn.execute("INSERT INTO wiki_title_keys SELECT %s, slug, key FROM wiki_title_keys WHERE knowledge_base_id = %s",
+                     (clone.id, kb_id))
     with psycopg.connect(bench_url(), autocommit=True) as conn:
-        conn.execute("ANALYZE wiki_pages")
+        conn.execute("VACUUM ANALYZE")  # as autovacuum would have done for a KB that grew over time
     return clone.id
 
 
 def drop_kb(pool, kb_id: str) -> None:
     with pool.connection() as conn:
-        for table in ("wiki_links", "wiki_pages", "wiki_extractions", "task_pending_ops"):
+        for table in ("wiki_links", "wiki_title_keys", "wiki_pages", "wiki_extractions", "task_pending_ops"):
             column = "scope_id" if table == "task_pending_ops" else "knowledge_base_id"
             conn.execute(sql.SQL("DELETE FROM {} WHERE {} = %s").format(sql.Identifier(table), sql.Identifier(column)),
                          (kb_id,))

@@ -52,6 +52,14 @@ def rollback_migrations(database_url: str) -> int:
     return len(applied)
 
 
+def _configure(conn: Connection) -> None:
+    """Session settings every pooled connection gets: the trigram threshold of repos.pages."""
+    from repos.pages import TRGM_THRESHOLD
+
+    conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false)", (str(TRGM_THRESHOLD),))
+    conn.commit()
+
+
 def make_pool(database_url: str, min_size: int = 1, max_size: int = 10) -> ConnectionPool:
     """Open a pool of autocommit=False connections returning dict rows; waits until one connects.
 
@@ -62,6 +70,7 @@ def make_pool(database_url: str, min_size: int = 1, max_size: int = 10) -> Conne
         min_size=min_size,
         max_size=max(min_size, max_size),
         kwargs={"row_factory": dict_row},
+        configure=_configure,
         open=False,
         name="kbwiki",
     )

@@ -20,18 +20,40 @@ from wiki.models import Page, PageLite
 LITE_COLUMNS = "slug, title, page_type, status, aliases"
 MAX_RECENT = 1000
 
-# Top-K nearest titles by trigram distance, walked in order on the GiST KNN index
-# idx_wiki_pages_title_knn (migration 0005): cost stays flat as the KB grows.
+# Trigram similarity a dedup or link-repair candidate needs (pg_trgm's `%`, set per connection
+# by repos.db). Dedup merges only at a rapidfuzz ratio of 92 (wiki.dedup), and such near-identical
+# names share well over 0.6 of their trigrams; a high threshold lets the GIN index drop nearly
+# every row before the recheck, which is what kept the lookup flat from 1k to 40k documents.
+TRGM_THRESHOLD = 0.6
+ITEM_TYPES = ("entity", "concept")
+
+# The planner prices `%` like a cheap comparison and picks a sequential scan of the key table up
+# to tens of thousands of rows (24 ms at 12k keys, growing with the KB); the GIN index answers in
+# a few ms at any size. The setting lasts until the end of the lookup's transaction.
+TRGM_INDEX_ONLY = "SET LOCAL enable_seqscan = off"
+
+# Best-scoring keys (title or alias) per page, on the narrow wiki_title_keys table (migration 0006).
 SIMILAR_TITLES_SQL = (
-    f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL"
-    " AND page_type IN ('entity', 'concept') AND status <> 'archived'"
-    " ORDER BY lower(title) <-> lower(%s) LIMIT %s"
+    "WITH hits AS MATERIALIZED ("
+    " SELECT slug, similarity(key, lower(%(q)s)) AS score FROM wiki_title_keys"
+    " WHERE key %% lower(%(q)s) AND knowledge_base_id = %(kb)s)"
+    f" SELECT p.slug, p.title, p.page_type, p.status, p.aliases FROM ("
+    " SELECT slug, max(score) AS score FROM hits GROUP BY slug ORDER BY score DESC, slug LIMIT %(k)s"
+    ") m JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = m.slug AND p.deleted_at IS NULL"
+    " ORDER BY m.score DESC, m.slug"
 )
 SLUGS_BY_SOURCE_SQL = (
     "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND ("
     " source_refs @> %(ref)s OR (to_tsvector('simple', source_refs::text) @@ phraseto_tsquery('simple', %(kid)s)"
     " AND source_refs::text LIKE %(legacy)s))"
 )
+
+
+def _title_keys(page: Page) -> list[str]:
+    """The lookup keys of a page: lower(title) and lower(alias), for live item pages only."""
+    if page.page_type not in ITEM_TYPES or page.status == "archived":
+        return []
+    return sorted({k.lower() for k in [page.title, *page.aliases] if k.strip()})
 
 
 def _like_escape(text: str) -> str:
@@ -81,12 +103,15 @@ class WikiPageRepository:
         return {r["slug"] for r in rows}
 
     def similar_titles(self, kb_id: str, text: str, k: int = 5) -> list[PageLite]:
-        """The ``k`` live entity/concept pages whose lower(title) is nearest to ``text`` in trigram
-        distance (pg_trgm ``<->``), nearest first; archived pages excluded. One prepared
-        statement on the GiST KNN index; the caller decides which candidates really match.
+        """Up to ``k`` live entity/concept pages whose title or an alias is trigram-similar to
+        ``text`` (similarity ≥ ``TRGM_THRESHOLD``), most similar first; archived pages excluded.
+
+        One prepared statement on the GIN trigram index of ``wiki_title_keys``; the caller
+        decides which candidates really name the same thing.
         """
         with self.pool.connection() as conn:
-            rows = conn.execute(SIMILAR_TITLES_SQL, (kb_id, text, k), prepare=True).fetchall()
+            conn.execute(TRGM_INDEX_ONLY)
+            rows = conn.execute(SIMILAR_TITLES_SQL, {"kb": kb_id, "q": text, "k": k}, prepare=True).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
     def titles_matching(self, kb_id: str, phrases: list[str]) -> list[PageLite]:
@@ -98,12 +123,14 @@ class WikiPageRepository:
             # which walks long posting lists per phrase: 60 s for 5,000 phrases on 6,000 pages. A
             # range on the same expression can only use the btree (knowledge_base_id, lower(title)):
             # 50 ms. Under a deterministic collation ">= k AND <= k" is "= k". Never prepared: a
-            # generic plan guesses 10 phrases and joins them to a scan of the whole KB.
+            # generic plan guesses 10 phrases and joins them to a scan of the whole KB. Phrases go
+            # as one newline-joined string: psycopg dumps a 5,000-element array at 40 ms.
             rows = conn.execute(
-                f"SELECT {LITE_COLUMNS} FROM unnest(%s::text[]) AS k(key) JOIN wiki_pages p ON p.knowledge_base_id = %s"
+                f"SELECT {LITE_COLUMNS} FROM unnest(string_to_array(%s, E'\\n')) AS k(key)"
+                " JOIN wiki_pages p ON p.knowledge_base_id = %s"
                 " AND lower(p.title) >= k.key AND lower(p.title) <= k.key AND p.deleted_at IS NULL"
                 " WHERE p.page_type IN ('entity', 'concept') AND p.status <> 'archived'",
-                (sorted(set(phrases)), kb_id), prepare=False,
+                ("\n".join(sorted({p for p in phrases if "\n" not in p})), kb_id), prepare=False,
             ).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
@@ -211,6 +238,7 @@ class WikiPageRepository:
                 },
             ).fetchone()
             self._write_links(c, page.knowledge_base_id, page.slug, out_link_slugs(page.content))
+            self._write_keys(c, page)
         return Page.model_validate(row)
 
     def delete(self, kb_id: str, slug: str, conn: Connection | None = None) -> bool:
@@ -222,12 +250,14 @@ class WikiPageRepository:
                 (kb_id, slug),
             ).rowcount
             c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (kb_id, slug))
+            c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = %s", (kb_id, slug))
         return n > 0
 
     def delete_kb(self, kb_id: str, conn: Connection | None = None) -> int:
         """Delete every page and link of a KB (KB deletion); returns pages deleted."""
         with borrow(self.pool, conn) as c:
             c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s", (kb_id,))
+            c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s", (kb_id,))
             return c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,)).rowcount
 
     def bulk_insert(self, pages: Iterable[Page]) -> int:
@@ -242,17 +272,32 @@ class WikiPageRepository:
                 "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
                 " aliases, source_refs, facts) FROM STDIN"
             ) as copy:
-                links = []
+                links, keys = [], []
                 for p in pages:
                     copy.write_row((p.tenant_id, p.knowledge_base_id, p.slug, p.title, p.page_type, p.status,
                                     p.content, p.summary, Jsonb(p.aliases),
                                     Jsonb([r.model_dump() for r in p.source_refs]), Jsonb(p.facts)))
                     links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]
+                    keys += [(p.knowledge_base_id, p.slug, key) for key in _title_keys(p)]
                     n += 1
             with cur.copy("COPY wiki_links (knowledge_base_id, from_slug, to_slug) FROM STDIN") as copy:
                 for row in dict.fromkeys(links):
                     copy.write_row(row)
+            with cur.copy("COPY wiki_title_keys (knowledge_base_id, slug, key) FROM STDIN") as copy:
+                for row in dict.fromkeys(keys):
+                    copy.write_row(row)
         return n
+
+    @staticmethod
+    def _write_keys(conn: Connection, page: Page) -> None:
+        conn.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = %s",
+                     (page.knowledge_base_id, page.slug))
+        keys = _title_keys(page)
+        if keys:
+            conn.execute(
+                "INSERT INTO wiki_title_keys (knowledge_base_id, slug, key) SELECT %s, %s, unnest(%s::text[])",
+                (page.knowledge_base_id, page.slug, keys),
+            )
 
     @staticmethod
     def _write_links(conn: Connection, kb_id: str, slug: str, targets: set[str]) -> None:

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from psycopg.types.json import Jsonb
 
-from repos.pages import SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, WikiPageRepository
+from repos.pages import SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TRGM_INDEX_ONLY, WikiPageRepository
 from tests.support.pages import make_pages
 
 N_PAGES = 12_000
@@ -20,12 +20,14 @@ def big_kb(pool):
     repo = WikiPageRepository(pool)
     assert repo.bulk_insert(make_pages(kb_id, N_PAGES)) == N_PAGES
     with pool.connection() as conn:
-        conn.execute("ANALYZE wiki_pages")
+        conn.execute("ANALYZE")
     return kb_id
 
 
-def _plan(pool, sql: str, params) -> str:
+def _plan(pool, sql: str, params, setting: str | None = None) -> str:
     with pool.connection() as conn:
+        if setting:
+            conn.execute(setting)
         row = conn.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchone()
     return json.dumps(row["QUERY PLAN"])
 
@@ -38,10 +40,10 @@ def test_source_ref_lookup_uses_the_jsonb_path_ops_index(pool, big_kb):
     assert WikiPageRepository(pool).slugs_by_source(big_kb, "doc-42")  # and it finds the pages
 
 
-def test_similar_title_lookup_walks_the_knn_index(pool, big_kb):
+def test_similar_title_lookup_uses_the_title_key_trigram_index(pool, big_kb):
     title = make_pages(big_kb, 10)[7].title
-    plan = _plan(pool, SIMILAR_TITLES_SQL, (big_kb, title, 5))
-    assert "idx_wiki_pages_title_knn" in plan
+    plan = _plan(pool, SIMILAR_TITLES_SQL, {"kb": big_kb, "q": title, "k": 5}, TRGM_INDEX_ONLY)
+    assert "idx_wiki_title_keys_trgm" in plan
     assert "Seq Scan" not in plan
     found = WikiPageRepository(pool).similar_titles(big_kb, title, k=5)
     assert title in [p.title for p in found[:2]]  # "methods abstract" has the same trigrams: a tie
