@@ -248,7 +248,10 @@ class _Planner:
         elif slug in self.plan and self.plan[slug].page_type in ("entity", "concept"):
             target = (slug, self.plan[slug].page_type)
         else:
-            candidates = [c for c in self.deps.pages.similar_titles(self.kb_id, item.name, k=SIMILAR_K)
+            # the name and each alias ask for their own top-K: "Read-Copy Update" may be the title
+            # of the page that "RCU" names
+            candidates = [c for text in dict.fromkeys([item.name, *item.aliases])
+                          for c in self.deps.pages.similar_titles(self.kb_id, text, k=SIMILAR_K)
                           if c.slug not in self.ghosts]
             candidates += self._batch_candidates(item.name)
             hit = choose_existing(item.name, item.aliases, candidates)

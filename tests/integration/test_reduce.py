@@ -39,3 +39,21 @@ def test_one_document_naming_a_thing_twice_gets_one_page(settings, clean_db):
     page = deps.pages.get(kb.id, "rcu")
     assert page is not None and [r.knowledge_id for r in page.source_refs] == [kid]
     assert deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 0
+
+
+def test_an_alias_finds_the_page_its_item_already_has(settings, clean_db):
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+    first = ExtractedItem(name="Read-Copy Update", kind="concept", description="Read-copy update is a scheme.",
+                          evidence=["Read-copy update is a scheme."])
+    _mapped(deps, kb, "Intro", Extraction(summary="Intro.", body="Intro.", items=[first]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+    # a later document calls it "RCU" and gives the long form only as an alias
+    later = ExtractedItem(name="RCU", kind="entity", aliases=["read copy update"], description="RCU is fast.",
+                          evidence=["RCU is fast."])
+    kid = _mapped(deps, kb, "Details", Extraction(summary="Details.", body="Details.", items=[later]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    assert deps.pages.counts_by_type(kb.id) == {"summary": 2, "concept": 1}
+    [page] = [p for p in deps.pages.iter_pages(kb.id) if p.page_type == "concept"]
+    assert kid in {r.knowledge_id for r in page.source_refs} and len(page.source_refs) == 2
