@@ -39,12 +39,7 @@ class KnowledgeBaseRepository:
                 " ON CONFLICT (tenant_id, name) WHERE deleted_at IS NULL DO NOTHING RETURNING *",
                 (str(uuid.uuid4()), tenant_id, name),
             ).fetchone()
-            if row is None:
-                row = conn.execute(
-                    "SELECT * FROM knowledge_bases WHERE tenant_id = %s AND name = %s AND deleted_at IS NULL",
-                    (tenant_id, name),
-                ).fetchone()
-        return KnowledgeBase.model_validate(row)
+        return KnowledgeBase.model_validate(row) if row else self.get_by_name(tenant_id, name)
 
     def get_by_name(self, tenant_id: int, name: str) -> KnowledgeBase | None:
         """The live KB named ``name`` of the tenant, or None."""
