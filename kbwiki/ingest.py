@@ -6,14 +6,15 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from actors.deps import Deps
-from actors.ingest import submit_document
-from actors.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
 from kbwiki.corpus import CorpusDoc, Rejected
 from wiki.models import KnowledgeBase
+
+if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
+    from actors.deps import Deps
 
 POLL_S = 0.5
 
@@ -36,6 +37,8 @@ class IngestReport:
 
 def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
     """Submit every document; rejected inputs (binary, undecodable) are reported, never stored."""
+    from actors.ingest import submit_document
+
     report = IngestReport()
     for doc in docs:
         if isinstance(doc, Rejected):
@@ -52,6 +55,8 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
 
 def lane_rows(deps: Deps, kb_id: str) -> int:
     """Rows in every wiki lane of the KB (claimed ones included)."""
+    from actors.lanes import SCOPE_KB, WIKI_LANES
+
     counts = deps.ops.counts_by_lane(SCOPE_KB, kb_id)
     return sum(counts.get(lane, 0) for lane in WIKI_LANES)
 
@@ -61,6 +66,8 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
 
     Returns False when ``timeout_s`` passes first. Needs running workers (``kbwiki worker``).
     """
+    from actors.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
+
     deadline = time.monotonic() + timeout_s
     bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0,
                mininterval=1.0)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from actors.deps import Deps
-from actors.lanes import SCOPE_KB
+from typing import TYPE_CHECKING
+
 from wiki.models import KnowledgeBase
+
+if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
+    from actors.deps import Deps
 
 
 def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     """A JSON-ready report of one KB: pages by type, link stats, documents by status, lane rows, dead letters."""
+    from actors.lanes import SCOPE_KB
+
     return {
         "knowledge_base": {"name": kb.name, "id": kb.id, "tenant_id": kb.tenant_id},
         "pages": deps.pages.counts_by_type(kb.id),
