@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# A message whose arguments do not validate will not validate on a retry either: actors declare
+# ``throws=BAD_MESSAGE`` so Dramatiq fails it at once (the dead-letter middleware keeps it).
+BAD_MESSAGE = (ValidationError,)
 
 
 class KbArgs(BaseModel):

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import dramatiq
 import structlog
 
-from actors.args import KbArgs
+from actors.args import BAD_MESSAGE, KbArgs
+from actors.claims import released_on_failure
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, SCOPE_KB
@@ -36,6 +37,7 @@ class CrosslinkResult:
     linked: int = 0
     repaired: int = 0
     remaining: int = 0
+    claimed: int = 0
 
 
 def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> CrosslinkResult | None:
@@ -48,13 +50,13 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Crossli
         return None
     claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, FINALIZE_OPS_PER_RUN, deps.settings.stale_claim_s)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
-    result = CrosslinkResult(pages=len(slugs))
-    with ThreadPoolExecutor(max_workers=deps.tunables(kb).reduce_parallel) as pool:
+    result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
+    with released_on_failure(deps, claimed), ThreadPoolExecutor(max_workers=deps.tunables(kb).reduce_parallel) as pool:
         for linked, repaired in pool.map(lambda s: link_page(deps, kb.id, s), slugs):
             result.linked += linked
             result.repaired += repaired
             result.rewritten += bool(linked or repaired)
-    deps.ops.delete_by_ids([op.id for op in claimed])
+        deps.ops.delete_by_ids([op.id for op in claimed])
     result.remaining = deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
     return result
 
@@ -89,7 +91,7 @@ def link_page(deps: Deps, kb_id: str, slug: str) -> tuple[int, int]:
     return len(added), repaired
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=600_000)
+@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=600_000, throws=BAD_MESSAGE)
 def wiki_crosslink(**kwargs) -> None:
     """Trigger: cross-link the KB's touched pages, then rebuild its index."""
     args = KbArgs.model_validate(kwargs)
@@ -100,6 +102,8 @@ def wiki_crosslink(**kwargs) -> None:
         return
     log.info("crosslink.done", knowledge_base_id=args.knowledge_base_id, pages=result.pages,
              rewritten=result.rewritten, linked=result.linked, repaired=result.repaired)
+    if not result.claimed:
+        return  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     if result.remaining:
         send_trigger(deps, "wiki_crosslink", debounce=False, **kb)

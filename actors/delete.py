@@ -16,7 +16,7 @@ import dramatiq
 import redis
 import structlog
 
-from actors.args import KbArgs, RetractArgs
+from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
 from actors.coordination import TOMBSTONE_TTL_S, tombstone_key
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
@@ -126,7 +126,7 @@ def active_kb_or_drain(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Kn
         return None
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000)
+@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=BAD_MESSAGE)
 def wiki_retract(**kwargs) -> None:
     """Producer entry point: ``wiki_retract.send(tenant_id=, knowledge_base_id=, knowledge_id=)``.
 
@@ -141,7 +141,7 @@ def wiki_retract(**kwargs) -> None:
     log.info("document.retracted", knowledge_id=args.knowledge_id, status=result.status)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=120_000)
+@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=120_000, throws=BAD_MESSAGE)
 def wiki_delete_kb(**kwargs) -> None:
     """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``."""
     args = KbArgs.model_validate(kwargs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dramatiq
 import structlog
 
-from actors.args import KbArgs
+from actors.args import BAD_MESSAGE, KbArgs
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.triggers import clear_trigger
@@ -37,7 +37,7 @@ def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page | 
         return deps.pages.save(page, conn=conn)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=120_000)
+@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=120_000, throws=BAD_MESSAGE)
 def wiki_rebuild_index(**kwargs) -> None:
     """Trigger: rebuild the KB's index page."""
     args = KbArgs.model_validate(kwargs)

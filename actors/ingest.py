@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import dramatiq
 import structlog
 
-from actors.args import KbArgs, SubmitArgs
+from actors.args import BAD_MESSAGE, KbArgs, SubmitArgs
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
@@ -96,7 +96,7 @@ def pump_ingest_lane(deps: Deps, tenant_id: int, knowledge_base_id: str) -> int:
     return len(maps)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000)
+@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=BAD_MESSAGE)
 def wiki_ingest(**kwargs) -> None:
     """Trigger: fill the KB's free map slots from its ingest lane."""
     args = KbArgs.model_validate(kwargs)
@@ -106,7 +106,7 @@ def wiki_ingest(**kwargs) -> None:
     log.info("ingest.pumped", knowledge_base_id=args.knowledge_base_id, sent=sent)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=(UnknownKnowledgeBase,))
+@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase))
 def wiki_submit(**kwargs) -> None:
     """Producer entry point: ``wiki_submit.send(tenant_id=, knowledge_base_id=, title=, content=, source_uri=)``.
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 import dramatiq
 import structlog
 
-from actors.args import KbArgs
+from actors.args import BAD_MESSAGE, KbArgs
 from actors.crosslink import link_page
 from actors.deps import Deps, get_deps
 from repos.lint import WINDOW, LintRepository
@@ -212,7 +212,7 @@ def _repair_in_links(deps: Deps, kb_id: str, slug: str, tally: LintTally) -> Non
         tally.add_fixed("unlinked_mention", linked, page_mended=False)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=3_600_000)
+@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=3_600_000, throws=BAD_MESSAGE)
 def wiki_lint(**kwargs) -> None:
     """Lint a KB (``fix`` to mend what can be mended) and store the report as its latest."""
     args = LintArgs.model_validate(kwargs)

@@ -12,7 +12,7 @@ import traceback
 import dramatiq
 import structlog
 
-from actors.args import MapArgs
+from actors.args import BAD_MESSAGE, MapArgs
 from actors.coordination import tombstone_key
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, REDUCE
@@ -76,7 +76,7 @@ def _count_failure(deps: Deps, op, exc: Exception) -> str:
     return "retry"
 
 
-@dramatiq.actor(queue_name="wiki_map", max_retries=3, time_limit=300_000)
+@dramatiq.actor(queue_name="wiki_map", max_retries=3, time_limit=300_000, throws=BAD_MESSAGE)
 def wiki_map(**kwargs) -> None:
     """Map one document, then keep the pipeline moving: refill map slots, trigger the reduce."""
     args = MapArgs.model_validate(kwargs)

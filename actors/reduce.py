@@ -20,7 +20,8 @@ import dramatiq
 import structlog
 from rapidfuzz import fuzz, process
 
-from actors.args import KbArgs
+from actors.args import BAD_MESSAGE, KbArgs
+from actors.claims import released_on_failure
 from actors.coordination import ActiveBatchLock, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
@@ -76,9 +77,14 @@ def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Batc
         return BatchResult()
     tun = deps.tunables(kb)
     claimed = deps.ops.claim(REDUCE, SCOPE_KB, kb.id, tun.batch_size, deps.settings.stale_claim_s)
-    result = BatchResult()
     if not claimed:
-        return result
+        return BatchResult()
+    with released_on_failure(deps, claimed):
+        return _reduce_claimed(deps, kb, tun, claimed)
+
+
+def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
+    result = BatchResult()
     last = {}
     for op in claimed:  # id order: the last op of a document wins
         last[op.dedup_key] = op
@@ -377,7 +383,7 @@ def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> None:
                 error=repr(exc))
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=900_000)
+@dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=900_000, throws=BAD_MESSAGE)
 def wiki_reduce(**kwargs) -> None:
     """Trigger: reduce one batch of the KB under its active-batch lock; follow up at once if rows remain."""
     args = KbArgs.model_validate(kwargs)

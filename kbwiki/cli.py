@@ -47,8 +47,18 @@ def _kb(deps, tenant: int, name: str, create: bool = False):
     return kb
 
 
+def _kb_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A KB name as stored: stripped, non-empty, at most 255 characters (the column's width)."""
+    name = (value or "").strip()
+    if not name:
+        raise click.BadParameter("a knowledge base name cannot be empty")
+    if len(name) > 255:
+        raise click.BadParameter(f"a knowledge base name has at most 255 characters (got {len(name)})")
+    return name
+
+
 tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")
-kb_option = click.option("--kb", "kb_name", required=True, help="Knowledge base name.")
+kb_option = click.option("--kb", "kb_name", required=True, callback=_kb_name, help="Knowledge base name.")
 
 
 @click.group()
@@ -128,16 +138,19 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 def export(kb_name: str, tenant: int, out_dir: Path) -> None:
     """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault."""
-    from kbwiki.export import export_vault
+    from kbwiki.export import ExportRefused, export_vault
 
     with services():
         deps = _deps()
-        n = export_vault(deps.pages, _kb(deps, tenant, kb_name).id, out_dir)
+        try:
+            n = export_vault(deps.pages, _kb(deps, tenant, kb_name).id, out_dir)
+        except ExportRefused as exc:
+            raise click.ClickException(str(exc)) from None
     click.echo(f"exported {n} pages to {out_dir}")
 
 
 @main.command()
-@click.option("--kb", "kb_name", default="python-stdlib", show_default=True)
+@click.option("--kb", "kb_name", default="python-stdlib", show_default=True, callback=_kb_name)
 @click.option("--out", "out_dir", default="wiki-out", show_default=True, type=click.Path(path_type=Path))
 @click.option("--processes", "-p", default=2, show_default=True, type=int)
 @click.option("--threads", "-t", default=4, show_default=True, type=int)

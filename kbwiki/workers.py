@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -39,8 +40,13 @@ def stop_workers(proc: subprocess.Popen, timeout_s: float = 30) -> None:
 def run_workers(processes: int, threads: int, watch: bool = False) -> int:
     """Run workers in the foreground until they exit; returns their exit code."""
     proc = subprocess.Popen(worker_command(processes, threads, watch), cwd=ROOT, env=os.environ.copy())
+    # SIGTERM (a platform stopping the dyno) goes to the workers, which finish their messages;
+    # without this the dramatiq processes outlived the command.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
     try:
         return proc.wait()
     except KeyboardInterrupt:
         stop_workers(proc)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)

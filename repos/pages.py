@@ -256,9 +256,13 @@ class WikiPageRepository:
     def delete_kb(self, kb_id: str, conn: Connection | None = None) -> int:
         """Delete every page and link of a KB (KB deletion); returns pages deleted."""
         with borrow(self.pool, conn) as c:
-            c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s", (kb_id,))
+            # pages first, in id order: a concurrent save() locks its page row before its links,
+            # so taking links first deadlocked against it (seen: delete-kb while workers ran)
+            c.execute("SELECT id FROM wiki_pages WHERE knowledge_base_id = %s ORDER BY id FOR UPDATE", (kb_id,))
+            n = c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,)).rowcount
             c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s", (kb_id,))
-            return c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,)).rowcount
+            c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s", (kb_id,))
+            return n
 
     def bulk_insert(self, pages: Iterable[Page]) -> int:
         """Insert many new pages and their out-links with COPY (imports, benchmarks, test fixtures).

@@ -28,7 +28,9 @@ class Settings(BaseSettings):
     home: str = Field(default=".kbwiki", description="Folder for the embedded servers' data.")
 
     db_pool_min: int = Field(default=1, ge=1, le=64)
-    db_pool_max: int = Field(default=10, ge=1, le=256)
+    # A worker thread running reduce or cross-link borrows one connection plus one per
+    # ingest_reduce_parallel slug writer: 8 threads with 10 connections starved each other.
+    db_pool_max: int = Field(default=24, ge=1, le=256)
 
     redis_namespace: str = Field(default="dramatiq", description="Dramatiq's Redis key namespace.")
     key_prefix: str = Field(default="kbwiki", description="Prefix of kbwiki's own Redis keys.")

@@ -47,6 +47,8 @@ def actors_broker(pipeline_env):
     dramatiq.set_broker(actors.broker)
     yield actors.broker
     actors.broker.flush_all()
+    for key in actors.broker.client.scan_iter(f"{SESSION_PREFIX}*"):  # heartbeats have no TTL
+        actors.broker.client.delete(key)
 
 
 @pytest.fixture()

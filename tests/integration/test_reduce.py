@@ -57,3 +57,26 @@ def test_an_alias_finds_the_page_its_item_already_has(settings, clean_db):
     assert deps.pages.counts_by_type(kb.id) == {"summary": 2, "concept": 1}
     [page] = [p for p in deps.pages.iter_pages(kb.id) if p.page_type == "concept"]
     assert kid in {r.knowledge_id for r in page.source_refs} and len(page.source_refs) == 2
+
+
+def test_a_failing_batch_gives_its_claims_back_at_once(settings, clean_db):
+    # Seen with 8 worker threads: a PoolTimeout in reduce left the batch's rows claimed until the
+    # stale-claim threshold (5 minutes) passed.
+    import pytest
+
+    from actors.lanes import REDUCE, SCOPE_KB
+
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+    item = ExtractedItem(name="Widget", kind="entity", description="A widget.", evidence=["A widget."])
+    _mapped(deps, kb, "Doc", Extraction(summary="Doc.", body="Doc.", items=[item]))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("pool exhausted")
+
+    deps.pages.slugs_by_source = broken
+    with pytest.raises(RuntimeError):
+        run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    assert deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 1
+    assert deps.ops.claimed_count(REDUCE, SCOPE_KB, kb.id, settings.stale_claim_s) == 0

@@ -21,3 +21,14 @@ def test_command_modules_do_not_import_actors():
         "bad = sorted(m for m in sys.modules if m == 'actors' or m.startswith('actors.'))\nprint(bad)\n"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_bad_kb_names_get_a_usage_error_before_any_server_starts():
+    from click.testing import CliRunner
+
+    from kbwiki.cli import main
+
+    for name in ("", "   ", "x" * 300):
+        result = CliRunner().invoke(main, ["status", "--kb", name])
+        assert result.exit_code == 2, result.output
+        assert "knowledge base name" in result.output
