@@ -59,3 +59,11 @@ def test_legacy_string_source_refs_are_still_found(pool, big_kb):
         )
     assert repo.slugs_by_source(big_kb, "legacy-doc-7") == ["legacy-page"]
     assert repo.slugs_by_source(big_kb, "legacy-doc") == []
+
+
+def test_rewriting_a_pages_out_links_uses_the_primary_key(pool, big_kb):
+    # Every save() deletes the page's out-links; through the in-link index it scanned every link
+    # of the KB (seen on linux-doc: 37 ms per save at 3k documents).
+    plan = _plan(pool, "DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (big_kb, "x"))
+    assert "wiki_links_pkey" in plan
+    assert "idx_wiki_links_to" not in plan
