@@ -79,10 +79,11 @@ def test_unchanged_resubmission_is_free(deps, worker):
                             source_uri=doc.source_uri)
     wait_until(lambda: deps.docs.count_by_status(kb.id).get("done") == 1 and lane_rows(deps, kb.id) == 0,
                120, "the document reduced and every lane empty")
-    pages_before = {p.slug: p.version for p in deps.pages.iter_pages(kb.id)}
+    # the index is rebuilt by its own trigger after the lanes drain: compare the other pages
+    pages_before = {p.slug: p.version for p in deps.pages.iter_pages(kb.id) if p.page_type != "index"}
     again = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                             source_uri=doc.source_uri)
     assert first.status == "queued" and again.status == "unchanged"
     assert again.knowledge_id == first.knowledge_id
     assert lane_rows(deps, kb.id) == 0
-    assert {p.slug: p.version for p in deps.pages.iter_pages(kb.id)} == pages_before
+    assert {p.slug: p.version for p in deps.pages.iter_pages(kb.id) if p.page_type != "index"} == pages_before
