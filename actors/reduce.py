@@ -20,8 +20,6 @@ import dramatiq
 import structlog
 from rapidfuzz import fuzz, process
 
-from psycopg import Connection
-
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.claims import released_on_failure
 from actors.coordination import ActiveBatchLock, active_key, tombstone_key
@@ -29,7 +27,6 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, INGEST, OP_RETRACT, OP_TOUCH, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
-from repos.db import borrow
 from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing
 from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
@@ -127,9 +124,13 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         except Exception as exc:
             failed_ops.append((doc.id, exc))
 
+    def write(item: tuple[str, SlugPlan]) -> tuple[str, str | None]:
+        return _write_slug(deps, kb.tenant_id, kb.id, item[0], item[1])
+
     # item pages first, summaries last: a summary's links then point at pages that exist
     ordered = sorted(plan.items(), key=lambda kv: (kv[1].summary_of is not None, kv[0]))
-    outcomes = _write_slugs(deps, kb.tenant_id, kb.id, ordered, tun.reduce_parallel)
+    with ThreadPoolExecutor(max_workers=tun.reduce_parallel) as pool:
+        outcomes = list(pool.map(write, ordered))
     deleted = [slug for (slug, _), (outcome, _) in zip(ordered, outcomes) if outcome == "deleted"]
     written = {slug for (slug, _), (outcome, _) in zip(ordered, outcomes) if outcome == "written"}
     renames = _rename_pages(deps, kb.id, {slug: target for (slug, _), (_, target) in zip(ordered, outcomes) if target})
@@ -272,37 +273,15 @@ class _Planner:
         return target
 
 
-def _write_slugs(deps: Deps, tenant_id: int, kb_id: str, ordered: list[tuple[str, SlugPlan]],
-                 parallel: int) -> list[tuple[str, str | None]]:
-    """Apply every slug's plan: ``parallel`` threads, each one transaction over its share.
-
-    One transaction per thread, not per slug: a commit waits for its WAL flush, and ~700 page
-    writes a batch paid ~700 flushes (reduce batches of 50 linux-doc documents took ~30 s on a
-    busy disk). Shares are round-robin slices of the sorted slugs, so each transaction locks its
-    pages in slug order. Returns the outcomes in the order of ``ordered``.
-    """
-    shares = [ordered[i::parallel] for i in range(parallel)]
-
-    def write_share(share: list[tuple[str, SlugPlan]]) -> list[tuple[str, str | None]]:
-        with deps.pool.connection() as conn:
-            return [_write_slug(deps, tenant_id, kb_id, slug, sp, conn) for slug, sp in share]
-
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        results = list(pool.map(write_share, shares))
-    by_slug = {slug: outcome for share, res in zip(shares, results) for (slug, _), outcome in zip(share, res)}
-    return [by_slug[slug] for slug, _ in ordered]
-
-
-def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan,
-                conn: Connection | None = None) -> tuple[str, str | None]:
-    """Apply one slug's plan (in ``conn``'s transaction, or its own).
+def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan) -> tuple[str, str | None]:
+    """Apply one slug's plan in its own transaction.
 
     Returns (``written``, ``deleted`` or ``unchanged``; the slug the page should move to, or None).
     An entity/concept page is named by its sources, not by the first one: its title is the
     ``canonical_name`` of the names its sources' facts give, its aliases their other names and
     aliases, so a page reads the same whatever order its sources arrived (or left) in.
     """
-    with borrow(deps.pool, conn) as conn:
+    with deps.pool.connection() as conn:
         page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
         refs = {r.knowledge_id: r.title for r in (page.source_refs if page else [])}
         facts = dict(page.facts) if page else {}
