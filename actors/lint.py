@@ -29,8 +29,8 @@ from actors.crosslink import link_page
 from actors.deps import Deps, get_deps
 from repos.lint import WINDOW, LintRepository
 from wiki import lint as checks
-from wiki.lint import LintIssue, LintPage, LintReport, LintTally
 from wiki.links import candidate_phrases, parse_links
+from wiki.lint import LintIssue, LintPage, LintReport, LintTally
 from wiki.models import KnowledgeBase, PageLite
 from wiki.render import render_item_page
 

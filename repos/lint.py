@@ -56,12 +56,13 @@ class LintRepository:
         if not slugs:
             return set()
         with self.pool.connection() as conn:
+            # EXISTS stops at the first in-link: a hub page may have thousands.
             rows = conn.execute(
-                "SELECT DISTINCT to_slug FROM wiki_links WHERE knowledge_base_id = %s AND to_slug = ANY(%s)"
-                " AND from_slug <> to_slug",
-                (kb_id, slugs),
+                "SELECT s.slug FROM unnest(%s::text[]) AS s(slug) WHERE EXISTS (SELECT 1 FROM wiki_links l"
+                " WHERE l.knowledge_base_id = %s AND l.to_slug = s.slug AND l.from_slug <> s.slug)",
+                (slugs, kb_id),
             ).fetchall()
-        return {r["to_slug"] for r in rows}
+        return {r["slug"] for r in rows}
 
     def stale_source_refs(self, kb_id: str, page_ids: Iterable[int]) -> dict[str, tuple[int, list[tuple[str, str]]]]:
         """Per page slug among ``page_ids``: (number of stale source refs, up to

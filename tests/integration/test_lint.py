@@ -346,3 +346,24 @@ def test_lint_command_prints_the_report_and_json(wiki, database_url, monkeypatch
     data = json.loads(as_json.output)
     assert data["counts"]["broken_link"] == 1 and data["counts"]["orphan"] == 1
     assert data["knowledge_base_name"] == wiki.kb.name
+
+
+def test_wiki_lint_actor_is_declared_and_validates_its_arguments(wiki):
+    import pydantic
+
+    import actors
+    import actors.deps
+    from actors.lint import LintArgs, wiki_lint
+
+    assert "wiki_lint" in actors.broker.get_declared_actors()
+    _healthy(wiki)
+    previous = actors.deps._deps
+    actors.deps.set_deps(wiki.deps)
+    try:
+        wiki_lint.fn(tenant_id=wiki.kb.tenant_id, knowledge_base_id=wiki.kb.id, fix=False)  # the body, inline
+    finally:
+        actors.deps.set_deps(previous)
+    stored = LintRepository(wiki.deps.pool).latest_report(wiki.kb.id)
+    assert stored is not None and stored.pages_checked == 4 and stored.fix is False
+    with pytest.raises(pydantic.ValidationError):
+        LintArgs.model_validate({"tenant_id": 1, "knowledge_base_id": wiki.kb.id, "fix": True, "extra": 1})

@@ -1,0 +1,38 @@
+"""Migrations apply, apply again as a no-op, roll back completely, and apply again."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+from psycopg import sql
+
+from repos.db import apply_migrations, rollback_migrations
+from tests.conftest import ADMIN_URL, _with_dbname
+
+TABLES = {"task_pending_ops", "task_dead_letters", "knowledge_bases", "knowledges", "wiki_pages", "wiki_links",
+          "wiki_extractions", "wiki_lint_reports", "wiki_title_keys"}
+
+
+def _tables(url: str) -> set[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'").fetchall()
+    return {r[0] for r in rows}
+
+
+def test_apply_twice_roll_back_and_apply_again():
+    name = f"kbwiki_mig_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = _with_dbname(ADMIN_URL, name)
+    try:
+        applied = apply_migrations(url)
+        assert applied >= 8
+        assert TABLES <= _tables(url)
+        assert apply_migrations(url) == 0
+        assert rollback_migrations(url) == applied
+        assert not (TABLES & _tables(url))
+        assert apply_migrations(url) == applied
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
