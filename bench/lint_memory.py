@@ -199,11 +199,21 @@ def build_kb(url: str, n_pages: int, rebuild: bool) -> str:
             for to in sorted(links):
                 links_copy.write_row((kb_id, slug, to))
     with psycopg.connect(url, autocommit=True) as conn:
+        # Raw COPY bypasses WikiPageRepository: derive the title/alias keys it would have written.
+        conn.execute(TITLE_KEYS_SQL, (kb_id,))
         # VACUUM also flushes the GIN pending lists COPY filled (autovacuum would, later).
-        for table in ("wiki_pages", "wiki_links", "knowledges"):
+        for table in ("wiki_pages", "wiki_links", "knowledges", "wiki_title_keys"):
             conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
     print(f"built KB {name}: {n_pages:,} pages in {time.monotonic() - t0:.1f} s")
     return kb_id
+
+
+TITLE_KEYS_SQL = (
+    "INSERT INTO wiki_title_keys (knowledge_base_id, slug, key) SELECT DISTINCT p.knowledge_base_id, p.slug,"
+    " lower(k.key) FROM wiki_pages p, LATERAL (SELECT p.title UNION SELECT jsonb_array_elements_text(p.aliases))"
+    " AS k(key) WHERE p.knowledge_base_id = %s AND p.deleted_at IS NULL AND p.page_type IN ('entity', 'concept')"
+    " AND p.status <> 'archived'"
+)
 
 
 # --- the walk --------------------------------------------------------------------------------
