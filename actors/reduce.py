@@ -27,7 +27,7 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, INGEST, OP_RETRACT, OP_TOUCH, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
-from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing
+from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing, is_trigram_candidate
 from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
 from wiki.render import render_item_page, render_summary_page
@@ -182,8 +182,7 @@ class _Planner:
         self.deps, self.kb_id, self.plan = deps, kb_id, plan
         self.existing_by_doc = existing_by_doc
         self.retracting, self.ghosts = retracting, ghosts
-        self.batch_keys: dict[str, tuple[str, str]] = {}  # normalize_name of a batch name/alias -> (slug, type)
-        self.batch_new: dict[str, PageLite] = {}  # normalize_name(title) -> a page this batch creates
+        self.batch = _BatchPages()
 
     def add_document(self, doc: Document, extraction: Extraction) -> None:
         # the pages the document already supports: a changed document keeps their slugs
@@ -208,15 +207,6 @@ class _Planner:
         sp.drop.discard(doc.id)
         sp.summary_of = (doc, extraction.model_copy(update={"items": []}))
         sp.add[doc.id] = {"links": item_links}
-
-    def _batch_candidates(self, name: str) -> list[PageLite]:
-        """The page this batch creates whose title is closest to ``name`` (rapidfuzz, at the merge
-        threshold), so two spellings in one batch merge as they would across batches."""
-        if not self.batch_new:
-            return []
-        best = process.extractOne(normalize_name(name), list(self.batch_new), scorer=fuzz.ratio,
-                                  score_cutoff=FUZZY_MERGE_THRESHOLD)
-        return [self.batch_new[best[0]]] if best else []
 
     def _summary_slug(self, doc: Document, mine: dict[str, PageLite]) -> str:
         """The document's current summary slug, else a new one (suffixed when another doc has it)."""
@@ -243,34 +233,62 @@ class _Planner:
         return out
 
     def _resolve(self, item: ExtractedItem, slug: str, same_slug: PageLite | None) -> tuple[str, str]:
-        keys = [normalize_name(n) for n in [item.name, *item.aliases]]
-        for key in keys:  # the batch (this document included) against itself first
-            if key in self.batch_keys:
-                return self.batch_keys[key]
+        """The (slug, page type) the item goes to. The candidates are the pages PostgreSQL finds
+        for its name and aliases and the pages this batch has resolved items to so far (with the
+        names it gave them), filtered the same way, so one decision rule sees both alike."""
         if same_slug is not None and same_slug.slug in self.ghosts:
             same_slug = None
-        if same_slug is not None and same_slug.page_type in ("entity", "concept"):
-            target = (same_slug.slug, same_slug.page_type)
-        elif slug in self.plan and self.plan[slug].page_type in ("entity", "concept"):
-            target = (slug, self.plan[slug].page_type)
+        texts = list(dict.fromkeys([item.name, *item.aliases]))
+        candidates = {c.slug: c for text in texts for c in self.deps.pages.similar_titles(self.kb_id, text, k=SIMILAR_K)
+                      if c.slug not in self.ghosts}
+        if same_slug is not None:
+            candidates[same_slug.slug] = same_slug
+        candidates.update({c.slug: c for c in self.batch.candidates(item.name, texts)})
+        candidates.update({s: self.batch.pages[s] for s in candidates.keys() & self.batch.pages.keys()})
+        hit = choose_existing(item.name, item.aliases, list(candidates.values()))
+        if hit is None and same_slug is not None and same_slug.page_type in ("entity", "concept"):
+            hit = same_slug.slug  # a name that slugifies like a page's title ("C++" / "C") joins it
+        if hit is not None:
+            page = candidates[hit]
         else:
-            # the name and each alias ask for their own top-K: "Read-Copy Update" may be the title
-            # of the page that "RCU" names
-            candidates = [c for text in dict.fromkeys([item.name, *item.aliases])
-                          for c in self.deps.pages.similar_titles(self.kb_id, text, k=SIMILAR_K)
-                          if c.slug not in self.ghosts]
-            candidates += self._batch_candidates(item.name)
-            hit = choose_existing(item.name, item.aliases, candidates)
-            if hit is not None:
-                target = (hit, next(c.page_type for c in candidates if c.slug == hit))
-            else:
-                if same_slug is not None or (slug in self.plan and self.plan[slug].page_type in ("summary", "index")):
-                    slug = f"{slug}-{item.kind}"  # the slug belongs to a summary/index page
-                target = (slug, item.kind)
-                self.batch_new[normalize_name(item.name)] = PageLite(slug=slug, title=item.name, page_type=item.kind)
-        for key in keys:
-            self.batch_keys.setdefault(key, target)
-        return target
+            taken = same_slug is not None or slug in self.batch.pages \
+                or (slug in self.plan and self.plan[slug].page_type in ("summary", "index"))
+            if taken:
+                slug = f"{slug}-{item.kind}"  # the slug belongs to another page (a summary, the index)
+            page = self.batch.pages.get(slug) or PageLite(slug=slug, title=item.name, page_type=item.kind)
+        self.batch.add(page, [item.name, *item.aliases])
+        return page.slug, page.page_type
+
+
+class _BatchPages:
+    """The entity/concept pages a reduce batch has resolved items to so far, each with every name
+    the batch gave it as an alias: what a later batch would find in PostgreSQL, for items later in
+    this one."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, PageLite] = {}
+        self.by_key: dict[str, set[str]] = {}  # normalize_name of a title or alias -> slugs
+
+    def add(self, page: PageLite, names: list[str]) -> None:
+        """Record that items named ``names`` went to ``page`` (an existing or a new page)."""
+        current = self.pages.get(page.slug, page)
+        known = {normalize_name(n) for n in [current.title, *current.aliases]}
+        extra = [n for n in dict.fromkeys(names) if n and normalize_name(n) not in known]
+        current = current.model_copy(update={"aliases": [*current.aliases, *extra]})
+        self.pages[page.slug] = current
+        for n in [current.title, *current.aliases]:
+            self.by_key.setdefault(normalize_name(n), set()).add(page.slug)
+
+    def candidates(self, name: str, texts: list[str]) -> list[PageLite]:
+        """Pages sharing a normalized name with ``texts``, or whose name is within the fuzzy-merge
+        ratio of ``name`` and that PostgreSQL's trigram lookup would also return."""
+        slugs = {s for t in texts for s in self.by_key.get(normalize_name(t), ())}
+        if self.by_key:
+            close = process.extract(normalize_name(name), list(self.by_key), scorer=fuzz.ratio,
+                                    score_cutoff=FUZZY_MERGE_THRESHOLD, limit=None)
+            slugs |= {s for key, _, _ in close for s in self.by_key[key]
+                      if is_trigram_candidate(texts, self.pages[s])}
+        return [self.pages[s] for s in sorted(slugs)]
 
 
 def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan) -> tuple[str, str | None]:

@@ -53,8 +53,8 @@ def rollback_migrations(database_url: str) -> int:
 
 
 def _configure(conn: Connection) -> None:
-    """Session settings every pooled connection gets: the trigram threshold of repos.pages."""
-    from repos.pages import TRGM_THRESHOLD
+    """Session settings every pooled connection gets: the trigram threshold of wiki.dedup."""
+    from wiki.dedup import TRGM_THRESHOLD
 
     conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false)", (str(TRGM_THRESHOLD),))
     conn.commit()

@@ -14,17 +14,16 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
+from wiki.dedup import TRGM_THRESHOLD
 from wiki.links import out_link_slugs
 from wiki.models import Page, PageLite
 
 LITE_COLUMNS = "slug, title, page_type, status, aliases"
 MAX_RECENT = 1000
 
-# Trigram similarity a dedup or link-repair candidate needs (pg_trgm's `%`, set per connection
-# by repos.db). Dedup merges only at a rapidfuzz ratio of 92 (wiki.dedup), and such near-identical
-# names share well over 0.6 of their trigrams; a high threshold lets the GIN index drop nearly
-# every row before the recheck, which is what kept the lookup flat from 1k to 40k documents.
-TRGM_THRESHOLD = 0.6
+# Similar-title lookups use wiki.dedup.TRGM_THRESHOLD (pg_trgm's `%`, set per connection by
+# repos.db): a high threshold lets the GIN index drop nearly every row before the recheck, which is
+# what kept the lookup flat from 1k to 40k documents.
 ITEM_TYPES = ("entity", "concept")
 
 # The planner prices `%` like a cheap comparison and picks a sequential scan of the key table up

@@ -80,3 +80,34 @@ def test_a_failing_batch_gives_its_claims_back_at_once(settings, clean_db):
 
     assert deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 1
     assert deps.ops.claimed_count(REDUCE, SCOPE_KB, kb.id, settings.stale_claim_s) == 0
+
+
+def _item_pages(deps, kb) -> dict[str, set[str]]:
+    """slug -> titles of the documents an entity/concept page cites."""
+    return {p.slug: {r.title for r in p.source_refs} for p in deps.pages.iter_pages(kb.id)
+            if p.page_type in ("entity", "concept")}
+
+
+def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean_db):
+    # Seen on the stdlib docs: "FileType" and "file type" merged when their documents shared a
+    # batch (rapidfuzz over the batch) but not across batches (trigram similarity 0.58 < 0.6), and
+    # an item named like one page and aliased like another went to whichever the batch saw first.
+    def item(name, aliases=()):
+        return ExtractedItem(name=name, kind="entity", aliases=list(aliases), description=f"{name} is a thing.",
+                             evidence=[f"{name} is a thing."])
+
+    docs = [("argparse", [item("FileType")]), ("exceptions", [item("file type")]),
+            ("futures", [item("CancelledError")]), ("taskgroups", [item("asyncio.CancelledError")]),
+            ("timeouts", [item("asyncio.CancelledError", ["CancelledError"])])]
+    outcomes = []
+    for batches in ([docs], [[d] for d in docs]):
+        deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+        kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+        for batch in batches:
+            for title, items in batch:
+                _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=items))
+            run_reduce_batch(deps, kb.tenant_id, kb.id)
+        outcomes.append(_item_pages(deps, kb))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0]["filetype"] == {"argparse"} and outcomes[0]["file-type"] == {"exceptions"}
+    assert outcomes[0]["asyncio-cancellederror"] == {"taskgroups", "timeouts"}

@@ -42,3 +42,25 @@ def test_archived_summary_and_index_pages_never_match():
     assert choose_existing("Widget", [], [page("widget", "Widget", status="archived")]) is None
     assert choose_existing("Widget", [], [page("doc-widget", "Widget", page_type="summary")]) is None
     assert choose_existing("Index", [], [page("index", "Index", page_type="index")]) is None
+
+
+def test_a_name_match_beats_an_alias_match_whatever_the_candidate_order():
+    named = page("asyncio-cancellederror", "asyncio.CancelledError")
+    aliased = page("cancellederror", "CancelledError")
+    for candidates in ([named, aliased], [aliased, named]):
+        assert choose_existing("asyncio.CancelledError", ["CancelledError"], candidates) == "asyncio-cancellederror"
+
+
+def test_ties_go_to_the_smallest_slug():
+    pages = [page("widget-b", "Widget"), page("widget-a", "Gadget", aliases=["widget"])]
+    assert choose_existing("Widget", [], pages) == "widget-a"
+    assert choose_existing("Widget", [], list(reversed(pages))) == "widget-a"
+
+
+def test_which_name_is_the_title_does_not_matter():
+    """Canonical naming may swap a page's title and alias; the decision must not change with it."""
+    as_title = page("python-software-foundations", "Python Software Foundations", aliases=["PSF"])
+    as_alias = page("python-software-foundations", "PSF", aliases=["Python Software Foundations"])
+    for cand in (as_title, as_alias):
+        assert choose_existing("Python Software Foundation", [], [cand]) == "python-software-foundations"
+        assert choose_existing("PSF", [], [cand]) == "python-software-foundations"
