@@ -21,6 +21,7 @@ import structlog
 from rapidfuzz import fuzz, process
 
 from actors.args import BAD_MESSAGE, KbArgs
+from actors.batch_context import BatchContext
 from actors.claims import released_on_failure
 from actors.coordination import ActiveBatchLock, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
@@ -106,7 +107,8 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         ingests.append((doc, extraction))
 
     plan: dict[str, SlugPlan] = {}
-    existing_by_doc = {kid: deps.pages.slugs_by_source(kb.id, kid) for kid in [*retracts, *(d.id for d, _ in ingests)]}
+    ctx = BatchContext(deps.pages, kb.id, SIMILAR_K)
+    existing_by_doc = {kid: ctx.slugs_citing(kid) for kid in [*retracts, *(d.id for d, _ in ingests)]}
     for kid, slugs in existing_by_doc.items():
         for slug in slugs:
             plan.setdefault(slug, SlugPlan(title="", page_type="")).drop.add(kid)
@@ -114,9 +116,8 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
     # pages whose every source leaves or is replaced in this batch: invisible to item resolution,
     # so a changed document's items land where a fresh ingest would put them
     dropping = {*retracts, *(d.id for d, _ in ingests)}
-    cited = deps.pages.source_ids_by_slugs(kb.id, {s for slugs in existing_by_doc.values() for s in slugs})
-    ghosts = {slug for slug, ids in cited.items() if ids <= dropping}
-    planner = _Planner(deps, kb.id, plan, existing_by_doc, set(retracts), ghosts)
+    ghosts = deps.pages.cited_only_by(kb.id, {s for slugs in existing_by_doc.values() for s in slugs}, dropping)
+    planner = _Planner(ctx, plan, set(retracts), ghosts)
     failed_ops = []
     for doc, extraction in ingests:
         try:
@@ -177,17 +178,13 @@ def _tombstoned(deps: Deps, kb_id: str, knowledge_ids: list[str]) -> set[str]:
 class _Planner:
     """Turns documents' extractions into per-slug plans, resolving each item to one page."""
 
-    def __init__(self, deps: Deps, kb_id: str, plan: dict[str, SlugPlan], existing_by_doc: dict[str, list[str]],
-                 retracting: set[str], ghosts: set[str]):
-        self.deps, self.kb_id, self.plan = deps, kb_id, plan
-        self.existing_by_doc = existing_by_doc
+    def __init__(self, ctx: BatchContext, plan: dict[str, SlugPlan], retracting: set[str], ghosts: set[str]):
+        self.ctx, self.plan = ctx, plan
         self.retracting, self.ghosts = retracting, ghosts
         self.batch = _BatchPages()
 
     def add_document(self, doc: Document, extraction: Extraction) -> None:
-        # the pages the document already supports: a changed document keeps their slugs
-        mine = self.deps.pages.lite_by_slugs(self.kb_id, self.existing_by_doc.get(doc.id, []))
-        summary = self._summary_slug(doc, mine)
+        summary = self._summary_slug(doc)
         # items resolve as in a fresh KB (the document's old names are being dropped, so they must
         # not pull its new items in); a page the new content still names keeps its slug that way
         resolved = self._resolve_items(extraction.items)
@@ -208,25 +205,26 @@ class _Planner:
         sp.summary_of = (doc, extraction.model_copy(update={"items": []}))
         sp.add[doc.id] = {"links": item_links}
 
-    def _summary_slug(self, doc: Document, mine: dict[str, PageLite]) -> str:
-        """The document's current summary slug, else a new one (suffixed when another doc has it)."""
-        for lite in mine.values():
-            if lite.page_type == "summary":
-                return lite.slug
+    def _summary_slug(self, doc: Document) -> str:
+        """The document's current summary slug (a changed document keeps it), else a new one
+        (suffixed when another document has it)."""
+        current = self.ctx.summary_of(doc.id)
+        if current is not None:
+            return current
         slug = summary_slug(doc.title)
         sp = self.plan.get(slug)
         if sp is not None and sp.summary_of is None and sp.drop and sp.drop <= self.retracting \
-                and getattr(self.deps.pages.lite_by_slugs(self.kb_id, [slug]).get(slug), "page_type", "") == "summary":
+                and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == "summary":
             # the summary of a document retracted in this batch: this one takes the slug over, as
             # it would have had the other never existed (a delete then re-add keeps its slug)
             return slug
-        taken = sp is not None and sp.page_type == "summary" or self.deps.pages.existing_slugs(self.kb_id, [slug])
+        taken = sp is not None and sp.page_type == "summary" or bool(self.ctx.lite([slug]))
         return f"{slug}-{doc.id[:8]}" if taken else slug
 
     def _resolve_items(self, items: Iterable[ExtractedItem]) -> list[tuple[str, str]]:
         items = list(items)
         base = [slugify(i.name) for i in items]
-        existing = self.deps.pages.lite_by_slugs(self.kb_id, base)
+        existing = self.ctx.lite(base)
         out = []
         for item, slug in zip(items, base):
             out.append(self._resolve(item, slug, existing.get(slug)))
@@ -239,8 +237,7 @@ class _Planner:
         if same_slug is not None and same_slug.slug in self.ghosts:
             same_slug = None
         texts = list(dict.fromkeys([item.name, *item.aliases]))
-        candidates = {c.slug: c for text in texts for c in self.deps.pages.similar_titles(self.kb_id, text, k=SIMILAR_K)
-                      if c.slug not in self.ghosts}
+        candidates = {c.slug: c for text in texts for c in self.ctx.similar(text) if c.slug not in self.ghosts}
         if same_slug is not None:
             candidates[same_slug.slug] = same_slug
         candidates.update({c.slug: c for c in self.batch.candidates(item.name, texts)})

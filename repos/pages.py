@@ -311,15 +311,20 @@ class WikiPageRepository:
                 (kb_id, slug, sorted(targets)),
             )
 
-    def source_ids_by_slugs(self, kb_id: str, slugs: Iterable[str]) -> dict[str, set[str]]:
-        """Knowledge ids each live page among ``slugs`` cites, keyed by slug (one indexed query)."""
-        slugs = list(set(slugs))
+    def cited_only_by(self, kb_id: str, slugs: Iterable[str], knowledge_ids: Iterable[str]) -> set[str]:
+        """The live pages among ``slugs`` whose every source ref is one of ``knowledge_ids``.
+
+        One statement; the refs are compared in PostgreSQL, so a hub page citing thousands of
+        documents costs no transfer (only the matching slugs come back).
+        """
+        slugs, ids = list(set(slugs)), list(set(knowledge_ids))
         if not slugs:
-            return {}
+            return set()
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "SELECT slug, source_refs FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
-                " AND deleted_at IS NULL",
-                (kb_id, slugs),
+                "SELECT slug FROM wiki_pages p WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL"
+                " AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p.source_refs) r"
+                "  WHERE NOT (r->>'knowledge_id' = ANY(%s)))",
+                (kb_id, slugs, ids),
             ).fetchall()
-        return {r["slug"]: {ref["knowledge_id"] for ref in r["source_refs"]} for r in rows}
+        return {r["slug"] for r in rows}

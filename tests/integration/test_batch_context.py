@@ -1,0 +1,62 @@
+"""The reduce batch's lazy lookups: each asked once per batch, answers shared across threads."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+from actors.batch_context import BatchContext
+from actors.deps import build_deps
+from wiki.extract.offline import OfflineExtractor
+from wiki.models import Page, SourceRef
+
+
+class CountingPages:
+    """The page repository with a count of calls per method (each call is one SQL statement)."""
+
+    def __init__(self, pages):
+        self.pages, self.calls = pages, {}
+
+    def __getattr__(self, name):
+        method = getattr(self.pages, name)
+
+        def counted(*args, **kwargs):
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def _wiki(settings, pool):
+    deps = build_deps(settings, pool=pool, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"ctx-{uuid.uuid4().hex[:6]}")
+    doc, _ = deps.docs.upsert(kb, title="Intro", source_uri="intro.md", content="Intro text. " * 10)
+    ref = [SourceRef(knowledge_id=doc.id, title="Intro")]
+    for slug, title, page_type in [("intro", "Intro", "summary"), ("read-copy-update", "Read-Copy Update", "concept"),
+                                   ("widget", "Widget", "entity")]:
+        deps.pages.save(Page(tenant_id=1, knowledge_base_id=kb.id, slug=slug, title=title, page_type=page_type,
+                             content=f"{title} body text.", source_refs=ref))
+    return deps, kb, doc
+
+
+def test_each_lookup_is_asked_once_per_batch(settings, clean_db):
+    deps, kb, doc = _wiki(settings, clean_db)
+    pages = CountingPages(deps.pages)
+    ctx = BatchContext(pages, kb.id, similar_k=5)
+
+    assert set(ctx.lite(["widget", "nope"])) == {"widget"}
+    assert set(ctx.lite(["widget", "nope", "intro"])) == {"widget", "intro"}  # only "intro" is fetched
+    assert ctx.summary_of(doc.id) == "intro"  # fetches "read-copy-update", the one citing slug not seen yet
+    assert ctx.summary_of(doc.id) == "intro"
+    assert [p.slug for p in ctx.similar("read copy update")] == ["read-copy-update"]
+    assert [p.slug for p in ctx.similar("Read Copy Update")] == ["read-copy-update"]  # same lowercased text
+
+    assert pages.calls == {"lite_by_slugs": 3, "slugs_by_source": 1, "similar_titles": 1}
+
+
+def test_threads_share_one_answer(settings, clean_db):
+    deps, kb, _ = _wiki(settings, clean_db)
+    ctx = BatchContext(deps.pages, kb.id, similar_k=5)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(lambda _: sorted(ctx.lite(["widget", "intro", "gone"])), range(64)))
+    assert answers == [["intro", "widget"]] * 64
