@@ -1,6 +1,6 @@
 """Benchmark: does a reduce batch cost the same at 1,000, 10,000 and 40,000 documents?
 
-Usage: .venv/bin/python bench/scale.py [--sizes 1000,10000,40000] [--batch 50] [--no-naive]
+Usage: .venv/bin/python bench/scale.py [--sizes 1000,10000,40000] [--batch 50] [--no-naive] [--prepare]
 
 Corpus: the linux-doc .rst files (bench/corpus/linux-doc.sh) and the Python standard library's
 docstrings, split at section headings; sections over 800 characters are split again at blank
@@ -330,6 +330,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,40000")
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--no-naive", dest="naive", action="store_false")
+    parser.add_argument("--prepare", action="store_true",
+                        help="only extract the corpus and build the KBs (so the timed run can wait for a quiet machine)")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--batch-file", help=argparse.SUPPRESS)
     parser.add_argument("--naive", dest="naive_one", action="store_true", help=argparse.SUPPRESS)
@@ -357,6 +359,8 @@ def main() -> None:
     rows = []
     for n in sizes:
         kb_id = build_kb(pool, f"scale-{n}", corpus[:n])
+        if args.prepare:
+            continue
         for naive in ([False, True] if args.naive else [False]):
             clone = clone_kb(pool, kb_id, f"scale-{n}-run")
             try:
@@ -364,7 +368,8 @@ def main() -> None:
             finally:
                 drop_kb(pool, clone)
             print(json.dumps(rows[-1]), flush=True)
-    _print_table(rows)
+    if rows:
+        _print_table(rows)
 
 
 def _print_table(rows: list[dict]) -> None:
