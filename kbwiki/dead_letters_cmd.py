@@ -148,14 +148,14 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
     is re-sent as the stored Dramatiq message with its retries reset. A letter that cannot be
     requeued is kept and reported; the exit code is then 1.
     """
-    from actors.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter
-
     if bool(ids) == all_matching:
         raise click.UsageError("give dead-letter IDs or --all (with optional filters), not both and not neither")
     if ids and (kb_name or task_type or since):
         raise click.UsageError("--kb, --task-type and --since only apply with --all")
     done = failed = 0
     with services():
+        from actors.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter  # needs the URLs
+
         deps = _deps()
         targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:

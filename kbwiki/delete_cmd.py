@@ -20,10 +20,11 @@ from kbwiki.cli import _deps, _kb, kb_option, main, services, tenant_option
 @click.option("--timeout", default=600, show_default=True, type=float, help="Seconds --wait waits at most.")
 def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout: float) -> None:
     """Delete documents (knowledge ids or source URIs) from a KB's wiki."""
-    from actors.delete import delete_document
     from kbwiki.ingest import wait_for_lanes
 
     with services():
+        from actors.delete import delete_document  # after services(): importing actors needs the servers' URLs
+
         deps = _deps()
         kb = _kb(deps, tenant, kb_name)
         queued = missing = 0
@@ -48,11 +49,11 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
 @click.option("--yes", is_flag=True, help="Confirm: the KB, its pages and its queued work are removed for good.")
 def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
     """Delete a whole KB: its wiki pages, its queued work, and the KB itself."""
-    from actors.delete import delete_knowledge_base
-
     if not yes:
         raise click.ClickException(f"deleting {kb_name!r} cannot be undone; pass --yes to confirm")
     with services():
+        from actors.delete import delete_knowledge_base  # after services(): importing actors needs the URLs
+
         deps = _deps()
         kb = _kb(deps, tenant, kb_name)
         result = delete_knowledge_base(deps, kb.tenant_id, kb.id)

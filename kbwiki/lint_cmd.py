@@ -22,10 +22,11 @@ EXAMPLES_SHOWN = 5
 @click.option("--fix", is_flag=True, help="Mend broken links, stale source refs, empty pages and unlinked mentions.")
 def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
     """Check a KB's wiki: broken links, orphans, empty pages, stale sources, unlinked mentions, duplicates."""
-    from actors.lint import run_lint
     from wiki.lint import FIXABLE, ISSUE_TYPES, SEVERITY
 
     with services():
+        from actors.lint import run_lint  # after services(): importing actors needs the servers' URLs
+
         deps = _deps()
         report = run_lint(deps, tenant, _kb(deps, tenant, kb_name).id, fix=fix)
     if as_json:
