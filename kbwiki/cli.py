@@ -8,6 +8,7 @@ uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's r
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sys
 from collections.abc import Iterator
@@ -38,6 +39,12 @@ def _deps():
     from actors.deps import get_deps
 
     return get_deps()
+
+
+def lanes_timeout(kb_name: str, timeout: float) -> click.ClickException:
+    """The error of a ``--wait`` that ran out: work is only done while a worker runs."""
+    return click.ClickException(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s;"
+                                " is a worker running (`kbwiki worker`)?")
 
 
 def _kb(deps, tenant: int, name: str, create: bool = False):
@@ -99,16 +106,26 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 @click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
 def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
+    from kbwiki.corpus import Rejected, iter_folder_docs
     from kbwiki.ingest import ingest_docs, wait_for_lanes
-    from kbwiki.corpus import iter_folder_docs
 
+    docs = iter_folder_docs(path)
+    rejected = []
+    for first in docs:  # read up to the first document: a folder without one creates no KB
+        if not isinstance(first, Rejected):
+            break
+        rejected.append(first)
+    else:
+        lines = [f"rejected {r.path}: {r.reason}" for r in rejected[:50]]
+        raise click.ClickException("\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored",
+                                               *lines]))
     with services():
         deps = _deps()
         kb = _kb(deps, tenant, kb_name, create=True)
-        report = ingest_docs(deps, kb, iter_folder_docs(path))
+        report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs))
         click.echo(report.describe())
         if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
-            raise click.ClickException(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s")
+            raise lanes_timeout(kb_name, timeout)
 
 
 @main.command()
@@ -135,15 +152,22 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
 @main.command()
 @kb_option
 @tenant_option
+@click.option("--replace", is_flag=True,
+              help="Export into a folder holding another KB's export, replacing that export's files.")
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
-def export(kb_name: str, tenant: int, out_dir: Path) -> None:
-    """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault."""
+def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
+    """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault.
+
+    OUT_DIR is new, empty or an earlier export; a re-export replaces only the files that export
+    wrote (files you added are kept).
+    """
     from kbwiki.export import ExportRefused, export_vault
 
     with services():
         deps = _deps()
+        kb = _kb(deps, tenant, kb_name)
         try:
-            n = export_vault(deps.pages, _kb(deps, tenant, kb_name).id, out_dir)
+            n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace)
         except ExportRefused as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(f"exported {n} pages to {out_dir}")

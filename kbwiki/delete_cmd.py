@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from kbwiki.cli import _deps, _kb, kb_option, main, services, tenant_option
+from kbwiki.cli import _deps, _kb, kb_option, lanes_timeout, main, services, tenant_option
 
 
 @main.command()
@@ -38,7 +38,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
             queued += result.status == "deleting"
             click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
-            raise click.ClickException(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s")
+            raise lanes_timeout(kb_name, timeout)
     if missing:
         raise click.ClickException(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
 

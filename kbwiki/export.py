@@ -3,12 +3,17 @@
 Layout: ``<out>/<page_type>/<slug>.md`` (the index page at ``<out>/index.md``), YAML front matter
 with title, type, aliases and sources. Links stay ``[[slug|display]]``: slugs are unique in a KB,
 so Obsidian resolves them by file name. Pages are read with a keyset cursor, 200 at a time.
+
+The ``.kbwiki-vault`` marker (JSON: ``kb``, ``kb_id``, ``files``) records which KB the folder holds
+and the vault-relative paths the export wrote; a re-export replaces or removes only those files.
 """
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 import yaml
 
@@ -38,43 +43,133 @@ def render_file(page: Page) -> str:
 
 
 MARKER = ".kbwiki-vault"
+MARKER_NOTE = "Written by `kbwiki export`. It replaces or removes only the files listed here; other files are kept."
 PAGE_FOLDERS = ("summary", "entity", "concept")
 
 
 class ExportRefused(RuntimeError):
-    """The output folder holds files kbwiki did not write; nothing was changed."""
+    """The output folder holds files kbwiki did not write, or another KB's export; no such file was changed."""
 
 
-def prepare_out_dir(out_dir: Path) -> None:
-    """Make ``out_dir`` ready for a fresh export without ever deleting files kbwiki did not write.
+@dataclass
+class EarlierExport:
+    """What the ``.kbwiki-vault`` marker says about the export already in a folder."""
 
-    A new or empty folder is used as is. A folder holding a previous export (it has the
-    ``.kbwiki-vault`` marker) loses only the previous export's page folders and index. Any other
-    non-empty folder raises ``ExportRefused`` (seen: an export into "." wiped the user's files).
+    kb_name: str | None  # None: an older marker, which named no KB
+    kb_id: str | None
+    files: set[str] = field(default_factory=set)  # vault-relative POSIX paths that export wrote
+
+
+def _own_path(rel: object) -> bool:
+    """A marker entry kbwiki may remove: a relative ``.md`` path inside the vault (never the marker)."""
+    if not isinstance(rel, str) or not rel.endswith(".md") or "\\" in rel:
+        return False
+    path = PurePosixPath(rel)
+    return not path.is_absolute() and ".." not in path.parts and len(path.parts) <= 2
+
+
+def read_marker(out_dir: Path) -> EarlierExport | None:
+    """The earlier export in ``out_dir``, or None when the folder has no marker.
+
+    An older (plain-text) marker listed no files: its export is taken to be what this layout can
+    have written, the page-type folders' ``.md`` files and the root ``index.md``.
+    """
+    marker = out_dir / MARKER
+    if not marker.is_file():
+        return None
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("files"), list):
+        kb_name, kb_id = data.get("kb"), data.get("kb_id")
+        return EarlierExport(
+            kb_name=kb_name if isinstance(kb_name, str) else None,
+            kb_id=str(kb_id) if kb_id is not None else None,
+            files={rel for rel in data["files"] if _own_path(rel)},
+        )
+    files = {f"{folder}/{p.name}" for folder in PAGE_FOLDERS for p in (out_dir / folder).glob("*.md") if p.is_file()}
+    if (out_dir / "index.md").is_file():
+        files.add("index.md")
+    return EarlierExport(kb_name=None, kb_id=None, files=files)
+
+
+def write_marker(out_dir: Path, kb_id: str | None, kb_name: str | None, files: set[str]) -> None:
+    data = {"note": MARKER_NOTE, "kb": kb_name, "kb_id": kb_id, "files": sorted(files)}
+    tmp = out_dir / (MARKER + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(out_dir / MARKER)
+
+
+def _label(name: str | None, kb_id: str | None) -> str:
+    return repr(name) if name else f"id {kb_id}"
+
+
+def prepare_out_dir(out_dir: Path, kb_id: str | None = None, kb_name: str | None = None,
+                    replace: bool = False) -> set[str]:
+    """Check ``out_dir`` can take this KB's export; returns the files the earlier export wrote there.
+
+    A new or empty folder is created/used (and marked). A folder holding an earlier export of the
+    same KB is fine; one holding another KB's export raises ``ExportRefused`` unless ``replace``.
+    Any other non-empty folder raises ``ExportRefused`` (seen: an export into "." wiped the user's
+    files). Nothing is deleted here.
     """
     if out_dir.exists() and not out_dir.is_dir():
         raise ExportRefused(f"{out_dir} is a file, not a folder")
     if out_dir.exists() and any(out_dir.iterdir()):
-        if not (out_dir / MARKER).exists():
+        earlier = read_marker(out_dir)
+        if earlier is None:
             raise ExportRefused(f"{out_dir} is not empty and holds no earlier kbwiki export: choose a new or empty folder")
-        for name in PAGE_FOLDERS:
-            shutil.rmtree(out_dir / name, ignore_errors=True)
-        for index in out_dir.glob("*.md"):
-            index.unlink()
+        if earlier.kb_id is not None and kb_id is not None and earlier.kb_id != str(kb_id) and not replace:
+            old, new = _label(earlier.kb_name, earlier.kb_id), _label(kb_name, kb_id)
+            if old == new:
+                old, new = f"{old} (id {earlier.kb_id})", f"{new} (id {kb_id})"
+            raise ExportRefused(
+                f"{out_dir} holds the export of knowledge base {old}, not {new}: choose another folder, "
+                f"or pass --replace to replace that export's files (files you added are kept)"
+            )
+        return earlier.files
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MARKER).write_text("This folder is written by `kbwiki export`; its page files are replaced on export.\n")
+    write_marker(out_dir, str(kb_id) if kb_id is not None else None, kb_name, set())
+    return set()
 
 
-def export_vault(pages: WikiPageRepository, kb_id: str, out_dir: Path) -> int:
+def _remove(out_dir: Path, files: set[str]) -> None:
+    """Delete these export-written files, and page folders they leave empty."""
+    for rel in sorted(files):
+        path = out_dir / rel
+        if path.is_file() or path.is_symlink():
+            path.unlink()
+        if path.parent != out_dir:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()  # only when empty
+
+
+def export_vault(pages: WikiPageRepository, kb_id: str, out_dir: Path, kb_name: str | None = None,
+                 replace: bool = False) -> int:
     """Write every live page of the KB under ``out_dir``; returns the page count.
 
-    Raises ``ExportRefused`` when ``out_dir`` holds files of someone else (see ``prepare_out_dir``).
+    Files the earlier export wrote (listed in the marker) are overwritten or, for pages gone from
+    the KB, removed; no other file is touched. Raises ``ExportRefused`` (see ``prepare_out_dir``),
+    also when a page's file would overwrite a file kbwiki did not write.
     """
-    prepare_out_dir(out_dir)
-    count = 0
-    for page in pages.iter_pages(kb_id):
-        path = page_path(out_dir, page)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_file(page), encoding="utf-8")
-        count += 1
-    return count
+    earlier = prepare_out_dir(out_dir, kb_id, kb_name, replace)
+    written: set[str] = set()
+    done = False
+    try:
+        for page in pages.iter_pages(kb_id):
+            rel = page_path(Path(), page).as_posix()
+            path = out_dir / rel
+            if rel not in earlier and rel not in written and (path.exists() or path.is_symlink()):
+                raise ExportRefused(f"{path} was not written by kbwiki export and would be overwritten: "
+                                    f"move it away and export again")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render_file(page), encoding="utf-8")
+            written.add(rel)
+        _remove(out_dir, earlier - written)
+        done = True
+    finally:
+        if done or written:  # the marker lists every file this and the earlier export left
+            left = {rel for rel in earlier - written if (out_dir / rel).exists()}
+            write_marker(out_dir, str(kb_id), kb_name, written | left)
+    return len(written)

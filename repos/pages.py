@@ -251,12 +251,15 @@ class WikiPageRepository:
         return n > 0
 
     def delete_kb(self, kb_id: str, conn: Connection | None = None) -> int:
-        """Delete every page and link of a KB (KB deletion); returns pages deleted."""
+        """Delete every page and link of a KB (KB deletion); returns the live pages deleted (rows of
+        earlier deleted versions go too, uncounted, as ``status`` never counted them)."""
         with borrow(self.pool, conn) as c:
             # pages first, in id order: a concurrent save() locks its page row before its links,
             # so taking links first deadlocked against it (seen: delete-kb while workers ran)
-            c.execute("SELECT id FROM wiki_pages WHERE knowledge_base_id = %s ORDER BY id FOR UPDATE", (kb_id,))
-            n = c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,)).rowcount
+            rows = c.execute("SELECT deleted_at IS NULL AS live FROM wiki_pages WHERE knowledge_base_id = %s"
+                             " ORDER BY id FOR UPDATE", (kb_id,)).fetchall()
+            c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,))
+            n = sum(r["live"] for r in rows)
             c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s", (kb_id,))
             c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s", (kb_id,))
             return n

@@ -52,14 +52,28 @@ COMMANDS = [
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: " ".join(a[:2]))
 def test_command_runs_with_urls_unset(database_url, tmp_path, args):
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env["KBWIKI_REDIS_NAMESPACE"] = f"cli-{tmp_path.name}"
-    out = subprocess.run([sys.executable, "-c", SCRIPT, database_url, REDIS_URL, json.dumps(args)],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = _run(database_url, tmp_path, args)
     assert "REDIS_URL is not set" not in result["output"] + result["exception"]
     assert result["code"] in (0, 1), result  # 1: a clear error such as "no knowledge base named 'nope'"
     assert "Traceback" not in result["output"]
     if result["code"] == 1:
         assert result["exception"] == "SystemExit(1)", result
+
+
+def _run(database_url, tmp_path, args) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    out = subprocess.run([sys.executable, "-c", SCRIPT, database_url, REDIS_URL, json.dumps(args)],
+                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_ingesting_a_folder_without_documents_creates_no_kb(database_url, tmp_path, pool):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00" * 50)
+    name = f"empty-{tmp_path.name[-8:]}"
+    result = _run(database_url, tmp_path, ["ingest", "folder", "--kb", name])
+    assert result["code"] == 1
+    assert "nothing was stored" in result["output"] and "rejected image.md: binary" in result["output"]
+    with pool.connection() as conn:
+        assert conn.execute("SELECT count(*) AS n FROM knowledge_bases WHERE name = %s", (name,)).fetchone()["n"] == 0

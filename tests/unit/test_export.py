@@ -1,32 +1,45 @@
-"""The vault export never deletes files it did not write."""
+"""The vault export never deletes or overwrites files it did not write."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from kbwiki.export import MARKER, ExportRefused, prepare_out_dir
+from kbwiki.export import MARKER, ExportRefused, export_vault, prepare_out_dir
+from wiki.models import Page
+
+
+class FakePages:
+    """Stands in for ``WikiPageRepository``: the live pages of each KB id."""
+
+    def __init__(self, **kbs: list[Page]) -> None:
+        self.kbs = kbs
+
+    def iter_pages(self, kb_id: str):
+        yield from self.kbs.get(kb_id, [])
+
+
+def page(slug: str, page_type: str = "entity", kb: str = "a") -> Page:
+    return Page(slug=slug, title=slug.title(), page_type=page_type, tenant_id=1, knowledge_base_id=kb,
+                content=f"about {slug}")
+
+
+def kb_pages(*slugs: str, kb: str = "a") -> list[Page]:
+    return [page("index", "index", kb)] + [page(s, kb=kb) for s in slugs]
+
+
+def snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def test_a_folder_with_someone_elses_files_is_refused_and_left_alone(tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "todo.txt").write_text("mine")
     with pytest.raises(ExportRefused):
-        prepare_out_dir(tmp_path)
+        export_vault(FakePages(a=kb_pages("x")), "a", tmp_path, kb_name="A")
     assert (tmp_path / "notes" / "todo.txt").read_text() == "mine"
     assert not (tmp_path / MARKER).exists()
-
-
-def test_a_previous_export_is_replaced_but_other_files_in_it_stay(tmp_path):
-    prepare_out_dir(tmp_path / "vault")
-    vault = tmp_path / "vault"
-    (vault / "entity").mkdir()
-    (vault / "entity" / "old.md").write_text("old page")
-    (vault / "index.md").write_text("old index")
-    (vault / ".obsidian").mkdir()
-    (vault / ".obsidian" / "app.json").write_text("{}")
-    prepare_out_dir(vault)
-    assert not (vault / "entity" / "old.md").exists() and not (vault / "index.md").exists()
-    assert (vault / ".obsidian" / "app.json").read_text() == "{}"
 
 
 def test_a_file_is_not_a_folder(tmp_path):
@@ -35,3 +48,102 @@ def test_a_file_is_not_a_folder(tmp_path):
     with pytest.raises(ExportRefused):
         prepare_out_dir(target)
     assert target.read_text() == "x"
+
+
+def test_the_marker_names_the_kb_and_lists_the_files_written(tmp_path):
+    vault = tmp_path / "vault"
+    assert export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A") == 3
+    marker = json.loads((vault / MARKER).read_text())
+    assert (marker["kb"], marker["kb_id"]) == ("A", "a")
+    assert marker["files"] == ["entity/x.md", "entity/y.md", "index.md"]
+    assert (vault / "entity" / "x.md").read_text().startswith("---\ntitle: X\n")
+
+
+def test_a_user_file_at_the_root_survives_a_reexport(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "My notes.md").write_text("note")
+    (vault / ".obsidian").mkdir()
+    (vault / ".obsidian" / "app.json").write_text("{}")
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    assert (vault / "My notes.md").read_text() == "note"
+    assert (vault / ".obsidian" / "app.json").read_text() == "{}"
+    assert (vault / "index.md").exists() and (vault / "entity" / "x.md").exists()
+
+
+def test_a_user_file_inside_a_page_folder_survives_a_reexport(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "entity" / "scratch.md").write_text("mine")
+    export_vault(FakePages(a=kb_pages("y")), "a", vault, kb_name="A")
+    assert (vault / "entity" / "scratch.md").read_text() == "mine"
+    assert "entity/scratch.md" not in json.loads((vault / MARKER).read_text())["files"]
+
+
+def test_a_page_deleted_from_the_kb_disappears_on_reexport(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x", "y") + [page("s", "summary")]), "a", vault, kb_name="A")
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    assert (vault / "entity" / "x.md").exists()
+    assert not (vault / "entity" / "y.md").exists()
+    assert not (vault / "summary").exists()  # emptied page folder goes too
+    assert json.loads((vault / MARKER).read_text())["files"] == ["entity/x.md", "index.md"]
+
+
+def test_another_kbs_export_is_refused_and_nothing_changes(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "My notes.md").write_text("note")
+    before = snapshot(vault)
+    with pytest.raises(ExportRefused) as refused:
+        export_vault(FakePages(b=kb_pages("z", kb="b")), "b", vault, kb_name="B")
+    assert "'A'" in str(refused.value) and "'B'" in str(refused.value) and "--replace" in str(refused.value)
+    assert snapshot(vault) == before
+
+
+def test_replace_swaps_another_kbs_export_but_keeps_user_files(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "My notes.md").write_text("note")
+    export_vault(FakePages(b=kb_pages("z", kb="b")), "b", vault, kb_name="B", replace=True)
+    assert not (vault / "entity" / "x.md").exists() and (vault / "entity" / "z.md").exists()
+    assert (vault / "My notes.md").read_text() == "note"
+    assert json.loads((vault / MARKER).read_text())["kb"] == "B"
+
+
+def test_a_user_file_where_a_page_would_go_is_not_overwritten(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "entity" / "new.md").write_text("mine")
+    with pytest.raises(ExportRefused):
+        export_vault(FakePages(a=kb_pages("x", "new")), "a", vault, kb_name="A")
+    assert (vault / "entity" / "new.md").read_text() == "mine"
+    assert "entity/new.md" not in json.loads((vault / MARKER).read_text())["files"]
+
+
+def test_an_older_marker_only_loses_what_that_layout_wrote(tmp_path):
+    vault = tmp_path / "vault"
+    (vault / "entity").mkdir(parents=True)
+    (vault / "entity" / "old.md").write_text("old page")
+    (vault / "entity" / "keep.txt").write_text("mine")
+    (vault / "index.md").write_text("old index")
+    (vault / "My notes.md").write_text("note")
+    (vault / MARKER).write_text("This folder is written by `kbwiki export`; its page files are replaced on export.\n")
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    assert not (vault / "entity" / "old.md").exists()
+    assert (vault / "entity" / "keep.txt").read_text() == "mine"
+    assert (vault / "My notes.md").read_text() == "note"
+    assert (vault / "index.md").read_text().startswith("---")
+    assert json.loads((vault / MARKER).read_text())["kb"] == "A"
+
+
+def test_marker_entries_outside_the_vault_are_never_removed(tmp_path):
+    vault = tmp_path / "vault"
+    outside = tmp_path / "precious.md"
+    outside.write_text("keep")
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    marker = json.loads((vault / MARKER).read_text())
+    marker["files"] += ["../precious.md", str(outside)]
+    (vault / MARKER).write_text(json.dumps(marker))
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    assert outside.read_text() == "keep"
