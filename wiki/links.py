@@ -42,7 +42,7 @@ _INLINE_PROTECTED_RE = re.compile(
     | (?P<reflink>\[[^\[\]\n]+\]\[[^\[\]\n]*\])
     | (?P<autolink><(?:[a-zA-Z][a-zA-Z0-9+.-]*:|mailto:)[^<>\s]+>)
     | (?P<url>(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\[\]]+)
-    | (?P<email>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)
+    | (?P<email>(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+)  # only where a run starts: retrying inside every word was a third of the scan
     | (?P<html></?[a-zA-Z][^<>\n]*>)
     """,
     re.VERBOSE,
