@@ -9,9 +9,14 @@ samples of ``wiki.lint.LintTally`` outlives a window, so memory does not grow wi
 ``fix=True`` mends what can be mended, page by page, each as a normal page write under the
 page's row lock (version bumped, out-links rewritten): stale source refs are removed (a page
 left with none is deleted and the pages linking to it are repaired at once), near-empty pages
-are archived, and broken links and unlinked mentions go through ``actors.crosslink.link_page``
-(fuzzy resolve else plain text, then linkify). Fixes never create a fixable issue on a page the
-walk has already passed, so a second ``fix=True`` run fixes nothing.
+are archived (an entity/concept page stops being a link target, so the pages linking to it are
+relinked at once), and broken links and unlinked mentions are mended by :func:`relink_page`:
+dead links as ``actors.crosslink.link_page`` repairs them (fuzzy resolve else plain text), then
+mentions through ``wiki.lint.link_mentions``, the very function the check runs, so the fix
+links exactly what was reported and leaves the page where the check finds nothing more.
+Fixes never create a fixable issue on a page the walk has already passed, so a second
+``fix=True`` run fixes nothing. ``fixed`` counts only reported issues that were mended; when
+anything was written, a check-only walk follows and gives the score after the fixes.
 """
 
 from __future__ import annotations
@@ -25,11 +30,12 @@ import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
-from actors.crosslink import link_page
+from actors.crosslink import SIMILAR_K
 from actors.deps import Deps, get_deps
 from repos.lint import WINDOW, LintRepository
+from repos.pages import ITEM_TYPES
 from wiki import lint as checks
-from wiki.links import candidate_phrases, parse_links
+from wiki.links import candidate_phrases, fuzzy_resolve, parse_links, rewrite_links
 from wiki.lint import LintIssue, LintPage, LintReport, LintTally
 from wiki.models import KnowledgeBase, PageLite
 from wiki.render import render_item_page
@@ -55,8 +61,24 @@ def run_lint(deps: Deps, tenant_id: int, knowledge_base_id: str, fix: bool = Fal
     """
     kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
     repo = LintRepository(deps.pool)
-    tally = LintTally()
     started, t0 = datetime.now(UTC), time.monotonic()
+    tally = _walk(deps, repo, kb, tenant_id, fix)
+    after = None
+    if fix and tally.pages_written:
+        # The state the fixes left, for the score after them: linking adds in-links (fewer
+        # orphans), deleting and archiving remove pages and links. Nothing is written here.
+        after = _walk(deps, repo, kb, tenant_id, fix=False)
+        left = {t: after.counts[t] for t in checks.ISSUE_TYPES if checks.FIXABLE[t] and after.counts[t]}
+        if left:
+            log.warning("lint.fix_left_issues", knowledge_base_id=kb.id, counts=left)
+    report = tally.report(kb.id, kb.name, fix, started, int((time.monotonic() - t0) * 1000), after=after)
+    repo.save_report(report)
+    return report
+
+
+def _walk(deps: Deps, repo: LintRepository, kb: KnowledgeBase, tenant_id: int, fix: bool) -> LintTally:
+    """One keyset walk of the KB's live, non-archived pages; returns its tally."""
+    tally = LintTally()
     after = 0
     while True:
         window = repo.page_window(kb.id, after, WINDOW)
@@ -65,9 +87,7 @@ def run_lint(deps: Deps, tenant_id: int, knowledge_base_id: str, fix: bool = Fal
         after = window[-1].id
         deps.kbs.get_active(tenant_id, kb.id)  # a KB deleted mid-walk stops it (and its fixes) here
         _lint_window(deps, repo, kb, window, tally, fix)
-    report = tally.report(kb.id, kb.name, fix, started, int((time.monotonic() - t0) * 1000))
-    repo.save_report(report)
-    return report
+    return tally
 
 
 def _lint_window(deps: Deps, repo: LintRepository, kb: KnowledgeBase, window: Sequence[LintPage],
@@ -80,7 +100,7 @@ def _lint_window(deps: Deps, repo: LintRepository, kb: KnowledgeBase, window: Se
     keys = {k for p in window for k in checks.duplicate_keys(p.title)}
     same_title = _by_key(repo.pages_titled(kb.id, keys), lambda p: [p.title.lower()])
     alias_of = _by_key(repo.pages_with_alias(kb.id, keys), lambda p: [a.lower() for a in p.aliases])
-    mentions = _mention_targets(deps, kb.id, window)
+    mentions = _mention_targets(repo, kb.id, window)
     min_chars = deps.settings.min_document_chars
     for page in window:
         page_keys = checks.duplicate_keys(page.title)
@@ -90,13 +110,13 @@ def _lint_window(deps: Deps, repo: LintRepository, kb: KnowledgeBase, window: Se
             *checks.orphan(page, page.slug in in_linked),
             *checks.empty_page(page, min_chars),
             *checks.stale_sources(page, n_stale, stale_sample),
-            *checks.unlinked_mentions(page, mentions.get(page.slug, [])),
+            *_unlinked_mentions(repo, kb.id, page, mentions.get(page.slug, {})),
             *checks.duplicates(page, [c for k in page_keys for c in same_title.get(k, [])],
                                [c for k in page_keys for c in alias_of.get(k, [])]),
         ]
         tally.add_page(issues, stale_count=n_stale)
         if fix and any(i.fixable for i in issues):
-            _fix_page(deps, repo, kb, page, issues, tally)
+            _fix_page(deps, repo, kb, page, issues, n_stale, tally)
 
 
 def _by_key(pages: Sequence[PageLite], keys_of) -> dict[str, list[PageLite]]:
@@ -107,21 +127,26 @@ def _by_key(pages: Sequence[PageLite], keys_of) -> dict[str, list[PageLite]]:
     return out
 
 
-def _mention_targets(deps: Deps, kb_id: str, window: Sequence[LintPage]) -> dict[str, list[PageLite]]:
-    """Per page slug: the entity/concept pages whose title is one of the page's candidate phrases.
+def _mention_targets(repo: LintRepository, kb_id: str,
+                     window: Sequence[LintPage]) -> dict[str, dict[str, list[PageLite]]]:
+    """Per page slug: {title key: pages} for the keys of entity/concept pages (titles and aliases)
+    that are among the page's candidate phrases.
 
-    The same lookup ``link_page`` makes (``candidate_phrases`` then ``titles_matching``), batched:
+    The lookup :func:`relink_page` makes (``candidate_phrases`` then a title-key lookup), batched:
     phrases of consecutive pages go into one query of at most about
-    ``MENTION_PHRASES_PER_QUERY`` phrases.
+    ``MENTION_PHRASES_PER_QUERY`` phrases. Keyed by the matched key so that a page gets
+    exactly what a query of its own phrases returns (see :func:`_unlinked_mentions`).
     """
-    out: dict[str, list[PageLite]] = {}
+    out: dict[str, dict[str, list[PageLite]]] = {}
     pending: list[tuple[str, set[str]]] = []
     union: set[str] = set()
 
     def flush() -> None:
-        by_title = _by_key(deps.pages.titles_matching(kb_id, sorted(union)), lambda p: [p.title.lower()])
+        by_key: dict[str, list[PageLite]] = defaultdict(list)
+        for key, page in repo.title_matches(kb_id, union):
+            by_key[key].append(page)
         for slug, phrases in pending:
-            out[slug] = [t for key, found in by_title.items() if key in phrases for t in found]
+            out[slug] = {key: found for key, found in by_key.items() if key in phrases}
         pending.clear()
         union.clear()
 
@@ -136,28 +161,100 @@ def _mention_targets(deps: Deps, kb_id: str, window: Sequence[LintPage]) -> dict
     return out
 
 
+def _matching_pages(repo: LintRepository, kb_id: str) -> checks.MentionLookup:
+    """The mention lookup of ``--fix``: one title-key query of the phrases."""
+    return lambda phrases: [page for _, page in repo.title_matches(kb_id, phrases)]
+
+
+def _unlinked_mentions(repo: LintRepository, kb_id: str, page: LintPage,
+                       matched: dict[str, list[PageLite]]) -> list[LintIssue]:
+    """``checks.unlinked_mentions`` of a walked page, its first lookup answered from the window's batch.
+
+    Later rounds (only on a page with findings) look up the phrases of the linked text: those
+    the page had from the start are answered from ``matched``, new ones (freed room under the
+    phrase limit) are queried, so every round sees what ``--fix``'s per-page query sees.
+    """
+    first = [p for found in matched.values() for p in found]
+    query = _matching_pages(repo, kb_id)
+    original: set[str] | None = None
+
+    def lookup(phrases: Sequence[str]) -> list[PageLite]:
+        nonlocal original
+        if original is None:
+            original = set(candidate_phrases(page.content))
+        new = [p for p in phrases if p not in original]
+        return [p for key in phrases for p in matched.get(key, ())] + (list(query(new)) if new else [])
+
+    return checks.unlinked_mentions(page, first, lookup)
+
+
 # --- fixes -----------------------------------------------------------------------------------
 
 
 def _fix_page(deps: Deps, repo: LintRepository, kb: KnowledgeBase, page: LintPage,
-              issues: Sequence[LintIssue], tally: LintTally) -> None:
-    """Mend the fixable issues of one page, in the order that keeps later fixes meaningful."""
+              issues: Sequence[LintIssue], n_stale: int, tally: LintTally) -> None:
+    """Mend the fixable issues of one page, in the order that keeps later fixes meaningful.
+
+    ``fixed`` counts what was mended of what was reported (``n_stale`` stale refs, the broken
+    and mentioned slugs of ``issues``), never what a fix changed beyond it.
+    """
     types = {i.type for i in issues if i.fixable}
+    reported = {t: {i.target for i in issues if i.type == t} for t in ("broken_link", "unlinked_mention")}
     relink = bool(types & {"broken_link", "unlinked_mention"})
     if "stale_source" in types:
         removed, deleted, rerendered = _drop_stale_refs(deps, repo, kb, page.slug)
-        tally.add_fixed("stale_source", removed)
+        tally.add_fixed("stale_source", min(removed, n_stale))
+        tally.pages_written += bool(removed)
         if deleted:
-            _repair_in_links(deps, kb.id, page.slug, tally)
+            _relink_in_links(deps, repo, kb.id, page.slug, tally)
             return
         relink = relink or rerendered
     if "empty_page" in types and _archive_if_empty(deps, kb.id, page.slug):
         tally.add_fixed("empty_page", 1)
+        tally.pages_written += 1
+        if page.page_type in ITEM_TYPES:
+            # Its title and aliases are no longer link targets: where they hid a shorter title
+            # ("abstract base classes" covering "base classes"), that one is now a mention.
+            _relink_in_links(deps, repo, kb.id, page.slug, tally)
         return
     if relink:
-        linked, repaired = link_page(deps, kb.id, page.slug)
-        tally.add_fixed("broken_link", repaired, page_mended="broken_link" in types)
-        tally.add_fixed("unlinked_mention", linked, page_mended="unlinked_mention" in types)
+        linked, repaired = relink_page(deps, repo, kb.id, page.slug)
+        tally.add_fixed("broken_link", len(reported["broken_link"] & repaired))
+        tally.add_fixed("unlinked_mention", len(reported["unlinked_mention"] & linked))
+        tally.pages_written += bool(linked or repaired)
+
+
+def relink_page(deps: Deps, repo: LintRepository, kb_id: str, slug: str) -> tuple[set[str], set[str]]:
+    """Repair dead links, then link unlinked mentions, in one page under its row lock.
+
+    Returns (slugs linked to mentions, dead slugs repaired or stripped); a page that needs
+    neither is not written. Dead links are repaired as ``actors.crosslink.link_page`` repairs
+    them; mentions are linked by ``wiki.lint.link_mentions``, the function the check runs, with
+    the same title-key lookup, so what the check reported on this text is exactly what is linked.
+    """
+    with deps.pool.connection() as conn:
+        page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
+        if page is None:
+            return set(), set()
+        content = page.content
+        targets = {link.slug for link in parse_links(content)}
+        live = deps.pages.existing_slugs(kb_id, targets)
+        dead: set[str] = set()
+        if targets - live:
+            def resolve(target: str, display: str | None) -> str | None:
+                if target in live:
+                    return target
+                dead.add(target)
+                query = display or target.replace("-", " ")
+                return fuzzy_resolve(target, display, deps.pages.similar_titles(kb_id, query, k=SIMILAR_K))
+
+            content, _ = rewrite_links(content, resolve)
+        lookup = _matching_pages(repo, kb_id)
+        content, linked = checks.link_mentions(content, slug, lookup(candidate_phrases(content)), lookup)
+        if content == page.content:
+            return set(), set()
+        deps.pages.save(page.model_copy(update={"content": content}), conn=conn)
+    return set(linked), dead
 
 
 def _drop_stale_refs(deps: Deps, repo: LintRepository, kb: KnowledgeBase, slug: str) -> tuple[int, bool, bool]:
@@ -201,15 +298,17 @@ def _archive_if_empty(deps: Deps, kb_id: str, slug: str) -> bool:
     return True
 
 
-def _repair_in_links(deps: Deps, kb_id: str, slug: str, tally: LintTally) -> None:
-    """Repair, at once, the links of every page that pointed at the just-deleted ``slug``.
+def _relink_in_links(deps: Deps, repo: LintRepository, kb_id: str, slug: str, tally: LintTally) -> None:
+    """Relink, at once, every page that links to the just-deleted or just-archived ``slug``.
 
-    Pages the walk has passed would otherwise keep a broken link until the next run.
+    A deleted page leaves broken links; a deleted or archived entity/concept page stops being a
+    link target, which may uncover a mention its title covered. Pages the walk has passed would
+    otherwise keep the issue until the next run. Nothing here was reported, so nothing is
+    counted as fixed.
     """
     for source in deps.pages.in_link_sources(kb_id, [slug]):
-        linked, repaired = link_page(deps, kb_id, source)
-        tally.add_fixed("broken_link", repaired, page_mended=False)
-        tally.add_fixed("unlinked_mention", linked, page_mended=False)
+        linked, repaired = relink_page(deps, repo, kb_id, source)
+        tally.pages_written += bool(linked or repaired)
 
 
 @dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=3_600_000, throws=BAD_MESSAGE)

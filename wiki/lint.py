@@ -9,13 +9,13 @@ check returns ``LintIssue`` values; ``LintTally`` keeps counters and at most
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from wiki.links import LinkTarget, linkify, out_link_slugs, parse_links, rewrite_links
+from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
 from wiki.models import PageLite
 from wiki.slugs import normalize_name, normalize_slug
 
@@ -103,9 +103,10 @@ class LintReport(BaseModel):
 
     ``counts``: issues per type; ``pages_affected``: pages with at least one issue of the type;
     ``samples``: up to ``SAMPLE_PER_TYPE`` issues per type; ``fixed``: issues mended by ``--fix``
-    per type (0 without it); ``score``: :func:`health_score` as found; ``score_after_fix``: the
-    same with pages whose issues of a type were fixed no longer counted (equal to ``score``
-    without ``--fix``). ``duration_ms`` is the wall time of the walk.
+    per type (0 without it), never more than ``counts``; ``score``: :func:`health_score` as found;
+    ``score_after_fix``: the score of the KB as the fixes left it, from a check-only walk run after
+    them (equal to ``score`` without ``--fix`` or when nothing was written). ``duration_ms`` is the
+    wall time of the walk (both walks with ``--fix``).
     """
 
     knowledge_base_id: str
@@ -196,24 +197,73 @@ def stale_sources(page: LintPage, count: int, sample: Sequence[tuple[str, str]])
     return issues
 
 
-def unlinked_mentions(page: LintPage, targets: Iterable[PageLite]) -> list[LintIssue]:
-    """Pages among ``targets`` whose title or alias ``page`` mentions without linking them.
+#: Pages that take part in one page's mention matching, as returned by a title-key lookup: the
+#: live entity/concept pages one of whose keys (lower(title), lower(alias)) is among the phrases.
+MentionLookup = Callable[[Sequence[str]], Iterable[PageLite]]
 
-    The decision is :func:`wiki.links.linkify`'s own (word boundaries, protected regions, a
-    target already linked anywhere in the page is not reported), so ``--fix``, which links
-    through linkify, mends exactly what is reported. Archived targets and the page itself are
-    ignored.
+#: Rounds of :func:`link_mentions` on one page. Every round but the last links at least one
+#: target not linked before, and a page rarely needs more than two; the bound only caps the
+#: cost of a pathological page (the walk then simply finds the rest next time).
+MAX_MENTION_ROUNDS = 16
+
+
+def mention_targets(pages: Iterable[PageLite], self_slug: str) -> list[LinkTarget]:
+    """The ``linkify`` targets of a page from the pages its phrases matched, in a fixed order.
+
+    ``linkify`` gives a phrase to the first target that has it, so the order decides between
+    pages sharing a title or alias: every title comes before every alias (a page named
+    "base classes" beats a page with that alias), ties go to the smaller slug. The order must
+    not depend on how the pages were fetched (a batched lookup and a per-page one return rows
+    in different orders): it is what keeps the check and ``--fix`` on the same target. The page
+    itself and archived pages are left out.
     """
-    link_targets = [LinkTarget(t.slug, t.title, tuple(t.aliases)) for t in targets
-                    if t.slug != page.slug and t.status != "archived"]
-    if not link_targets:
-        return []
-    linked = {normalize_slug(s) for s in out_link_slugs(page.content)}
-    if all(normalize_slug(t.slug) in linked for t in link_targets):
-        return []  # linkify would link none of them; skip compiling its pattern (~10 ms a page)
-    _, linked = linkify(page.content, link_targets, self_slug=page.slug)
+    live = {p.slug: p for p in pages if p.slug != self_slug and p.status != "archived"}
+    ordered = [live[s] for s in sorted(live)]
+    return ([LinkTarget(p.slug, p.title) for p in ordered]
+            + [LinkTarget(p.slug, p.title, tuple(p.aliases)) for p in ordered if p.aliases])
+
+
+def link_mentions(content: str, self_slug: str, first: Iterable[PageLite],
+                  lookup: MentionLookup) -> tuple[str, list[str]]:
+    """Link the unlinked mentions of ``content`` until none is left; return (content, slugs linked).
+
+    The one code path of the unlinked-mention check (on the page as read, the result thrown
+    away) and of ``--fix`` (on the page under its row lock, the result saved), so the fix mends
+    exactly what the check reports. A round is ``linkify`` with the targets ``lookup`` finds for
+    ``candidate_phrases`` of the text, ordered by :func:`mention_targets`; ``first`` is the
+    lookup's answer for the text as given (callers batch it). Rounds repeat while one links
+    something, because a link changes the phrases of the text: the phrases of a page stop at
+    ``candidate_phrases``' limit, and a mention turned into a link frees room for phrases
+    further on (a title mentioned there only then becomes a target). After the last round the
+    text is a fixed point: checking it again finds nothing.
+    """
+    found = first
+    linked_all: list[str] = []
+    for _ in range(MAX_MENTION_ROUNDS):
+        targets = mention_targets(found, self_slug)
+        if not targets:
+            break
+        linked = {normalize_slug(s) for s in out_link_slugs(content)}
+        if all(normalize_slug(t.slug) in linked for t in targets):
+            break  # linkify would link none of them; skip compiling its pattern (~10 ms a page)
+        content, added = linkify(content, targets, self_slug=self_slug)
+        if not added:
+            break
+        linked_all.extend(sorted(added))
+        found = lookup(candidate_phrases(content))
+    return content, linked_all
+
+
+def unlinked_mentions(page: LintPage, first: Iterable[PageLite], lookup: MentionLookup) -> list[LintIssue]:
+    """The pages :func:`link_mentions` would link in ``page``: mentioned by title or alias, not linked.
+
+    ``first``: the pages whose title keys are among the page's candidate phrases; ``lookup``
+    answers the same question for the phrases of a later round. ``--fix`` runs
+    :func:`link_mentions` itself, so it mends exactly what is reported.
+    """
+    _, linked = link_mentions(page.content, page.slug, first, lookup)
     return [_issue("unlinked_mention", page.slug, f"mentions [[{slug}]] without linking it", slug)
-            for slug in sorted(linked)]
+            for slug in sorted(set(linked))]
 
 
 def duplicate_keys(title: str) -> set[str]:
@@ -278,8 +328,8 @@ class LintTally:
         self.pages_checked = 0
         self.counts: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
         self.pages_affected: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
-        self.pages_fixed: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
         self.fixed: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
+        self.pages_written = 0  # page writes by --fix, reported issues or not
         self.samples: dict[str, list[LintIssue]] = {t: [] for t in ISSUE_TYPES}
 
     def add_page(self, issues: Sequence[LintIssue], stale_count: int = 0) -> None:
@@ -300,19 +350,19 @@ class LintTally:
         for type_ in types:
             self.pages_affected[type_] += 1
 
-    def add_fixed(self, type_: IssueType, n: int, page_mended: bool = True) -> None:
-        """Record ``n`` issues of a type mended by ``--fix``; ``page_mended`` when the page no longer has any."""
-        if n <= 0:
-            return
-        self.fixed[type_] += n
-        if page_mended:
-            self.pages_fixed[type_] += 1
+    def add_fixed(self, type_: IssueType, n: int) -> None:
+        """Record ``n`` reported issues of a type mended by ``--fix`` (never more than were reported:
+        what a fix mends beyond them, such as a link that only appeared when a dead one became
+        text, is no issue found)."""
+        if n > 0:
+            self.fixed[type_] += n
 
-    def report(self, kb_id: str, kb_name: str, fix: bool, created_at: datetime, duration_ms: int) -> LintReport:
-        """The report of the walk so far."""
+    def report(self, kb_id: str, kb_name: str, fix: bool, created_at: datetime, duration_ms: int,
+               after: LintTally | None = None) -> LintReport:
+        """The report of the walk so far; ``after`` is the tally of a check-only walk run after the
+        fixes (its score is ``score_after_fix``; without it, ``score`` is)."""
         score = health_score(self.pages_checked, self.pages_affected)
-        after = {t: max(0, self.pages_affected[t] - self.pages_fixed[t]) for t in ISSUE_TYPES}
-        score_after = health_score(self.pages_checked, after) if fix else score
+        score_after = health_score(after.pages_checked, after.pages_affected) if fix and after else score
         report = LintReport(
             knowledge_base_id=kb_id, knowledge_base_name=kb_name, pages_checked=self.pages_checked,
             counts=dict(self.counts), pages_affected=dict(self.pages_affected), fixed=dict(self.fixed),

@@ -367,3 +367,85 @@ def test_wiki_lint_actor_is_declared_and_validates_its_arguments(wiki):
     assert stored is not None and stored.pages_checked == 4 and stored.fix is False
     with pytest.raises(pydantic.ValidationError):
         LintArgs.model_validate({"tenant_id": 1, "knowledge_base_id": wiki.kb.id, "fix": True, "extra": 1})
+
+
+# --- --fix reaches a fixed point (regression: the python-stdlib demo KB) ---------------------
+
+
+def _filler_before(phrase: str, head: str, linked_head: str, tail: str) -> str:
+    """Unique filler words that push ``phrase`` (in ``tail``) just past candidate_phrases' limit
+    while ``head`` is plain prose, and just under it once ``head`` is ``linked_head``: the
+    mention of ``tail`` only becomes a candidate after the first fix."""
+    from wiki.links import candidate_phrases
+
+    for n in range(300, 700):
+        filler = " ".join(f"w{i}x" for i in range(n))
+        if (phrase not in candidate_phrases(f"{head} {filler} {tail}")
+                and phrase in candidate_phrases(f"{linked_head} {filler} {tail}")):
+            return filler
+    raise AssertionError("no filler length puts the phrase at the limit")
+
+
+def _stdlib_like(w: Wiki) -> None:
+    """The kinds of pages of the python-stdlib KB whose mentions lint reported and --fix never mended."""
+    _healthy(w)
+    # Two pages share the key "base classes": one as its title, one as an alias (a folded plural).
+    w.page("base-class", "base class", f"{PROSE}", page_type="concept", aliases=["base classes"])
+    w.page("base-classes", "base classes", f"{PROSE}", page_type="concept")
+    # The page of the report's sample: two mentions of the shared key.
+    w.page("abc", "abc", f"{PROSE} The abc module defines base classes for containers.\n\n"
+           "Register virtual subclasses with the base classes of collections.abc.\n", sources=("abc doc",))
+    # A mention of an alias only (the check looked titles up, the fix titles and aliases).
+    w.page("json", "JSON", f"{PROSE} Read and write data.", aliases=["JavaScript Object Notation"])
+    w.page("pickle", "pickle", f"{PROSE} Unlike JavaScript Object Notation, pickle is binary.\n",
+           sources=("pickle doc",))
+    # One broken link written twice: one issue, so at most one fix.
+    w.page("shelve", "shelve", f"{PROSE} Built on [[dbm-module]] and [[dbm-module|dbm]].\n", sources=("shelve doc",))
+    # A long page: its last mention is only a candidate phrase once the first one is linked.
+    w.page("zeta-widget", "Zeta Widget", f"{PROSE}")
+    w.page("omega-gadget", "Omega Gadget", f"{PROSE}")
+    head = f"{PROSE} The Zeta Widget spins."
+    tail = "The Omega Gadget stops."
+    filler = _filler_before("omega gadget", head, f"{PROSE} The [[zeta-widget|Zeta Widget]] spins.", tail)
+    w.page("long-read", "Long read", f"{head} {filler} {tail}\n", sources=("long doc",))
+    # A page linking a near-empty page whose title covers another title: once --fix archives
+    # the stub, its title stops hiding the mention of "base classes" inside it.
+    w.page("inspect", "inspect", f"{PROSE} See [[abstract-base-classes|abstract base classes]]; "
+           "abstract base classes register subclasses.\n", sources=("inspect doc",))
+    w.page("abstract-base-classes", "Abstract base classes", "## Overview\n\nTBD.\n", page_type="concept")
+    links = " ".join(f"[[{s}]]" for s in ("abc", "pickle", "shelve", "long-read", "inspect", "json",
+                                           "base-class", "base-classes", "zeta-widget", "omega-gadget"))
+    w.page("doc-alpha", "Alpha handbook", f"{PROSE} {links} [[alpha-engine]] [[beta-tool]]", page_type="summary")
+
+
+FIXABLE_TYPES = ("broken_link", "stale_source", "empty_page", "unlinked_mention")
+
+
+def test_fix_twice_fixes_nothing_the_second_time_on_stdlib_like_pages(wiki, small_windows):
+    _stdlib_like(wiki)
+
+    first = wiki.lint(fix=True)
+    second = wiki.lint(fix=True)
+    plain = wiki.lint()
+
+    assert ("abc", "base-classes") in _issues(first, "unlinked_mention")
+    assert ("pickle", "json") in _issues(first, "unlinked_mention")
+    assert ("long-read", "omega-gadget") in _issues(first, "unlinked_mention")
+    assert second.fixed == dict.fromkeys(ISSUE_TYPES, 0), second.samples
+    assert all(plain.counts[t] == 0 for t in FIXABLE_TYPES), plain.samples
+    assert first.score_after_fix == plain.score
+
+
+def test_fix_counts_at_most_what_it_found_and_mends_what_it_reports(wiki, small_windows):
+    _stdlib_like(wiki)
+
+    first = wiki.lint(fix=True)
+
+    for type_ in ISSUE_TYPES:
+        assert first.fixed[type_] <= first.counts[type_], (type_, first.fixed, first.counts)
+    assert first.fixed["broken_link"] == first.counts["broken_link"] == 1
+    assert first.fixed["unlinked_mention"] == first.counts["unlinked_mention"]
+    for page, target in _issues(first, "unlinked_mention"):
+        assert target in wiki.out_links(page), (page, target)
+    assert "[[base-classes|base classes]]" in wiki.get("abc").content
+    assert "[[json|JavaScript Object Notation]]" in wiki.get("pickle").content

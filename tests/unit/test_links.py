@@ -398,3 +398,56 @@ def test_linkify_never_links_a_mention_beside_a_bracket():
     assert out.startswith("Use List[int] or [object] here;")
     assert linked == {"int", "object"}
     assert {link.slug for link in parse_links(out)} == {"int", "object"}
+
+
+# --- the unlinked-mention check and its fix (wiki.lint.link_mentions) ---------------------
+
+
+def _key_lookup(pages: list[PageLite]):
+    """A title-key lookup as the database answers it: pages with lower(title) or lower(alias) among the phrases."""
+    def lookup(phrases):
+        wanted = set(phrases)
+        return [p for p in pages if {k.lower() for k in (p.title, *p.aliases)} & wanted]
+    return lookup
+
+
+def test_mention_targets_put_titles_before_aliases_whatever_the_row_order() -> None:
+    # Seen on the stdlib demo: "base classes" is one page's title and another's alias; the check
+    # and the fix each took the first row of its own query and linked different pages, so the
+    # check reported [[base-classes]] on every run and the fix never linked it.
+    from wiki.lint import link_mentions, mention_targets
+
+    alias_holder = _page("base-class", "base class", ["base classes"])
+    title_holder = _page("base-classes", "base classes")
+    text = "Defines base classes. Register them with base classes."
+    for rows in ([alias_holder, title_holder], [title_holder, alias_holder]):
+        assert [(t.slug, t.aliases) for t in mention_targets(rows, "abc")] == [
+            ("base-class", ()), ("base-classes", ()), ("base-class", ("base classes",))]
+        out, linked = link_mentions(text, "abc", rows, _key_lookup(rows))
+        assert out == "Defines [[base-classes|base classes]]. Register them with base classes."
+        assert linked == ["base-classes"]
+    assert mention_targets([_page("abc", "abc"), _page("old", "old", status="archived")], "abc") == []
+
+
+def test_link_mentions_goes_on_until_checking_its_output_finds_nothing() -> None:
+    # A long page: linking its first mention frees room under candidate_phrases' limit, and a
+    # title mentioned further on only then becomes a candidate (one linkify left it for next time).
+    from wiki.lint import link_mentions
+
+    pages = [_page("zeta-widget", "Zeta Widget"), _page("omega-gadget", "Omega Gadget")]
+    lookup = _key_lookup(pages)
+    head, tail = "The Zeta Widget spins.", "The Omega Gadget stops."
+    for n in range(300, 700):
+        filler = " ".join(f"w{i}x" for i in range(n))
+        text = f"{head} {filler} {tail}"
+        if ("omega gadget" not in candidate_phrases(text)
+                and "omega gadget" in candidate_phrases(f"The [[zeta-widget|Zeta Widget]] spins. {filler} {tail}")):
+            break
+    else:
+        raise AssertionError("no filler length puts the phrase at the limit")
+
+    out, linked = link_mentions(text, "long-read", lookup(candidate_phrases(text)), lookup)
+
+    assert linked == ["zeta-widget", "omega-gadget"]
+    assert "[[omega-gadget|Omega Gadget]]" in out
+    assert link_mentions(out, "long-read", lookup(candidate_phrases(out)), lookup) == (out, [])
