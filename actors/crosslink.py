@@ -20,7 +20,8 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
-from wiki.links import LinkTarget, candidate_phrases, fuzzy_resolve, linkify, parse_links, rewrite_links
+from wiki.links import candidate_phrases, fuzzy_resolve, linkify, parse_links, rewrite_links
+from wiki.lint import mention_targets
 
 log = structlog.get_logger(__name__)
 
@@ -83,8 +84,8 @@ def link_page(deps: Deps, kb_id: str, slug: str) -> tuple[int, int]:
 
             content, repaired = rewrite_links(content, resolve)
         mentioned = deps.pages.titles_matching(kb_id, candidate_phrases(content))
-        link_targets = [LinkTarget(p.slug, p.title, tuple(p.aliases)) for p in mentioned if p.slug != slug]
-        content, added = linkify(content, link_targets, self_slug=slug)
+        # lint's order (titles before aliases, then slug), so both pick the same page for a shared name
+        content, added = linkify(content, mention_targets(mentioned, slug), self_slug=slug)
         if content == page.content:
             return 0, 0
         deps.pages.save(page.model_copy(update={"content": content}), conn=conn)
