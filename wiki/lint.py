@@ -259,8 +259,11 @@ def unlinked_mentions(page: LintPage, first: Iterable[PageLite], lookup: Mention
 
     ``first``: the pages whose title keys are among the page's candidate phrases; ``lookup``
     answers the same question for the phrases of a later round. ``--fix`` runs
-    :func:`link_mentions` itself, so it mends exactly what is reported.
+    :func:`link_mentions` itself, so it mends exactly what is reported. The index page is not
+    checked: the pipeline rebuilds it after every batch, so a link lint added would not last.
     """
+    if page.page_type == "index":
+        return []
     _, linked = link_mentions(page.content, page.slug, first, lookup)
     return [_issue("unlinked_mention", page.slug, f"mentions [[{slug}]] without linking it", slug)
             for slug in sorted(set(linked))]
