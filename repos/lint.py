@@ -16,7 +16,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
-from repos.pages import LITE_COLUMNS
+from repos.pages import LITE_COLUMNS, WikiPageRepository
 from wiki.lint import STALE_SAMPLE_PER_PAGE, LintPage, LintReport
 from wiki.models import PageLite
 
@@ -150,26 +150,9 @@ class LintRepository:
         return [PageLite.model_validate(r) for r in rows]
 
     def title_matches(self, kb_id: str, phrases: Iterable[str]) -> list[tuple[str, PageLite]]:
-        """(key, page) for every live entity/concept page with a title key (lower(title) or
-        lower(alias), as ``wiki_title_keys`` stores them) among ``phrases`` (lowercased).
-
-        ``WikiPageRepository.titles_matching`` with the matched key returned too, so the walk can
-        look a window's phrases up in one query and still answer, per page, exactly what a query
-        of that page's phrases alone would (``--fix`` asks per page; the check and the fix must
-        see the same pages). Same probe of the B-tree on (key, knowledge_base_id).
-        """
-        phrases = sorted({p for p in phrases if "\n" not in p})
-        if not phrases:
-            return []
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT DISTINCT k.key AS matched_key, {', '.join('p.' + c.strip() for c in LITE_COLUMNS.split(','))}"
-                " FROM wiki_title_keys k JOIN wiki_pages p ON p.knowledge_base_id = k.knowledge_base_id"
-                " AND p.slug = k.slug AND p.deleted_at IS NULL"
-                " WHERE k.key = ANY(string_to_array(%s, E'\\n')) AND k.knowledge_base_id = %s",
-                ("\n".join(phrases), kb_id),
-            ).fetchall()
-        return [(r.pop("matched_key"), PageLite.model_validate(r)) for r in rows]
+        """``WikiPageRepository.title_matches``: the walk looks a window's phrases up in one query
+        and still answers, per page, what a query of that page's phrases alone would."""
+        return WikiPageRepository(self.pool).title_matches(kb_id, phrases)
 
     def save_report(self, report: LintReport) -> None:
         """Store ``report`` as the KB's latest (replacing the previous one)."""

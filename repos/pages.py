@@ -115,21 +115,28 @@ class WikiPageRepository:
 
     def titles_matching(self, kb_id: str, phrases: list[str]) -> list[PageLite]:
         """Live entity/concept pages whose lower(title) or a lower(alias) is one of ``phrases``
-        (already lowercased): one probe per phrase on the B-tree of ``wiki_title_keys``.
+        (already lowercased), each once: :meth:`title_matches` without the keys."""
+        return list({p.slug: p for _, p in self.title_matches(kb_id, phrases)}.values())
+
+    def title_matches(self, kb_id: str, phrases: Iterable[str]) -> list[tuple[str, PageLite]]:
+        """(key, page) for every live entity/concept page with a title key (lower(title) or
+        lower(alias), as ``wiki_title_keys`` stores them) among ``phrases`` (lowercased): one probe
+        per phrase on the B-tree of ``wiki_title_keys``.
 
         Phrases go as one newline-joined string (psycopg dumps a 5,000-element array at 40 ms).
         """
+        phrases = sorted({p for p in phrases if "\n" not in p})
         if not phrases:
             return []
         with self.pool.connection() as conn:
             rows = conn.execute(
-                f"SELECT DISTINCT {', '.join('p.' + c.strip() for c in LITE_COLUMNS.split(','))}"
+                f"SELECT DISTINCT k.key AS matched_key, {', '.join('p.' + c.strip() for c in LITE_COLUMNS.split(','))}"
                 " FROM wiki_title_keys k JOIN wiki_pages p ON p.knowledge_base_id = k.knowledge_base_id"
                 " AND p.slug = k.slug AND p.deleted_at IS NULL"
                 " WHERE k.key = ANY(string_to_array(%s, E'\\n')) AND k.knowledge_base_id = %s",
-                ("\n".join(sorted({p for p in phrases if "\n" not in p})), kb_id),
+                ("\n".join(phrases), kb_id),
             ).fetchall()
-        return [PageLite.model_validate(r) for r in rows]
+        return [(r.pop("matched_key"), PageLite.model_validate(r)) for r in rows]
 
     def slugs_by_source(self, kb_id: str, knowledge_id: str, conn: Connection | None = None) -> list[str]:
         """Live pages citing the document: containment on the source_refs jsonb_path_ops GIN index,
