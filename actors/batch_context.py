@@ -43,14 +43,20 @@ class BatchContext:
             return {s: self._lite[s] for s in slugs if self._lite.get(s) is not None}
 
     def slugs_citing(self, knowledge_id: str) -> list[str]:
-        """Slugs of the live pages citing the document (the source-ref GIN lookup, once)."""
+        """Slugs of the live pages citing the document (:meth:`slugs_citing_many`)."""
+        return self.slugs_citing_many([knowledge_id])[knowledge_id]
+
+    def slugs_citing_many(self, knowledge_ids: Iterable[str]) -> dict[str, list[str]]:
+        """Slugs of the live pages citing each document: one source-ref GIN lookup for the misses."""
+        ids = set(knowledge_ids)
         with self._lock:
-            hit = self._citing.get(knowledge_id)
-        if hit is None:
-            hit = self.pages.slugs_by_source(self.kb_id, knowledge_id)
+            missing = ids - self._citing.keys()
+        if missing:
+            found = self.pages.slugs_by_sources(self.kb_id, missing)
             with self._lock:
-                self._citing[knowledge_id] = hit
-        return hit
+                self._citing.update(found)
+        with self._lock:
+            return {kid: self._citing[kid] for kid in ids}
 
     def summary_of(self, knowledge_id: str) -> str | None:
         """The slug of the document's summary page, or None when it has none yet."""
@@ -58,12 +64,18 @@ class BatchContext:
         return next((s for s, p in sorted(pages.items()) if p.page_type == "summary"), None)
 
     def similar(self, text: str) -> list[PageLite]:
-        """Top-K live entity/concept pages trigram-similar to ``text`` (``similar_titles``), once per text."""
-        key = text.lower()
+        """Top-K live entity/concept pages trigram-similar to ``text`` (:meth:`similar_many`)."""
+        return self.similar_many([text])[text.lower()]
+
+    def similar_many(self, texts: Iterable[str]) -> dict[str, list[PageLite]]:
+        """Top-K live entity/concept pages trigram-similar to each text, keyed by the lowercased
+        text: one ``similar_titles_many`` statement for the texts not asked before."""
+        keys = {t.lower() for t in texts}
         with self._lock:
-            hit = self._similar.get(key)
-        if hit is None:
-            hit = self.pages.similar_titles(self.kb_id, text, k=self.similar_k)
+            missing = keys - self._similar.keys()
+        if missing:
+            found = self.pages.similar_titles_many(self.kb_id, missing, k=self.similar_k)
             with self._lock:
-                self._similar[key] = hit
-        return hit
+                self._similar.update(found)
+        with self._lock:
+            return {k: self._similar[k] for k in keys}

@@ -4,16 +4,17 @@ One batch per KB at a time (the Redis active-batch lock). A batch takes at most
 ``ingest_batch_size`` documents (the last op of each document wins), resolves every extracted
 entity and concept to a page (same slug, else the top-K trigram-similar titles PostgreSQL
 returns, decided by ``wiki.dedup``; items of the batch are merged with each other first),
-writes the pages ``ingest_reduce_parallel`` slugs at a time, queues the touched slugs on the
-finalize lane and settles the batch in one transaction. Work read or written is bounded by
-the batch, never by the KB.
+then writes the pages, queues the touched slugs on the finalize lane and settles the batch in one
+transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in one
+statement per table), so a batch costs a few dozen round trips whatever its size: a worker
+thread waiting on many round trips loses the GIL to map threads at every one. Work read or
+written is bounded by the batch, never by the KB.
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import dramatiq
@@ -108,7 +109,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
 
     plan: dict[str, SlugPlan] = {}
     ctx = BatchContext(deps.pages, kb.id, SIMILAR_K)
-    existing_by_doc = {kid: ctx.slugs_citing(kid) for kid in [*retracts, *(d.id for d, _ in ingests)]}
+    existing_by_doc = ctx.slugs_citing_many([*retracts, *(d.id for d, _ in ingests)])
     for kid, slugs in existing_by_doc.items():
         for slug in slugs:
             plan.setdefault(slug, SlugPlan(title="", page_type="")).drop.add(kid)
@@ -117,6 +118,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
     # so a changed document's items land where a fresh ingest would put them
     dropping = {*retracts, *(d.id for d, _ in ingests)}
     ghosts = deps.pages.cited_only_by(kb.id, {s for slugs in existing_by_doc.values() for s in slugs}, dropping)
+    _prefetch(ctx, ingests, existing_by_doc)
     planner = _Planner(ctx, plan, set(retracts), ghosts)
     failed_ops = []
     for doc, extraction in ingests:
@@ -125,27 +127,17 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         except Exception as exc:
             failed_ops.append((doc.id, exc))
 
-    def write(item: tuple[str, SlugPlan]) -> tuple[str, str | None]:
-        return _write_slug(deps, kb.tenant_id, kb.id, item[0], item[1])
-
-    # item pages first, summaries last: a summary's links then point at pages that exist
-    ordered = sorted(plan.items(), key=lambda kv: (kv[1].summary_of is not None, kv[0]))
-    with ThreadPoolExecutor(max_workers=tun.reduce_parallel) as pool:
-        outcomes = list(pool.map(write, ordered))
-    deleted = [slug for (slug, _), (outcome, _) in zip(ordered, outcomes) if outcome == "deleted"]
-    written = {slug for (slug, _), (outcome, _) in zip(ordered, outcomes) if outcome == "written"}
-    renames = _rename_pages(deps, kb.id, {slug: target for (slug, _), (_, target) in zip(ordered, outcomes) if target})
-    touched = sorted((written - set(renames)) | set(renames.values()))
-    # pages that linked to a deleted page need their links repaired: bounded by those in-links
-    touched += [s for s in deps.pages.in_link_sources(kb.id, deleted) if s not in touched]
-
     failed_ids = {kid for kid, _ in failed_ops}
     with deps.pool.connection() as conn:
-        if not deps.kbs.hold_active(kb.id, conn):  # deleted mid-batch: drop what this batch wrote
+        if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: the batch writes nothing
             deps.pages.delete_kb(kb.id, conn=conn)
             deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
             log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
             return BatchResult()
+        writes = _write_plan(deps, kb, plan, conn)
+        touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
+        # pages that linked to a deleted page need their links repaired: bounded by those in-links
+        touched += [s for s in deps.pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
         for kid, exc in failed_ops:
             _count_failure(deps, kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn)
         deps.ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
@@ -161,10 +153,22 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
             deps.extractions.delete_other_versions(kb.id, doc.id, doc.content_hash, conn=conn)
         for kid in retracts:
             deps.extractions.delete_other_versions(kb.id, kid, "", conn=conn)
+    if writes.renames:
+        log.info("reduce.renamed", knowledge_base_id=kb.id, pages=len(writes.renames))
     result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)
-    result.written, result.deleted, result.touched = len(touched), len(deleted), touched
+    result.written, result.deleted, result.touched = len(touched), len(writes.deleted), touched
     result.requeued = len(requeue)
     return result
+
+
+def _prefetch(ctx: BatchContext, ingests: list[tuple[Document, Extraction]], citing: dict[str, list[str]]) -> None:
+    """Ask PostgreSQL at once for every page the planner will look up: the pages citing the
+    batch's documents, the slugs its items and summaries would take, and the pages similar to
+    every item name and alias. Two statements; the planner then only hits the context's caches."""
+    items = [item for _, extraction in ingests for item in extraction.items]
+    ctx.lite([*(s for slugs in citing.values() for s in slugs), *(slugify(i.name) for i in items),
+              *(summary_slug(doc.title) for doc, _ in ingests)])
+    ctx.similar_many(text for item in items for text in [item.name, *item.aliases])
 
 
 def _tombstoned(deps: Deps, kb_id: str, knowledge_ids: list[str]) -> set[str]:
@@ -288,61 +292,119 @@ class _BatchPages:
         return [self.pages[s] for s in sorted(slugs)]
 
 
-def _write_slug(deps: Deps, tenant_id: int, kb_id: str, slug: str, sp: SlugPlan) -> tuple[str, str | None]:
-    """Apply one slug's plan in its own transaction.
+def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None) -> tuple[str, Page | None, str | None]:
+    """What one slug's plan makes of its live page ``page`` (None when there is none).
 
-    Returns (``written``, ``deleted`` or ``unchanged``; the slug the page should move to, or None).
-    An entity/concept page is named by its sources, not by the first one: its title is the
-    ``canonical_name`` of the names its sources' facts give, its aliases their other names and
-    aliases, so a page reads the same whatever order its sources arrived (or left) in.
+    Returns (outcome, page, target): ``written`` with the new page, ``unchanged`` with the current
+    page (None when there is none and nothing to write) or ``deleted`` with None (no source left);
+    target is the slug the page should move to, or None. An entity/concept page is named by its
+    sources, not by the first one: its title is the ``canonical_name`` of the names its sources'
+    facts give, its aliases their other names and aliases, so a page reads the same whatever
+    order its sources arrived (or left) in.
     """
-    with deps.pool.connection() as conn:
-        page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
-        refs = {r.knowledge_id: r.title for r in (page.source_refs if page else [])}
-        facts = dict(page.facts) if page else {}
-        for kid in sp.drop:
-            refs.pop(kid, None)
-            facts.pop(kid, None)
-        refs.update(sp.refs)
-        seq = max((f.get("seq", 0) for f in facts.values()), default=0)
-        for kid, fact in sp.add.items():
-            if kid in facts or len(facts) < MAX_FACT_SOURCES or sp.summary_of is not None:
-                seq += 1
-                facts[kid] = {**fact, "seq": facts.get(kid, {}).get("seq", seq)}
-        if not refs:
-            return ("deleted" if page and deps.pages.delete(kb_id, slug, conn=conn) else "unchanged"), None
-        page_type = page.page_type if page else sp.page_type
-        target = None
-        if sp.summary_of is not None or page_type == "summary":
-            title = sp.title or (page.title if page else slug)
-            aliases = []
-        else:
-            names = [f["name"] for f in facts.values() if f.get("name")]
-            title = canonical_name(names) if names else (page.title if page else sp.title or slug)
-            title_key = normalize_name(title)
-            named = {normalize_name(a): a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])]
-                     if a and normalize_name(a) != title_key}
-            aliases = sorted(named.values(), key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
-            if names and slugify(title) != slug:
-                target = slugify(title)
-        if sp.summary_of is not None:
-            doc, extraction = sp.summary_of
-            content = render_summary_page(extraction, doc.source_uri, facts[doc.id]["links"])
-            summary = extraction.summary
-        elif page_type == "summary":  # a summary losing a second source: its content stays its document's
-            content, summary = page.content, page.summary
-        else:
-            content = render_item_page(title, facts, aliases, len(refs))
-            first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
-            summary = first.get("description", "")[:500]
-        new = Page(tenant_id=tenant_id, knowledge_base_id=kb_id, slug=slug, title=title, page_type=page_type,
-                   content=content, summary=summary, aliases=aliases,
-                   source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)
-        if page is not None and page.content == new.content and page.source_refs == new.source_refs \
-                and page.aliases == new.aliases and page.title == new.title:
-            return "unchanged", target
-        deps.pages.save(new, conn=conn)
-    return "written", target
+    refs = {r.knowledge_id: r.title for r in (page.source_refs if page else [])}
+    facts = dict(page.facts) if page else {}
+    for kid in sp.drop:
+        refs.pop(kid, None)
+        facts.pop(kid, None)
+    refs.update(sp.refs)
+    seq = max((f.get("seq", 0) for f in facts.values()), default=0)
+    for kid, fact in sp.add.items():
+        if kid in facts or len(facts) < MAX_FACT_SOURCES or sp.summary_of is not None:
+            seq += 1
+            facts[kid] = {**fact, "seq": facts.get(kid, {}).get("seq", seq)}
+    if not refs:
+        return ("deleted" if page else "unchanged"), None, None
+    page_type = page.page_type if page else sp.page_type
+    target = None
+    if sp.summary_of is not None or page_type == "summary":
+        title = sp.title or (page.title if page else slug)
+        aliases = []
+    else:
+        names = [f["name"] for f in facts.values() if f.get("name")]
+        title = canonical_name(names) if names else (page.title if page else sp.title or slug)
+        title_key = normalize_name(title)
+        named = {normalize_name(a): a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])]
+                 if a and normalize_name(a) != title_key}
+        aliases = sorted(named.values(), key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
+        if names and slugify(title) != slug:
+            target = slugify(title)
+    if sp.summary_of is not None:
+        doc, extraction = sp.summary_of
+        content = render_summary_page(extraction, doc.source_uri, facts[doc.id]["links"])
+        summary = extraction.summary
+    elif page_type == "summary":  # a summary losing a second source: its content stays its document's
+        content, summary = page.content, page.summary
+    else:
+        content = render_item_page(title, facts, aliases, len(refs))
+        first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
+        summary = first.get("description", "")[:500]
+    new = Page(tenant_id=tenant_id, knowledge_base_id=kb_id, slug=slug, title=title, page_type=page_type,
+               content=content, summary=summary, aliases=aliases,
+               source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)
+    if page is not None and page.content == new.content and page.source_refs == new.source_refs \
+            and page.aliases == new.aliases and page.title == new.title:
+        return "unchanged", page, target
+    return "written", new, target
+
+
+@dataclass
+class _Writes:
+    """What a batch wrote: slugs written (before renames), slugs deleted, {old slug: new slug}."""
+
+    written: set[str]
+    deleted: list[str]
+    renames: dict[str, str]
+
+
+def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
+    """Apply every slug's plan in the caller's transaction, in a handful of statements.
+
+    The planned pages are read and locked at once, each slug's new page computed
+    (:func:`_next_page`), pages moved to the slug of their canonical name, links to moved pages
+    rewritten (in the batch's pages and in their other in-links, one indexed query), then every
+    change is written with one ``delete_many`` and one ``save_many``.
+
+    A page moves only when its target is free once the batch is written (not a live page of the
+    KB, nor taken by an earlier move in slug order); otherwise it keeps its slug.
+    """
+    current = deps.pages.get_many(kb.id, plan, conn=conn, for_update=True)
+    after: dict[str, Page] = {}  # slug -> live page as the batch leaves it
+    written: set[str] = set()
+    deleted: list[str] = []
+    targets: dict[str, str] = {}
+    for slug, sp in sorted(plan.items()):
+        outcome, page, target = _next_page(kb.tenant_id, kb.id, slug, sp, current.get(slug))
+        if outcome == "deleted":
+            deleted.append(slug)
+        if page is None:
+            continue
+        after[slug] = page
+        if outcome == "written":
+            written.add(slug)
+        if target:
+            targets[slug] = target
+    live = set(after) | deps.pages.existing_slugs(kb.id, set(targets.values()) - plan.keys(), conn=conn)
+    renames: dict[str, str] = {}
+    for old, new in sorted(targets.items()):
+        if new in live:
+            continue
+        after[new] = after.pop(old).model_copy(update={"slug": new, "id": None})
+        live.discard(old)
+        live.add(new)
+        renames[old] = new
+    changed = (written - renames.keys()) | set(renames.values())
+    if renames:
+        others = set(deps.pages.in_link_sources(kb.id, list(renames), conn=conn)) - plan.keys()
+        after.update(deps.pages.get_many(kb.id, others, conn=conn, for_update=True))
+        for slug, page in after.items():
+            content, moved = rewrite_links(page.content, lambda target, _display: renames.get(target, target))
+            if moved:
+                after[slug] = page.model_copy(update={"content": content})
+                changed.add(slug)
+    deps.pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
+    deps.pages.save_many([after[s] for s in sorted(changed)], conn=conn)
+    return _Writes(written, deleted, renames)
 
 
 def canonical_name(names: Iterable[str]) -> str:
@@ -351,37 +413,6 @@ def canonical_name(names: Iterable[str]) -> str:
     names the page like a fresh ingest of the documents it has; singular forms win over plurals
     ("connection" before "connections") because a prefix sorts first."""
     return min(names, key=lambda n: (slugify(n), n))
-
-
-def _rename_pages(deps: Deps, kb_id: str, targets: dict[str, str]) -> dict[str, str]:
-    """Move pages to the slug of their canonical name; returns {old slug: new slug} of the moves.
-
-    A target that is already a live page (another entity, a summary) is left alone: the page
-    keeps its slug. Links to a moved page are rewritten in the pages that hold them (its
-    in-links, one indexed query). Runs after the batch's parallel writes, one page at a time;
-    only reduce creates pages, and one batch per KB runs at a time, so the target stays free.
-    """
-    renames: dict[str, str] = {}
-    for old, new in sorted(targets.items()):
-        with deps.pool.connection() as conn:
-            page = deps.pages.get(kb_id, old, conn=conn, for_update=True)
-            if page is None or new in renames.values() or deps.pages.get(kb_id, new, conn=conn) is not None:
-                continue
-            deps.pages.delete(kb_id, old, conn=conn)
-            deps.pages.save(page.model_copy(update={"slug": new, "id": None}), conn=conn)
-        renames[old] = new
-    if not renames:
-        return renames
-    for slug in deps.pages.in_link_sources(kb_id, list(renames)):
-        with deps.pool.connection() as conn:
-            page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
-            if page is None:
-                continue
-            content, changed = rewrite_links(page.content, lambda target, _display: renames.get(target, target))
-            if changed:
-                deps.pages.save(page.model_copy(update={"content": content}), conn=conn)
-    log.info("reduce.renamed", knowledge_base_id=kb_id, pages=len(renames))
-    return renames
 
 
 def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> None:

@@ -42,7 +42,7 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     status = kb_status(deps, kb)
     elapsed = time.monotonic() - started
     by_type = status["pages"]
-    click.echo(f"pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(by_type.items())))
+    click.echo("pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(by_type.items())))
     click.echo(f"links: {status['links']['links']}  orphans: {status['links']['orphans']}  "
                f"dead links: {status['links']['dead_links']}")
     click.echo(f"vault: {out_dir}/ files={pages} links={vault.links} dead links={vault.dead}")

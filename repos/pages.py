@@ -14,7 +14,6 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
-from wiki.dedup import TRGM_THRESHOLD
 from wiki.links import out_link_slugs
 from wiki.models import Page, PageLite
 
@@ -31,21 +30,46 @@ ITEM_TYPES = ("entity", "concept")
 # a few ms at any size. The setting lasts until the end of the lookup's transaction.
 TRGM_INDEX_ONLY = "SET LOCAL enable_seqscan = off"
 
-# Best-scoring keys (title or alias) per page, on the narrow wiki_title_keys table (migration 0006).
+# For each text of a batch (newline-joined: psycopg dumps a large text[] slowly), its best-scoring
+# keys (title or alias) per page on the narrow wiki_title_keys table (migration 0006): one
+# statement whatever the batch's size, each text one probe of the GIN trigram index.
 SIMILAR_TITLES_SQL = (
-    "WITH hits AS MATERIALIZED ("
-    " SELECT slug, similarity(key, lower(%(q)s)) AS score FROM wiki_title_keys"
-    " WHERE key %% lower(%(q)s) AND knowledge_base_id = %(kb)s)"
-    f" SELECT p.slug, p.title, p.page_type, p.status, p.aliases FROM ("
-    " SELECT slug, max(score) AS score FROM hits GROUP BY slug ORDER BY score DESC, slug LIMIT %(k)s"
-    ") m JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = m.slug AND p.deleted_at IS NULL"
-    " ORDER BY m.score DESC, m.slug"
+    "SELECT q.text AS query, p.slug, p.title, p.page_type, p.status, p.aliases"
+    " FROM unnest(string_to_array(%(texts)s, E'\\n')) WITH ORDINALITY AS q(text, i)"
+    " CROSS JOIN LATERAL ("
+    "  SELECT slug, max(similarity(key, q.text)) AS score FROM wiki_title_keys"
+    "  WHERE key %% q.text AND knowledge_base_id = %(kb)s"
+    "  GROUP BY slug ORDER BY score DESC, slug LIMIT %(k)s) m"
+    " JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = m.slug AND p.deleted_at IS NULL"
+    " ORDER BY q.i, m.score DESC, m.slug"
 )
+# For each document id of a batch, the live pages citing it: containment on the jsonb_path_ops GIN
+# index, or the legacy "<id>|<title>" string form through the to_tsvector GIN index.
 SLUGS_BY_SOURCE_SQL = (
-    "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND ("
-    " source_refs @> %(ref)s OR (to_tsvector('simple', source_refs::text) @@ phraseto_tsquery('simple', %(kid)s)"
-    " AND source_refs::text LIKE %(legacy)s))"
+    "SELECT k.kid, p.slug FROM unnest(string_to_array(%(kids)s, E'\\n'), string_to_array(%(legacy)s, E'\\n'))"
+    " AS k(kid, legacy)"
+    " CROSS JOIN LATERAL (SELECT slug FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND ("
+    "  source_refs @> jsonb_build_array(jsonb_build_object('knowledge_id', k.kid))"
+    "  OR (to_tsvector('simple', source_refs::text) @@ phraseto_tsquery('simple', k.kid)"
+    "   AND source_refs::text LIKE k.legacy))) p"
+    " ORDER BY k.kid, p.slug"
 )
+# One upsert for many pages of a KB (one row per slug), from a JSON array of page objects.
+UPSERT_PAGES_SQL = """
+INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases,
+                        source_refs, facts)
+SELECT tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases, source_refs, facts
+FROM jsonb_to_recordset(%s) AS r(tenant_id bigint, knowledge_base_id text, slug text, title text, page_type text,
+                                 status text, content text, summary text, aliases jsonb, source_refs jsonb, facts jsonb)
+ON CONFLICT (knowledge_base_id, slug) WHERE deleted_at IS NULL DO UPDATE SET
+    title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status,
+    content = EXCLUDED.content, summary = EXCLUDED.summary, aliases = EXCLUDED.aliases,
+    source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts,
+    version = wiki_pages.version + 1, updated_at = now()
+RETURNING slug, version
+"""
+DELETE_LINKS_SQL = "DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = ANY(%s)"
+DELETE_KEYS_SQL = "DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = ANY(%s)"
 
 
 def _title_keys(page: Page) -> list[str]:
@@ -68,13 +92,25 @@ class WikiPageRepository:
     # -- reads ---------------------------------------------------------------------------------
     def get(self, kb_id: str, slug: str, conn: Connection | None = None, for_update: bool = False) -> Page | None:
         """The live page at ``slug``, or None; ``for_update`` locks the row in the caller's transaction."""
-        lock = " FOR UPDATE" if for_update else ""
+        return self.get_many(kb_id, [slug], conn=conn, for_update=for_update).get(slug)
+
+    def get_many(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None,
+                 for_update: bool = False) -> dict[str, Page]:
+        """The live pages among ``slugs`` (full rows), keyed by slug: one statement.
+
+        ``for_update`` locks them in the caller's transaction, in slug order, so two writers
+        locking overlapping sets wait for each other instead of deadlocking.
+        """
+        slugs = sorted(set(slugs))
+        if not slugs:
+            return {}
+        lock = " ORDER BY slug FOR UPDATE" if for_update else ""
         with borrow(self.pool, conn) as c:
-            row = c.execute(
-                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s AND deleted_at IS NULL" + lock,
-                (kb_id, slug),
-            ).fetchone()
-        return Page.model_validate(row) if row else None
+            rows = c.execute(
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL" + lock,
+                (kb_id, slugs),
+            ).fetchall()
+        return {r["slug"]: Page.model_validate(r) for r in rows}
 
     def lite_by_slugs(self, kb_id: str, slugs: Iterable[str]) -> dict[str, PageLite]:
         """Narrow rows (no content) of the live pages among ``slugs``, keyed by slug."""
@@ -89,29 +125,44 @@ class WikiPageRepository:
             ).fetchall()
         return {r["slug"]: PageLite.model_validate(r) for r in rows}
 
-    def existing_slugs(self, kb_id: str, slugs: Iterable[str]) -> set[str]:
+    def existing_slugs(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``slugs`` are live pages."""
         slugs = list(set(slugs))
         if not slugs:
             return set()
-        with self.pool.connection() as conn:
-            rows = conn.execute(
+        with borrow(self.pool, conn) as c:
+            rows = c.execute(
                 "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL",
                 (kb_id, slugs),
             ).fetchall()
         return {r["slug"] for r in rows}
 
     def similar_titles(self, kb_id: str, text: str, k: int = 5) -> list[PageLite]:
-        """Up to ``k`` live entity/concept pages whose title or an alias is trigram-similar to
-        ``text`` (similarity ≥ ``TRGM_THRESHOLD``), most similar first; archived pages excluded.
+        """:meth:`similar_titles_many` for one text."""
+        return self.similar_titles_many(kb_id, [text], k).get(text.lower(), [])
 
-        One prepared statement on the GIN trigram index of ``wiki_title_keys``; the caller
-        decides which candidates really name the same thing.
+    def similar_titles_many(self, kb_id: str, texts: Iterable[str], k: int = 5) -> dict[str, list[PageLite]]:
+        """For each text, up to ``k`` live entity/concept pages whose title or an alias is
+        trigram-similar to it (similarity ≥ ``TRGM_THRESHOLD``), most similar first; archived pages
+        excluded. Keyed by the lowercased text (every text gets a key, [] when nothing is similar).
+
+        One statement on the GIN trigram index of ``wiki_title_keys``, one index probe per text, so
+        a batch costs one round trip; the caller decides which candidates name the same thing.
+        Texts holding a newline are looked up without it (they cannot be a title key anyway).
         """
+        keys = sorted({" ".join(t.lower().split()) for t in texts} - {""})
+        out: dict[str, list[PageLite]] = {t.lower(): [] for t in texts}
+        if not keys:
+            return out
         with self.pool.connection() as conn:
             conn.execute(TRGM_INDEX_ONLY)
-            rows = conn.execute(SIMILAR_TITLES_SQL, {"kb": kb_id, "q": text, "k": k}, prepare=True).fetchall()
-        return [PageLite.model_validate(r) for r in rows]
+            rows = conn.execute(SIMILAR_TITLES_SQL, {"kb": kb_id, "texts": "\n".join(keys), "k": k}).fetchall()
+        found: dict[str, list[PageLite]] = {}
+        for r in rows:
+            found.setdefault(r.pop("query"), []).append(PageLite.model_validate(r))
+        for text in out:
+            out[text] = found.get(" ".join(text.split()), [])
+        return out
 
     def titles_matching(self, kb_id: str, phrases: list[str]) -> list[PageLite]:
         """Live entity/concept pages whose lower(title) or a lower(alias) is one of ``phrases``
@@ -139,15 +190,30 @@ class WikiPageRepository:
         return [(r.pop("matched_key"), PageLite.model_validate(r)) for r in rows]
 
     def slugs_by_source(self, kb_id: str, knowledge_id: str, conn: Connection | None = None) -> list[str]:
-        """Live pages citing the document: containment on the source_refs jsonb_path_ops GIN index,
-        or the legacy ``"<id>|<title>"`` string form through the ``to_tsvector`` GIN index."""
+        """:meth:`slugs_by_sources` for one document."""
+        return self.slugs_by_sources(kb_id, [knowledge_id], conn=conn).get(knowledge_id, [])
+
+    def slugs_by_sources(self, kb_id: str, knowledge_ids: Iterable[str],
+                         conn: Connection | None = None) -> dict[str, list[str]]:
+        """For each document id, the slugs (sorted) of the live pages citing it: containment on the
+        source_refs jsonb_path_ops GIN index, or the legacy ``"<id>|<title>"`` string form through
+        the ``to_tsvector`` GIN index. One statement for all the ids.
+
+        Raises ValueError for an id holding a newline (ids are the knowledge table's keys).
+        """
+        ids = sorted(set(knowledge_ids))
+        if any("\n" in kid for kid in ids):
+            raise ValueError("a knowledge id cannot hold a newline")
+        out: dict[str, list[str]] = {kid: [] for kid in ids}
+        if not ids:
+            return out
         with borrow(self.pool, conn) as c:
-            rows = c.execute(
-                SLUGS_BY_SOURCE_SQL,
-                {"kb": kb_id, "ref": Jsonb([{"knowledge_id": knowledge_id}]), "kid": knowledge_id,
-                 "legacy": f'%"{_like_escape(knowledge_id)}|%'},
+            rows = c.execute(SLUGS_BY_SOURCE_SQL, {
+                "kb": kb_id, "kids": "\n".join(ids), "legacy": "\n".join(f'%"{_like_escape(kid)}|%' for kid in ids)},
             ).fetchall()
-        return [r["slug"] for r in rows]
+        for r in rows:
+            out[r["kid"]].append(r["slug"])
+        return out
 
     def in_link_sources(self, kb_id: str, to_slugs: list[str], conn: Connection | None = None) -> list[str]:
         """Slugs of pages that link to any of ``to_slugs``."""
@@ -218,44 +284,63 @@ class WikiPageRepository:
 
     # -- writes --------------------------------------------------------------------------------
     def save(self, page: Page, conn: Connection | None = None) -> Page:
-        """Insert or update the live page at ``page.slug`` (version + 1 on update) and rewrite its
-        out-links from its content, in one transaction. Returns the stored page."""
+        """Insert or update one live page: :meth:`save_many`; returns it with its stored version."""
+        return page.model_copy(update={"version": self.save_many([page], conn=conn)[page.slug]})
+
+    def save_many(self, pages: Iterable[Page], conn: Connection | None = None) -> dict[str, int]:
+        """Insert or update the live pages of one KB at their slugs (version + 1 on update) and
+        rewrite their out-links and title keys, in one transaction and five statements whatever
+        their number. Returns {slug: stored version}.
+
+        Raises ValueError when the pages belong to several KBs or two share a slug.
+        """
+        pages = list(pages)
+        if not pages:
+            return {}
+        kb_ids = {p.knowledge_base_id for p in pages}
+        slugs = [p.slug for p in pages]
+        if len(kb_ids) > 1 or len(set(slugs)) < len(slugs):
+            raise ValueError("save_many takes pages of one KB with distinct slugs")
+        kb_id = kb_ids.pop()
+        rows = [{"tenant_id": p.tenant_id, "knowledge_base_id": kb_id, "slug": p.slug, "title": p.title,
+                 "page_type": p.page_type, "status": p.status, "content": p.content, "summary": p.summary,
+                 "aliases": p.aliases, "source_refs": [r.model_dump() for r in p.source_refs], "facts": p.facts}
+                for p in pages]
+        links = sorted({(p.slug, t) for p in pages for t in out_link_slugs(p.content) if t != p.slug})
+        keys = sorted({(p.slug, key) for p in pages for key in _title_keys(p)})
         with borrow(self.pool, conn) as c:
-            row = c.execute(
-                """
-                INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content,
-                                        summary, aliases, source_refs, facts)
-                VALUES (%(tenant_id)s, %(kb)s, %(slug)s, %(title)s, %(page_type)s, %(status)s, %(content)s,
-                        %(summary)s, %(aliases)s, %(source_refs)s, %(facts)s)
-                ON CONFLICT (knowledge_base_id, slug) WHERE deleted_at IS NULL DO UPDATE SET
-                    title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status,
-                    content = EXCLUDED.content, summary = EXCLUDED.summary, aliases = EXCLUDED.aliases,
-                    source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts,
-                    version = wiki_pages.version + 1, updated_at = now()
-                RETURNING *
-                """,
-                {
-                    "tenant_id": page.tenant_id, "kb": page.knowledge_base_id, "slug": page.slug,
-                    "title": page.title, "page_type": page.page_type, "status": page.status,
-                    "content": page.content, "summary": page.summary, "aliases": Jsonb(page.aliases),
-                    "source_refs": Jsonb([r.model_dump() for r in page.source_refs]), "facts": Jsonb(page.facts),
-                },
-            ).fetchone()
-            self._write_links(c, page.knowledge_base_id, page.slug, out_link_slugs(page.content))
-            self._write_keys(c, page)
-        return Page.model_validate(row)
+            versions = {r["slug"]: r["version"] for r in c.execute(UPSERT_PAGES_SQL, (Jsonb(rows),)).fetchall()}
+            c.execute(DELETE_LINKS_SQL, (kb_id, slugs))
+            if links:
+                c.execute("INSERT INTO wiki_links (knowledge_base_id, from_slug, to_slug)"
+                          " SELECT %s, unnest(%s::text[]), unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                          (kb_id, [f for f, _ in links], [t for _, t in links]))
+            c.execute(DELETE_KEYS_SQL, (kb_id, slugs))
+            if keys:
+                c.execute("INSERT INTO wiki_title_keys (knowledge_base_id, slug, key)"
+                          " SELECT %s, unnest(%s::text[]), unnest(%s::text[])",
+                          (kb_id, [s for s, _ in keys], [k for _, k in keys]))
+        return versions
 
     def delete(self, kb_id: str, slug: str, conn: Connection | None = None) -> bool:
-        """Soft-delete the live page and drop its out-links; returns whether a page was deleted."""
+        """Soft-delete the live page (:meth:`delete_many`); returns whether a page was deleted."""
+        return bool(self.delete_many(kb_id, [slug], conn=conn))
+
+    def delete_many(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None) -> list[str]:
+        """Soft-delete the live pages among ``slugs`` and drop their out-links and title keys, in
+        three statements; returns the slugs deleted (sorted)."""
+        slugs = sorted(set(slugs))
+        if not slugs:
+            return []
         with borrow(self.pool, conn) as c:
-            n = c.execute(
-                "UPDATE wiki_pages SET deleted_at = now() WHERE knowledge_base_id = %s AND slug = %s"
-                " AND deleted_at IS NULL",
-                (kb_id, slug),
-            ).rowcount
-            c.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (kb_id, slug))
-            c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = %s", (kb_id, slug))
-        return n > 0
+            rows = c.execute(
+                "UPDATE wiki_pages SET deleted_at = now() WHERE knowledge_base_id = %s AND slug = ANY(%s)"
+                " AND deleted_at IS NULL RETURNING slug",
+                (kb_id, slugs),
+            ).fetchall()
+            c.execute(DELETE_LINKS_SQL, (kb_id, slugs))
+            c.execute(DELETE_KEYS_SQL, (kb_id, slugs))
+        return sorted(r["slug"] for r in rows)
 
     def delete_kb(self, kb_id: str, conn: Connection | None = None) -> int:
         """Delete every page and link of a KB (KB deletion); returns the live pages deleted (rows of
@@ -298,28 +383,6 @@ class WikiPageRepository:
                 for row in dict.fromkeys(keys):
                     copy.write_row(row)
         return n
-
-    @staticmethod
-    def _write_keys(conn: Connection, page: Page) -> None:
-        conn.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = %s",
-                     (page.knowledge_base_id, page.slug))
-        keys = _title_keys(page)
-        if keys:
-            conn.execute(
-                "INSERT INTO wiki_title_keys (knowledge_base_id, slug, key) SELECT %s, %s, unnest(%s::text[])",
-                (page.knowledge_base_id, page.slug, keys),
-            )
-
-    @staticmethod
-    def _write_links(conn: Connection, kb_id: str, slug: str, targets: set[str]) -> None:
-        conn.execute("DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (kb_id, slug))
-        targets.discard(slug)
-        if targets:
-            conn.execute(
-                "INSERT INTO wiki_links (knowledge_base_id, from_slug, to_slug)"
-                " SELECT %s, %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
-                (kb_id, slug, sorted(targets)),
-            )
 
     def cited_only_by(self, kb_id: str, slugs: Iterable[str], knowledge_ids: Iterable[str]) -> set[str]:
         """The live pages among ``slugs`` whose every source ref is one of ``knowledge_ids``.

@@ -51,7 +51,23 @@ def test_each_lookup_is_asked_once_per_batch(settings, clean_db):
     assert [p.slug for p in ctx.similar("read copy update")] == ["read-copy-update"]
     assert [p.slug for p in ctx.similar("Read Copy Update")] == ["read-copy-update"]  # same lowercased text
 
-    assert pages.calls == {"lite_by_slugs": 3, "slugs_by_source": 1, "similar_titles": 1}
+    assert pages.calls == {"lite_by_slugs": 3, "slugs_by_sources": 1, "similar_titles_many": 1}
+
+
+def test_a_batch_asks_for_all_its_texts_and_documents_in_one_statement_each(settings, clean_db):
+    deps, kb, doc = _wiki(settings, clean_db)
+    pages = CountingPages(deps.pages)
+    ctx = BatchContext(pages, kb.id, similar_k=5)
+
+    found = ctx.similar_many(["Read Copy Update", "widget", "nothing like it"])
+    assert {k: [p.slug for p in v] for k, v in found.items()} == {
+        "read copy update": ["read-copy-update"], "widget": ["widget"], "nothing like it": []}
+    assert [p.slug for p in ctx.similar("WIDGET")] == ["widget"]  # a cache hit
+    assert ctx.slugs_citing_many([doc.id, "unknown-doc"]) == {
+        doc.id: ["intro", "read-copy-update", "widget"], "unknown-doc": []}
+    assert ctx.slugs_citing(doc.id) == ["intro", "read-copy-update", "widget"]
+
+    assert pages.calls == {"similar_titles_many": 1, "slugs_by_sources": 1}
 
 
 def test_threads_share_one_answer(settings, clean_db):

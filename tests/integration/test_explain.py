@@ -8,7 +8,8 @@ import uuid
 import pytest
 from psycopg.types.json import Jsonb
 
-from repos.pages import SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TRGM_INDEX_ONLY, WikiPageRepository
+from repos.pages import (DELETE_KEYS_SQL, DELETE_LINKS_SQL, SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TRGM_INDEX_ONLY,
+                         WikiPageRepository)
 from tests.support.pages import make_pages
 
 N_PAGES = 12_000
@@ -33,20 +34,27 @@ def _plan(pool, sql: str, params, setting: str | None = None) -> str:
 
 
 def test_source_ref_lookup_uses_the_jsonb_path_ops_index(pool, big_kb):
+    # a batch's documents in one statement: each one probe of the index
+    kids = [f"doc-{i}" for i in range(40, 90)]
     plan = _plan(pool, SLUGS_BY_SOURCE_SQL, {
-        "kb": big_kb, "ref": Jsonb([{"knowledge_id": "doc-42"}]), "kid": "doc-42", "legacy": '%"doc-42|%'})
+        "kb": big_kb, "kids": "\n".join(kids), "legacy": "\n".join(f'%"{k}|%' for k in kids)})
     assert "idx_wiki_pages_source_refs" in plan
-    assert "Seq Scan" not in plan
-    assert WikiPageRepository(pool).slugs_by_source(big_kb, "doc-42")  # and it finds the pages
+    assert "Seq Scan on wiki_pages" not in plan
+    found = WikiPageRepository(pool).slugs_by_sources(big_kb, kids)
+    assert set(found) == set(kids) and all(found.values())  # and it finds the pages
 
 
 def test_similar_title_lookup_uses_the_title_key_trigram_index(pool, big_kb):
     title = make_pages(big_kb, 10)[7].title
-    plan = _plan(pool, SIMILAR_TITLES_SQL, {"kb": big_kb, "q": title, "k": 5}, TRGM_INDEX_ONLY)
+    texts = [p.title.lower() for p in make_pages(big_kb, 60)[10:]]
+    plan = _plan(pool, SIMILAR_TITLES_SQL, {"kb": big_kb, "texts": "\n".join([title.lower(), *texts]), "k": 5},
+                 TRGM_INDEX_ONLY)
     assert "idx_wiki_title_keys_trgm" in plan
-    assert "Seq Scan" not in plan
+    assert "Seq Scan on wiki_title_keys" not in plan and "Seq Scan on wiki_pages" not in plan
     found = WikiPageRepository(pool).similar_titles(big_kb, title, k=5)
     assert title in [p.title for p in found[:2]]  # "methods abstract" has the same trigrams: a tie
+    many = WikiPageRepository(pool).similar_titles_many(big_kb, [title, *texts], k=5)
+    assert all(text in [p.title.lower() for p in many[text]] for text in texts)
 
 
 def test_legacy_string_source_refs_are_still_found(pool, big_kb):
@@ -64,6 +72,12 @@ def test_legacy_string_source_refs_are_still_found(pool, big_kb):
 def test_rewriting_a_pages_out_links_uses_the_primary_key(pool, big_kb):
     # Every save() deletes the page's out-links; through the in-link index it scanned every link
     # of the KB (seen on linux-doc: 37 ms per save at 3k documents).
-    plan = _plan(pool, "DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (big_kb, "x"))
+    plan = _plan(pool, DELETE_LINKS_SQL, (big_kb, ["x", "y"]))
     assert "wiki_links_pkey" in plan
     assert "idx_wiki_links_to" not in plan
+
+
+def test_rewriting_pages_title_keys_uses_the_slug_index(pool, big_kb):
+    plan = _plan(pool, DELETE_KEYS_SQL, (big_kb, ["x", "y"]))
+    assert "idx_wiki_title_keys_slug" in plan
+    assert "Seq Scan" not in plan

@@ -74,7 +74,7 @@ def test_a_failing_batch_gives_its_claims_back_at_once(settings, clean_db):
     def broken(*args, **kwargs):
         raise RuntimeError("pool exhausted")
 
-    deps.pages.slugs_by_source = broken
+    deps.pages.slugs_by_sources = broken
     with pytest.raises(RuntimeError):
         run_reduce_batch(deps, kb.tenant_id, kb.id)
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import random
-import re
-import time
 
 import pytest
 
