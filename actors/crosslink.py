@@ -3,7 +3,9 @@
 Drains the KB's finalize lane. For each touched page: links to pages that no longer exist are
 repaired with the slug fuzzy resolve (else become plain text), and the first mention of another
 page's title is linked. Reads only the touched pages' content; other pages are seen through
-narrow (slug, title, aliases) rows found by indexed lookups of the phrases the page contains.
+narrow (slug, title, aliases) rows found by indexed lookups of the phrases the pages contain.
+Pages go ``CHUNK`` at a time, each chunk in one transaction of a few statements
+(``actors.relink``), ``ingest_reduce_parallel`` chunks at once.
 """
 
 from __future__ import annotations
@@ -18,27 +20,37 @@ from actors.args import BAD_MESSAGE, KbArgs
 from actors.claims import released_on_failure
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
-from actors.lanes import FINALIZE, SCOPE_KB
+from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
+from actors.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
-from wiki.links import candidate_phrases, fuzzy_resolve, linkify, parse_links, rewrite_links
+from wiki.links import linkify, rewrite_links
 from wiki.lint import mention_targets
+from wiki.models import KnowledgeBase
 
 log = structlog.get_logger(__name__)
 
 FINALIZE_OPS_PER_RUN = 20
-SIMILAR_K = 5
+CHUNK = 100  # pages locked, read and written per transaction
 
 
 @dataclass
 class CrosslinkResult:
-    """Pages looked at, pages rewritten, links added and dead links repaired or stripped."""
+    """Pages looked at, pages rewritten, links added and dead links repaired or stripped; pages
+    put back on the lane because a writer held them."""
 
     pages: int = 0
     rewritten: int = 0
     linked: int = 0
     repaired: int = 0
+    busy: int = 0
     remaining: int = 0
     claimed: int = 0
+
+    def add(self, other: CrosslinkResult) -> None:
+        self.rewritten += other.rewritten
+        self.linked += other.linked
+        self.repaired += other.repaired
+        self.busy += other.busy
 
 
 def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> CrosslinkResult | None:
@@ -52,44 +64,47 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Crossli
     claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, FINALIZE_OPS_PER_RUN, deps.settings.stale_claim_s)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
+    chunks = [slugs[i:i + CHUNK] for i in range(0, len(slugs), CHUNK)]
     with released_on_failure(deps, claimed), ThreadPoolExecutor(max_workers=deps.tunables(kb).reduce_parallel) as pool:
-        for linked, repaired in pool.map(lambda s: link_page(deps, kb.id, s), slugs):
-            result.linked += linked
-            result.repaired += repaired
-            result.rewritten += bool(linked or repaired)
+        for part in pool.map(lambda chunk: link_pages(deps, kb, chunk), chunks):
+            result.add(part)
         deps.ops.delete_by_ids([op.id for op in claimed])
     result.remaining = deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
     return result
 
 
-def link_page(deps: Deps, kb_id: str, slug: str) -> tuple[int, int]:
-    """Repair dead links and add cross-links in one page, under its row lock.
+def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResult:
+    """Repair dead links and add cross-links in the live pages among ``slugs``, in one transaction.
 
-    Returns (links added, dead links repaired or stripped). A page that needs neither is not written.
+    The pages are locked with SKIP LOCKED: a page a reduce batch or another writer holds is not
+    waited for (that wait could close a deadlock with the writer's own locks) but put back on the
+    finalize lane, so a later run links it. A page that needs nothing is not written.
     """
+    result = CrosslinkResult()
     with deps.pool.connection() as conn:
-        page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
-        if page is None:
-            return 0, 0
-        content = page.content
-        targets = {link.slug for link in parse_links(content)}
-        live = deps.pages.existing_slugs(kb_id, targets)
-        repaired = 0
-        if targets - live:
-            def resolve(target: str, display: str | None) -> str | None:
-                if target in live:
-                    return target
-                query = display or target.replace("-", " ")
-                return fuzzy_resolve(target, display, deps.pages.similar_titles(kb_id, query, k=SIMILAR_K))
-
-            content, repaired = rewrite_links(content, resolve)
-        mentioned = deps.pages.titles_matching(kb_id, candidate_phrases(content))
-        # lint's order (titles before aliases, then slug), so both pick the same page for a shared name
-        content, added = linkify(content, mention_targets(mentioned, slug), self_slug=slug)
-        if content == page.content:
-            return 0, 0
-        deps.pages.save(page.model_copy(update={"content": content}), conn=conn)
-    return len(added), repaired
+        pages = deps.pages.get_many(kb.id, slugs, conn=conn, for_update=True, skip_locked=True)
+        busy = sorted(deps.pages.existing_slugs(kb.id, set(slugs) - pages.keys(), conn=conn))
+        resolve, _ = dead_link_resolver(deps.pages, kb.id, [p.content for p in pages.values()], conn=conn)
+        repaired_content = {}
+        for slug, page in pages.items():
+            content, repaired = rewrite_links(page.content, resolve)
+            repaired_content[slug] = content
+            result.repaired += repaired
+        mentioned = mentions_by_page(lambda phrases: deps.pages.title_matches(kb.id, phrases), repaired_content)
+        changed = []
+        for slug, content in repaired_content.items():
+            found = [p for matches in mentioned.get(slug, {}).values() for p in matches]
+            # lint's order (titles before aliases, then slug), so both pick the same page for a shared name
+            content, added = linkify(content, mention_targets(found, slug), self_slug=slug)
+            result.linked += len(added)
+            if content != pages[slug].content:
+                changed.append(pages[slug].model_copy(update={"content": content}))
+        deps.pages.save_many(changed, conn=conn)
+        if busy:
+            deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
+                             op=OP_TOUCH, payload={"slugs": busy}, conn=conn)
+    result.rewritten, result.busy = len(changed), len(busy)
+    return result
 
 
 @dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=600_000, throws=BAD_MESSAGE)
@@ -102,10 +117,10 @@ def wiki_crosslink(**kwargs) -> None:
     if result is None:
         return
     log.info("crosslink.done", knowledge_base_id=args.knowledge_base_id, pages=result.pages,
-             rewritten=result.rewritten, linked=result.linked, repaired=result.repaired)
+             rewritten=result.rewritten, linked=result.linked, repaired=result.repaired, busy=result.busy)
     if not result.claimed:
         return  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
-    if result.remaining:
-        send_trigger(deps, "wiki_crosslink", debounce=False, **kb)
+    if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window
+        send_trigger(deps, "wiki_crosslink", debounce=result.busy > 0, **kb)
     send_trigger(deps, "wiki_rebuild_index", **kb)

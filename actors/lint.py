@@ -11,7 +11,7 @@ page's row lock (version bumped, out-links rewritten): stale source refs are rem
 left with none is deleted and the pages linking to it are repaired at once), near-empty pages
 are archived (an entity/concept page stops being a link target, so the pages linking to it are
 relinked at once), and broken links and unlinked mentions are mended by :func:`relink_page`:
-dead links as ``actors.crosslink.link_page`` repairs them (fuzzy resolve else plain text), then
+dead links as cross-link repairs them (``actors.relink``) (fuzzy resolve else plain text), then
 mentions through ``wiki.lint.link_mentions``, the very function the check runs, so the fix
 links exactly what was reported and leaves the page where the check finds nothing more.
 Fixes never create a fixable issue on a page the walk has already passed, so a second
@@ -30,22 +30,17 @@ import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
-from actors.crosslink import SIMILAR_K
 from actors.deps import Deps, get_deps
+from actors.relink import dead_link_resolver, mentions_by_page
 from repos.lint import WINDOW, LintRepository
 from repos.pages import ITEM_TYPES
 from wiki import lint as checks
-from wiki.links import candidate_phrases, fuzzy_resolve, parse_links, rewrite_links
+from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import LintIssue, LintPage, LintReport, LintTally
 from wiki.models import KnowledgeBase, PageLite
 from wiki.render import render_item_page
 
 log = structlog.get_logger(__name__)
-
-#: Distinct candidate phrases sent in one title lookup. A 3 KB page yields a few hundred; the
-#: cap keeps the query's array and the phrase sets held for it to about a megabyte.
-MENTION_PHRASES_PER_QUERY = 5000
-
 
 class LintArgs(KbArgs):
     """``wiki_lint``: the KB, and whether to fix what can be fixed."""
@@ -100,7 +95,8 @@ def _lint_window(deps: Deps, repo: LintRepository, kb: KnowledgeBase, window: Se
     keys = {k for p in window for k in checks.duplicate_keys(p.title)}
     same_title = _by_key(repo.pages_titled(kb.id, keys), lambda p: [p.title.lower()])
     alias_of = _by_key(repo.pages_with_alias(kb.id, keys), lambda p: [a.lower() for a in p.aliases])
-    mentions = _mention_targets(repo, kb.id, window)
+    mentions = mentions_by_page(lambda phrases: repo.title_matches(kb.id, phrases),
+                                {p.slug: p.content for p in window})
     min_chars = deps.settings.min_document_chars
     for page in window:
         page_keys = checks.duplicate_keys(page.title)
@@ -124,40 +120,6 @@ def _by_key(pages: Sequence[PageLite], keys_of) -> dict[str, list[PageLite]]:
     for page in pages:
         for key in keys_of(page):
             out[key].append(page)
-    return out
-
-
-def _mention_targets(repo: LintRepository, kb_id: str,
-                     window: Sequence[LintPage]) -> dict[str, dict[str, list[PageLite]]]:
-    """Per page slug: {title key: pages} for the keys of entity/concept pages (titles and aliases)
-    that are among the page's candidate phrases.
-
-    The lookup :func:`relink_page` makes (``candidate_phrases`` then a title-key lookup), batched:
-    phrases of consecutive pages go into one query of at most about
-    ``MENTION_PHRASES_PER_QUERY`` phrases. Keyed by the matched key so that a page gets
-    exactly what a query of its own phrases returns (see :func:`_unlinked_mentions`).
-    """
-    out: dict[str, dict[str, list[PageLite]]] = {}
-    pending: list[tuple[str, set[str]]] = []
-    union: set[str] = set()
-
-    def flush() -> None:
-        by_key: dict[str, list[PageLite]] = defaultdict(list)
-        for key, page in repo.title_matches(kb_id, union):
-            by_key[key].append(page)
-        for slug, phrases in pending:
-            out[slug] = {key: found for key, found in by_key.items() if key in phrases}
-        pending.clear()
-        union.clear()
-
-    for page in window:
-        phrases = set(candidate_phrases(page.content))
-        pending.append((page.slug, phrases))
-        union.update(phrases)
-        if len(union) >= MENTION_PHRASES_PER_QUERY:
-            flush()
-    if pending:
-        flush()
     return out
 
 
@@ -228,7 +190,7 @@ def relink_page(deps: Deps, repo: LintRepository, kb_id: str, slug: str) -> tupl
     """Repair dead links, then link unlinked mentions, in one page under its row lock.
 
     Returns (slugs linked to mentions, dead slugs repaired or stripped); a page that needs
-    neither is not written. Dead links are repaired as ``actors.crosslink.link_page`` repairs
+    neither is not written. Dead links are repaired as cross-link repairs
     them; mentions are linked by ``wiki.lint.link_mentions``, the function the check runs, with
     the same title-key lookup, so what the check reported on this text is exactly what is linked.
     """
@@ -236,19 +198,8 @@ def relink_page(deps: Deps, repo: LintRepository, kb_id: str, slug: str) -> tupl
         page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
         if page is None:
             return set(), set()
-        content = page.content
-        targets = {link.slug for link in parse_links(content)}
-        live = deps.pages.existing_slugs(kb_id, targets)
-        dead: set[str] = set()
-        if targets - live:
-            def resolve(target: str, display: str | None) -> str | None:
-                if target in live:
-                    return target
-                dead.add(target)
-                query = display or target.replace("-", " ")
-                return fuzzy_resolve(target, display, deps.pages.similar_titles(kb_id, query, k=SIMILAR_K))
-
-            content, _ = rewrite_links(content, resolve)
+        resolve, dead = dead_link_resolver(deps.pages, kb_id, [page.content], conn=conn)
+        content, _ = rewrite_links(page.content, resolve)
         lookup = _matching_pages(repo, kb_id)
         content, linked = checks.link_mentions(content, slug, lookup(candidate_phrases(content)), lookup)
         if content == page.content:

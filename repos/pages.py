@@ -95,16 +95,17 @@ class WikiPageRepository:
         return self.get_many(kb_id, [slug], conn=conn, for_update=for_update).get(slug)
 
     def get_many(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None,
-                 for_update: bool = False) -> dict[str, Page]:
+                 for_update: bool = False, skip_locked: bool = False) -> dict[str, Page]:
         """The live pages among ``slugs`` (full rows), keyed by slug: one statement.
 
         ``for_update`` locks them in the caller's transaction, in slug order, so two writers
-        locking overlapping sets wait for each other instead of deadlocking.
+        locking overlapping sets wait for each other instead of deadlocking; with
+        ``skip_locked`` the pages another transaction holds are left out instead of waited for.
         """
         slugs = sorted(set(slugs))
         if not slugs:
             return {}
-        lock = " ORDER BY slug FOR UPDATE" if for_update else ""
+        lock = " ORDER BY slug FOR UPDATE" + (" SKIP LOCKED" if skip_locked else "") if for_update else ""
         with borrow(self.pool, conn) as c:
             rows = c.execute(
                 "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL" + lock,

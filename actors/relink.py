@@ -1,0 +1,85 @@
+"""Batched lookups for relinking pages: which link targets are dead and where they should point,
+and which pages the phrases of each page mention.
+
+Cross-link (a batch's touched pages) and lint (a window of the walk, or one page under ``--fix``)
+ask the same questions about many pages at once; these answer them in a few statements whatever
+the number of pages, so a caller never pays one round trip per page or per link.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+
+from psycopg import Connection
+
+from repos.pages import WikiPageRepository
+from wiki.links import candidate_phrases, fuzzy_resolve, parse_links
+from wiki.models import PageLite
+
+SIMILAR_K = 5
+
+#: Distinct candidate phrases sent in one title-key lookup. A 3 KB page yields a few hundred; the
+#: cap keeps the query's text and the phrase sets held for it to about a megabyte.
+MENTION_PHRASES_PER_QUERY = 5000
+
+Resolver = Callable[[str, str | None], str | None]
+
+
+def dead_link_resolver(pages: WikiPageRepository, kb_id: str, contents: Iterable[str],
+                       conn: Connection | None = None) -> tuple[Resolver, set[str]]:
+    """A ``rewrite_links`` resolver for every link of ``contents``, and the set of dead targets.
+
+    Live targets resolve to themselves; a dead one through ``fuzzy_resolve`` over the top-K
+    similar titles of its display text (else its slug read as words), or to None (plain text).
+    Two statements for all the texts: which targets are live, then one similar-title lookup.
+    """
+    links = [link for content in contents for link in parse_links(content)]
+    live = pages.existing_slugs(kb_id, {link.slug for link in links}, conn=conn)
+    dead = {link.slug for link in links} - live
+
+    def query(target: str, display: str | None) -> str:
+        return display or target.replace("-", " ")
+
+    similar = pages.similar_titles_many(kb_id, {query(link.slug, link.display) for link in links
+                                                if link.slug in dead}, k=SIMILAR_K) if dead else {}
+
+    def resolve(target: str, display: str | None) -> str | None:
+        if target not in dead:
+            return target
+        return fuzzy_resolve(target, display, similar.get(query(target, display).lower(), []))
+
+    return resolve, dead
+
+
+def mentions_by_page(title_matches: Callable[[set[str]], list[tuple[str, PageLite]]],
+                     contents: Mapping[str, str]) -> dict[str, dict[str, list[PageLite]]]:
+    """Per page slug: {title key: pages} for the keys of entity/concept pages (titles and aliases)
+    that are among the page's ``candidate_phrases``.
+
+    Phrases of consecutive pages go into one ``title_matches`` query of about
+    ``MENTION_PHRASES_PER_QUERY`` phrases. Keyed by the matched key so that a page gets exactly
+    what a query of its own phrases returns.
+    """
+    out: dict[str, dict[str, list[PageLite]]] = {}
+    pending: list[tuple[str, set[str]]] = []
+    union: set[str] = set()
+
+    def flush() -> None:
+        by_key: dict[str, list[PageLite]] = defaultdict(list)
+        for key, page in title_matches(union):
+            by_key[key].append(page)
+        for slug, phrases in pending:
+            out[slug] = {key: found for key, found in by_key.items() if key in phrases}
+        pending.clear()
+        union.clear()
+
+    for slug, content in contents.items():
+        phrases = set(candidate_phrases(content))
+        pending.append((slug, phrases))
+        union.update(phrases)
+        if len(union) >= MENTION_PHRASES_PER_QUERY:
+            flush()
+    if pending:
+        flush()
+    return out

@@ -1,0 +1,48 @@
+"""Cross-link on real PostgreSQL: a page another transaction holds is put back, not waited for."""
+
+from __future__ import annotations
+
+from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
+from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
+from wiki.links import parse_links
+
+
+def _reduce_only(deps, kb) -> None:
+    """Pump, map and reduce the KB's documents, leaving the finalize lane for the test."""
+    from actors.ingest import pump_ingest_lane
+    from actors.lanes import INGEST, OP_INGEST, REDUCE, SCOPE_KB
+    from actors.map import map_document
+    from actors.reduce import run_reduce_batch
+
+    pump_ingest_lane(deps, kb.tenant_id, kb.id)
+    for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
+        if op.claimed_at is not None and op.op == OP_INGEST:
+            map_document(deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
+    while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
+        run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+
+def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(env):  # noqa: F811
+    from actors.crosslink import run_crosslink
+    from actors.lanes import FINALIZE, SCOPE_KB
+
+    deps, kb = env
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
+            "* Sprocket (entity): A sprocket drives the widget of every machine.")
+    _reduce_only(deps, kb)
+    assert deps.pages.get(kb.id, "sprocket") and deps.pages.get(kb.id, "widget")
+
+    with deps.pool.connection() as holder:  # another writer holds the sprocket page
+        holder.execute("SELECT 1 FROM wiki_pages WHERE knowledge_base_id = %s AND slug = 'sprocket'"
+                       " AND deleted_at IS NULL FOR UPDATE", (kb.id,))
+        result = run_crosslink(deps, kb.tenant_id, kb.id)
+        assert result.busy == 1
+        put_back = deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)
+        assert [op.payload["slugs"] for op in put_back] == [["sprocket"]]
+        assert "widget" not in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
+
+    result = run_crosslink(deps, kb.tenant_id, kb.id)
+    assert result.busy == 0 and result.linked >= 1
+    assert "widget" in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
+    assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
+    _settle(deps, kb)
