@@ -92,20 +92,18 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         last[op.dedup_key] = op
     docs = deps.docs.get_many(list(last))
     tombstoned = _tombstoned(deps, kb.id, list(last))
-    ingests: list[tuple[Document, Extraction]] = []
     retracts: list[str] = []
-    requeue: list[str] = []
+    wanted: dict[str, tuple[str, str]] = {}
     for kid, op in last.items():
         doc = docs.get(kid)
         if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted") or kid in tombstoned:
             retracts.append(kid)
-            continue
-        extraction = deps.extractions.get(kb.id, kid, op.payload.get("content_hash", doc.content_hash),
-                                          op.payload.get("extractor", deps.extractor.name))
-        if extraction is None:  # no cached extraction for this content (changed since map): map again
-            requeue.append(kid)
-            continue
-        ingests.append((doc, extraction))
+        else:
+            wanted[kid] = (op.payload.get("content_hash", doc.content_hash),
+                           op.payload.get("extractor", deps.extractor.name))
+    cached = deps.extractions.get_many(kb.id, wanted)
+    ingests = [(docs[kid], cached[kid]) for kid in wanted if kid in cached]
+    requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
 
     plan: dict[str, SlugPlan] = {}
     ctx = BatchContext(deps.pages, kb.id, SIMILAR_K)
@@ -149,10 +147,8 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         deps.docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
-        for doc, _ in ingests:
-            deps.extractions.delete_other_versions(kb.id, doc.id, doc.content_hash, conn=conn)
-        for kid in retracts:
-            deps.extractions.delete_other_versions(kb.id, kid, "", conn=conn)
+        deps.extractions.delete_other_versions(
+            kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn)
     if writes.renames:
         log.info("reduce.renamed", knowledge_base_id=kb.id, pages=len(writes.renames))
     result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)

@@ -17,14 +17,23 @@ class ExtractionRepository:
         self.pool = pool
 
     def get(self, kb_id: str, knowledge_id: str, content_hash: str, extractor: str) -> Extraction | None:
-        """The cached extraction, or None."""
+        """The cached extraction, or None (:meth:`get_many` for one document)."""
+        return self.get_many(kb_id, {knowledge_id: (content_hash, extractor)}).get(knowledge_id)
+
+    def get_many(self, kb_id: str, wanted: dict[str, tuple[str, str]]) -> dict[str, Extraction]:
+        """Cached extractions by knowledge id for {knowledge id: (content hash, extractor)}, in one
+        statement (primary-key probes); documents without one are absent from the result."""
+        if not wanted:
+            return {}
+        ids = list(wanted)
         with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT result FROM wiki_extractions WHERE knowledge_base_id = %s AND knowledge_id = %s"
-                " AND content_hash = %s AND extractor = %s",
-                (kb_id, knowledge_id, content_hash, extractor),
-            ).fetchone()
-        return Extraction.model_validate(row["result"]) if row else None
+            rows = conn.execute(
+                "SELECT e.knowledge_id, e.result FROM wiki_extractions e"
+                " JOIN unnest(%s::text[], %s::text[], %s::text[]) AS w(knowledge_id, content_hash, extractor)"
+                " USING (knowledge_id, content_hash, extractor) WHERE e.knowledge_base_id = %s",
+                (ids, [wanted[k][0] for k in ids], [wanted[k][1] for k in ids], kb_id),
+            ).fetchall()
+        return {r["knowledge_id"]: Extraction.model_validate(r["result"]) for r in rows}
 
     def put(self, kb_id: str, knowledge_id: str, content_hash: str, extractor: str,
             extraction: Extraction, conn: Connection | None = None) -> None:
@@ -36,11 +45,14 @@ class ExtractionRepository:
                 (kb_id, knowledge_id, content_hash, extractor, Jsonb(extraction.model_dump(mode="json"))),
             )
 
-    def delete_other_versions(self, kb_id: str, knowledge_id: str, keep_hash: str,
-                              conn: Connection | None = None) -> int:
-        """Drop cached extractions of older contents of a document; returns rows deleted."""
+    def delete_other_versions(self, kb_id: str, keep: dict[str, str], conn: Connection | None = None) -> int:
+        """Drop cached extractions of other contents of documents: for {knowledge id: content hash
+        to keep} (``""`` keeps none), in one statement; returns rows deleted."""
+        if not keep:
+            return 0
         with borrow(self.pool, conn) as c:
             return c.execute(
-                "DELETE FROM wiki_extractions WHERE knowledge_base_id = %s AND knowledge_id = %s AND content_hash <> %s",
-                (kb_id, knowledge_id, keep_hash),
+                "DELETE FROM wiki_extractions e USING unnest(%s::text[], %s::text[]) AS k(knowledge_id, keep_hash)"
+                " WHERE e.knowledge_base_id = %s AND e.knowledge_id = k.knowledge_id AND e.content_hash <> k.keep_hash",
+                (list(keep), list(keep.values()), kb_id),
             ).rowcount
