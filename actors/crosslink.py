@@ -4,7 +4,7 @@ Drains the KB's finalize lane. For each touched page: links to pages that no lon
 repaired with the slug fuzzy resolve (else become plain text), and the first mention of another
 page's title is linked. Reads only the touched pages' content; other pages are seen through
 narrow (slug, title, aliases) rows found by indexed lookups of the phrases the pages contain.
-Pages go ``CHUNK`` at a time, each chunk in one transaction of a few statements
+Pages go ``CHUNK`` at a time, each chunk read and written in a few statements
 (``actors.relink``), ``ingest_reduce_parallel`` chunks at once.
 """
 
@@ -30,7 +30,7 @@ from wiki.models import KnowledgeBase
 log = structlog.get_logger(__name__)
 
 FINALIZE_OPS_PER_RUN = 20
-CHUNK = 100  # pages locked, read and written per transaction
+CHUNK = 100  # pages read, linked and written together
 
 
 @dataclass
@@ -74,36 +74,42 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Crossli
 
 
 def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResult:
-    """Repair dead links and add cross-links in the live pages among ``slugs``, in one transaction.
+    """Repair dead links and add cross-links in the live pages among ``slugs``.
 
-    The pages are locked with SKIP LOCKED: a page a reduce batch or another writer holds is not
-    waited for (that wait could close a deadlock with the writer's own locks) but put back on the
-    finalize lane, so a later run links it. A page that needs nothing is not written.
+    The new contents are computed from pages read without a lock (linkify is CPU work: holding
+    row locks through it made reduce batches wait seconds for each chunk); then the changed
+    pages are locked with SKIP LOCKED and written in one short transaction, each only if its
+    version is still the one read. A page another writer holds or has rewritten meanwhile is
+    put back on the finalize lane for a later run. A page that needs nothing is not written.
     """
     result = CrosslinkResult()
+    pages = deps.pages.get_many(kb.id, slugs)
+    resolve, _ = dead_link_resolver(deps.pages, kb.id, [p.content for p in pages.values()])
+    repaired_content = {}
+    for slug, page in pages.items():
+        content, repaired = rewrite_links(page.content, resolve)
+        repaired_content[slug] = content
+        result.repaired += repaired
+    mentioned = mentions_by_page(lambda phrases: deps.pages.title_matches(kb.id, phrases), repaired_content)
+    changed = {}
+    for slug, content in repaired_content.items():
+        found = [p for matches in mentioned.get(slug, {}).values() for p in matches]
+        # lint's order (titles before aliases, then slug), so both pick the same page for a shared name
+        content, added = linkify(content, mention_targets(found, slug), self_slug=slug)
+        result.linked += len(added)
+        if content != pages[slug].content:
+            changed[slug] = pages[slug].model_copy(update={"content": content})
+    if not changed:
+        return result
     with deps.pool.connection() as conn:
-        pages = deps.pages.get_many(kb.id, slugs, conn=conn, for_update=True, skip_locked=True)
-        busy = sorted(deps.pages.existing_slugs(kb.id, set(slugs) - pages.keys(), conn=conn))
-        resolve, _ = dead_link_resolver(deps.pages, kb.id, [p.content for p in pages.values()], conn=conn)
-        repaired_content = {}
-        for slug, page in pages.items():
-            content, repaired = rewrite_links(page.content, resolve)
-            repaired_content[slug] = content
-            result.repaired += repaired
-        mentioned = mentions_by_page(lambda phrases: deps.pages.title_matches(kb.id, phrases), repaired_content)
-        changed = []
-        for slug, content in repaired_content.items():
-            found = [p for matches in mentioned.get(slug, {}).values() for p in matches]
-            # lint's order (titles before aliases, then slug), so both pick the same page for a shared name
-            content, added = linkify(content, mention_targets(found, slug), self_slug=slug)
-            result.linked += len(added)
-            if content != pages[slug].content:
-                changed.append(pages[slug].model_copy(update={"content": content}))
-        deps.pages.save_many(changed, conn=conn)
+        held = deps.pages.get_many(kb.id, changed, conn=conn, for_update=True, skip_locked=True)
+        fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version]
+        busy = sorted(changed.keys() - {page.slug for page in fresh})
+        deps.pages.save_many(fresh, conn=conn)
         if busy:
             deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
                              op=OP_TOUCH, payload={"slugs": busy}, conn=conn)
-    result.rewritten, result.busy = len(changed), len(busy)
+    result.rewritten, result.busy = len(fresh), len(busy)
     return result
 
 

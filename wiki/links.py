@@ -218,8 +218,13 @@ def _trie_regex(phrases: Sequence[str]) -> str:
     return emit(trie)
 
 
-def _phrase_patterns(phrases: Sequence[str]) -> list[re.Pattern[str]]:
-    """One case-insensitive pattern per kind of phrase edge.
+def _phrase_patterns(phrases: Sequence[str], flags: int = 0) -> list[re.Pattern[str]]:
+    """One pattern per kind of phrase edge, for lowercased text (``flags=re.IGNORECASE`` for
+    text whose lowercase form has another length).
+
+    Matching lowercased text with lowercase phrases, not IGNORECASE: case-insensitive literals
+    compile to character sets, and compiling those was a quarter of a worker's CPU during
+    linux-doc ingestion (one pattern per cross-linked page).
 
     A Latin word edge needs a boundary ("Go" is not in "Google"); a CJK or punctuation edge
     does not. Grouping phrases by the kind of their two edges keeps the boundary checks to a
@@ -234,7 +239,7 @@ def _phrase_patterns(phrases: Sequence[str]) -> list[re.Pattern[str]]:
         source = _trie_regex(members)
         source = ("(?<!" + _WORD_GUARD + ")" if start else "") + f"(?:{source})"
         source += "(?!" + _WORD_GUARD + ")" if end else ""
-        patterns.append(re.compile(source, re.IGNORECASE))
+        patterns.append(re.compile(source, flags))
     return patterns
 
 
@@ -299,20 +304,24 @@ def linkify(
     linked = {normalize_slug(s) for s in out_link_slugs(text)}
     if self_slug:
         linked.add(normalize_slug(self_slug))
-    patterns = _phrase_patterns(list(by_phrase))
+    # str.lower keeps every offset unless a character lowers to two ("İ"): then match the text
+    # itself, case-insensitively
+    lowered = text.lower()
+    haystack, flags = (lowered, 0) if len(lowered) == len(text) else (text, re.IGNORECASE)
+    patterns = _phrase_patterns(list(by_phrase), flags)
 
     # Every target's phrase takes part in matching, even those that will not be linked, so a
     # longer mention ("Acme Cloud" on its own page) is never split to link a shorter one.
     edits: list[tuple[int, int, str, str]] = []
     for seg_start, seg_end in _prose_segments(text):
-        for m in _best_matches(patterns, text, seg_start, seg_end):
+        for m in _best_matches(patterns, haystack, seg_start, seg_end):
             slug = by_phrase.get(_phrase_key(m.group()))
             if slug is None or normalize_slug(slug) in linked:
                 continue
             if text[m.start() - 1:m.start()] in _BRACKETS or text[m.end():m.end() + 1] in _BRACKETS:
                 continue  # "List[int]": a link beside a bracket would fuse into "[[[" or "]]]"
             linked.add(normalize_slug(slug))
-            edits.append((m.start(), m.end(), slug, " ".join(m.group().split())))
+            edits.append((m.start(), m.end(), slug, " ".join(text[m.start():m.end()].split())))
     if not edits:
         return text, set()
 

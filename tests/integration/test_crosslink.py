@@ -46,3 +46,31 @@ def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(
     assert "widget" in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
     _settle(deps, kb)
+
+
+def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # noqa: F811
+    from actors.crosslink import run_crosslink
+    from actors.lanes import FINALIZE, SCOPE_KB
+
+    deps, kb = env
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
+            "* Sprocket (entity): A sprocket drives the widget of every machine.")
+    _reduce_only(deps, kb)
+    lookup = deps.pages.title_matches
+
+    def writer_meanwhile(kb_id, phrases):  # another writer saves the page between read and write
+        page = deps.pages.get(kb.id, "sprocket")
+        if "Edited meanwhile." not in page.content:
+            deps.pages.save(page.model_copy(update={"content": page.content + "\nEdited meanwhile.\n"}))
+        return lookup(kb_id, phrases)
+
+    deps.pages.title_matches = writer_meanwhile
+    result = run_crosslink(deps, kb.tenant_id, kb.id)
+    del deps.pages.title_matches
+    assert result.busy == 1
+    assert "Edited meanwhile." in deps.pages.get(kb.id, "sprocket").content  # the other write survived
+    assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)] == [["sprocket"]]
+
+    run_crosslink(deps, kb.tenant_id, kb.id)
+    page = deps.pages.get(kb.id, "sprocket")
+    assert "Edited meanwhile." in page.content and "widget" in {link.slug for link in parse_links(page.content)}

@@ -32,8 +32,8 @@ from wiki.extract import ExtractionError, is_stopword, validate_item_name
 from wiki.models import ExtractedItem, Extraction
 
 MAX_ANALYSED_CHARS = 50_000
-PYSBD_PREFIX_CHARS = 5_000
-YAKE_CHARS = 12_000
+PYSBD_PREFIX_CHARS = 2_500
+YAKE_CHARS = 6_000
 MAX_ENTITIES = 12
 MAX_CONCEPTS = 12
 MAX_ALIASES = 5
