@@ -308,6 +308,13 @@ def linkify(
     # itself, case-insensitively
     lowered = text.lower()
     haystack, flags = (lowered, 0) if len(lowered) == len(text) else (text, re.IGNORECASE)
+    if not flags:
+        # Only phrases the text contains can match (a pattern's spaces match any whitespace):
+        # a page's aliases mostly do not occur, and each costs pattern compile time.
+        flat = " ".join(haystack.split())
+        by_phrase = {k: slug for k, slug in by_phrase.items() if k in flat}
+    if all(normalize_slug(slug) in linked for slug in by_phrase.values()):
+        return text, set()
     patterns = _phrase_patterns(list(by_phrase), flags)
 
     # Every target's phrase takes part in matching, even those that will not be linked, so a
