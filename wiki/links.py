@@ -9,6 +9,7 @@ be told from list continuations without a full Markdown parser).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -53,8 +54,7 @@ _INLINE_PROTECTED_RE = re.compile(
 # starts a word ("使用Python" mentions Python).
 _WORD_CLASS = f"[^\\W{CJK_CLASS}]"
 _WORD_RE = re.compile(_WORD_CLASS)
-# Case folding of the CJK ranges is expensive to compile and useless, hence the local "-i".
-_WORD_GUARD = f"(?-i:{_WORD_CLASS})"
+_WORD_START = re.compile(f"(?<!{_WORD_CLASS}){_WORD_CLASS}")
 _PHRASE_FORBIDDEN = re.compile(r"[\[\]|\n]")
 _BAD_SLUG = re.compile(r"[\[\]|#\n]")
 
@@ -183,92 +183,97 @@ def _usable_phrase(phrase: str) -> bool:
     return len(phrase) >= MIN_TITLE_CHARS or has_cjk(phrase)
 
 
+@functools.cache
 def _needs_boundary(ch: str) -> bool:
+    """Whether ``ch`` is a word character for boundary checks (cached: asked per character)."""
     return _WORD_RE.fullmatch(ch) is not None
 
 
-def _trie_regex(phrases: Sequence[str]) -> str:
-    """One regex body matching any of ``phrases`` (lowercased keys), longest first.
-
-    Phrases share their prefixes in a trie so that a failed match costs a few character tests,
-    not one test per phrase; that keeps linkify linear in the text for hundreds of targets.
-    Spaces in a phrase match any run of whitespace (a title may wrap across lines).
-    """
+def _phrase_trie(phrases: Sequence[str]) -> dict:
+    """A character trie of ``phrases`` (lowercased keys); a node's ``""`` entry holds the phrase
+    ending there."""
     trie: dict = {}
     for phrase in phrases:
         node = trie
         for ch in phrase:
             node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict) -> str:
-        # Longer continuations come before the end of a phrase, so the regex engine tries the
-        # longest phrase first and backtracks to a shorter one when a boundary check fails.
-        branches = [
-            (r"\s+" if ch == " " else re.escape(ch)) + emit(child)
-            for ch, child in sorted(node.items())
-            if ch
-        ]
-        if "" in node:
-            branches.append("")
-        if len(branches) == 1:
-            return branches[0]
-        return "(?:" + "|".join(branches) + ")"
-
-    return emit(trie)
+        node[""] = phrase
+    return trie
 
 
-def _phrase_patterns(phrases: Sequence[str], flags: int = 0) -> list[re.Pattern[str]]:
-    """One pattern per kind of phrase edge, for lowercased text (``flags=re.IGNORECASE`` for
-    text whose lowercase form has another length).
+def _longest_at(trie: dict, text: str, start: int, end: int) -> tuple[int, str] | None:
+    """(end offset, phrase) of the longest phrase of ``trie`` that ``text`` holds at ``start``
+    (within ``end``), or None.
 
-    Matching lowercased text with lowercase phrases, not IGNORECASE: case-insensitive literals
-    compile to character sets, and compiling those was a quarter of a worker's CPU during
-    linux-doc ingestion (one pattern per cross-linked page).
-
-    A Latin word edge needs a boundary ("Go" is not in "Google"); a CJK or punctuation edge
-    does not. Grouping phrases by the kind of their two edges keeps the boundary checks to a
-    handful per pattern: the check's character class is costly to compile, so it must not be
-    repeated per phrase.
+    A phrase edge that is a Latin word character needs a word boundary in the text ("Go" is not
+    in "Google"; the character before ``start`` counts even outside the segment, a segment's
+    end is a boundary); CJK and punctuation edges do not. A space in a phrase matches any run
+    of whitespace (a title may wrap across lines). When the longest phrase fails its end
+    boundary, a shorter one may still match.
     """
-    groups: dict[tuple[bool, bool], list[str]] = {}
-    for phrase in phrases:
-        groups.setdefault((_needs_boundary(phrase[0]), _needs_boundary(phrase[-1])), []).append(phrase)
-    patterns = []
-    for (start, end), members in sorted(groups.items()):
-        source = _trie_regex(members)
-        source = ("(?<!" + _WORD_GUARD + ")" if start else "") + f"(?:{source})"
-        source += "(?!" + _WORD_GUARD + ")" if end else ""
-        patterns.append(re.compile(source, flags))
-    return patterns
-
-
-def _best_matches(
-    patterns: Sequence[re.Pattern[str]], text: str, start: int, end: int
-) -> Iterator[re.Match[str]]:
-    """Non-overlapping mentions in text[start:end]; of overlapping mentions the longest wins."""
-    found: list[re.Match[str] | None] = [p.search(text, start, end) for p in patterns]
-    pos = start
+    first = text[start]
+    node = trie.get(first)
+    if node is None or (start > 0 and _needs_boundary(first) and _needs_boundary(text[start - 1])):
+        return None
+    best = None
+    i = start + 1
     while True:
-        for k, m in enumerate(found):
-            if m is not None and m.start() < pos:
-                found[k] = patterns[k].search(text, pos, end)
-        live = [m for m in found if m is not None]
-        if not live:
-            return
-        first = min(m.start() for m in live)
-        best = max(
-            (m for m in live if m.start() == first), key=lambda m: m.end() - m.start()
-        )
-        i = first + 1
-        while i < best.end():
-            for p in patterns:
-                other = p.match(text, i, end)
-                if other is not None and other.end() - other.start() > best.end() - best.start():
-                    best = other
+        phrase = node.get("")
+        if phrase is not None and (i >= end or not _needs_boundary(phrase[-1]) or not _needs_boundary(text[i])):
+            best = (i, phrase)
+        if i >= end:
+            return best
+        ch = text[i]
+        if ch.isspace():
+            node = node.get(" ")
+            while i < end and text[i].isspace():
+                i += 1
+        else:
+            node = node.get(ch)
             i += 1
-        yield best
-        pos = best.end()
+        if node is None:
+            return best
+
+
+def _best_matches(trie: dict, text: str, start: int, end: int) -> Iterator[tuple[int, int, str]]:
+    """Non-overlapping mentions (start, end, phrase) in text[start:end], leftmost first; of
+    overlapping mentions the longest wins.
+
+    A walk of the phrase trie at each position whose character starts a phrase: no pattern is
+    compiled per call (compiling the boundary checks' Unicode classes into a per-page regex was
+    a quarter of a worker's CPU during linux-doc ingestion).
+    """
+    found: dict[int, tuple[int, str] | None] = {}
+
+    def at(i: int) -> tuple[int, str] | None:
+        if i not in found:
+            found[i] = _longest_at(trie, text, i, end)
+        return found[i]
+
+    # Where a phrase can start: a word start for a phrase starting with a word character, any
+    # occurrence of its first character otherwise (CJK, punctuation).
+    starts = {m.start() for m in _WORD_START.finditer(text, start, end) if text[m.start()] in trie}
+    for ch in trie:
+        if not _needs_boundary(ch):
+            i = text.find(ch, start, end)
+            while i >= 0:
+                starts.add(i)
+                i = text.find(ch, i + 1, end)
+    order = sorted(starts)
+    k = 0
+    while k < len(order):
+        best = at(order[k])
+        if best is None:
+            k += 1
+            continue
+        best_start, (best_end, phrase) = order[k], best
+        k += 1
+        while k < len(order) and order[k] < best_end:
+            other = at(order[k])
+            if other is not None and other[0] - order[k] > best_end - best_start:
+                best_start, (best_end, phrase) = order[k], other
+            k += 1
+        yield best_start, best_end, phrase
 
 
 _BRACKETS = ("[", "]")
@@ -287,8 +292,7 @@ def linkify(
     ``normalize_slug``) and ``self_slug`` are never linked. When two targets share a title the
     first in ``targets`` gets it. Applying linkify to its own output changes nothing.
 
-    Cost: one trie-shaped regex for all targets and one pass over the prose, so a 20 KB text
-    with 200 targets takes a few milliseconds.
+    Cost: one trie of the targets' phrases and one pass over the prose, compiling nothing.
     """
     by_phrase: dict[str, str] = {}
     for target in targets:
@@ -304,31 +308,31 @@ def linkify(
     linked = {normalize_slug(s) for s in out_link_slugs(text)}
     if self_slug:
         linked.add(normalize_slug(self_slug))
-    # str.lower keeps every offset unless a character lowers to two ("İ"): then match the text
-    # itself, case-insensitively
-    lowered = text.lower()
-    haystack, flags = (lowered, 0) if len(lowered) == len(text) else (text, re.IGNORECASE)
-    if not flags:
-        # Only phrases the text contains can match (a pattern's spaces match any whitespace):
-        # a page's aliases mostly do not occur, and each costs pattern compile time.
-        flat = " ".join(haystack.split())
-        by_phrase = {k: slug for k, slug in by_phrase.items() if k in flat}
+    # Matching runs on lowercased text; str.lower keeps every offset unless a character lowers
+    # to two ("İ"), which is then left as it is.
+    haystack = text.lower()
+    if len(haystack) != len(text):
+        haystack = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    # Only phrases the text contains can match (a phrase's spaces match any whitespace): a
+    # page's aliases mostly do not occur.
+    flat = " ".join(haystack.split())
+    by_phrase = {k: slug for k, slug in by_phrase.items() if k in flat}
     if all(normalize_slug(slug) in linked for slug in by_phrase.values()):
         return text, set()
-    patterns = _phrase_patterns(list(by_phrase), flags)
+    trie = _phrase_trie(list(by_phrase))
 
     # Every target's phrase takes part in matching, even those that will not be linked, so a
     # longer mention ("Acme Cloud" on its own page) is never split to link a shorter one.
     edits: list[tuple[int, int, str, str]] = []
     for seg_start, seg_end in _prose_segments(text):
-        for m in _best_matches(patterns, haystack, seg_start, seg_end):
-            slug = by_phrase.get(_phrase_key(m.group()))
-            if slug is None or normalize_slug(slug) in linked:
+        for start, end, phrase in _best_matches(trie, haystack, seg_start, seg_end):
+            slug = by_phrase[phrase]
+            if normalize_slug(slug) in linked:
                 continue
-            if text[m.start() - 1:m.start()] in _BRACKETS or text[m.end():m.end() + 1] in _BRACKETS:
+            if text[start - 1:start] in _BRACKETS or text[end:end + 1] in _BRACKETS:
                 continue  # "List[int]": a link beside a bracket would fuse into "[[[" or "]]]"
             linked.add(normalize_slug(slug))
-            edits.append((m.start(), m.end(), slug, " ".join(text[m.start():m.end()].split())))
+            edits.append((start, end, slug, " ".join(text[start:end].split())))
     if not edits:
         return text, set()
 
