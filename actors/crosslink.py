@@ -4,13 +4,14 @@ Drains the KB's finalize lane. For each touched page: links to pages that no lon
 repaired with the slug fuzzy resolve (else become plain text), and the first mention of another
 page's title is linked. Reads only the touched pages' content; other pages are seen through
 narrow (slug, title, aliases) rows found by indexed lookups of the phrases the pages contain.
-Pages go ``CHUNK`` at a time, each chunk read and written in a few statements
-(``actors.relink``), ``ingest_reduce_parallel`` chunks at once.
+Touched slugs are queued ``CHUNK`` per finalize op; a run claims one op and reads, links and
+writes its pages in a few statements (``actors.relink``). A run that leaves unclaimed ops sends
+the next run at once, before its own work, so up to ``ingest_reduce_parallel`` runs of a KB
+proceed together on any worker process (cross-linking is CPU work: one process is one core).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import dramatiq
@@ -29,8 +30,7 @@ from wiki.models import KnowledgeBase
 
 log = structlog.get_logger(__name__)
 
-FINALIZE_OPS_PER_RUN = 20
-CHUNK = 100  # pages read, linked and written together
+CHUNK = 100  # pages per finalize op: read, linked and written together
 
 
 @dataclass
@@ -53,21 +53,34 @@ class CrosslinkResult:
         self.busy += other.busy
 
 
-def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str) -> CrosslinkResult | None:
-    """Cross-link the pages named by up to ``FINALIZE_OPS_PER_RUN`` finalize ops, then delete them.
+def enqueue_touched(deps: Deps, kb: KnowledgeBase, slugs: list[str], conn=None) -> None:
+    """Queue ``slugs`` for cross-linking, ``CHUNK`` per finalize op (so runs can share them out)."""
+    for i in range(0, len(slugs), CHUNK):
+        deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
+                         op=OP_TOUCH, payload={"slugs": slugs[i:i + CHUNK]}, conn=conn)
 
+
+def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=None) -> CrosslinkResult | None:
+    """Cross-link the pages of one finalize op, then delete it.
+
+    ``fan_out()`` is called after the claim when unclaimed ops remain and fewer than the KB's
+    ``reduce_parallel`` ops are being cross-linked (the actor sends the next run there).
     Returns None when the KB is gone (its lanes drained).
     """
     kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
     if kb is None:
         return None
-    claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, FINALIZE_OPS_PER_RUN, deps.settings.stale_claim_s)
+    stale = deps.settings.stale_claim_s
+    claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, 1, stale)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
-    chunks = [slugs[i:i + CHUNK] for i in range(0, len(slugs), CHUNK)]
-    with released_on_failure(deps, claimed), ThreadPoolExecutor(max_workers=deps.tunables(kb).reduce_parallel) as pool:
-        for part in pool.map(lambda chunk: link_pages(deps, kb, chunk), chunks):
-            result.add(part)
+    if claimed and fan_out is not None:
+        in_flight = deps.ops.claimed_count(FINALIZE, SCOPE_KB, kb.id, stale)
+        if deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < deps.tunables(kb).reduce_parallel:
+            fan_out()
+    with released_on_failure(deps, claimed):
+        for i in range(0, len(slugs), CHUNK):
+            result.add(link_pages(deps, kb, slugs[i:i + CHUNK]))
         deps.ops.delete_by_ids([op.id for op in claimed])
     result.remaining = deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
     return result
@@ -83,7 +96,9 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
     put back on the finalize lane for a later run. A page that needs nothing is not written.
     """
     result = CrosslinkResult()
-    pages = deps.pages.get_many(kb.id, slugs)
+    # the index page is left out: every cross-link run rebuilds it, so its version always moved
+    # on by the time a run would write it (and the rebuild would drop the links anyway)
+    pages = {slug: page for slug, page in deps.pages.get_many(kb.id, slugs).items() if page.page_type != "index"}
     resolve, _ = dead_link_resolver(deps.pages, kb.id, [p.content for p in pages.values()])
     repaired_content = {}
     for slug, page in pages.items():
@@ -106,27 +121,27 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
         fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
         deps.pages.save_many(fresh, conn=conn)
-        if busy:
-            deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
-                             op=OP_TOUCH, payload={"slugs": busy}, conn=conn)
+        enqueue_touched(deps, kb, busy, conn=conn)
     result.rewritten, result.busy = len(fresh), len(busy)
     return result
 
 
 @dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=600_000, throws=BAD_MESSAGE)
 def wiki_crosslink(**kwargs) -> None:
-    """Trigger: cross-link the KB's touched pages, then rebuild its index."""
+    """Trigger: cross-link one chunk of the KB's touched pages (fanning out to more runs), then
+    rebuild its index."""
     args = KbArgs.model_validate(kwargs)
     deps = get_deps()
     clear_trigger(deps, "wiki_crosslink", args.knowledge_base_id)
-    result = run_crosslink(deps, args.tenant_id, args.knowledge_base_id)
+    kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
+    result = run_crosslink(deps, args.tenant_id, args.knowledge_base_id,
+                           fan_out=lambda: send_trigger(deps, "wiki_crosslink", debounce=False, **kb))
     if result is None:
         return
     log.info("crosslink.done", knowledge_base_id=args.knowledge_base_id, pages=result.pages,
              rewritten=result.rewritten, linked=result.linked, repaired=result.repaired, busy=result.busy)
     if not result.claimed:
         return  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
-    kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window
         send_trigger(deps, "wiki_crosslink", debounce=result.busy > 0, **kb)
     send_trigger(deps, "wiki_rebuild_index", **kb)

@@ -24,10 +24,11 @@ from rapidfuzz import fuzz, process
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.batch_context import BatchContext
 from actors.claims import released_on_failure
+from actors.crosslink import enqueue_touched
 from actors.coordination import ActiveBatchLock, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
-from actors.lanes import FINALIZE, INGEST, OP_RETRACT, OP_TOUCH, REDUCE, SCOPE_KB
+from actors.lanes import INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing, is_trigram_candidate
 from wiki.links import rewrite_links
@@ -141,9 +142,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         deps.ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
         deps.ops.delete_by_ids(done, conn=conn)
-        if touched:
-            deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
-                             op=OP_TOUCH, payload={"slugs": touched}, conn=conn)
+        enqueue_touched(deps, kb, touched, conn=conn)
         deps.docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents

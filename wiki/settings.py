@@ -28,8 +28,8 @@ class Settings(BaseSettings):
     home: str = Field(default=".kbwiki", description="Folder for the embedded servers' data.")
 
     db_pool_min: int = Field(default=1, ge=1, le=64)
-    # A worker thread running cross-link borrows one connection per ingest_reduce_parallel
-    # chunk: 8 threads with 10 connections starved each other.
+    # Each worker thread borrows a connection at a time; 8 threads with 10 connections starved
+    # each other once reduce wrote slugs in parallel.
     db_pool_max: int = Field(default=24, ge=1, le=256)
 
     redis_namespace: str = Field(default="dramatiq", description="Dramatiq's Redis key namespace.")
@@ -40,7 +40,7 @@ class Settings(BaseSettings):
     # and cross-link threads sharing the worker process (reduce batches slowed ~10x at 8).
     ingest_map_parallel: int = Field(default=3, ge=1, le=256, description="Map ops claimed per KB at once.")
     ingest_reduce_parallel: int = Field(default=4, ge=1, le=64,
-                                        description="Cross-link chunks (100 pages each) run at once per KB.")
+                                        description="Cross-link runs (one 100-page op each) of a KB at once.")
     wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
 
     active_lock_ttl_s: int = Field(default=60, ge=5, le=3600, description="TTL of the active-batch lock.")

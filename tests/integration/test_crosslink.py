@@ -74,3 +74,39 @@ def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # 
     run_crosslink(deps, kb.tenant_id, kb.id)
     page = deps.pages.get(kb.id, "sprocket")
     assert "Edited meanwhile." in page.content and "widget" in {link.slug for link in parse_links(page.content)}
+
+
+def test_the_index_page_is_left_to_its_rebuild(env):  # noqa: F811
+    # Every cross-link run triggers an index rebuild, so the index's version always moved on by
+    # the time a run wrote it: runs put it back on the lane forever (seen in the delete e2e test).
+    from actors.crosslink import enqueue_touched, run_crosslink
+    from actors.index import INDEX_SLUG
+    from actors.lanes import FINALIZE, SCOPE_KB
+
+    deps, kb = env
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.")
+    _settle(deps, kb)
+    index = deps.pages.get(kb.id, INDEX_SLUG)
+    assert index is not None
+    enqueue_touched(deps, kb, [INDEX_SLUG])
+    result = run_crosslink(deps, kb.tenant_id, kb.id)
+    assert (result.pages, result.rewritten, result.busy) == (1, 0, 0)
+    assert deps.pages.get(kb.id, INDEX_SLUG).version == index.version
+    assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
+
+
+def test_a_run_takes_one_op_and_sends_the_next_run_first(env):  # noqa: F811
+    from actors.crosslink import CHUNK, enqueue_touched, run_crosslink
+    from actors.lanes import FINALIZE, SCOPE_KB
+
+    deps, kb = env
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.")
+    _settle(deps, kb)
+    enqueue_touched(deps, kb, [f"page-{i}" for i in range(2 * CHUNK + 1)])  # 3 ops
+    assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 3
+    sent = []
+    result = run_crosslink(deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
+    assert (result.claimed, result.pages, result.remaining, len(sent)) == (1, CHUNK, 2, 1)
+    while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
+        run_crosslink(deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
+    assert len(sent) == 2  # the last run found nothing left to hand on
