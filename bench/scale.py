@@ -394,8 +394,9 @@ def _print_table(rows: list[dict]) -> None:
     head = f"{'docs':>6} {'mode':>8} {'reduce s':>9} {'stmts':>6} {'rows':>7} {'lookup med ms':>13} {'p95 ms':>7} {'RSS MiB':>8}"
     print("\n" + head)
     for r in rows:
+        med, p95 = (r["lookup_median_ms"] or "-"), (r["lookup_p95_ms"] or "-")  # naive rows time no lookup
         print(f"{r['size']:>6} {r['mode']:>8} {r['wall_s']:>9.2f} {r['statements']:>6} {r['rows']:>7} "
-              f"{r['lookup_median_ms']:>13} {r['lookup_p95_ms']:>7} {r['peak_rss_mib']:>8}")
+              f"{med:>13} {p95:>7} {r['peak_rss_mib']:>8}")
     bounded = {r["size"]: r for r in rows if r["mode"] == "bounded"}
     naive = {r["size"]: r for r in rows if r["mode"] == "naive"}
     lo, hi = min(bounded), max(bounded)
