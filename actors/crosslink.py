@@ -24,7 +24,7 @@ from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
 from actors.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
-from wiki.links import linkify, rewrite_links
+from wiki.links import linkify, out_link_slugs, rewrite_links
 from wiki.lint import mention_targets
 from wiki.models import KnowledgeBase
 
@@ -90,10 +90,12 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
     """Repair dead links and add cross-links in the live pages among ``slugs``.
 
     The new contents are computed from pages read without a lock (linkify is CPU work: holding
-    row locks through it made reduce batches wait seconds for each chunk); then the changed
-    pages are locked with SKIP LOCKED and written in one short transaction, each only if its
-    version is still the one read. A page another writer holds or has rewritten meanwhile is
-    put back on the finalize lane for a later run. A page that needs nothing is not written.
+    row locks through it made reduce batches wait seconds for each chunk); then, under the KB's
+    link-graph lock, the changed pages are locked with SKIP LOCKED and written in one short
+    transaction, each only if its version is still the one read and every page it links to is
+    still live. Any other page (held or rewritten by another writer, or linking to a page moved
+    or deleted meanwhile) is put back on the finalize lane for a later run. A page that needs
+    nothing is not written.
     """
     result = CrosslinkResult()
     # the index page is left out: every cross-link run rebuilds it, so its version always moved
@@ -117,8 +119,14 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
     if not changed:
         return result
     with deps.pool.connection() as conn:
+        deps.pages.lock_link_graph(kb.id, conn)
         held = deps.pages.get_many(kb.id, changed, conn=conn, for_update=True, skip_locked=True)
-        fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version]
+        # a target may have been moved or deleted since the page was read: such a page is
+        # linked again by a later run, from what is live then
+        live = deps.pages.existing_slugs(kb.id, {t for page in changed.values() for t in out_link_slugs(page.content)},
+                                         conn=conn)
+        fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version
+                 and out_link_slugs(page.content) <= live]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
         deps.pages.save_many(fresh, conn=conn)
         enqueue_touched(deps, kb, busy, conn=conn)

@@ -195,6 +195,7 @@ def relink_page(deps: Deps, repo: LintRepository, kb_id: str, slug: str) -> tupl
     the same title-key lookup, so what the check reported on this text is exactly what is linked.
     """
     with deps.pool.connection() as conn:
+        deps.pages.lock_link_graph(kb_id, conn)  # before the row lock: see its docstring
         page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
         if page is None:
             return set(), set()
@@ -217,6 +218,7 @@ def _drop_stale_refs(deps: Deps, repo: LintRepository, kb: KnowledgeBase, slug: 
     the caller).
     """
     with deps.pool.connection() as conn:
+        deps.pages.lock_link_graph(kb.id, conn)  # before the row lock: see its docstring
         page = deps.pages.get(kb.id, slug, conn=conn, for_update=True)
         if page is None:
             return 0, False, False
@@ -238,6 +240,7 @@ def _drop_stale_refs(deps: Deps, repo: LintRepository, kb: KnowledgeBase, slug: 
 def _archive_if_empty(deps: Deps, kb_id: str, slug: str) -> bool:
     """Archive the page if it is still near-empty under its row lock; returns whether it was archived."""
     with deps.pool.connection() as conn:
+        deps.pages.lock_link_graph(kb_id, conn)  # before the row lock: see its docstring
         page = deps.pages.get(kb_id, slug, conn=conn, for_update=True)
         if page is None or page.status == "archived":
             return False

@@ -133,6 +133,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
             deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
             log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
             return BatchResult()
+        deps.pages.lock_link_graph(kb.id, conn)
         writes = _write_plan(deps, kb, plan, conn)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links

@@ -13,7 +13,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from repos.db import borrow
+from repos.db import advisory_xact_lock, borrow
 from wiki.links import out_link_slugs
 from wiki.models import Page, PageLite
 
@@ -88,6 +88,19 @@ class WikiPageRepository:
 
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
+
+    # -- the link graph's writer lock -----------------------------------------------------------
+    @staticmethod
+    def lock_link_graph(kb_id: str, conn: Connection) -> None:
+        """Hold the KB's link-graph lock until ``conn``'s transaction ends.
+
+        Every transaction that adds links to pages or deletes or moves pages takes it first
+        (before any row lock, so it never closes a deadlock): a link to a page is then either
+        committed before the page is deleted or moved (and the deleting writer sees it and has it
+        repaired) or checked against the pages live after that writer committed. Without it, a
+        cross-link that read a page's target before a reduce batch moved it wrote a dead link.
+        """
+        advisory_xact_lock(conn, f"wiki-link-graph:{kb_id}")
 
     # -- reads ---------------------------------------------------------------------------------
     def get(self, kb_id: str, slug: str, conn: Connection | None = None, for_update: bool = False) -> Page | None:

@@ -110,3 +110,29 @@ def test_a_run_takes_one_op_and_sends_the_next_run_first(env):  # noqa: F811
     while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
         run_crosslink(deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
     assert len(sent) == 2  # the last run found nothing left to hand on
+
+
+def test_a_link_to_a_page_deleted_while_it_was_being_linked_is_not_written(env):  # noqa: F811
+    # Seen in the delete e2e test and the demo: a run found "connections" as a mention, a reduce
+    # batch then moved it to "connection", and the run wrote a link to a page that was gone.
+    from actors.crosslink import run_crosslink
+
+    deps, kb = env
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
+            "* Sprocket (entity): A sprocket drives the widget of every machine.")
+    _reduce_only(deps, kb)
+    lookup = deps.pages.title_matches
+
+    def deleted_meanwhile(kb_id, phrases):
+        found = lookup(kb_id, phrases)
+        deps.pages.delete(kb.id, "widget")  # another writer deletes the page the run will link to
+        return found
+
+    deps.pages.title_matches = deleted_meanwhile
+    result = run_crosslink(deps, kb.tenant_id, kb.id)
+    del deps.pages.title_matches
+    assert result.busy >= 1
+    assert "widget" not in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
+    # only the summary reduce wrote before the delete links there (a real delete queues it for repair)
+    linking = {p.slug for p in deps.pages.iter_pages(kb.id) if "widget" in {lk.slug for lk in parse_links(p.content)}}
+    assert linking == {"doc-alpha"}
