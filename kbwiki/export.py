@@ -112,7 +112,7 @@ def prepare_out_dir(out_dir: Path, kb_id: str | None = None, kb_name: str | None
     A new or empty folder is created/used (and marked). A folder holding an earlier export of the
     same KB is fine; one holding another KB's export raises ``ExportRefused`` unless ``replace``.
     Any other non-empty folder raises ``ExportRefused`` (seen: an export into "." wiped the user's
-    files). Nothing is deleted here.
+    files), and so does a folder that cannot be created. Nothing is deleted here.
     """
     if out_dir.exists() and not out_dir.is_dir():
         raise ExportRefused(f"{out_dir} is a file, not a folder")
@@ -129,7 +129,10 @@ def prepare_out_dir(out_dir: Path, kb_id: str | None = None, kb_name: str | None
                 f"or pass --replace to replace that export's files (files you added are kept)"
             )
         return earlier.files
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a parent is a file, read-only, or cannot exist ("/proc/x")
+        raise ExportRefused(f"cannot create the folder {out_dir}: {exc.strerror or exc}") from None
     write_marker(out_dir, str(kb_id) if kb_id is not None else None, kb_name, set())
     return set()
 

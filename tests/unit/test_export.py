@@ -50,6 +50,14 @@ def test_a_file_is_not_a_folder(tmp_path):
     assert target.read_text() == "x"
 
 
+def test_a_folder_that_cannot_be_created_is_refused_clearly(tmp_path):
+    # A README trial: "export --kb x <a path under a file>" ended in a NotADirectoryError traceback.
+    (tmp_path / "links.md").write_text("mine")
+    with pytest.raises(ExportRefused, match="cannot create the folder"):
+        prepare_out_dir(tmp_path / "links.md" / "sub", kb_id="kb-1")
+    assert (tmp_path / "links.md").read_text() == "mine"
+
+
 def test_the_marker_names_the_kb_and_lists_the_files_written(tmp_path):
     vault = tmp_path / "vault"
     assert export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A") == 3
