@@ -123,10 +123,10 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
         held = deps.pages.get_many(kb.id, changed, conn=conn, for_update=True, skip_locked=True)
         # a target may have been moved or deleted since the page was read: such a page is
         # linked again by a later run, from what is live then
-        live = deps.pages.existing_slugs(kb.id, {t for page in changed.values() for t in out_link_slugs(page.content)},
-                                         conn=conn)
+        targets = {slug: out_link_slugs(page.content) for slug, page in changed.items()}
+        live = deps.pages.existing_slugs(kb.id, set().union(*targets.values()), conn=conn)
         fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version
-                 and out_link_slugs(page.content) <= live]
+                 and targets[slug] <= live]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
         deps.pages.save_many(fresh, conn=conn)
         enqueue_touched(deps, kb, busy, conn=conn)

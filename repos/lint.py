@@ -117,7 +117,7 @@ class LintRepository:
         if not keys:
             return []
         with self.pool.connection() as conn:
-            # A range, not "=", so that only the btree can serve it (see WikiPageRepository.titles_matching).
+            # A range, not "=", so that only the btree can serve it (see WikiPageRepository.title_matches).
             rows = conn.execute(
                 "SELECT DISTINCT ON (p.slug) p.*"
                 " FROM unnest(%s::text[]) AS k(key) CROSS JOIN LATERAL ("

@@ -178,11 +178,6 @@ class WikiPageRepository:
             out[text] = found.get(" ".join(text.split()), [])
         return out
 
-    def titles_matching(self, kb_id: str, phrases: list[str]) -> list[PageLite]:
-        """Live entity/concept pages whose lower(title) or a lower(alias) is one of ``phrases``
-        (already lowercased), each once: :meth:`title_matches` without the keys."""
-        return list({p.slug: p for _, p in self.title_matches(kb_id, phrases)}.values())
-
     def title_matches(self, kb_id: str, phrases: Iterable[str]) -> list[tuple[str, PageLite]]:
         """(key, page) for every live entity/concept page with a title key (lower(title) or
         lower(alias), as ``wiki_title_keys`` stores them) among ``phrases`` (lowercased): one probe
