@@ -22,14 +22,38 @@ def _reduce_only(deps, kb) -> None:
         run_reduce_batch(deps, kb.tenant_id, kb.id)
 
 
+def _sprocket_mentioning_widget(deps, kb) -> None:
+    """A reduced KB whose "sprocket" page mentions the "widget" page, not yet cross-linked."""
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
+            "* Sprocket (entity): A sprocket drives the widget of every machine.")
+    _reduce_only(deps, kb)
+
+
+def _crosslink_with_a_writer_meanwhile(deps, kb, write):
+    """One cross-link run during which ``write()`` runs after the run has read its pages and
+    looked up their mentions (as another writer's commit would land); returns its result."""
+    from actors.crosslink import run_crosslink
+
+    lookup = deps.pages.title_matches
+
+    def lookup_then_write(kb_id, phrases):
+        found = lookup(kb_id, phrases)
+        write()
+        return found
+
+    deps.pages.title_matches = lookup_then_write
+    try:
+        return run_crosslink(deps, kb.tenant_id, kb.id)
+    finally:
+        del deps.pages.title_matches
+
+
 def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(env):  # noqa: F811
     from actors.crosslink import run_crosslink
     from actors.lanes import FINALIZE, SCOPE_KB
 
     deps, kb = env
-    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
-            "* Sprocket (entity): A sprocket drives the widget of every machine.")
-    _reduce_only(deps, kb)
+    _sprocket_mentioning_widget(deps, kb)
     assert deps.pages.get(kb.id, "sprocket") and deps.pages.get(kb.id, "widget")
 
     with deps.pool.connection() as holder:  # another writer holds the sprocket page
@@ -53,20 +77,14 @@ def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # 
     from actors.lanes import FINALIZE, SCOPE_KB
 
     deps, kb = env
-    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
-            "* Sprocket (entity): A sprocket drives the widget of every machine.")
-    _reduce_only(deps, kb)
-    lookup = deps.pages.title_matches
+    _sprocket_mentioning_widget(deps, kb)
 
-    def writer_meanwhile(kb_id, phrases):  # another writer saves the page between read and write
+    def edit():  # another writer saves the page between read and write
         page = deps.pages.get(kb.id, "sprocket")
         if "Edited meanwhile." not in page.content:
             deps.pages.save(page.model_copy(update={"content": page.content + "\nEdited meanwhile.\n"}))
-        return lookup(kb_id, phrases)
 
-    deps.pages.title_matches = writer_meanwhile
-    result = run_crosslink(deps, kb.tenant_id, kb.id)
-    del deps.pages.title_matches
+    result = _crosslink_with_a_writer_meanwhile(deps, kb, edit)
     assert result.busy == 1
     assert "Edited meanwhile." in deps.pages.get(kb.id, "sprocket").content  # the other write survived
     assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)] == [["sprocket"]]
@@ -115,22 +133,10 @@ def test_a_run_takes_one_op_and_sends_the_next_run_first(env):  # noqa: F811
 def test_a_link_to_a_page_deleted_while_it_was_being_linked_is_not_written(env):  # noqa: F811
     # Seen in the delete e2e test and the demo: a run found "connections" as a mention, a reduce
     # batch then moved it to "connection", and the run wrote a link to a page that was gone.
-    from actors.crosslink import run_crosslink
-
     deps, kb = env
-    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
-            "* Sprocket (entity): A sprocket drives the widget of every machine.")
-    _reduce_only(deps, kb)
-    lookup = deps.pages.title_matches
-
-    def deleted_meanwhile(kb_id, phrases):
-        found = lookup(kb_id, phrases)
-        deps.pages.delete(kb.id, "widget")  # another writer deletes the page the run will link to
-        return found
-
-    deps.pages.title_matches = deleted_meanwhile
-    result = run_crosslink(deps, kb.tenant_id, kb.id)
-    del deps.pages.title_matches
+    _sprocket_mentioning_widget(deps, kb)
+    # another writer deletes the page the run will link to
+    result = _crosslink_with_a_writer_meanwhile(deps, kb, lambda: deps.pages.delete(kb.id, "widget"))
     assert result.busy >= 1
     assert "widget" not in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
     # only the summary reduce wrote before the delete links there (a real delete queues it for repair)
