@@ -119,7 +119,7 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
     if not changed:
         return result
     with deps.pool.connection() as conn:
-        deps.pages.lock_link_graph(kb.id, conn)
+        deps.pages.lock_link_graph(kb.id, conn, shared=True)  # adds links, deletes nothing
         held = deps.pages.get_many(kb.id, changed, conn=conn, for_update=True, skip_locked=True)
         # a target may have been moved or deleted since the page was read: such a page is
         # linked again by a later run, from what is live then

@@ -30,6 +30,7 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
+from repos.db import refresh_statistics
 from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing, is_trigram_candidate
 from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
@@ -133,7 +134,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
             deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
             log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
             return BatchResult()
-        deps.pages.lock_link_graph(kb.id, conn)
+        deps.pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
         writes = _write_plan(deps, kb, plan, conn)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
@@ -390,6 +391,8 @@ def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
         live.add(new)
         renames[old] = new
     changed = (written - renames.keys()) | set(renames.values())
+    if deleted or renames:  # in-links to them are read next: wait for every cross-link adding some
+        deps.pages.lock_link_graph(kb.id, conn)
     if renames:
         others = set(deps.pages.in_link_sources(kb.id, list(renames), conn=conn)) - plan.keys()
         after.update(deps.pages.get_many(kb.id, others, conn=conn, for_update=True))
@@ -440,11 +443,12 @@ def wiki_reduce(**kwargs) -> None:
         result = run_reduce_batch(deps, args.tenant_id, args.knowledge_base_id)
     finally:
         lock.release()
+    analyzed = refresh_statistics(deps.pool)  # the batch may have outgrown the planner's picture
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     remaining = deps.ops.pending_count(REDUCE, SCOPE_KB, args.knowledge_base_id)
     log.info("reduce.batch", knowledge_base_id=args.knowledge_base_id, documents=result.documents,
              retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
-             remaining=remaining)
+             remaining=remaining, analyzed=analyzed)
     if result.touched:
         send_trigger(deps, "wiki_crosslink", **kb)  # which rebuilds the index after it
     elif result.deleted:  # nothing to re-link, but the index may still list a deleted summary

@@ -1,18 +1,22 @@
-"""Benchmark: ingest the linux-doc corpus (3,183 .rst files) with one worker (2 processes × 8 threads).
+"""Benchmark: ingest the linux-doc corpus (3,183 .rst files) with the README's commands.
 
 Usage: .venv/bin/python bench/ingest_linux.py [--processes 2] [--threads 8] [--limit N]
 
-Fetches the corpus with bench/corpus/linux-doc.sh, starts (or uses, with DATABASE_URL/REDIS_URL
-set) the servers, starts workers, ingests into a fresh KB, waits for every lane to drain, and
-prints wall time, documents per second, pages by type, links, and each worker process's peak RSS
-(sampled every 0.2 s with psutil).
+Fetches the corpus with bench/corpus/linux-doc.sh, starts ``kbwiki worker -p 2 -t 8`` (which
+starts the embedded servers, or uses DATABASE_URL/REDIS_URL when set), then times
+``kbwiki ingest FOLDER --kb NAME --wait`` into a fresh KB from start to exit, and prints wall
+time, documents per second, the machine's busy CPU time over the run (servers included),
+``kbwiki status`` of the KB, and each worker process's peak RSS
+(sampled every 0.2 s with psutil; the servers the worker started are not counted).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import json
+import os
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -20,6 +24,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
 
 
 def fetch_corpus() -> Path:
@@ -29,8 +34,15 @@ def fetch_corpus() -> Path:
     return Path(folder)
 
 
+def first_files(folder: Path, limit: int, into: Path) -> Path:
+    """A folder of symlinks to the first ``limit`` .rst files of ``folder`` (sorted by path)."""
+    for i, path in enumerate(sorted(folder.rglob("*.rst"))[:limit]):
+        (into / f"{i:05d}-{path.name}").symlink_to(path)
+    return into
+
+
 class RssSampler(threading.Thread):
-    """Peak RSS (bytes) of every process in a process tree, sampled until stopped."""
+    """Peak RSS (bytes) of every dramatiq process under ``pid``, sampled until stopped."""
 
     def __init__(self, pid: int, interval_s: float = 0.2) -> None:
         super().__init__(daemon=True)
@@ -42,11 +54,13 @@ class RssSampler(threading.Thread):
     def run(self) -> None:
         while not self.stop.wait(self.interval_s):
             try:
-                procs = [self.root, *self.root.children(recursive=True)]
+                procs = self.root.children(recursive=True)
             except psutil.NoSuchProcess:
                 return
             for proc in procs:
                 try:
+                    if "dramatiq" not in " ".join(proc.cmdline()):
+                        continue
                     rss = proc.memory_info().rss
                 except psutil.NoSuchProcess:
                     continue
@@ -60,39 +74,36 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="ingest only the first N documents")
     args = parser.parse_args()
     folder = fetch_corpus()
-
-    from kbwiki.cli import _deps, services
-    from kbwiki.corpus import iter_folder_docs
-    from kbwiki.ingest import ingest_docs, wait_for_lanes
-    from kbwiki.status import kb_status
-    from kbwiki.workers import start_workers, stop_workers
-
-    with services() as settings:
-        deps = _deps()
-        kb = deps.kbs.get_or_create(1, f"linux-doc-{int(time.time())}")
-        log_path = Path(settings.home) / "bench-worker.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        workers = start_workers(args.processes, args.threads, log_path)
-        sampler = RssSampler(workers.pid)
+    kb_name = f"linux-doc-{int(time.time())}"
+    home = Path(os.environ.get("KBWIKI_HOME", ROOT / ".kbwiki"))
+    home.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, open(home / "bench-worker.log", "ab") as log:
+        if args.limit:
+            folder = first_files(folder, args.limit, Path(tmp))
+        worker = subprocess.Popen([*KBWIKI, "worker", "-p", str(args.processes), "-t", str(args.threads)],
+                                  cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        sampler = RssSampler(worker.pid)
         sampler.start()
-        started = time.monotonic()
         try:
-            report = ingest_docs(deps, kb, itertools.islice(iter_folder_docs(folder), args.limit))
-            submitted = time.monotonic() - started
-            print(f"submitted in {submitted:.1f} s: {report.describe().splitlines()[0]}")
-            drained = wait_for_lanes(deps, kb, report.queued, 3600)
+            started, cpu_before = time.monotonic(), psutil.cpu_times()
+            ingest = subprocess.run([*KBWIKI, "ingest", str(folder), "--kb", kb_name, "--wait"], cwd=ROOT)
             elapsed = time.monotonic() - started
+            cpu = psutil.cpu_times()
+            busy = sum(getattr(cpu, f) - getattr(cpu_before, f) for f in ("user", "system", "nice", "irq", "softirq"))
+            status = json.loads(subprocess.run([*KBWIKI, "status", "--kb", kb_name, "--json"], cwd=ROOT,
+                                               check=True, capture_output=True, text=True).stdout)
         finally:
             sampler.stop.set()
-            stop_workers(workers)
-        status = kb_status(deps, kb)
-    print(f"drained: {drained}")
-    print(f"wall time: {elapsed:.1f} s  ({report.queued / elapsed:.2f} docs/s)")
+            worker.terminate()  # the command forwards it; workers finish their messages, then servers stop
+            worker.wait(timeout=120)
+    settled = sum(status["documents"].values())
+    print(f"kbwiki ingest --wait exit code: {ingest.returncode}")
+    print(f"wall time: {elapsed:.1f} s  ({settled / elapsed:.2f} documents settled per second)")
+    print(f"machine CPU busy: {busy:.0f} core-seconds, {busy / elapsed / psutil.cpu_count():.0%} of {psutil.cpu_count()} cores")
     print("pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(status["pages"].items())))
     print(f"links: {status['links']}  documents: {status['documents']}  dead letters: {status['dead_letters']}")
     for pid, peak in sorted(sampler.peaks.items()):
-        role = "main" if pid == workers.pid else "process"
-        print(f"peak RSS pid {pid} ({role}): {peak / 2**20:.0f} MiB")
+        print(f"peak RSS worker process {pid}: {peak / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import threading
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from psycopg import Connection
+from psycopg import Connection, sql
 
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
@@ -106,6 +106,39 @@ def borrow(pool: ConnectionPool, conn: Connection | None) -> AbstractContextMana
     return nullcontext(conn) if conn is not None else pool.connection()
 
 
-def advisory_xact_lock(conn: Connection, key: str) -> None:
-    """Serialize a critical section across processes until ``conn``'s transaction ends."""
-    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (key,))
+def advisory_xact_lock(conn: Connection, key: str, shared: bool = False) -> None:
+    """Serialize a critical section across processes until ``conn``'s transaction ends; ``shared``
+    holders only exclude exclusive ones."""
+    fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    conn.execute(f"SELECT {fn}(hashtextextended(%s, 0))", (key,))
+
+
+#: Tables whose statistics the lookups' plans depend on, and when they count as stale: more rows
+#: changed since the last ANALYZE than STALE_FRACTION of the live rows plus STALE_ROWS (autovacuum's
+#: own rule is 10 % + 50 rows, checked once a minute by default).
+ANALYZED_TABLES = ("wiki_pages", "wiki_title_keys", "wiki_links", "knowledges", "wiki_extractions")
+STALE_FRACTION = 0.2
+STALE_ROWS = 500
+
+
+def refresh_statistics(pool: ConnectionPool, tables: tuple[str, ...] = ANALYZED_TABLES) -> list[str]:
+    """ANALYZE those of ``tables`` whose statistics are stale; returns their names.
+
+    A KB filling up fast outgrows its statistics before autovacuum's next round: a lookup planned
+    for an empty table then joins every row of the table against every phrase (seen during
+    linux-doc ingestion: 0.3-2.7 s per title-key lookup instead of ~10 ms), and a cached plan
+    keeps that shape until the next ANALYZE. ANALYZE reads a fixed-size sample (300 × the
+    statistics target rows), so the cost does not grow with the KB, and the stale rule makes it
+    rarer as tables grow. One session at a time runs it (a try-lock); others skip.
+    """
+    with pool.connection() as conn:
+        if not conn.execute("SELECT pg_try_advisory_xact_lock(hashtextextended('kbwiki-analyze', 0)) AS got"
+                            ).fetchone()["got"]:
+            return []
+        stale = [r["relname"] for r in conn.execute(
+            "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s)"
+            " AND n_mod_since_analyze > %s * n_live_tup + %s ORDER BY relname",
+            (list(tables), STALE_FRACTION, STALE_ROWS))]
+        for table in stale:
+            conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+    return stale

@@ -8,8 +8,8 @@ import uuid
 import pytest
 from psycopg.types.json import Jsonb
 
-from repos.pages import (DELETE_KEYS_SQL, DELETE_LINKS_SQL, SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TRGM_INDEX_ONLY,
-                         WikiPageRepository)
+from repos.pages import (DELETE_KEYS_SQL, DELETE_LINKS_SQL, SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TITLE_MATCHES_SQL,
+                         TRGM_INDEX_ONLY,                          WikiPageRepository)
 from tests.support.pages import make_pages
 
 N_PAGES = 12_000
@@ -55,6 +55,18 @@ def test_similar_title_lookup_uses_the_title_key_trigram_index(pool, big_kb):
     assert title in [p.title for p in found[:2]]  # "methods abstract" has the same trigrams: a tie
     many = WikiPageRepository(pool).similar_titles_many(big_kb, [title, *texts], k=5)
     assert all(text in [p.title.lower() for p in many[text]] for text in texts)
+
+
+def test_title_key_lookup_reaches_pages_through_the_live_slug_index(pool, big_kb):
+    # cross-link sends every phrase of 100 pages (~12,000) at once; only the pages of the keys
+    # that match are read, never a scan of the KB's pages
+    pages = make_pages(big_kb, 30)
+    phrases = [p.title.lower() for p in pages] + [f"no such phrase {i}" for i in range(5000)]
+    plan = _plan(pool, TITLE_MATCHES_SQL, {"kb": big_kb, "phrases": "\n".join(phrases)})
+    assert "uq_wiki_pages_live_slug" in plan
+    assert "Seq Scan on wiki_pages" not in plan
+    found = WikiPageRepository(pool).title_matches(big_kb, phrases)
+    assert {key for key, _ in found} == {p.title.lower() for p in pages}
 
 
 def test_legacy_string_source_refs_are_still_found(pool, big_kb):
