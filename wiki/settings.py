@@ -36,9 +36,10 @@ class Settings(BaseSettings):
     key_prefix: str = Field(default="kbwiki", description="Prefix of kbwiki's own Redis keys.")
 
     ingest_batch_size: int = Field(default=50, ge=1, le=1000, description="Documents per reduce batch.")
-    # Map is CPU-bound Python: more maps in flight than cores only take the GIL from the reduce
-    # and cross-link threads sharing the worker process (reduce batches slowed ~10x at 8).
-    ingest_map_parallel: int = Field(default=3, ge=1, le=256, description="Map ops claimed per KB at once.")
+    # Map is CPU-bound Python, but a slot also waits for the pump and the queue between documents:
+    # on 2 cores linux-doc's first 800 documents took 121 s at 3, 103 s at 6, with less CPU in
+    # all (fuller reduce batches). Many more take the GIL from reduce and cross-link threads.
+    ingest_map_parallel: int = Field(default=6, ge=1, le=256, description="Map ops claimed per KB at once.")
     ingest_reduce_parallel: int = Field(default=4, ge=1, le=64,
                                         description="Cross-link runs (one 100-page op each) of a KB at once.")
     wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
