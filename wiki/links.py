@@ -379,11 +379,14 @@ def candidate_phrases(text: str, max_words: int = 4, limit: int = 2000) -> list[
         return len(out) >= limit
 
     for seg_start, seg_end in _prose_segments(text):
-        window: list[str] = []
+        # the phrases of 1..max_words-1 words ending at the previous word (shortest first), and
+        # how many stop words end the run: an n-gram of no more than that many is only stop words
+        tails: list[str] = []
+        stops = 0
         prev_end = -1
         for m in _TOKEN_RE.finditer(text, seg_start, seg_end):
             if m.lastgroup == "cjk":
-                window = []
+                tails, stops = [], 0
                 run = m.group()
                 if add(run):
                     return list(out)
@@ -394,16 +397,15 @@ def candidate_phrases(text: str, max_words: int = 4, limit: int = 2000) -> list[
                 prev_end = m.end()
                 continue
             word = m.group().lower()
-            if prev_end < 0 or text[prev_end : m.start()].strip() or m.start() == prev_end:
-                window = []
+            if prev_end < 0 or m.start() == prev_end or text[prev_end : m.start()].strip():
+                tails, stops = [], 0
             prev_end = m.end()
-            window = (window + [word])[-max_words:]
-            for n in range(len(window), 0, -1):
-                gram = window[-n:]
-                if all(w in _STOPWORDS for w in gram):
-                    continue
-                if add(" ".join(gram)):
+            grams = [word, *(tail + " " + word for tail in tails)]
+            stops = stops + 1 if word in _STOPWORDS else 0
+            for n in range(len(grams), stops, -1):  # longest first
+                if add(grams[n - 1]):
                     return list(out)
+            tails = grams[: max_words - 1]
             if _WORD_PARTS_RE.search(word):
                 for part in _WORD_PARTS_RE.split(word):
                     if part and part not in _STOPWORDS and add(part):
