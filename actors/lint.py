@@ -132,21 +132,11 @@ def _unlinked_mentions(repo: LintRepository, kb_id: str, page: LintPage,
                        matched: dict[str, list[PageLite]]) -> list[LintIssue]:
     """``checks.unlinked_mentions`` of a walked page, its first lookup answered from the window's batch.
 
-    Later rounds (only on a page with findings) look up the phrases of the linked text: those
-    the page had from the start are answered from ``matched``, new ones (freed room under the
-    phrase limit) are queried, so every round sees what ``--fix``'s per-page query sees.
+    Later rounds (only on a page with findings) look up the phrases of the linked text with
+    ``--fix``'s own per-page query, so every round sees what ``--fix`` sees.
     """
     first = [p for found in matched.values() for p in found]
-    query = _matching_pages(repo, kb_id)
-    original: set[str] | None = None
-
-    def lookup(phrases: Sequence[str]) -> list[PageLite]:
-        nonlocal original
-        if original is None:
-            original = set(candidate_phrases(page.content))
-        new = [p for p in phrases if p not in original]
-        return [p for key in phrases for p in matched.get(key, ())] + (list(query(new)) if new else [])
-
+    lookup = _matching_pages(repo, kb_id)
     return checks.unlinked_mentions(page, first, lookup)
 
 
