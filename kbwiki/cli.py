@@ -19,16 +19,55 @@ import click
 from wiki.settings import Settings, get_settings
 
 
+def checked_settings() -> Settings:
+    """The settings, or a one-line error per bad environment variable (not a pydantic traceback)."""
+    from pydantic import ValidationError
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            var = "DATABASE_URL / REDIS_URL" if field in ("database_url", "redis_url") else f"KBWIKI_{field.upper()}"
+            lines.append(f"bad setting {var}={err.get('input')!r}: {err['msg']}")
+        raise click.ClickException("\n".join(lines)) from None
+
+
+def _reachable(settings: Settings) -> None:
+    """Fail with one clear line when a configured server does not answer within 5 s."""
+    import psycopg
+    import redis
+
+    try:
+        psycopg.connect(settings.database_url, connect_timeout=5).close()
+    except psycopg.Error as exc:
+        raise click.ClickException(f"cannot connect to PostgreSQL (DATABASE_URL): {str(exc).strip()}") from None
+    try:
+        redis.Redis.from_url(settings.redis_url, socket_connect_timeout=5).ping()
+    except (redis.RedisError, ValueError) as exc:
+        raise click.ClickException(f"cannot connect to Redis (REDIS_URL): {exc}") from None
+
+
 @contextlib.contextmanager
 def services() -> Iterator[Settings]:
-    """Settings with servers reachable: the configured ones, or embedded ones started for this command."""
+    """Settings with servers reachable: the configured ones, or embedded ones started for this command.
+
+    Raises ``click.ClickException`` (one line, exit 1) for bad settings, a home folder that
+    cannot be made, or a configured server that does not answer.
+    """
     from kbwiki.services import local_services
     from repos.db import apply_migrations
 
-    base = get_settings()
+    base = checked_settings()
     embedded = not (base.database_url and base.redis_url)
-    with local_services(base) as settings:
+    with contextlib.ExitStack() as stack:
+        try:
+            settings = stack.enter_context(local_services(base))
+        except OSError as exc:  # e.g. KBWIKI_HOME names a file
+            raise click.ClickException(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
         get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        _reachable(settings)
         if embedded:
             apply_migrations(settings.database_url)
         yield settings

@@ -351,8 +351,10 @@ def _redis_start(home: Path) -> dict[str, Any]:
     workdir, log = home / "redis", home / "redis.log"
     workdir.mkdir(exist_ok=True)
     port = _free_port()
-    cmd = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-           "--daemonize", "no", "--dir", str(workdir), "--logfile", str(log)]
+    # Append-only file: messages queued or claimed when the owner stops are there when it starts
+    # again. Without it their lane rows stayed claimed until the recovery sweep (5 minutes).
+    cmd = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+           "--appendfsync", "everysec", "--daemonize", "no", "--dir", str(workdir), "--logfile", str(log)]
     # Own session: a Ctrl-C in the terminal must not kill Redis before the workers using it stop.
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, start_new_session=True)
