@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from wiki.text import BadDocument, document_text, document_title
+import yaml
+
+from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
 #: Folder and module names never read from the standard library: tests, demos with side
 #: effects on import, private helpers and platform build folders.
@@ -27,6 +30,10 @@ MIN_STDLIB_DOC_CHARS = 200
 FOLDER_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt", ".html", ".htm"})
 #: Files larger than this are rejected unread; the ingest cuts documents far below it anyway.
 MAX_FILE_BYTES = 20 * 1024 * 1024
+#: Extensions whose files may open with a YAML front matter block (lower case).
+FRONT_MATTER_EXTENSIONS = frozenset({".md", ".markdown"})
+#: A front-matter title is cut to this many characters (the length of a heading title).
+MAX_TITLE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -40,8 +47,11 @@ class CorpusDoc:
 
 @dataclass(frozen=True)
 class Rejected:
-    """A file that cannot become a document. ``path`` is relative to the folder read (POSIX form);
-    ``reason`` is a short code ("binary", "unsupported type", "too large", "unreadable")."""
+    """A file that cannot become a document. ``path`` is relative to the folder read (POSIX form;
+    bytes of a name that are not UTF-8 shown as ``\\xe9``, so it can always be printed);
+    ``reason`` is a short code ("binary", "unsupported type", "too large", "unreadable") or a
+    sentence saying what to fix ("not UTF-8 text (...); convert it to UTF-8", "file name is not
+    valid UTF-8; rename it", the same for a folder name)."""
 
     path: str
     reason: str
@@ -168,19 +178,125 @@ def _folder_files(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
+def _printable(name: str) -> str:
+    """``name`` with the bytes that were not UTF-8 (surrogate escapes from ``os.walk``) written as
+    ``\\xe9``: a str that encodes to UTF-8, for messages. Valid names come back unchanged."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file system decoding produces
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _bad_name(path: Path, rel: str) -> str | None:
+    """The rejection reason when relative path ``rel`` of ``path`` is not valid UTF-8, else None.
+
+    Such a name reaches Python as lone surrogates, which neither PostgreSQL nor a UTF-8 terminal
+    accepts: it could be neither stored as a ``source_uri`` nor printed.
+    """
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            path.name.encode("utf-8")
+        except UnicodeEncodeError:
+            return "file name is not valid UTF-8; rename it"
+        return "folder name is not valid UTF-8; rename it"
+    return None
+
+
+def decode_strict(data: bytes) -> str:
+    """``data`` as text: UTF-8 (a leading BOM dropped), or UTF-16 when it starts with a UTF-16 BOM.
+
+    Raises ``BadDocument`` whose ``reason`` names the first undecodable byte, its offset in
+    ``data`` and its line, e.g. "not UTF-8 text (invalid byte 0xe9 at offset 5, line 1); convert
+    it to UTF-8": a Latin-1 or cp1252 file decoded leniently would be stored with U+FFFD in
+    place of its accented letters, and guessing the encoding could be silently wrong.
+    """
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:  # offsets count from the start of data, BOM included
+            line = data[: exc.start].decode("utf-16", "replace").count("\n") + 1
+            where = f"{exc.reason} at offset {exc.start}, line {line}"
+            raise BadDocument(f"not UTF-16 text ({where}); convert it to UTF-8") from None
+    skip = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = skip + exc.start
+        line = data.count(b"\n", 0, at) + 1
+        where = f"invalid byte 0x{data[at]:02x} at offset {at}, line {line}"
+        raise BadDocument(f"not UTF-8 text ({where}); convert it to UTF-8") from None
+
+
+# The first line is exactly "---"; the block ends at the first line "---" or "..." (Jekyll, Hugo,
+# Obsidian and Pandoc agree on this); \r? keeps CRLF files working.
+_FRONT_MATTER_RE = re.compile(r"\A---\r?\n(.*?)^(?:---|\.\.\.)\r?(?:\n|\Z)", re.DOTALL | re.MULTILINE)
+
+
+def split_front_matter(text: str) -> tuple[str | None, str]:
+    """(title from the front matter or None, text without it) for Markdown text ``text``.
+
+    A front matter block opens the text (first line ``---``) and is closed by a line ``---`` or
+    ``...``; a ``---`` anywhere later, or an opening one never closed, is left alone. The block is
+    dropped even when it is not valid YAML (it is metadata, not prose). The title is its
+    ``title`` when the block is a YAML mapping whose ``title`` is a string: one line, clean (no
+    controls or lone surrogates), at most ``MAX_TITLE_CHARS``; None when empty. Never raises.
+    """
+    match = _FRONT_MATTER_RE.match(text)
+    if match is None:
+        return None, text
+    body = text[match.end() :]
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: e.g. a date 2023-13-45
+        return None, body
+    title = meta.get("title") if isinstance(meta, dict) else None
+    if not isinstance(title, str):
+        return None, body
+    # YAML escapes can spell any code point ("\udce9", "\0"): clean like the document text.
+    title = cut(" ".join(clean_text(title).split()), MAX_TITLE_CHARS)[0]
+    return title or None, body
+
+
+def _read_doc(path: Path, rel: str, data: bytes) -> CorpusDoc | Rejected:
+    """The document in file ``path`` (bytes ``data``), or why it is rejected."""
+    try:
+        if is_binary(data):  # checked first: a binary file is "binary", not "not UTF-8"
+            raise BadDocument("binary", path.name)
+        decoded = decode_strict(data)
+        title = None
+        if path.suffix.lower() in FRONT_MATTER_EXTENSIONS:
+            title, body = split_front_matter(decoded)
+            if len(body) != len(decoded):
+                data = body.encode("utf-8")  # front matter dropped; document_text reads bytes
+        text = document_text(path.name, data)
+    except BadDocument as exc:
+        return Rejected(rel, exc.reason)
+    return CorpusDoc(title=title or document_title(path.name, text), source_uri=rel, text=text)
+
+
 def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
     """Every document file under ``root`` (a folder, read recursively, or a single file).
 
     Reads ``.md .markdown .rst .txt .html .htm`` files (any case) sorted by relative path, skipping
     hidden files and folders; text and title come from ``wiki.text.document_text`` /
-    ``document_title``. A file that cannot be used yields ``Rejected(path, reason)`` instead of
-    raising: the ``BadDocument`` reason ("binary", ...), "too large" (over ``MAX_FILE_BYTES``)
-    or "unreadable" (an ``OSError``). ``source_uri`` and ``Rejected.path`` are the path relative
-    to ``root`` in POSIX form (the file name when ``root`` is a file).
+    ``document_title``, except that a Markdown file's leading YAML front matter is dropped and its
+    string ``title`` wins (``split_front_matter``). A file that cannot be used yields
+    ``Rejected(path, reason)`` instead of raising: a path that is not valid UTF-8 ("file name is
+    not valid UTF-8; rename it", or "folder name ..."), "too large" (over ``MAX_FILE_BYTES``), "unreadable" (an
+    ``OSError``), "binary", or text that is neither UTF-8 nor UTF-16 with a BOM
+    (``decode_strict``'s reason). ``source_uri`` and ``Rejected.path`` are the path relative to
+    ``root`` in POSIX form (the file name when ``root`` is a file).
     """
     root = Path(root)
     for path in _folder_files(root):
         rel = path.name if root.is_file() else path.relative_to(root).as_posix()
+        bad_name = _bad_name(path, rel)
+        if bad_name:
+            yield Rejected(_printable(rel), bad_name)
+            continue
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
                 yield Rejected(rel, "too large")
@@ -189,9 +305,4 @@ def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
         except OSError:
             yield Rejected(rel, "unreadable")
             continue
-        try:
-            text = document_text(path.name, data)
-        except BadDocument as exc:
-            yield Rejected(rel, exc.reason)
-            continue
-        yield CorpusDoc(title=document_title(path.name, text), source_uri=rel, text=text)
+        yield _read_doc(path, rel, data)

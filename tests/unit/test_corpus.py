@@ -13,7 +13,9 @@ from kbwiki.corpus import (
     Rejected,
     iter_folder_docs,
     iter_stdlib_docs,
+    split_front_matter,
 )
+from wiki.text import document_text, document_title
 
 DOC = '"""{}"""\n'.format("Explains the widget protocol used between producers and consumers. " * 5)
 
@@ -99,7 +101,7 @@ def test_folder_reader(tmp_path: Path) -> None:
     (tmp_path / "page.HTML").write_text(
         "<html><body><h1>Gadget Page</h1><p>Gadgets spin <b>fast</b>.</p></body></html>"
     )
-    (tmp_path / "notes.md").write_bytes(b"# Notes\n\nCaf\xc3\xa9 and caf\xe9 text.\n")
+    (tmp_path / "notes.md").write_bytes(b"# Notes\n\nCaf\xc3\xa9 text.\n")
     (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02binary\x00" * 50)
     (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (tmp_path / ".secret.md").write_text("# Hidden\n")
@@ -123,3 +125,155 @@ def test_folder_reader_accepts_a_single_file(tmp_path: Path) -> None:
     path = tmp_path / "one.md"
     path.write_text("# One\n\nA single document.\n")
     assert list(iter_folder_docs(path)) == [CorpusDoc("One", "one.md", "# One\n\nA single document.")]
+
+
+def _results(root: Path) -> dict[str, CorpusDoc | Rejected]:
+    return {r.source_uri if isinstance(r, CorpusDoc) else r.path: r for r in iter_folder_docs(root)}
+
+
+def test_text_that_is_not_utf8_is_rejected_with_its_position(tmp_path: Path) -> None:
+    # The new-user trial's Latin-1 file: it used to be stored with U+FFFD for each accented letter.
+    (tmp_path / "latin1.md").write_bytes(b"# Caf\xe9 notes\n\nStra\xdfe in M\xfcnchen is a street.\n")
+    (tmp_path / "cp1252.txt").write_bytes(b"Line one\r\nLine two\r\nIt\x92s a quote.\r\n")
+    (tmp_path / "bom_then_latin1.md").write_bytes(b"\xef\xbb\xbf# Caf\xe9\n")
+    (tmp_path / "cut_short.rst").write_bytes("Title\n=====\n\nCaf\u00e9".encode()[:-1])
+    (tmp_path / "lone_surrogate.html").write_bytes(b"<p>\xed\xb3\xa9</p>")  # UTF-8 of U+DCE9
+    (tmp_path / "utf16_lone_surrogate.txt").write_bytes(b"\xff\xfeh\x00i\x00\n\x00\x00\xd8!\x00")
+    (tmp_path / "blob.md").write_bytes(b"\x00\xe9binary\x00" * 50)
+    (tmp_path / "good.md").write_text("# Good\n\nStill read.\n")
+
+    results = _results(tmp_path)
+    fix = "; convert it to UTF-8"
+    assert results["latin1.md"] == Rejected(
+        "latin1.md", "not UTF-8 text (invalid byte 0xe9 at offset 5, line 1)" + fix
+    )
+    assert results["cp1252.txt"] == Rejected(
+        "cp1252.txt", "not UTF-8 text (invalid byte 0x92 at offset 22, line 3)" + fix
+    )
+    # The offset counts from the start of the file, BOM included.
+    assert results["bom_then_latin1.md"] == Rejected(
+        "bom_then_latin1.md", "not UTF-8 text (invalid byte 0xe9 at offset 8, line 1)" + fix
+    )
+    assert results["cut_short.rst"] == Rejected(
+        "cut_short.rst", "not UTF-8 text (invalid byte 0xc3 at offset 16, line 4)" + fix
+    )
+    assert results["lone_surrogate.html"] == Rejected(
+        "lone_surrogate.html", "not UTF-8 text (invalid byte 0xed at offset 3, line 1)" + fix
+    )
+    assert results["utf16_lone_surrogate.txt"] == Rejected(
+        "utf16_lone_surrogate.txt", "not UTF-16 text (illegal UTF-16 surrogate at offset 8, line 2)" + fix
+    )
+    assert results["blob.md"] == Rejected("blob.md", "binary")  # binary is checked first
+    assert results["good.md"] == CorpusDoc("Good", "good.md", "# Good\n\nStill read.")
+
+
+def test_utf8_bom_utf16_and_crlf_still_read(tmp_path: Path) -> None:
+    body = "# Caf\u00e9 notes\r\n\r\nStra\u00dfe in M\u00fcnchen.\r\n"
+    (tmp_path / "bom.md").write_bytes(b"\xef\xbb\xbf" + body.encode())
+    (tmp_path / "crlf.md").write_bytes(body.encode())
+    (tmp_path / "le.md").write_bytes(body.encode("utf-16"))  # with a BOM
+    (tmp_path / "be.md").write_bytes(b"\xfe\xff" + body.encode("utf-16-be"))
+    expected = "# Caf\u00e9 notes\n\nStra\u00dfe in M\u00fcnchen."
+    results = _results(tmp_path)
+    assert list(results) == ["be.md", "bom.md", "crlf.md", "le.md"]
+    for uri, doc in results.items():
+        assert doc == CorpusDoc("Caf\u00e9 notes", uri, expected)
+
+
+def _make(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(data)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system refuses names that are not UTF-8")
+
+
+def test_names_that_are_not_utf8_are_rejected_and_the_rest_is_read(tmp_path: Path) -> None:
+    # The trial's `touch $'caf\xe9.md'`: os.walk gives 'caf\udce9.md', which crashed the ingest
+    # (UnicodeEncodeError storing the source_uri) and lost every file after it.
+    _make(tmp_path / "a.md", b"# A\n\nFirst.\n")
+    _make(tmp_path / "caf\udce9.md", b"# Cafe\n\nLatin-1 name.\n")
+    _make(tmp_path / "d\udce9" / "inner.md", b"# Inner\n\nIn a Latin-1 folder.\n")
+    _make(tmp_path / "z.md", b"# Z\n\nLast.\n")
+
+    results = list(iter_folder_docs(tmp_path))
+    assert results == [
+        CorpusDoc("A", "a.md", "# A\n\nFirst."),
+        Rejected("caf\\xe9.md", "file name is not valid UTF-8; rename it"),
+        Rejected("d\\xe9/inner.md", "folder name is not valid UTF-8; rename it"),
+        CorpusDoc("Z", "z.md", "# Z\n\nLast."),
+    ]
+    for r in results:  # everything can be stored in PostgreSQL and printed
+        for value in (r.title, r.source_uri, r.text) if isinstance(r, CorpusDoc) else (r.path, r.reason):
+            value.encode("utf-8")
+
+
+def test_a_single_file_whose_name_is_not_utf8_is_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "caf\udce9 notes.md"
+    _make(path, b"# Notes\n\nText.\n")
+    assert list(iter_folder_docs(path)) == [
+        Rejected("caf\\xe9 notes.md", "file name is not valid UTF-8; rename it")
+    ]
+
+
+def test_stdlib_module_names_that_are_not_utf8_are_skipped(tmp_path: Path) -> None:
+    # Module names become titles and source URIs: a surrogate is not an identifier character.
+    _make(tmp_path / "caf\udce9.py", DOC.encode())
+    _make(tmp_path / "plain.py", DOC.encode())
+    assert [doc.title for doc in iter_stdlib_docs(tmp_path)] == ["plain"]
+
+
+FRONT_MATTER = "---\ntitle: Front Matter Title\ntags: [alpha, beta]\nauthor: Jane Doe\n---\n\n"
+BODY = "# Heading\n\nBody text about widgets.\n"
+
+
+def test_front_matter_is_dropped_and_gives_the_title(tmp_path: Path) -> None:
+    # The trial's file: the front matter was read as prose ("tags: [alpha, beta]", "Jane Doe").
+    (tmp_path / "trial.md").write_text(FRONT_MATTER + BODY)
+    (tmp_path / "crlf.markdown").write_bytes((FRONT_MATTER + BODY).replace("\n", "\r\n").encode())
+    (tmp_path / "bom.md").write_bytes(b"\xef\xbb\xbf" + (FRONT_MATTER + BODY).encode())
+    (tmp_path / "utf16.md").write_bytes((FRONT_MATTER + BODY).encode("utf-16"))
+    results = _results(tmp_path)
+    for uri in ("trial.md", "crlf.markdown", "bom.md", "utf16.md"):
+        assert results[uri] == CorpusDoc("Front Matter Title", uri, BODY.rstrip()), uri
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "title", "text"),
+    [
+        # Not valid YAML: still metadata, dropped; the title comes from the heading.
+        ("bad_yaml.md", "---\ntitle: [unclosed\n---\n" + BODY, "Heading", BODY),
+        ("bad_date.md", "---\ntitle: X\ndate: 2023-13-45\n---\n" + BODY, "Heading", BODY),
+        # Valid YAML without a string title, or an empty one.
+        ("number.md", "---\ntitle: 2023\n---\n" + BODY, "Heading", BODY),
+        ("list.md", "---\n- a\n- b\n---\n" + BODY, "Heading", BODY),
+        ("empty.md", "---\n---\n" + BODY, "Heading", BODY),
+        ("blank_title.md", "---\ntitle: '  '\n---\n" + BODY, "Heading", BODY),
+        ("no_heading.md", "---\ndraft: true\n...\nJust prose.\n", "no heading", "Just prose.\n"),
+        # A YAML escape cannot smuggle a lone surrogate or a control into the title.
+        ("escapes.md", '---\ntitle: "Caf\\udce9\\0 \\n Notes"\n---\n' + BODY, "Caf Notes", BODY),
+        # Not front matter: kept as it is.
+        ("later.md", BODY + "\n---\ntitle: Later\n---\n", "Heading", BODY + "\n---\ntitle: Later\n---\n"),
+        ("blank_first.md", "\n---\ntitle: X\n---\n" + BODY, None, None),
+        ("unclosed.md", "---\ntitle: X\n\n" + BODY, None, None),
+        ("spaced.md", "--- \ntitle: X\n---\n" + BODY, None, None),
+        ("notes.txt", FRONT_MATTER + BODY, None, None),
+    ],
+)
+def test_front_matter_rules(tmp_path: Path, name: str, content: str, title: str | None, text: str | None) -> None:
+    (tmp_path / name).write_text(content)
+    [doc] = iter_folder_docs(tmp_path)
+    assert isinstance(doc, CorpusDoc)
+    if text is None:  # left alone: read exactly as before front matter was recognised
+        kept = document_text(name, content.encode())
+        assert doc == CorpusDoc(document_title(name, kept), name, kept)
+        assert "title: X" in doc.text or "title: Front Matter Title" in doc.text
+    else:
+        assert doc == CorpusDoc(title, name, text.strip())
+
+
+def test_split_front_matter_cuts_a_long_title() -> None:
+    title, body = split_front_matter("---\ntitle: " + "word " * 100 + "\n---\nBody")
+    assert body == "Body"
+    assert title is not None and len(title) <= 200 and title.startswith("word word")
+    assert split_front_matter("Body\n---\nx: 1\n---\n") == (None, "Body\n---\nx: 1\n---\n")
