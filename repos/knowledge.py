@@ -94,6 +94,28 @@ class KnowledgeBaseRepository:
             conn.execute("UPDATE knowledge_bases SET wiki_config = %s WHERE id = %s", (Jsonb(config), kb_id))
 
 
+#: The live document of a (KB, source_uri), locked until the transaction ends.
+_SELECT_LIVE_DOC_FOR_UPDATE = (
+    "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL"
+    " FOR UPDATE"
+)
+
+#: Insert a new document unless a live one holds its (KB, source_uri): the conflict target is the
+#: partial unique index ``uq_knowledges_kb_source`` of migrations/0002_knowledge.sql (same columns,
+#: same WHERE). A row without source_uri is outside that index and always inserted. Returns no
+#: row on a conflict (after waiting for the conflicting session to commit or roll back).
+_INSERT_DOC_UNLESS_LIVE = (
+    "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash)"
+    " VALUES (%s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (knowledge_base_id, source_uri) WHERE deleted_at IS NULL AND source_uri <> '' DO NOTHING"
+    " RETURNING *"
+)
+
+#: Rounds of read-then-insert before giving up; a round is lost only when another session inserts
+#: the live row after our read and it is deleted again before our next read.
+_UPSERT_ATTEMPTS = 5
+
+
 class KnowledgeRepository:
     """Reads and writes documents (``knowledges`` rows)."""
 
@@ -106,29 +128,39 @@ class KnowledgeRepository:
 
         ``changed`` is False when a live document with the same source_uri already has the same
         content hash and title (re-ingesting it needs no work). Content must already be clean text.
+
+        Safe when several sessions submit the same new source_uri at once: the insert yields to
+        the live row another session committed meanwhile (``ON CONFLICT DO NOTHING`` on
+        ``uq_knowledges_kb_source``, which waits for that session to finish), and that row is then
+        locked, compared and updated like any existing one. Of N identical submissions exactly one
+        reports changed; with different contents the last writer's is stored. The live row stays
+        locked FOR UPDATE until the caller's transaction ends.
         """
         digest = content_hash(content)
         with borrow(self.pool, conn) as c:
-            row = c.execute(
-                "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL"
-                " FOR UPDATE",
-                (kb.id, source_uri),
-            ).fetchone()
-            if row is not None:
-                if row["content_hash"] == digest and row["title"] == title and row["status"] not in ("failed", "deleting"):
-                    return Document.model_validate(row), False
+            for _ in range(_UPSERT_ATTEMPTS):
+                row = c.execute(_SELECT_LIVE_DOC_FOR_UPDATE, (kb.id, source_uri)).fetchone()
+                if row is not None:
+                    if row["content_hash"] == digest and row["title"] == title and row["status"] not in ("failed", "deleting"):
+                        return Document.model_validate(row), False
+                    row = c.execute(
+                        "UPDATE knowledges SET title = %s, content = %s, content_hash = %s, status = 'pending',"
+                        " error = '', updated_at = now() WHERE id = %s RETURNING *",
+                        (title, content, digest, row["id"]),
+                    ).fetchone()
+                    return Document.model_validate(row), True
                 row = c.execute(
-                    "UPDATE knowledges SET title = %s, content = %s, content_hash = %s, status = 'pending',"
-                    " error = '', updated_at = now() WHERE id = %s RETURNING *",
-                    (title, content, digest, row["id"]),
-                ).fetchone()
-            else:
-                row = c.execute(
-                    "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING *",
+                    _INSERT_DOC_UNLESS_LIVE,
                     (str(uuid.uuid4()), kb.tenant_id, kb.id, title, source_uri, content, digest),
                 ).fetchone()
-        return Document.model_validate(row), True
+                if row is not None:
+                    return Document.model_validate(row), True
+                # Another session's live row for this source_uri committed between our read and our
+                # insert: read it again (a fresh snapshot sees it unless it was deleted meanwhile).
+        raise RuntimeError(
+            f"could not store document {source_uri!r} of KB {kb.id}: its live row kept changing under"
+            f" {_UPSERT_ATTEMPTS} attempts"
+        )
 
     def get(self, knowledge_id: str) -> Document | None:
         """The document, deleted ones included, or None."""
@@ -212,3 +244,23 @@ class KnowledgeRepository:
                 (kb_id,),
             ).fetchall()
         return {r["status"]: r["n"] for r in rows}
+
+    def sample_not_written(self, kb_id: str, limit: int = 10) -> list[dict]:
+        """Up to ``limit`` live documents of the KB in status ``skipped`` or ``failed``, failed first,
+        then by source_uri: ``[{"status", "source_uri", "title", "reason"}]`` with ``reason`` the
+        stored ``error`` cut to 500 characters.
+
+        Reads only these columns (never ``content``) and returns at most ``limit`` rows: the KB's
+        rows come from ``idx_knowledges_kb`` and a top-N sort keeps ``limit`` of them in memory.
+        Raises ValueError when ``limit`` < 0.
+        """
+        if limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT status, source_uri, title, left(error, 500) AS reason FROM knowledges"
+                " WHERE knowledge_base_id = %s AND status IN ('failed', 'skipped') AND deleted_at IS NULL"
+                " ORDER BY status, source_uri, id LIMIT %s",
+                (kb_id, limit),
+            ).fetchall()
+        return [dict(r) for r in rows]
