@@ -172,8 +172,9 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) ->
 @tenant_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(kb_name: str, tenant: int, as_json: bool) -> None:
-    """Pages by type, links, orphans, dead links, rows per lane and dead letters of a KB."""
-    from kbwiki.status import kb_status
+    """Pages by type, links, orphans, dead links, rows per lane and dead letters of a KB, and
+    up to 10 skipped or failed documents with the reason."""
+    from kbwiki.status import kb_status, status_lines
 
     with services():
         deps = _deps()
@@ -181,11 +182,8 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
-    for section, values in report.items():
-        if isinstance(values, dict):
-            click.echo(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values else f"{section}: none")
-        else:
-            click.echo(f"{section}: {values}")
+    for line in status_lines(report):
+        click.echo(line)
 
 
 @main.command()

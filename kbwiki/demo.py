@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,4 +48,17 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
                f"dead links: {status['links']['dead_links']}")
     click.echo(f"vault: {out_dir}/ files={pages} links={vault.links} dead links={vault.dead}")
     click.echo(f"dead letters: {status['dead_letters']}  time: {elapsed:.1f} s")
+    not_written = not_written_summary(status, kb_name)
+    if not_written:
+        click.echo(not_written)
     return 0 if vault.dead == 0 and status["links"]["dead_links"] == 0 else 1
+
+
+def not_written_summary(status: dict, kb_name: str) -> str:
+    """One line naming the skipped and failed document counts of a ``kb_status`` report and where
+    to read the reasons, or "" when every document was written."""
+    counts = {k: status["documents"].get(k, 0) for k in ("skipped", "failed")}
+    if not any(counts.values()):
+        return ""
+    shown = ", ".join(f"{k}={v}" for k, v in counts.items() if v)
+    return f"documents not written: {shown} (reasons: kbwiki status --kb {shlex.quote(kb_name)})"

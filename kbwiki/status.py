@@ -1,4 +1,5 @@
-"""The numbers an operator looks at first: pages, links, orphans, lanes, dead letters."""
+"""The numbers an operator looks at first: pages, links, orphans, lanes, dead letters, and why
+documents were not written."""
 
 from __future__ import annotations
 
@@ -9,16 +10,60 @@ from wiki.models import KnowledgeBase
 if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
     from actors.deps import Deps
 
+#: Skipped or failed documents shown with their reason; the rest are only counted.
+NOT_WRITTEN_SAMPLE = 10
+_NOT_WRITTEN = ("skipped", "failed")
+_REASON_CHARS = 200
+
 
 def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
-    """A JSON-ready report of one KB: pages by type, link stats, documents by status, lane rows, dead letters."""
+    """A JSON-ready report of one KB: pages by type, link stats, documents by status, lane rows,
+    dead letters, and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
+    ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
+    the number of further ones."""
     from actors.lanes import SCOPE_KB
 
+    documents = deps.docs.count_by_status(kb.id)
+    sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
+    total = sum(documents.get(s, 0) for s in _NOT_WRITTEN)
     return {
         "knowledge_base": {"name": kb.name, "id": kb.id, "tenant_id": kb.tenant_id},
         "pages": deps.pages.counts_by_type(kb.id),
         "links": deps.pages.link_stats(kb.id),
-        "documents": deps.docs.count_by_status(kb.id),
+        "documents": documents,
         "lanes": deps.ops.counts_by_lane(SCOPE_KB, kb.id),
         "dead_letters": deps.dead_letters.count(scope=SCOPE_KB, scope_id=kb.id),
+        "not_written": sample,
+        # Counts and sample are two reads: a document changing in between must not make this negative.
+        "not_written_more": max(0, total - len(sample)),
     }
+
+
+def _one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``limit`` characters with "..."."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def status_lines(report: dict) -> list[str]:
+    """The text form of a ``kb_status`` report: one ``section: key=value, ...`` line per count
+    section, then the not-written sample, one ``  <status> <source_uri>: <reason>`` line each
+    (the title when there is no source_uri), and ``  ... and N more`` when it was cut."""
+    lines = []
+    for section, values in report.items():
+        if section in ("not_written", "not_written_more"):
+            continue
+        if isinstance(values, dict):
+            lines.append(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values
+                         else f"{section}: none")
+        else:
+            lines.append(f"{section}: {values}")
+    sample, more = report.get("not_written", []), report.get("not_written_more", 0)
+    if sample or more:
+        lines.append("not written:")
+        for doc in sample:
+            reason = _one_line(doc["reason"], _REASON_CHARS) or "(no reason recorded)"
+            lines.append(f"  {doc['status']} {doc['source_uri'] or doc['title']}: {reason}")
+        if more:
+            lines.append(f"  ... and {more} more")
+    return lines

