@@ -49,12 +49,22 @@ def _reachable(settings: Settings) -> None:
         raise click.ClickException(f"cannot connect to Redis (REDIS_URL): {exc}") from None
 
 
+def _server_gone() -> tuple[type[BaseException], ...]:
+    """The errors of a server that stopped or became unreachable while a command ran."""
+    import psycopg
+    import psycopg_pool
+    import redis
+
+    return psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
+
+
 @contextlib.contextmanager
 def services() -> Iterator[Settings]:
     """Settings with servers reachable: the configured ones, or embedded ones started for this command.
 
     Raises ``click.ClickException`` (one line, exit 1) for bad settings, a home folder that
-    cannot be made, or a configured server that does not answer.
+    cannot be made, a configured server that does not answer, or a server that goes away while
+    the command runs (the worker owning the local servers was stopped).
     """
     from kbwiki.services import local_services
     from repos.db import apply_migrations
@@ -70,7 +80,13 @@ def services() -> Iterator[Settings]:
         _reachable(settings)
         if embedded:
             apply_migrations(settings.database_url)
-        yield settings
+        try:
+            yield settings
+        except _server_gone() as exc:
+            raise click.ClickException(
+                f"the servers went away ({type(exc).__name__}: {str(exc).strip().splitlines()[0]}); was the worker"
+                " that owns the local servers stopped? Work queued so far is kept: start `kbwiki worker` and check"
+                " `kbwiki status`") from None
 
 
 def _deps():

@@ -35,3 +35,19 @@ def test_a_home_that_is_a_file_is_a_clear_error(tmp_path):
     (tmp_path / "home").write_text("not a folder")
     out = _run(tmp_path, KBWIKI_HOME=str(tmp_path / "home"))
     assert out.returncode == 1 and "cannot use KBWIKI_HOME=" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_servers_going_away_mid_command_is_one_line(database_url, monkeypatch):
+    import click
+    import psycopg
+
+    from kbwiki import cli
+    from wiki.settings import get_settings
+
+    monkeypatch.setenv("DATABASE_URL", database_url)  # with both URLs set no server is started
+    get_settings.cache_clear()
+    with pytest.raises(click.ClickException, match="the servers went away") as caught:
+        with cli.services():
+            raise psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+    assert "kbwiki worker" in caught.value.message
+    get_settings.cache_clear()
