@@ -128,7 +128,7 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
         fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version
                  and targets[slug] <= live]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
-        deps.pages.save_many(fresh, conn=conn)
+        deps.pages.save_many(fresh, conn=conn, out_links=targets)
         enqueue_touched(deps, kb, busy, conn=conn)
     result.rewritten, result.busy = len(fresh), len(busy)
     return result

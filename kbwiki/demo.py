@@ -12,7 +12,7 @@ import click
 from kbwiki.corpus import iter_stdlib_docs
 from kbwiki.export import export_vault
 from kbwiki.ingest import ingest_docs, wait_for_lanes
-from kbwiki.status import kb_status
+from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers
 
@@ -57,7 +57,7 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
 def not_written_summary(status: dict, kb_name: str) -> str:
     """One line naming the skipped and failed document counts of a ``kb_status`` report and where
     to read the reasons, or "" when every document was written."""
-    counts = {k: status["documents"].get(k, 0) for k in ("skipped", "failed")}
+    counts = {k: status["documents"].get(k, 0) for k in NOT_WRITTEN_STATUSES}
     if not any(counts.values()):
         return ""
     shown = ", ".join(f"{k}={v}" for k, v in counts.items() if v)

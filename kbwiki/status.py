@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # importing actors builds the broker: only once the servers a
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
 NOT_WRITTEN_SAMPLE = 10
-_NOT_WRITTEN = ("skipped", "failed")
+NOT_WRITTEN_STATUSES = ("skipped", "failed")  # document statuses that wrote no page
 _REASON_CHARS = 200
 
 
@@ -25,7 +25,7 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
 
     documents = deps.docs.count_by_status(kb.id)
     sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
-    total = sum(documents.get(s, 0) for s in _NOT_WRITTEN)
+    total = sum(documents.get(s, 0) for s in NOT_WRITTEN_STATUSES)
     return {
         "knowledge_base": {"name": kb.name, "id": kb.id, "tenant_id": kb.tenant_id},
         "pages": deps.pages.counts_by_type(kb.id),

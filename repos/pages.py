@@ -7,7 +7,7 @@ plain queries over ``wiki_links``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
@@ -43,8 +43,8 @@ SIMILAR_TITLES_SQL = (
     " JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = m.slug AND p.deleted_at IS NULL"
     " ORDER BY q.i, m.score DESC, m.slug"
 )
-# For each document id of a batch, the live pages citing it: containment on the jsonb_path_ops GIN
-# index, or the legacy "<id>|<title>" string form through the to_tsvector GIN index.
+# The live entity/concept pages whose title keys are among a newline-joined set of phrases
+# (see WikiPageRepository.title_matches).
 TITLE_MATCHES_SQL = (
     "WITH m AS MATERIALIZED (SELECT k.key, k.slug FROM unnest(string_to_array(%(phrases)s, E'\\n')) AS q(key)"
     "  JOIN wiki_title_keys k ON k.key = q.key AND k.knowledge_base_id = %(kb)s)"
@@ -52,6 +52,8 @@ TITLE_MATCHES_SQL = (
     " FROM m JOIN wiki_pages p ON p.slug = m.slug"
     " WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL AND p.slug = ANY(ARRAY(SELECT slug FROM m))"
 )
+# For each document id of a batch, the live pages citing it: containment on the jsonb_path_ops GIN
+# index, or the legacy "<id>|<title>" string form through the to_tsvector GIN index.
 SLUGS_BY_SOURCE_SQL = (
     "SELECT k.kid, p.slug FROM unnest(string_to_array(%(kids)s, E'\\n'), string_to_array(%(legacy)s, E'\\n'))"
     " AS k(kid, legacy)"
@@ -305,10 +307,12 @@ class WikiPageRepository:
         """Insert or update one live page: :meth:`save_many`; returns it with its stored version."""
         return page.model_copy(update={"version": self.save_many([page], conn=conn)[page.slug]})
 
-    def save_many(self, pages: Iterable[Page], conn: Connection | None = None) -> dict[str, int]:
+    def save_many(self, pages: Iterable[Page], conn: Connection | None = None,
+                  out_links: Mapping[str, set[str]] | None = None) -> dict[str, int]:
         """Insert or update the live pages of one KB at their slugs (version + 1 on update) and
         rewrite their out-links and title keys, in one transaction and five statements whatever
-        their number. Returns {slug: stored version}.
+        their number. Returns {slug: stored version}. ``out_links``: {slug: ``out_link_slugs`` of
+        its content} for pages whose links the caller already parsed (the others are parsed here).
 
         Raises ValueError when the pages belong to several KBs or two share a slug.
         """
@@ -324,7 +328,10 @@ class WikiPageRepository:
                  "page_type": p.page_type, "status": p.status, "content": p.content, "summary": p.summary,
                  "aliases": p.aliases, "source_refs": [r.model_dump() for r in p.source_refs], "facts": p.facts}
                 for p in pages]
-        links = sorted({(p.slug, t) for p in pages for t in out_link_slugs(p.content) if t != p.slug})
+        out_links = out_links or {}
+        links = sorted({(p.slug, t) for p in pages
+                        for t in (out_links[p.slug] if p.slug in out_links else out_link_slugs(p.content))
+                        if t != p.slug})
         keys = sorted({(p.slug, key) for p in pages for key in _title_keys(p)})
         with borrow(self.pool, conn) as c:
             versions = {r["slug"]: r["version"] for r in c.execute(UPSERT_PAGES_SQL, (Jsonb(rows),)).fetchall()}

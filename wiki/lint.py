@@ -9,7 +9,6 @@ check returns ``LintIssue`` values; ``LintTally`` keeps counters and at most
 from __future__ import annotations
 
 import math
-
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime

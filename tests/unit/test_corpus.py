@@ -143,26 +143,17 @@ def test_text_that_is_not_utf8_is_rejected_with_its_position(tmp_path: Path) -> 
     (tmp_path / "good.md").write_text("# Good\n\nStill read.\n")
 
     results = _results(tmp_path)
-    fix = "; convert it to UTF-8"
-    assert results["latin1.md"] == Rejected(
-        "latin1.md", "not UTF-8 text (invalid byte 0xe9 at offset 5, line 1)" + fix
-    )
-    assert results["cp1252.txt"] == Rejected(
-        "cp1252.txt", "not UTF-8 text (invalid byte 0x92 at offset 22, line 3)" + fix
-    )
-    # The offset counts from the start of the file, BOM included.
-    assert results["bom_then_latin1.md"] == Rejected(
-        "bom_then_latin1.md", "not UTF-8 text (invalid byte 0xe9 at offset 8, line 1)" + fix
-    )
-    assert results["cut_short.rst"] == Rejected(
-        "cut_short.rst", "not UTF-8 text (invalid byte 0xc3 at offset 16, line 4)" + fix
-    )
-    assert results["lone_surrogate.html"] == Rejected(
-        "lone_surrogate.html", "not UTF-8 text (invalid byte 0xed at offset 3, line 1)" + fix
-    )
-    assert results["utf16_lone_surrogate.txt"] == Rejected(
-        "utf16_lone_surrogate.txt", "not UTF-16 text (illegal UTF-16 surrogate at offset 8, line 2)" + fix
-    )
+    where = {
+        "latin1.md": "not UTF-8 text (invalid byte 0xe9 at offset 5, line 1)",
+        "cp1252.txt": "not UTF-8 text (invalid byte 0x92 at offset 22, line 3)",
+        # The offset counts from the start of the file, BOM included.
+        "bom_then_latin1.md": "not UTF-8 text (invalid byte 0xe9 at offset 8, line 1)",
+        "cut_short.rst": "not UTF-8 text (invalid byte 0xc3 at offset 16, line 4)",
+        "lone_surrogate.html": "not UTF-8 text (invalid byte 0xed at offset 3, line 1)",
+        "utf16_lone_surrogate.txt": "not UTF-16 text (illegal UTF-16 surrogate at offset 8, line 2)",
+    }
+    for name, problem in where.items():
+        assert results[name] == Rejected(name, problem + "; convert it to UTF-8")
     assert results["blob.md"] == Rejected("blob.md", "binary")  # binary is checked first
     assert results["good.md"] == CorpusDoc("Good", "good.md", "# Good\n\nStill read.")
 
