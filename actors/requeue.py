@@ -44,15 +44,16 @@ class RequeueRefused(RuntimeError):
     """The dead letter cannot be requeued as stored; it is kept. The message says why."""
 
 
-def requeue_dead_letter(deps: Deps, dead_letter_id: int) -> str:
+def requeue_dead_letter(deps: Deps, dead_letter_id: int, *, tenant_id: int | None) -> str:
     """Requeue one dead letter and delete it; returns ``"reinserted"`` (wiki op) or ``"resent"`` (message).
 
-    Raises ``DeadLetterNotFound`` when the row is gone (also when a concurrent requeue of the same
-    row won) and ``RequeueRefused`` when its KB is deleted or foreign, its payload is not an op or
+    ``tenant_id`` confines it to that tenant's dead letters (None: any tenant's). Raises
+    ``DeadLetterNotFound`` when the row is gone or another tenant's (also when a concurrent
+    requeue of the same row won) and ``RequeueRefused`` when its KB is deleted or foreign, its payload is not an op or
     a message, or its actor is not declared on the broker. Broker and database errors propagate;
     in every failure the dead letter is kept.
     """
-    row = deps.dead_letters.get(dead_letter_id)
+    row = deps.dead_letters.get(dead_letter_id, tenant_id=tenant_id)
     if row is None:
         raise DeadLetterNotFound(f"no dead letter {dead_letter_id}")
     if row.task_type == INGEST:
@@ -69,7 +70,7 @@ def _reinsert_wiki_op(deps: Deps, row: DeadLetter) -> str:
     payload = op.get("payload") if isinstance(op.get("payload"), dict) else {}
     with deps.pool.connection() as conn:
         # Delete first: the row lock makes a concurrent requeue of the same letter wait, then find nothing.
-        if not deps.dead_letters.delete(row.id, conn=conn):
+        if not deps.dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
             raise DeadLetterNotFound(f"no dead letter {row.id}")
         new = deps.ops.enqueue_if_kb_active(
             tenant_id=row.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=row.scope_id, op=kind,
@@ -104,7 +105,7 @@ def _resend_message(deps: Deps, row: DeadLetter) -> str:
     broker.enqueue(message)
     # Only after the send: a failed send keeps the row. Losing a race here at worst sends twice,
     # which idempotent actors absorb.
-    deps.dead_letters.delete(row.id)
+    deps.dead_letters.delete(row.id, tenant_id=row.tenant_id)
     log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type, actor=actor_name,
              message_id=message.message_id)
     return RESENT

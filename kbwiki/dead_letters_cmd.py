@@ -1,6 +1,8 @@
 """``kbwiki dead-letters list|show|requeue|purge``: triage work that failed for good.
 
-Filters shared by ``list``, ``requeue --all`` and ``purge``: ``--kb NAME`` (with ``--tenant``),
+Every subcommand reads and deletes only the dead letters of ``--tenant`` (default 1; tenant 0
+holds messages that named no tenant), whether by id, by filter or with ``--all``.
+Filters shared by ``list``, ``requeue --all`` and ``purge``: ``--kb NAME`` (a KB of the tenant),
 ``--task-type`` (an actor name, or ``wiki:ingest`` for documents out of retry budget) and
 ``--since`` (an ISO date/time, naive meaning UTC like the logs, or an age such as ``30m``,
 ``2h``, ``3d``, ``1w``).
@@ -47,20 +49,23 @@ class SinceType(click.ParamType):
 
 @dataclass(frozen=True)
 class Filters:
-    """The dead-letter filters of one command line, as ``TaskDeadLetterRepository.list`` takes them."""
+    """The tenant and dead-letter filters of one command line, as ``TaskDeadLetterRepository.list`` takes them."""
 
+    tenant_id: int
     scope: str | None = None
     scope_id: str | None = None
     task_type: str | None = None
     since: datetime | None = None
 
     def as_kwargs(self) -> dict:
-        return {"scope": self.scope, "scope_id": self.scope_id, "task_type": self.task_type, "since": self.since}
+        return {"tenant_id": self.tenant_id, "scope": self.scope, "scope_id": self.scope_id,
+                "task_type": self.task_type, "since": self.since}
 
 
 def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, since: datetime | None) -> Filters:
     kb_id = _kb(deps, tenant, kb_name).id if kb_name else None
-    return Filters(scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type, since=since)
+    return Filters(tenant_id=tenant, scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type,
+                   since=since)
 
 
 def error_headline(error: str) -> str:
@@ -119,12 +124,13 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
 
 @dead_letters.command("show")
 @click.argument("dead_letter_id", type=int)
-def show_cmd(dead_letter_id: int) -> None:
+@tenant_option
+def show_cmd(dead_letter_id: int, tenant: int) -> None:
     """Every field of one dead letter: the payload as JSON and the whole error."""
     with services():
-        row = _deps().dead_letters.get(dead_letter_id)
+        row = _deps().dead_letters.get(dead_letter_id, tenant_id=tenant)
     if row is None:
-        raise click.ClickException(f"no dead letter {dead_letter_id}")
+        raise click.ClickException(f"no dead letter {dead_letter_id} of tenant {tenant}")
     for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
         value = getattr(row, field)
         click.echo(f"{field}: {value.isoformat() if isinstance(value, datetime) else value}")
@@ -160,7 +166,7 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
         targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:
             try:
-                outcome = requeue_dead_letter(deps, dead_letter_id)
+                outcome = requeue_dead_letter(deps, dead_letter_id, tenant_id=tenant)
             except (DeadLetterNotFound, RequeueRefused) as exc:
                 failed += 1
                 click.echo(f"{dead_letter_id}\tnot requeued: {exc}", err=True)
@@ -192,7 +198,7 @@ def _matching_ids(deps, filters: Filters) -> list[int]:
 @type_filter
 @since_filter
 def purge_cmd(ids, everything, kb_name, tenant, task_type, since) -> None:
-    """Delete dead letters: by ID, by filters, or every one with --all. Needs at least one of them."""
+    """Delete the tenant's dead letters: by ID, by filters, or every one with --all. Needs at least one of them."""
     if not (ids or everything or kb_name or task_type or since):
         raise click.UsageError("purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all;"
                                " nothing was deleted")

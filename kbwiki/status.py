@@ -32,7 +32,7 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
         "links": deps.pages.link_stats(kb.id),
         "documents": documents,
         "lanes": deps.ops.counts_by_lane(SCOPE_KB, kb.id),
-        "dead_letters": deps.dead_letters.count(scope=SCOPE_KB, scope_id=kb.id),
+        "dead_letters": deps.dead_letters.count(tenant_id=kb.tenant_id, scope=SCOPE_KB, scope_id=kb.id),
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
         "not_written_more": max(0, total - len(sample)),

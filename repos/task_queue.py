@@ -487,6 +487,7 @@ class TaskDeadLetterRepository:
     def list(
         self,
         *,
+        tenant_id: int | None,
         scope: str | None = None,
         scope_id: str | None = None,
         task_type: str | None = None,
@@ -496,11 +497,14 @@ class TaskDeadLetterRepository:
     ) -> list[DeadLetter]:
         """One page of dead letters, newest first (id descending), filtered by the given fields.
 
-        ``cursor`` is the last id of the previous page (rows with a smaller id follow); ``since``
-        keeps rows with ``failed_at >= since``; ``limit`` is clamped to 1..200. Raises ValueError
-        when ``cursor`` is not a positive integer.
+        ``tenant_id`` keeps that tenant's rows only (None: every tenant's, for operators of the
+        whole deployment; 0 is the tenant of messages that named none). ``cursor`` is the last id
+        of the previous page (rows with a smaller id follow); ``since`` keeps rows with
+        ``failed_at >= since``; ``limit`` is clamped to 1..200. Raises ValueError when ``cursor``
+        is not a positive integer.
         """
         conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
+        _tenant_condition(tenant_id, conditions, params)
         if cursor is not None:
             conditions.append(sql.SQL("id < %s"))
             params.append(_parse_cursor(cursor))
@@ -511,24 +515,33 @@ class TaskDeadLetterRepository:
             rows = conn.execute(query, params).fetchall()
         return [DeadLetter.model_validate(r) for r in rows]
 
-    def get(self, id: int) -> DeadLetter | None:
-        """The dead letter with this id, or None."""
+    def get(self, id: int, *, tenant_id: int | None) -> DeadLetter | None:
+        """The dead letter with this id, or None (also when it belongs to another tenant than
+        ``tenant_id``; None: any tenant)."""
+        conditions, params = [sql.SQL("id = %s")], [int(id)]
+        _tenant_condition(tenant_id, conditions, params)
+        query = sql.SQL("SELECT * FROM task_dead_letters WHERE {}").format(sql.SQL(" AND ").join(conditions))
         with self.pool.connection() as conn:
-            row = conn.execute("SELECT * FROM task_dead_letters WHERE id = %s", (int(id),)).fetchone()
+            row = conn.execute(query, params).fetchone()
         return DeadLetter.model_validate(row) if row else None
 
-    def delete(self, id: int, conn: Connection | None = None) -> bool:
-        """Delete one dead letter (after it was re-sent or dismissed); False when it was already gone.
+    def delete(self, id: int, *, tenant_id: int | None, conn: Connection | None = None) -> bool:
+        """Delete one dead letter (after it was re-sent or dismissed); False when it was already gone
+        or belongs to another tenant than ``tenant_id`` (None: any tenant).
 
         With ``conn`` the row stays locked until the caller's transaction ends, so of two concurrent
         callers exactly one gets True.
         """
+        conditions, params = [sql.SQL("id = %s")], [int(id)]
+        _tenant_condition(tenant_id, conditions, params)
+        query = sql.SQL("DELETE FROM task_dead_letters WHERE {}").format(sql.SQL(" AND ").join(conditions))
         with borrow(self.pool, conn) as c:
-            return c.execute("DELETE FROM task_dead_letters WHERE id = %s", (int(id),)).rowcount > 0
+            return c.execute(query, params).rowcount > 0
 
     def purge(
         self,
         *,
+        tenant_id: int | None,
         ids: Sequence[int] | None = None,
         scope: str | None = None,
         scope_id: str | None = None,
@@ -538,9 +551,11 @@ class TaskDeadLetterRepository:
     ) -> int:
         """Delete the dead letters matching every given filter; returns rows deleted.
 
-        ``ids`` restricts to those ids (an empty list deletes nothing); the other filters are those
-        of ``list``. Raises ValueError, deleting nothing, when no filter is given and ``everything``
-        is False: no filter must never silently mean "every row".
+        ``tenant_id`` confines every form (ids and ``everything`` included) to that tenant's rows
+        (None: every tenant's); it is a scope, not a filter. ``ids`` restricts to those ids (an
+        empty list deletes nothing); the other filters are those of ``list``. Raises ValueError,
+        deleting nothing, when no filter is given and ``everything`` is False: no filter must never
+        silently mean "every row".
         """
         conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
         if ids is not None:
@@ -548,6 +563,7 @@ class TaskDeadLetterRepository:
             params.append(_ids(ids))
         if not conditions and not everything:
             raise ValueError("purge needs a filter (ids, scope, task_type or since) or everything=True")
+        _tenant_condition(tenant_id, conditions, params)
         where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
         with self.pool.connection() as conn:
             return conn.execute(sql.SQL("DELETE FROM task_dead_letters{}").format(where), params).rowcount
@@ -584,14 +600,10 @@ class TaskDeadLetterRepository:
             ).fetchone()
         return DeadLetter.model_validate(row)
 
-    def count(self, scope: str | None = None, scope_id: str | None = None) -> int:
-        """Dead letters in total, or of a scope (and scope_id) when given."""
-        conditions: list[sql.Composable] = []
-        params: list[Any] = []
-        for column, value in (("scope", scope), ("scope_id", scope_id)):
-            if value is not None:
-                conditions.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-                params.append(value)
+    def count(self, *, tenant_id: int | None, scope: str | None = None, scope_id: str | None = None) -> int:
+        """Dead letters of ``tenant_id`` (None: every tenant), of a scope (and scope_id) when given."""
+        conditions, params = _dead_letter_filters(scope, scope_id, None, None)
+        _tenant_condition(tenant_id, conditions, params)
         where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
         with self.pool.connection() as conn:
             row = conn.execute(sql.SQL("SELECT count(*) AS n FROM task_dead_letters{}").format(where), params).fetchone()
@@ -612,6 +624,13 @@ def _dead_letter_filters(
         conditions.append(sql.SQL("failed_at >= %s"))
         params.append(since)
     return conditions, params
+
+
+def _tenant_condition(tenant_id: int | None, conditions: list[sql.Composable], params: list[Any]) -> None:
+    """Confine a dead-letter statement to one tenant's rows (None: leave it across tenants)."""
+    if tenant_id is not None:
+        conditions.append(sql.SQL("tenant_id = %s"))
+        params.append(int(tenant_id))
 
 
 def _parse_cursor(cursor: int | str) -> int:

@@ -75,7 +75,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
 
     budget = deps.settings.wiki_max_fail_retries
     assert budget == 5
-    [letter] = deps.dead_letters.list(scope=SCOPE_KB, scope_id=kb.id)
+    [letter] = deps.dead_letters.list(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id)
     assert (letter.task_type, letter.scope, letter.scope_id, letter.related_id, letter.tenant_id) == (
         INGEST, "knowledge_base", kb.id, poison_id, 1)
     assert letter.fail_count == budget + 1 == poisoned.poison_calls
@@ -94,10 +94,10 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
 
     # Once the extractor is fixed, requeueing the letter finishes the document with no other step.
     poisoned.broken = False
-    assert requeue_dead_letter(deps, letter.id) == "reinserted"
-    assert deps.dead_letters.get(letter.id) is None
+    assert requeue_dead_letter(deps, letter.id, tenant_id=kb.tenant_id) == "reinserted"
+    assert deps.dead_letters.get(letter.id, tenant_id=None) is None
     wait_until(lambda: deps.docs.get(poison_id).status == "done" and lane_rows(deps, kb.id) == 0, 60,
                "the requeued document written")
     assert deps.pages.counts_by_type(kb.id)["summary"] == len(TITLES)
-    assert deps.dead_letters.count(scope=SCOPE_KB, scope_id=kb.id) == 0
+    assert deps.dead_letters.count(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id) == 0
     assert poisoned.poison_calls == budget + 1

@@ -129,4 +129,4 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
         assert "summary" in {p.page_type for p in pages.values()}, kid
     assert deps.pages.counts_by_type(kb.id)["summary"] == DOCS
     assert claims() == 0
-    assert deps.dead_letters.count(scope=SCOPE_KB, scope_id=kb.id) == 0
+    assert deps.dead_letters.count(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id) == 0

@@ -107,13 +107,13 @@ def test_no_row_for_an_attempt_that_will_be_retried_then_one_when_exhausted(brok
     message = _proxy(name, kwargs={"knowledge_base_id": "kb1", "tenant_id": 2, "knowledge_id": "doc-9"},
                      options={"retries": 1})
     _run_attempt(broker, message, _raised(RuntimeError("first")))
-    assert not message.failed and dead.count() == 0
+    assert not message.failed and dead.count(tenant_id=None) == 0
 
     message = _proxy(name, kwargs={"knowledge_base_id": "kb1", "tenant_id": 2, "knowledge_id": "doc-9"},
                      options={"retries": 2})
     _run_attempt(broker, message, _raised(RuntimeError("last straw")))
     assert message.failed
-    [row] = dead.list()
+    [row] = dead.list(tenant_id=None)
     assert (row.task_type, row.scope, row.scope_id, row.related_id, row.tenant_id) == (
         name, "knowledge_base", "kb1", "doc-9", 2)
     assert row.fail_count == 3
@@ -127,7 +127,7 @@ def test_last_error_is_truncated_to_8_kib_with_suffix(broker, dead):
     message.stuff_exception(_raised(ValueError("ü" * 10_000)))
     message.fail()
     mw.after_nack(broker, message)
-    [row] = dead.list()
+    [row] = dead.list(tenant_id=None)
     assert len(row.last_error.encode("utf-8")) <= ERROR_LIMIT_BYTES
     assert len(row.last_error.encode("utf-8")) > ERROR_LIMIT_BYTES - 8
     assert row.last_error.startswith("ValueError: ü") and row.last_error.endswith(TRUNCATED_SUFFIX)
@@ -152,7 +152,7 @@ def test_insert_failure_is_logged_and_never_raised(dead):
             assert logs[0]["message_id"] == message.message_id
     finally:
         unreachable.close()
-    assert dead.count() == 0
+    assert dead.count(tenant_id=None) == 0
 
 
 def test_the_pool_factory_is_called_lazily_once(dead):
@@ -170,8 +170,8 @@ def test_the_pool_factory_is_called_lazily_once(dead):
         with capture_logs() as logs:
             mw.after_nack(None, message)
         assert logs[0]["event"] == "dead_letter.recorded" and logs[0]["scope"] == "knowledge"
-        assert logs[0]["dead_letter_id"] == dead.list(limit=1)[0].id
-    assert calls == [1] and dead.count(scope="knowledge", scope_id="d1") == 2
+        assert logs[0]["dead_letter_id"] == dead.list(tenant_id=None, limit=1)[0].id
+    assert calls == [1] and dead.count(tenant_id=None, scope="knowledge", scope_id="d1") == 2
 
 
 # ---- end to end: real RedisBroker and Worker ---------------------------------------------------
@@ -211,12 +211,12 @@ def test_worker_dead_letters_exhausted_skipped_and_unknown_messages_only(broker,
         old.send_with_options(kwargs={"tenant_id": 3}, delay=20)
         broker.enqueue(dramatiq.Message(queue_name="default", actor_name=f"ghost_{suffix}", args=(),
                                         kwargs={"knowledge_id": "doc-x"}, options={}))
-        wait_for(lambda: dead.count() >= 3, "three dead letters")
+        wait_for(lambda: dead.count(tenant_id=None) >= 3, "three dead letters")
         wait_for(lambda: attempts["once_ok"] == 1, "the flaky actor to succeed")
     finally:
         worker.stop()
 
-    by_type = {row.task_type: row for row in dead.list()}
+    by_type = {row.task_type: row for row in dead.list(tenant_id=None)}
     assert set(by_type) == {f"always_{suffix}", f"old_{suffix}", f"ghost_{suffix}"}
     assert attempts["always"] == 3 and attempts["once"] == 2
 

@@ -139,8 +139,8 @@ def test_show_prints_the_payload_as_json_and_the_whole_error(run, deps):  # noqa
     long_error = "\n".join(f"line {i}" for i in range(300))
     row = deps.dead_letters.insert(task_type="wiki_map", scope="knowledge", scope_id="k1", related_id="k1",
                                    payload={"kwargs": {"knowledge_id": "k1"}, "nested": [1, "é"]},
-                                   last_error=long_error, fail_count=4)
-    result = run("dead-letters", "show", str(row.id))
+                                   last_error=long_error, fail_count=4)  # no tenant: tenant 0
+    result = run("dead-letters", "show", "--tenant", "0", str(row.id))
     assert result.exit_code == 0
     head, _, rest = result.stdout.partition("payload:\n")
     payload_text, _, error = rest.partition("last_error:\n")
@@ -163,7 +163,7 @@ def test_requeue_wiki_op_goes_back_to_the_ingest_lane_with_a_fresh_budget(run, d
     result = run("dead-letters", "requeue", str(row.id))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [f"{row.id}\treinserted", "requeued 1, failed 0"]
-    assert deps.dead_letters.get(row.id) is None
+    assert deps.dead_letters.get(row.id, tenant_id=None) is None
     [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
     assert (op.op, op.dedup_key, op.fail_count, op.claimed_at) == ("ingest", doc.id, 0, None)
     assert op.payload["knowledge_id"] == doc.id
@@ -186,7 +186,7 @@ def test_requeue_message_resends_it_with_retries_reset(run, deps, actors_broker)
     assert "retries" not in sent.options and "traceback" not in sent.options
     assert sent.options["max_retries"] == 7
     assert sent.message_id != row.payload["message_id"]
-    assert deps.dead_letters.get(row.id) is None
+    assert deps.dead_letters.get(row.id, tenant_id=None) is None
 
 
 def test_requeue_keeps_what_it_cannot_requeue_and_exits_1(run, deps, actors_broker):  # noqa: F811
@@ -196,13 +196,16 @@ def test_requeue_keeps_what_it_cannot_requeue_and_exits_1(run, deps, actors_brok
     foreign = deps.dead_letters.insert(task_type=foreign.task_type, tenant_id=99, scope=foreign.scope,
                                        scope_id=foreign.scope_id, related_id=foreign.related_id,
                                        payload=foreign.payload, last_error="x", fail_count=6)
-    result = run("dead-letters", "requeue", str(ghost.id), str(foreign.id), "999999")
+    result = run("dead-letters", "requeue", str(ghost.id), "999999")
     assert result.exit_code == 1
     assert f"{ghost.id}\tnot requeued: actor" in result.stderr
-    assert f"{foreign.id}\tnot requeued: knowledge base {kb.id} of tenant 99" in result.stderr
     assert "999999\tnot requeued: no dead letter 999999" in result.stderr
-    assert result.stdout.splitlines()[-1] == "requeued 0, failed 3"
-    assert deps.dead_letters.get(ghost.id) is not None and deps.dead_letters.get(foreign.id) is not None
+    assert result.stdout.splitlines()[-1] == "requeued 0, failed 2"
+    result = run("dead-letters", "requeue", "--tenant", "99", str(foreign.id))
+    assert result.exit_code == 1
+    assert f"{foreign.id}\tnot requeued: knowledge base {kb.id} of tenant 99" in result.stderr
+    assert deps.dead_letters.get(ghost.id, tenant_id=1) is not None
+    assert deps.dead_letters.get(foreign.id, tenant_id=99) is not None
     from actors.lanes import INGEST, SCOPE_KB
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 0
 
@@ -218,8 +221,9 @@ def test_requeue_all_takes_only_the_filtered_rows(run, deps, actors_broker):  # 
     result = run("dead-letters", "requeue", "--all", "--kb", kb.name, "--task-type", "wiki:ingest")
     assert result.exit_code == 0
     assert result.stdout.splitlines()[-1] == "requeued 3, failed 0"
-    assert all(deps.dead_letters.get(r.id) is None for r in mine)
-    assert deps.dead_letters.get(theirs.id) is not None and deps.dead_letters.get(message.id) is not None
+    assert all(deps.dead_letters.get(r.id, tenant_id=None) is None for r in mine)
+    assert deps.dead_letters.get(theirs.id, tenant_id=1) is not None
+    assert deps.dead_letters.get(message.id, tenant_id=1) is not None
     _drain(actors_broker, "wiki")
 
 
@@ -235,19 +239,91 @@ def test_purge_needs_a_filter_or_all(run, deps):  # noqa: F811
 
     result = run("dead-letters", "purge")
     assert result.exit_code == 2 and "nothing was deleted" in result.output
-    assert deps.dead_letters.count() == 4
+    assert deps.dead_letters.count(tenant_id=None) == 4
 
     assert run("dead-letters", "purge", "--kb", kb.name).stdout == "purged 2 dead letters\n"
-    assert deps.dead_letters.count() == 2 and deps.dead_letters.get(kept.id) is not None
+    assert deps.dead_letters.count(tenant_id=None) == 2 and deps.dead_letters.get(kept.id, tenant_id=1) is not None
     assert run("dead-letters", "purge", str(loose.id)).stdout == "purged 1 dead letters\n"
-    assert [r.id for r in deps.dead_letters.list()] == [kept.id]
+    assert [r.id for r in deps.dead_letters.list(tenant_id=None)] == [kept.id]
     assert run("dead-letters", "purge", "--all").stdout == "purged 1 dead letters\n"
-    assert deps.dead_letters.count() == 0
+    assert deps.dead_letters.count(tenant_id=None) == 0
 
 
 def test_repository_purge_refuses_to_run_without_a_filter(deps):  # noqa: F811
     row = deps.dead_letters.insert(task_type="wiki_map")
     with pytest.raises(ValueError):
-        deps.dead_letters.purge()
-    assert deps.dead_letters.purge(ids=[]) == 0
-    assert deps.dead_letters.get(row.id) is not None
+        deps.dead_letters.purge(tenant_id=None)
+    assert deps.dead_letters.purge(tenant_id=None, ids=[]) == 0
+    assert deps.dead_letters.get(row.id, tenant_id=None) is not None
+
+
+# ---- tenants: every subcommand reads and deletes only the --tenant's dead letters ---------------
+
+
+@pytest.fixture()
+def two_tenants(deps):  # noqa: F811
+    """Tenants 1 and 2 each with a KB named alike and a document of the same source_uri dead-lettered,
+    plus a Dramatiq-message dead letter each; returns ``{tenant: (kb, op_row, message_row)}``."""
+    name = f"shared-{uuid.uuid4().hex[:6]}"
+    found = {}
+    for tenant in (1, 2):
+        kb = deps.kbs.get_or_create(tenant, name)
+        row, _ = _wiki_dead_letter(deps, kb, "same")
+        message = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": tenant, "knowledge_base_id": kb.id},
+                                       scope=("knowledge_base", kb.id))
+        found[tenant] = (kb, row, message)
+    return found
+
+
+def _ids(stdout: str) -> set[int]:
+    return {int(line.split("\t")[0]) for line in stdout.splitlines() if "\t" in line}
+
+
+def test_list_shows_only_the_tenants_dead_letters(run, two_tenants):
+    for tenant, (kb, row, message) in two_tenants.items():
+        for extra in ((), ("--kb", kb.name), ("--task-type", "wiki:ingest"), ("--since", "1h")):
+            result = run("dead-letters", "list", "--tenant", str(tenant), *extra)
+            assert result.exit_code == 0, result.output
+            expected = {row.id} if "wiki:ingest" in extra else {row.id, message.id}
+            assert _ids(result.stdout) == expected, (tenant, extra)
+    assert _ids(run("dead-letters", "list", "--tenant", "3").stdout) == set()
+
+
+def test_show_refuses_another_tenants_dead_letter(run, two_tenants):
+    _, row1, _ = two_tenants[1]
+    _, row2, _ = two_tenants[2]
+    result = run("dead-letters", "show", "--tenant", "2", str(row1.id))
+    assert result.exit_code == 1 and f"no dead letter {row1.id} of tenant 2" in result.output
+    result = run("dead-letters", "show", "--tenant", "2", str(row2.id))
+    assert result.exit_code == 0 and "tenant_id: 2" in result.stdout
+
+
+def test_requeue_by_id_and_all_touch_only_the_tenant(run, deps, two_tenants, actors_broker):  # noqa: F811
+    from actors.lanes import INGEST, SCOPE_KB
+
+    kb1, row1, message1 = two_tenants[1]
+    kb2, row2, message2 = two_tenants[2]
+    result = run("dead-letters", "requeue", "--tenant", "2", str(row1.id), str(message1.id))
+    assert result.exit_code == 1 and result.stdout.splitlines()[-1] == "requeued 0, failed 2"
+    assert deps.ops.pending_count(INGEST, SCOPE_KB, kb1.id) == 0
+    result = run("dead-letters", "requeue", "--tenant", "2", "--all")
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "requeued 2, failed 0"
+    assert deps.dead_letters.get(row2.id, tenant_id=2) is None and deps.dead_letters.get(message2.id, tenant_id=2) is None
+    assert deps.ops.pending_count(INGEST, SCOPE_KB, kb2.id) == 1 and deps.ops.pending_count(INGEST, SCOPE_KB, kb1.id) == 0
+    assert {r.id for r in deps.dead_letters.list(tenant_id=None)} == {row1.id, message1.id}
+    _drain(actors_broker, "wiki")
+
+
+@pytest.mark.parametrize("how", [("--all",), ("--kb", "KB"), ("--task-type", "wiki:ingest"), ("--since", "1h"), ("IDS",)])
+def test_purge_deletes_only_the_tenants_dead_letters(run, deps, two_tenants, how):  # noqa: F811
+    kb1, row1, message1 = two_tenants[1]
+    kb2, row2, message2 = two_tenants[2]
+    args = {"KB": kb2.name}
+    argv = [args.get(a, a) for a in how if a != "IDS"] + ([str(row1.id), str(message1.id), str(row2.id)]
+                                                        if how == ("IDS",) else [])
+    result = run("dead-letters", "purge", "--tenant", "2", *argv)
+    assert result.exit_code == 0, result.output
+    left = {r.id for r in deps.dead_letters.list(tenant_id=None)}
+    assert {row1.id, message1.id} <= left, "tenant 1's dead letters must survive tenant 2's purge"
+    assert row2.id not in left
+    assert deps.dead_letters.count(tenant_id=1) == 2

@@ -314,8 +314,8 @@ def test_dead_letter_insert_defaults_validation_and_truncation(dead):
     assert len(long.last_error.encode("utf-8")) <= ERROR_LIMIT_BYTES
     assert long.last_error.endswith(TRUNCATED_SUFFIX)
     assert long.payload == {"a": "xy"}
-    assert dead.get(long.id) == long
-    assert dead.count() == 2
+    assert dead.get(long.id, tenant_id=None) == long
+    assert dead.count(tenant_id=None) == 2
 
 
 def test_dead_letter_list_filters_and_pages_newest_first(dead):
@@ -323,19 +323,19 @@ def test_dead_letter_list_filters_and_pages_newest_first(dead):
         dead.insert(task_type="t1" if i % 2 else "t2", scope=KB, scope_id="kb1" if i < 4 else "kb2").id
         for i in range(6)
     ]
-    assert [d.id for d in dead.list()] == ids[::-1]
-    page1 = dead.list(scope=KB, scope_id="kb1", limit=3)
-    page2 = dead.list(scope=KB, scope_id="kb1", limit=3, cursor=page1[-1].id)
+    assert [d.id for d in dead.list(tenant_id=None)] == ids[::-1]
+    page1 = dead.list(tenant_id=None, scope=KB, scope_id="kb1", limit=3)
+    page2 = dead.list(tenant_id=None, scope=KB, scope_id="kb1", limit=3, cursor=page1[-1].id)
     assert [d.id for d in page1] == ids[3:0:-1]
     assert [d.id for d in page2] == [ids[0]]
-    assert dead.list(scope=KB, scope_id="kb1", cursor=str(ids[1])) == page2
-    assert {d.task_type for d in dead.list(task_type="t1")} == {"t1"}
-    assert dead.list(since=datetime.now(UTC) + timedelta(minutes=1)) == []
-    assert len(dead.list(since=datetime.now(UTC) - timedelta(minutes=1))) == 6
-    assert dead.count(scope=KB, scope_id="kb2") == 2
+    assert dead.list(tenant_id=None, scope=KB, scope_id="kb1", cursor=str(ids[1])) == page2
+    assert {d.task_type for d in dead.list(tenant_id=None, task_type="t1")} == {"t1"}
+    assert dead.list(tenant_id=None, since=datetime.now(UTC) + timedelta(minutes=1)) == []
+    assert len(dead.list(tenant_id=None, since=datetime.now(UTC) - timedelta(minutes=1))) == 6
+    assert dead.count(tenant_id=None, scope=KB, scope_id="kb2") == 2
     for bad in ("abc", "1.5", -3, 0):
         with pytest.raises(ValueError):
-            dead.list(cursor=bad)
+            dead.list(tenant_id=None, cursor=bad)
 
 
 def test_dead_letter_list_limit_is_capped(dead):
@@ -344,16 +344,16 @@ def test_dead_letter_list_limit_is_capped(dead):
             "INSERT INTO task_dead_letters (tenant_id, task_type, scope, scope_id, payload, fail_count)"
             " SELECT 1, 't', 'unknown', '', '{}', 1 FROM generate_series(1, 205)"
         )
-    assert len(dead.list()) == 50
-    assert len(dead.list(limit=10_000)) == 200
-    assert len(dead.list(limit=0)) == 1
+    assert len(dead.list(tenant_id=None)) == 50
+    assert len(dead.list(tenant_id=None, limit=10_000)) == 200
+    assert len(dead.list(tenant_id=None, limit=0)) == 1
 
 
 def test_dead_letter_get_and_delete_are_idempotent(dead):
     row = dead.insert(task_type="t")
-    assert dead.delete(row.id) is True
-    assert dead.delete(row.id) is False
-    assert dead.get(row.id) is None
+    assert dead.delete(row.id, tenant_id=None) is True
+    assert dead.delete(row.id, tenant_id=None) is False
+    assert dead.get(row.id, tenant_id=None) is None
 
 
 def test_move_op_to_dead_letters_is_one_transaction(ops, dead):
@@ -365,7 +365,7 @@ def test_move_op_to_dead_letters_is_one_transaction(ops, dead):
     with dead.pool.connection() as conn:
         dead.move_op_to_dead_letters(op, task_type=INGEST, error="boom", conn=conn)
         conn.rollback()
-    assert ops.pending_count(REDUCE, KB, "kb1") == 1 and dead.count() == 0
+    assert ops.pending_count(REDUCE, KB, "kb1") == 1 and dead.count(tenant_id=None) == 0
 
     letter = dead.move_op_to_dead_letters(op, task_type=INGEST, error="ValueError: boom")
     assert ops.pending_count(REDUCE, KB, "kb1") == 0
@@ -373,4 +373,4 @@ def test_move_op_to_dead_letters_is_one_transaction(ops, dead):
     assert (letter.scope, letter.scope_id, letter.tenant_id) == (KB, "kb1", 7)
     assert letter.fail_count == 1 and letter.last_error == "ValueError: boom"
     assert PendingOp.model_validate(letter.payload) == op
-    assert dead.count(scope=KB, scope_id="kb1") == 1
+    assert dead.count(tenant_id=None, scope=KB, scope_id="kb1") == 1
