@@ -20,9 +20,11 @@ from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
 from actors.coordination import TOMBSTONE_TTL_S, tombstone_key
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from actors.retry_policy import data_retries
 from actors.triggers import send_trigger
 from repos.knowledge import UnknownKnowledgeBase
 from wiki.models import KnowledgeBase
+from wiki.settings import get_settings
 
 log = structlog.get_logger(__name__)
 
@@ -126,11 +128,12 @@ def active_kb_or_drain(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Kn
         return None
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=BAD_MESSAGE)
+@dramatiq.actor(queue_name="wiki", time_limit=60_000, throws=BAD_MESSAGE, **data_retries(get_settings()))
 def wiki_retract(**kwargs) -> None:
     """Producer entry point: ``wiki_retract.send(tenant_id=, knowledge_base_id=, knowledge_id=)``.
 
-    A KB that is gone has nothing left to retract: logged, not retried.
+    Retries through outages like ``wiki_submit`` (``actors.retry_policy``). A KB that is gone has
+    nothing left to retract: logged, not retried.
     """
     args = RetractArgs.model_validate(kwargs)
     try:
@@ -141,9 +144,10 @@ def wiki_retract(**kwargs) -> None:
     log.info("document.retracted", knowledge_id=args.knowledge_id, status=result.status)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=120_000, throws=BAD_MESSAGE)
+@dramatiq.actor(queue_name="wiki", time_limit=120_000, throws=BAD_MESSAGE, **data_retries(get_settings()))
 def wiki_delete_kb(**kwargs) -> None:
-    """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``."""
+    """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``; retries through
+    outages like ``wiki_submit`` (``actors.retry_policy``)."""
     args = KbArgs.model_validate(kwargs)
     result = delete_knowledge_base(get_deps(), args.tenant_id, args.knowledge_base_id)
     log.info("kb.deleted", knowledge_base_id=args.knowledge_base_id, deleted=result.deleted, ops=result.ops,

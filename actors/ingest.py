@@ -15,9 +15,11 @@ from actors.args import BAD_MESSAGE, KbArgs, SubmitArgs
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from actors.retry_policy import data_retries
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import advisory_xact_lock
 from repos.knowledge import UnknownKnowledgeBase
+from wiki.settings import get_settings
 from wiki.text import clean_text, cut
 
 log = structlog.get_logger(__name__)
@@ -106,12 +108,14 @@ def wiki_ingest(**kwargs) -> None:
     log.info("ingest.pumped", knowledge_base_id=args.knowledge_base_id, sent=sent)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase))
+@dramatiq.actor(queue_name="wiki", time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase),
+                **data_retries(get_settings()))
 def wiki_submit(**kwargs) -> None:
     """Producer entry point: ``wiki_submit.send(tenant_id=, knowledge_base_id=, title=, content=, source_uri=)``.
 
-    A document for an unknown, deleted or foreign KB is refused at once (``throws``: no retries;
-    the dead-letter middleware keeps the message).
+    The message is the document: it retries for at least ``KBWIKI_DATA_RETRY_S`` (24 h) through
+    outages (``actors.retry_policy``). A document for an unknown, deleted or foreign KB is refused
+    at once (``throws``: no retries; the dead-letter middleware keeps the message).
     """
     args = SubmitArgs.model_validate(kwargs)
     result = submit_document(get_deps(), **args.model_dump())

@@ -9,6 +9,10 @@ Two kinds of dead letters exist (``repos.task_queue.TaskDeadLetterRepository``):
 - every other row is a Dramatiq message the dead-letter middleware recorded; its payload is
   ``Message.asdict()``. Requeue re-sends it through the broker with a fresh retry budget and
   removes the row only after the send succeeded.
+
+Dead letters the middleware could not write (PostgreSQL down) wait in the Redis spool
+(``repos.dead_letter_spool``); ``unspool`` moves them into the table, on every worker each
+``sweep_interval_s`` and at the start of every ``kbwiki dead-letters`` command.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from dramatiq.errors import ActorNotFound
 from actors.deps import Deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
 from actors.triggers import send_trigger
+from repos.dead_letter_spool import DeadLetterSpool
 from repos.task_queue import DeadLetter
 
 log = structlog.get_logger(__name__)
@@ -42,6 +47,17 @@ class DeadLetterNotFound(LookupError):
 
 class RequeueRefused(RuntimeError):
     """The dead letter cannot be requeued as stored; it is kept. The message says why."""
+
+
+def unspool(deps: Deps) -> int:
+    """Move the dead letters waiting in the Redis spool into ``task_dead_letters``; returns how many.
+
+    Raises the database's error (the rest stay spooled) while PostgreSQL is still unreachable.
+    """
+    moved = DeadLetterSpool(deps.redis, deps.settings.key_prefix).drain_into(deps.dead_letters)
+    if moved:
+        log.info("dead_letter.unspooled", dead_letters=moved)
+    return moved
 
 
 def requeue_dead_letter(deps: Deps, dead_letter_id: int, *, tenant_id: int | None) -> str:

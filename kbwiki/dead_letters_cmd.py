@@ -1,6 +1,8 @@
 """``kbwiki dead-letters list|show|requeue|purge``: triage work that failed for good.
 
-Every subcommand reads and deletes only the dead letters of ``--tenant`` (default 1; tenant 0
+Every subcommand first moves the dead letters waiting in the Redis spool (written while
+PostgreSQL was down) into the table, so they are listed and requeued like the others. It reads
+and deletes only the dead letters of ``--tenant`` (default 1; tenant 0
 holds messages that named no tenant), whether by id, by filter or with ``--all``.
 Filters shared by ``list``, ``requeue --all`` and ``purge``: ``--kb NAME`` (a KB of the tenant),
 ``--task-type`` (an actor name, or ``wiki:ingest`` for documents out of retry budget) and
@@ -98,6 +100,15 @@ def dead_letters() -> None:
     """List, show, requeue or purge dead letters (work that failed for good)."""
 
 
+def _dead_letter_deps():
+    """The deps, once the Redis spool's dead letters are in the table (``actors.requeue.unspool``)."""
+    from actors.requeue import unspool  # after services(): importing actors needs the URLs
+
+    deps = _deps()
+    unspool(deps)
+    return deps
+
+
 @dead_letters.command("list")
 @kb_filter
 @tenant_option
@@ -108,7 +119,7 @@ def dead_letters() -> None:
 def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
     """One line per dead letter, newest first: id, failed at, task type, scope, related id, fails, error."""
     with services():
-        deps = _deps()
+        deps = _dead_letter_deps()
         filters = _filters(deps, tenant, kb_name, task_type, since)
         try:
             rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit)
@@ -128,7 +139,7 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
 def show_cmd(dead_letter_id: int, tenant: int) -> None:
     """Every field of one dead letter: the payload as JSON and the whole error."""
     with services():
-        row = _deps().dead_letters.get(dead_letter_id, tenant_id=tenant)
+        row = _dead_letter_deps().dead_letters.get(dead_letter_id, tenant_id=tenant)
     if row is None:
         raise click.ClickException(f"no dead letter {dead_letter_id} of tenant {tenant}")
     for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
@@ -162,7 +173,7 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
     with services():
         from actors.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter  # needs the URLs
 
-        deps = _deps()
+        deps = _dead_letter_deps()
         targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:
             try:
@@ -203,7 +214,7 @@ def purge_cmd(ids, everything, kb_name, tenant, task_type, since) -> None:
         raise click.UsageError("purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all;"
                                " nothing was deleted")
     with services():
-        deps = _deps()
+        deps = _dead_letter_deps()
         filters = _filters(deps, tenant, kb_name, task_type, since)
         n = deps.dead_letters.purge(ids=list(ids) if ids else None, everything=everything, **filters.as_kwargs())
     click.echo(f"purged {n} dead letters")

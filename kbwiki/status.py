@@ -18,10 +18,12 @@ _REASON_CHARS = 200
 
 def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     """A JSON-ready report of one KB: pages by type, link stats, documents by status, lane rows,
-    dead letters, and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
+    dead letters (``dead_letters_spooled``: those waiting in Redis because PostgreSQL was down when
+    they failed; workers and ``kbwiki dead-letters`` move them into the table), and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
     the number of further ones."""
     from actors.lanes import SCOPE_KB
+    from repos.dead_letter_spool import DeadLetterSpool
 
     documents = deps.docs.count_by_status(kb.id)
     sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
@@ -33,6 +35,8 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
         "documents": documents,
         "lanes": deps.ops.counts_by_lane(SCOPE_KB, kb.id),
         "dead_letters": deps.dead_letters.count(tenant_id=kb.tenant_id, scope=SCOPE_KB, scope_id=kb.id),
+        "dead_letters_spooled": DeadLetterSpool(deps.redis, deps.settings.key_prefix).count(
+            tenant_id=kb.tenant_id, scope_id=kb.id),
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
         "not_written_more": max(0, total - len(sample)),
@@ -56,6 +60,9 @@ def status_lines(report: dict) -> list[str]:
         if isinstance(values, dict):
             lines.append(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values
                          else f"{section}: none")
+        elif section == "dead_letters_spooled" and values:
+            lines.append(f"{section}: {values} (in Redis: PostgreSQL was down when they failed;"
+                         " `kbwiki dead-letters list` moves them into the table)")
         else:
             lines.append(f"{section}: {values}")
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)

@@ -13,6 +13,7 @@ import structlog
 from dramatiq.broker import Broker, MessageProxy
 from psycopg_pool import ConnectionPool
 
+from repos.dead_letter_spool import DeadLetterSpool
 from repos.task_queue import ERROR_LIMIT_BYTES, TaskDeadLetterRepository, truncate_error
 
 log = structlog.get_logger(__name__)
@@ -108,16 +109,22 @@ class DeadLetterMiddleware(dramatiq.Middleware):
 
     Row: ``task_type`` = actor name, scope from ``probe_scope``, ``related_id`` = knowledge id,
     ``payload`` = ``message.asdict()`` (enough to re-send it), ``last_error`` = type, message and
-    traceback cut to 8 KiB. Best effort: a failing database is logged, never raised, so it cannot
-    mask the task's own error.
+    traceback cut to 8 KiB. When the row cannot be written (PostgreSQL down, which is what made a
+    producer's message use up its retries), the same row goes to the Redis spool
+    (``repos.dead_letter_spool``), which workers and ``kbwiki dead-letters`` move into the table once
+    PostgreSQL answers. Best effort: a failure of both is logged, never raised, so it cannot mask
+    the task's own error (the message is then only in Dramatiq's dead set, ``<queue>.XQ``, 7 days).
 
     Parameters:
       pool_factory: returns the connection pool; called on the first dead letter (then cached), so
         the middleware can be built before the database is reachable.
+      spool_factory: returns the ``DeadLetterSpool``; None keeps no spool (the failure is only logged).
     """
 
-    def __init__(self, pool_factory: Callable[[], ConnectionPool]) -> None:
+    def __init__(self, pool_factory: Callable[[], ConnectionPool],
+                 spool_factory: Callable[[], DeadLetterSpool] | None = None) -> None:
         self._pool_factory = pool_factory
+        self._spool_factory = spool_factory
         self._repo: TaskDeadLetterRepository | None = None
         self._repo_lock = threading.Lock()
         self._local = threading.local()
@@ -142,32 +149,45 @@ class DeadLetterMiddleware(dramatiq.Middleware):
 
     def after_nack(self, broker: Broker, message: MessageProxy) -> None:
         try:
-            self.record(message)
+            letter = self.letter(message)
+            try:
+                self.record(message, letter)
+            except Exception as exc:
+                if self._spool_factory is None:
+                    raise
+                self._spool_factory().put(message.message_id, letter)
+                log.warning("dead_letter.spooled", actor=message.actor_name, message_id=message.message_id,
+                            scope=letter["scope"], scope_id=letter["scope_id"], error=repr(exc))
         except Exception:  # best effort: the task's own failure is already logged by the worker
             log.exception("dead_letter.record_failed", actor=message.actor_name, message_id=message.message_id)
         finally:
             self._local.start = None
 
-    def record(self, message: MessageProxy) -> int:
-        """Store the dead letter of ``message`` now; returns its id. Raises on database errors."""
+    def letter(self, message: MessageProxy) -> dict[str, Any]:
+        """The dead letter of ``message``: ``TaskDeadLetterRepository.insert``'s keywords."""
         scope = probe_scope(message.args, message.kwargs)
         exception = getattr(message, "_exception", None)  # set by the worker via stuff_exception()
-        row = self._dead_letters().insert(
-            task_type=message.actor_name[:_ID_WIDTH],
-            tenant_id=scope.tenant_id,
-            scope=scope.scope,
-            scope_id=scope.scope_id,
-            related_id=scope.knowledge_id or "",
-            payload=_jsonable(message.asdict()),
-            last_error=describe_error(exception, message.options.get("traceback")),
-            fail_count=self._attempts(message),
-        )
+        return {
+            "task_type": message.actor_name[:_ID_WIDTH],
+            "tenant_id": scope.tenant_id,
+            "scope": scope.scope,
+            "scope_id": scope.scope_id,
+            "related_id": scope.knowledge_id or "",
+            "payload": _jsonable(message.asdict()),
+            "last_error": describe_error(exception, message.options.get("traceback")),
+            "fail_count": self._attempts(message),
+        }
+
+    def record(self, message: MessageProxy, letter: dict[str, Any] | None = None) -> int:
+        """Store the dead letter of ``message`` now; returns its id. Raises on database errors."""
+        letter = letter or self.letter(message)
+        row = self._dead_letters().insert(**letter)
         log.warning(
             "dead_letter.recorded",
             actor=message.actor_name,
             message_id=message.message_id,
-            scope=scope.scope,
-            scope_id=scope.scope_id,
+            scope=letter["scope"],
+            scope_id=letter["scope_id"],
             dead_letter_id=row.id,
         )
         return row.id

@@ -60,15 +60,17 @@ def _configure(conn: Connection) -> None:
     conn.commit()
 
 
-def make_pool(database_url: str, min_size: int = 1, max_size: int = 10) -> ConnectionPool:
+def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_s: float = 30) -> ConnectionPool:
     """Open a pool of autocommit=False connections returning dict rows; waits until one connects.
 
-    Raises ``psycopg_pool.PoolTimeout`` when the server cannot be reached within 30 s.
+    ``timeout_s``: how long a borrower waits for a connection before ``psycopg_pool.PoolTimeout``
+    (psycopg_pool's default, 30 s). Raises ``PoolTimeout`` when the server cannot be reached within 30 s.
     """
     pool = ConnectionPool(
         database_url,
         min_size=min_size,
         max_size=max(min_size, max_size),
+        timeout=timeout_s,
         kwargs={"row_factory": dict_row},
         configure=_configure,
         open=False,
@@ -85,7 +87,8 @@ def get_pool(settings: Settings) -> ConnectionPool:
         if _pool is None:
             if not settings.database_url:
                 raise RuntimeError("DATABASE_URL is not set (the kbwiki command sets it for embedded servers)")
-            _pool = make_pool(settings.database_url, settings.db_pool_min, settings.db_pool_max)
+            _pool = make_pool(settings.database_url, settings.db_pool_min, settings.db_pool_max,
+                              settings.db_pool_timeout_s)
         return _pool
 
 

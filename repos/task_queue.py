@@ -455,13 +455,15 @@ class TaskDeadLetterRepository:
         payload: dict[str, Any] | None = None,
         last_error: str = "",
         fail_count: int = 0,
+        failed_at: datetime | None = None,
         conn: Connection | None = None,
     ) -> DeadLetter:
         """Store one dead letter and return it.
 
         ``last_error`` is cut to 8 KiB of UTF-8 (``truncate_error``); NUL characters are dropped from
-        the error and the payload (PostgreSQL refuses them). Raises ValueError when ``task_type`` or
-        ``scope`` is empty or a field is wider than its column.
+        the error and the payload (PostgreSQL refuses them). ``failed_at`` defaults to now (a letter
+        kept elsewhere while the database was down brings its own). Raises ValueError when
+        ``task_type`` or ``scope`` is empty or a field is wider than its column.
         """
         _require(task_type=task_type, scope=scope)
         _check_width("scope_id", scope_id)
@@ -469,8 +471,8 @@ class TaskDeadLetterRepository:
         with borrow(self.pool, conn) as c:
             row = c.execute(
                 "INSERT INTO task_dead_letters"
-                " (tenant_id, task_type, scope, scope_id, related_id, payload, last_error, fail_count)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING *",
+                " (tenant_id, task_type, scope, scope_id, related_id, payload, last_error, fail_count, failed_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now())) RETURNING *",
                 (
                     int(tenant_id),
                     task_type,
@@ -480,6 +482,7 @@ class TaskDeadLetterRepository:
                     Jsonb(_strip_nul(payload or {})),
                     truncate_error(last_error),
                     int(fail_count),
+                    failed_at,
                 ),
             ).fetchone()
         return DeadLetter.model_validate(row)

@@ -49,6 +49,16 @@ class Settings(BaseSettings):
     stale_claim_s: int = Field(default=300, ge=5, le=86_400, description="Age after which a claim is abandoned.")
     sweep_interval_s: int = Field(default=30, ge=1, le=3600, description="Recovery sweeper period.")
 
+    # Messages that carry data (a producer's document, a delete) retry through outages of hours:
+    # Dramatiq's exponential backoff from retry_min_backoff_ms, capped at retry_max_backoff_ms,
+    # for at least data_retry_s (actors.retry_policy turns this into max_retries).
+    data_retry_s: int = Field(default=86_400, ge=1, le=7 * 86_400,
+                              description="Least time a data-carrying message keeps retrying.")
+    retry_min_backoff_ms: int = Field(default=1_000, ge=1, le=3_600_000, description="First retry's backoff.")
+    retry_max_backoff_ms: int = Field(default=300_000, ge=1, le=86_400_000, description="Backoff cap.")
+    db_pool_timeout_s: float = Field(default=30, gt=0, le=600,
+                                     description="Seconds a borrower waits for a pooled connection.")
+
     max_document_chars: int = Field(default=400_000, ge=1000, description="Longer documents are cut.")
     min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
 

@@ -174,6 +174,61 @@ def test_the_pool_factory_is_called_lazily_once(dead):
     assert calls == [1] and dead.count(tenant_id=None, scope="knowledge", scope_id="d1") == 2
 
 
+def test_a_letter_postgresql_refuses_is_spooled_in_redis_then_moved_with_its_time(dead, redis_client, redis_prefix):
+    import redis as redis_lib
+
+    from repos.dead_letter_spool import DeadLetterSpool
+
+    spool = DeadLetterSpool(redis_client, redis_prefix)
+    unreachable = ConnectionPool("postgresql://postgres@127.0.0.1:1/none", min_size=1, open=False, timeout=0.5)
+    unreachable.open(wait=False)
+    try:
+        mw = DeadLetterMiddleware(lambda: unreachable, lambda: spool)
+        message = _proxy("wiki_submit", kwargs={"tenant_id": 3, "knowledge_base_id": "kb1", "title": "t"},
+                         options={"retries": 9})
+        message.stuff_exception(_raised(ConnectionError("database is away")))
+        message.fail()
+        with capture_logs() as logs:
+            mw.after_nack(None, message)
+    finally:
+        unreachable.close()
+    assert [e["event"] for e in logs] == ["dead_letter.spooled"]
+    assert dead.count(tenant_id=None) == 0
+    assert spool.count(tenant_id=3, scope_id="kb1") == 1 and spool.count(tenant_id=4) == 0
+    [kept] = spool.letters().values()
+    assert kept["payload"]["kwargs"]["title"] == "t" and kept["fail_count"] == 10
+
+    assert spool.drain_into(dead) == 1 and spool.count(tenant_id=None) == 0
+    [row] = dead.list(tenant_id=3)
+    assert (row.task_type, row.scope, row.scope_id, row.fail_count) == ("wiki_submit", "knowledge_base", "kb1", 10)
+    assert row.failed_at.isoformat() == kept["failed_at"]
+    assert row.last_error.startswith("ConnectionError: database is away")
+
+    # both stores down: logged, never raised
+    mw = DeadLetterMiddleware(lambda: (_ for _ in ()).throw(RuntimeError("no pool")),
+                              lambda: DeadLetterSpool(redis_lib.Redis(port=1), redis_prefix))
+    message = _proxy("wiki_submit", kwargs={"tenant_id": 3})
+    message.fail()
+    with capture_logs() as logs:
+        mw.after_nack(None, message)
+    assert [e["event"] for e in logs] == ["dead_letter.record_failed"]
+
+
+def test_data_retries_span_the_configured_time_at_dramatiqs_backoff():
+    """The retry count of a data-carrying actor outlasts ``data_retry_s`` whatever the jitter draws."""
+    from dramatiq.common import compute_backoff
+
+    from actors.retry_policy import data_retries, guaranteed_wait_ms
+    from wiki.settings import Settings
+
+    options = data_retries(Settings())
+    assert options == {"max_retries": 583, "min_backoff": 1000, "max_backoff": 300_000}
+    assert guaranteed_wait_ms(583, 1000, 300_000) >= 86_400_000 > guaranteed_wait_ms(582, 1000, 300_000)
+    for _ in range(20):
+        waited = sum(compute_backoff(n, factor=1000, max_backoff=300_000)[1] for n in range(583))
+        assert 86_400_000 <= waited <= 2 * 86_400_000 + 600_000
+
+
 # ---- end to end: real RedisBroker and Worker ---------------------------------------------------
 
 

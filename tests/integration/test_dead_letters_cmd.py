@@ -327,3 +327,31 @@ def test_purge_deletes_only_the_tenants_dead_letters(run, deps, two_tenants, how
     assert {row1.id, message1.id} <= left, "tenant 1's dead letters must survive tenant 2's purge"
     assert row2.id not in left
     assert deps.dead_letters.count(tenant_id=1) == 2
+
+
+# ---- the Redis spool: dead letters PostgreSQL could not take -----------------------------------
+
+
+def test_status_says_spooled_letters_exist_and_list_moves_them_into_the_table(run, deps):  # noqa: F811
+    from repos.dead_letter_spool import DeadLetterSpool
+    from tests.conftest import SESSION_PREFIX
+
+    kb = _kb(deps)
+    message = dramatiq.Message(queue_name="wiki", actor_name="wiki_submit", args=(),
+                               kwargs={"tenant_id": 1, "knowledge_base_id": kb.id, "title": "t", "content": "c"},
+                               options={})
+    spool = DeadLetterSpool(deps.redis, SESSION_PREFIX)
+    spool.put(message.message_id, {"task_type": "wiki_submit", "tenant_id": 1, "scope": "knowledge_base",
+                                   "scope_id": kb.id, "payload": message.asdict(),
+                                   "last_error": "OperationalError: server closed the connection", "fail_count": 584})
+    try:
+        status = run("status", "--kb", kb.name)
+        assert "dead_letters_spooled: 1 (in Redis" in status.stdout
+        assert json.loads(run("status", "--kb", kb.name, "--json").stdout)["dead_letters_spooled"] == 1
+        listed = run("dead-letters", "list", "--kb", kb.name)
+        [line] = [line for line in listed.stdout.splitlines() if "\t" in line]
+        assert "\twiki_submit\t" in line and "OperationalError" in line
+        assert spool.count(tenant_id=None, scope_id=kb.id) == 0
+        assert json.loads(run("status", "--kb", kb.name, "--json").stdout)["dead_letters_spooled"] == 0
+    finally:
+        deps.redis.delete(spool.key)
