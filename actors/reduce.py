@@ -28,6 +28,7 @@ from actors.crosslink import enqueue_touched
 from actors.coordination import ActiveBatchLock, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
+from actors.index import request_index
 from actors.lanes import INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import refresh_statistics
@@ -145,6 +146,8 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
         deps.ops.delete_by_ids(done, conn=conn)
         enqueue_touched(deps, kb, touched, conn=conn)
+        if touched or writes.deleted:
+            request_index(deps, kb, conn)  # durable: --wait waits for the index to show this batch
         deps.docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
