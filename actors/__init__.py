@@ -17,5 +17,12 @@ from actors.recovery import sweep  # noqa: E402
 from actors.requeue import unspool  # noqa: E402
 from middleware.periodic import PeriodicMiddleware  # noqa: E402
 
-broker.add_middleware(PeriodicMiddleware(lambda: sweep(get_deps()), get_settings().sweep_interval_s, "sweeper"))
-broker.add_middleware(PeriodicMiddleware(lambda: unspool(get_deps()), get_settings().sweep_interval_s, "unspool"))
+
+
+def _recover() -> None:
+    deps = get_deps()
+    sweep(deps)
+    unspool(deps)
+
+
+broker.add_middleware(PeriodicMiddleware(_recover, get_settings().sweep_interval_s, "sweeper"))

@@ -27,7 +27,8 @@ log = structlog.get_logger(__name__)
 
 @dataclass(frozen=True)
 class SubmitResult:
-    """What happened to a submitted document: ``queued``, ``unchanged`` or ``skipped`` (with reason)."""
+    """What happened to a submitted document: ``queued`` (reason set when it was cut), ``unchanged``
+    or ``skipped`` (with reason)."""
 
     knowledge_id: str | None
     status: str
@@ -63,7 +64,8 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
             conn.rollback()
             return SubmitResult(None, "skipped", "knowledge base was deleted")
     send_trigger(deps, "wiki_ingest", tenant_id=tenant_id, knowledge_base_id=kb.id)
-    return SubmitResult(doc.id, "queued")
+    # said in the result too: a command logs to a file, and the user should see a cut document
+    return SubmitResult(doc.id, "queued", f"cut to {deps.settings.max_document_chars} characters" if was_cut else "")
 
 
 def pump_ingest_lane(deps: Deps, tenant_id: int, knowledge_base_id: str) -> int:

@@ -58,6 +58,20 @@ def _server_gone() -> tuple[type[BaseException], ...]:
     return psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
 
 
+#: Where a command's own log lines go, under the home (``KBWIKI_HOME``): never among its output.
+COMMAND_LOG = "commands.log"
+
+
+def command_logs(settings: Settings) -> None:
+    """Send this process's logs (JSON lines) to ``<home>/commands.log`` instead of stderr, so they
+    never land among the lines a command prints; stderr is kept when that file cannot be opened.
+    The ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
+    from middleware.logging import configure_logging
+
+    with contextlib.suppress(OSError):
+        configure_logging(settings.log_level, Path(settings.home) / COMMAND_LOG)
+
+
 @contextlib.contextmanager
 def services() -> Iterator[Settings]:
     """Settings with servers reachable: the configured ones, or embedded ones started for this command.
@@ -78,6 +92,7 @@ def services() -> Iterator[Settings]:
             raise click.ClickException(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
         get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
         _reachable(settings)
+        command_logs(settings)
         if embedded:
             apply_migrations(settings.database_url)
         try:
@@ -93,7 +108,9 @@ def _deps():
     import actors  # noqa: F401  (builds the broker the producer API sends triggers through)
     from actors.deps import get_deps
 
-    return get_deps()
+    deps = get_deps()
+    command_logs(deps.settings)  # building the broker pointed the logs back at stderr
+    return deps
 
 
 def lanes_timeout(kb_name: str, timeout: float) -> click.ClickException:
@@ -110,13 +127,16 @@ def _kb(deps, tenant: int, name: str, create: bool = False):
 
 
 def _kb_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A KB name as stored: stripped, non-empty, at most 255 characters (the column's width)."""
-    name = (value or "").strip()
-    if not name:
-        raise click.BadParameter("a knowledge base name cannot be empty")
-    if len(name) > 255:
-        raise click.BadParameter(f"a knowledge base name has at most 255 characters (got {len(name)})")
-    return name
+    """A KB name as stored (``wiki.models.valid_kb_name``): stripped, 1-255 characters, no newline
+    or other control character."""
+    from pydantic import ValidationError
+
+    from wiki.models import valid_kb_name
+
+    try:
+        return valid_kb_name(value or "")
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
 
 
 tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")

@@ -164,18 +164,30 @@ def iter_stdlib_docs(stdlib: Path | None = None) -> Iterator[CorpusDoc]:
 
 
 def _folder_files(root: Path) -> list[Path]:
-    """Document files under ``root`` sorted by relative POSIX path (a few MB for 40,000 files)."""
+    """Document files under ``root`` sorted by relative POSIX path (a few MB for 40,000 files),
+    and the symlinked folders that lead outside it (to be rejected with a reason; symlinked folders
+    are never followed, and one inside ``root`` is read through its real path)."""
     if root.is_file():
         return [root]
+    base = root.resolve()
     found: list[Path] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(folder) / d for d in dirs if _outside(Path(folder) / d, base) is not None)
         found.extend(
             Path(folder) / name
             for name in files
             if not name.startswith(".") and Path(name).suffix.lower() in FOLDER_EXTENSIONS
         )
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+
+
+def _outside(path: Path, base: Path) -> Path | None:
+    """Where ``path`` leads when a symbolic link takes it outside the folder ``base`` (resolved); else None."""
+    if not path.is_symlink():
+        return None
+    target = path.resolve()
+    return None if target.is_relative_to(base) else target
 
 
 def _printable(name: str) -> str:
@@ -285,17 +297,23 @@ def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
     ``document_title``, except that a Markdown file's leading YAML front matter is dropped and its
     string ``title`` wins (``split_front_matter``). A file that cannot be used yields
     ``Rejected(path, reason)`` instead of raising: a path that is not valid UTF-8 ("file name is
-    not valid UTF-8; rename it", or "folder name ..."), "too large" (over ``MAX_FILE_BYTES``), "unreadable" (an
+    not valid UTF-8; rename it", or "folder name ..."), a symbolic link (to a file or a folder)
+    that leads outside ``root`` ("symbolic link to ..., outside the folder; skipped"), "too large" (over ``MAX_FILE_BYTES``), "unreadable" (an
     ``OSError``), "binary", or text that is neither UTF-8 nor UTF-16 with a BOM
     (``decode_strict``'s reason). ``source_uri`` and ``Rejected.path`` are the path relative to
     ``root`` in POSIX form (the file name when ``root`` is a file).
     """
     root = Path(root)
+    base = root.resolve()
     for path in _folder_files(root):
         rel = path.name if root.is_file() else path.relative_to(root).as_posix()
         bad_name = _bad_name(path, rel)
         if bad_name:
             yield Rejected(_printable(rel), bad_name)
+            continue
+        target = None if root.is_file() else _outside(path, base)
+        if target is not None:  # reading it would ingest what the user did not point at
+            yield Rejected(rel, f"symbolic link to {_printable(str(target))}, outside the folder; skipped")
             continue
         try:
             if path.stat().st_size > MAX_FILE_BYTES:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from kbwiki.cli import _deps, _kb, main, services, tenant_option
+from kbwiki.cli import _deps, _kb, _kb_name, main, services, tenant_option
 
 #: Characters of the error headline ``list`` prints per row.
 HEADLINE_CHARS = 160
@@ -89,7 +89,8 @@ def _row_line(row) -> str:
             f"{row.related_id or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}")
 
 
-kb_filter = click.option("--kb", "kb_name", default=None, help="Only dead letters of this knowledge base.")
+kb_filter = click.option("--kb", "kb_name", default=None, help="Only dead letters of this knowledge base.",
+                         callback=lambda ctx, param, value: None if value is None else _kb_name(ctx, param, value))
 type_filter = click.option("--task-type", default=None, help="Only this task type (actor name or wiki:ingest).")
 since_filter = click.option("--since", type=SinceType(), default=None,
                             help="Only dead letters since an ISO date/time (UTC) or an age: 30m, 2h, 3d, 1w.")

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
 import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
 
 import dramatiq
 import structlog
@@ -16,16 +20,34 @@ from middleware.dead_letter import probe_scope
 log = structlog.get_logger(__name__)
 
 
-def configure_logging(level: str = "INFO") -> None:
-    """One JSON object per line on stderr, with an ISO-8601 UTC timestamp, the level and bound context.
+#: Files opened by ``configure_logging`` (one handle per path for the life of the process).
+_files: dict[Path, TextIO] = {}
 
-    Context bound with ``structlog.contextvars`` (e.g. by ``StructlogMiddleware``) is merged into
-    every event. Events below ``level`` (a ``logging`` level name) are dropped. Calling it again
-    just reapplies the configuration. Raises ValueError on an unknown level name.
+
+def configure_logging(level: str = "INFO", path: Path | None = None) -> None:
+    """One JSON object per line with an ISO-8601 UTC timestamp, the level and bound context, on
+    stderr, or appended to ``path`` (its folder is made) together with the standard library's
+    log records (Dramatiq's, psycopg_pool's).
+
+    Workers log to stderr (what Procfile platforms collect); ``kbwiki`` commands pass a file so a
+    log line never lands among the lines the command prints. Context bound with
+    ``structlog.contextvars`` (e.g. by ``StructlogMiddleware``) is merged into every event. Events
+    below ``level`` (a ``logging`` level name) are dropped. Calling it again just reapplies the
+    configuration. Raises ValueError on an unknown level name, OSError when ``path`` cannot be opened.
     """
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         raise ValueError(f"unknown log level {level!r}")
+    out: TextIO = sys.stderr
+    if path is not None:
+        path = Path(path).resolve()
+        if path not in _files:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _files[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115  (kept open)
+        out = _files[path]
+        handler = logging.StreamHandler(out)
+        handler.setFormatter(_JsonFormatter())
+        logging.basicConfig(level=max(numeric, logging.INFO), handlers=[handler], force=True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -36,10 +58,21 @@ def configure_logging(level: str = "INFO") -> None:
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=out),
         # Not cached, so a later configure_logging() call also reaches loggers already in use.
         cache_logger_on_first_use=False,
     )
+
+
+class _JsonFormatter(logging.Formatter):
+    """A standard-library log record as one JSON line shaped like structlog's (event, level, logger, timestamp)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"event": record.getMessage(), "level": record.levelname.lower(), "logger": record.name,
+                "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z")}
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False)
 
 
 class StructlogMiddleware(dramatiq.Middleware):

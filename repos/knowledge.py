@@ -10,7 +10,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
-from wiki.models import Document, KnowledgeBase
+from wiki.models import Document, KnowledgeBase, valid_kb_name
 
 
 class UnknownKnowledgeBase(LookupError):
@@ -29,10 +29,12 @@ class KnowledgeBaseRepository:
         self.pool = pool
 
     def get_or_create(self, tenant_id: int, name: str) -> KnowledgeBase:
-        """The live KB named ``name`` of the tenant, created if missing. Raises ValueError on an empty name."""
-        name = name.strip()
-        if not name:
-            raise ValueError("a knowledge base needs a non-empty name")
+        """The live KB named ``name`` (stripped) of the tenant, created if missing.
+
+        Raises ``pydantic.ValidationError`` (a ValueError) on a name ``wiki.models.valid_kb_name``
+        refuses: empty, over 255 characters, or with a newline or another control character.
+        """
+        name = valid_kb_name(name)
         with self.pool.connection() as conn:
             row = conn.execute(
                 "INSERT INTO knowledge_bases (id, tenant_id, name) VALUES (%s, %s, %s)"

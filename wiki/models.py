@@ -6,10 +6,11 @@ them, extractors must produce an ``Extraction`` that validates.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
 
 PageType = Literal["summary", "entity", "concept", "index"]
 PageStatus = Literal["draft", "published", "archived"]
@@ -27,6 +28,45 @@ class WikiConfig(BaseModel):
     ingest_batch_size: int | None = Field(default=None, ge=1, le=1000)
     ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
     ingest_reduce_parallel: int | None = Field(default=None, ge=1, le=64)
+
+
+#: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and
+#: paragraph separators, lone surrogates (undecodable command-line bytes), private use.
+_REFUSED_CATEGORIES = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator",
+                       "Cs": "an undecodable character", "Co": "a private-use character"}
+#: Bidirectional controls: they make a name display as another (the rest of category Cf, e.g.
+#: the zero-width joiner of emoji sequences, is allowed).
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+KB_NAME_MAX = 255  # knowledge_bases.name VARCHAR(255)
+
+
+def _check_kb_name(name: str) -> str:
+    if not name:
+        raise ValueError("a knowledge base name cannot be empty")
+    if len(name) > KB_NAME_MAX:
+        raise ValueError(f"a knowledge base name has at most {KB_NAME_MAX} characters (got {len(name)})")
+    for ch in name:
+        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or ("a bidirectional control"
+                                                                      if ch in _BIDI_CONTROLS else None)
+        if what:
+            raise ValueError(f"a knowledge base name cannot contain {what} ({ch.encode('unicode_escape').decode()})")
+    return name
+
+
+#: A KB name as stored: surrounding whitespace stripped, 1-255 characters, printable on one line.
+KnowledgeBaseName = Annotated[
+    str,
+    BeforeValidator(lambda v: v.strip() if isinstance(v, str) else v),
+    AfterValidator(_check_kb_name),
+]
+_KB_NAME = TypeAdapter(KnowledgeBaseName)
+
+
+def valid_kb_name(name: object) -> str:
+    """``name`` as a KB is stored under it (stripped). Raises ``pydantic.ValidationError`` (a
+    ValueError) when it is empty, longer than 255 characters, or holds a character that is not
+    printable on one line (newline, tab, other controls, line separators, bidirectional controls)."""
+    return _KB_NAME.validate_python(name)
 
 
 class KnowledgeBase(BaseModel):
