@@ -49,12 +49,13 @@ class RequeueRefused(RuntimeError):
     """The dead letter cannot be requeued as stored; it is kept. The message says why."""
 
 
-def unspool(deps: Deps) -> int:
-    """Move the dead letters waiting in the Redis spool into ``task_dead_letters``; returns how many.
+def unspool(deps: Deps, tenant_id: int | None = None) -> int:
+    """Move the dead letters of ``tenant_id`` (None: every tenant's) waiting in the Redis spool into
+    ``task_dead_letters``; returns how many.
 
     Raises the database's error (the rest stay spooled) while PostgreSQL is still unreachable.
     """
-    moved = DeadLetterSpool(deps.redis, deps.settings.key_prefix).drain_into(deps.dead_letters)
+    moved = DeadLetterSpool(deps.redis, deps.settings.key_prefix).drain_into(deps.dead_letters, tenant_id=tenant_id)
     if moved:
         log.info("dead_letter.unspooled", dead_letters=moved)
     return moved

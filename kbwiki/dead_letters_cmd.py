@@ -101,12 +101,13 @@ def dead_letters() -> None:
     """List, show, requeue or purge dead letters (work that failed for good)."""
 
 
-def _dead_letter_deps():
-    """The deps, once the Redis spool's dead letters are in the table (``actors.requeue.unspool``)."""
+def _dead_letter_deps(tenant: int):
+    """The deps, once the tenant's dead letters waiting in the Redis spool are in the table
+    (``actors.requeue.unspool``)."""
     from actors.requeue import unspool  # after services(): importing actors needs the URLs
 
     deps = _deps()
-    unspool(deps)
+    unspool(deps, tenant)
     return deps
 
 
@@ -120,7 +121,7 @@ def _dead_letter_deps():
 def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
     """One line per dead letter, newest first: id, failed at, task type, scope, related id, fails, error."""
     with services():
-        deps = _dead_letter_deps()
+        deps = _dead_letter_deps(tenant)
         filters = _filters(deps, tenant, kb_name, task_type, since)
         try:
             rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit)
@@ -140,7 +141,7 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
 def show_cmd(dead_letter_id: int, tenant: int) -> None:
     """Every field of one dead letter: the payload as JSON and the whole error."""
     with services():
-        row = _dead_letter_deps().dead_letters.get(dead_letter_id, tenant_id=tenant)
+        row = _dead_letter_deps(tenant).dead_letters.get(dead_letter_id, tenant_id=tenant)
     if row is None:
         raise click.ClickException(f"no dead letter {dead_letter_id} of tenant {tenant}")
     for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
@@ -174,7 +175,7 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
     with services():
         from actors.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter  # needs the URLs
 
-        deps = _dead_letter_deps()
+        deps = _dead_letter_deps(tenant)
         targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:
             try:
@@ -215,7 +216,7 @@ def purge_cmd(ids, everything, kb_name, tenant, task_type, since) -> None:
         raise click.UsageError("purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all;"
                                " nothing was deleted")
     with services():
-        deps = _dead_letter_deps()
+        deps = _dead_letter_deps(tenant)
         filters = _filters(deps, tenant, kb_name, task_type, since)
         n = deps.dead_letters.purge(ids=list(ids) if ids else None, everything=everything, **filters.as_kwargs())
     click.echo(f"purged {n} dead letters")

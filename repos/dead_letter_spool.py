@@ -61,9 +61,10 @@ class DeadLetterSpool:
                    if (tenant_id is None or row.get("tenant_id") == tenant_id)
                    and (scope_id is None or row.get("scope_id") == scope_id))
 
-    def drain_into(self, dead_letters: TaskDeadLetterRepository) -> int:
-        """Write every spooled letter to ``task_dead_letters`` and drop it from the spool; returns
-        how many moved. Stops at the first database error (raised; the rest stay spooled).
+    def drain_into(self, dead_letters: TaskDeadLetterRepository, *, tenant_id: int | None) -> int:
+        """Write every spooled letter of ``tenant_id`` (None: every tenant's) to ``task_dead_letters``
+        and drop it from the spool; returns how many moved. Stops at the first database error
+        (raised; the rest stay spooled).
 
         A letter is removed only after its row is committed, so a crash in between can leave it
         twice in the table (requeueing both sends the message twice, which idempotent actors absorb),
@@ -71,6 +72,8 @@ class DeadLetterSpool:
         """
         moved = 0
         for message_id, row in self.letters().items():
+            if tenant_id is not None and row.get("tenant_id") != tenant_id:
+                continue
             failed_at = row.get("failed_at")
             dead_letters.insert(**{**row, "failed_at": datetime.fromisoformat(failed_at) if failed_at else None})
             self.client.hdel(self.key, message_id)

@@ -6,7 +6,8 @@ switches off (connections refused, open ones cut) and on. Its retry settings are
 backoffs, a 0.5 s wait for a pooled connection); the outage lasts until every document has used
 them up and the dead-letter middleware, unable to write ``task_dead_letters``, has spooled them
 in Redis. Once PostgreSQL answers, the worker moves them into the table, ``kbwiki dead-letters``
-lists them and requeue stores every document.
+lists them and requeue stores every document. A second worker, whose retries last two minutes,
+stores documents sent during a shorter outage by itself.
 """
 
 from __future__ import annotations
@@ -44,6 +45,16 @@ def proxy(database_url):
     p.down()
 
 
+def _start_worker(env: dict, log_path: Path) -> subprocess.Popen:
+    with open(log_path, "ab") as log_file:
+        return subprocess.Popen(worker_command(1, 4), cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+
+
+def _proxied_env(database_url: str, proxy: TcpProxy, **overrides: str) -> dict:
+    url = psycopg.conninfo.make_conninfo(database_url, host="127.0.0.1", port=str(proxy.port))
+    return {**os.environ, **SHORT_RETRIES, "DATABASE_URL": url, **overrides}
+
+
 def _submit(kb, i: int) -> None:
     from actors.ingest import wiki_submit
 
@@ -55,16 +66,12 @@ def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, data
     from actors.retry_policy import data_retries
     from wiki.settings import Settings
 
-    info = psycopg.conninfo.conninfo_to_dict(database_url)
-    env = {**os.environ, **SHORT_RETRIES,
-           "DATABASE_URL": psycopg.conninfo.make_conninfo(database_url, host="127.0.0.1", port=str(proxy.port))}
     retries = data_retries(Settings(**{k.removeprefix("KBWIKI_").lower(): v for k, v in SHORT_RETRIES.items()}))
-    assert 5 <= retries["max_retries"] < 100 and info["dbname"]
+    assert 5 <= retries["max_retries"] < 100
     kb = deps.kbs.get_or_create(1, f"outage-{uuid.uuid4().hex[:6]}")
     spool = DeadLetterSpool(deps.redis, SESSION_PREFIX)
     log_path = tmp_path / "worker.log"
-    with open(log_path, "ab") as log_file:
-        worker = subprocess.Popen(worker_command(1, 4), cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+    worker = _start_worker(_proxied_env(database_url, proxy), log_path)
     try:
         _submit(kb, 0)  # the worker runs and reaches PostgreSQL through the proxy
         wait_until(lambda: deps.docs.find(kb.id, "d0.md"), 90, "the first document stored")
@@ -91,5 +98,32 @@ def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, data
         assert requeued.stdout.splitlines()[-1] == f"requeued {DOCUMENTS}, failed 0", requeued.output
         wait_until(lambda: all(deps.docs.find(kb.id, f"d{i}.md") for i in range(1, DOCUMENTS + 1)), 90,
                    "every document stored once PostgreSQL is back")
+    finally:
+        stop_workers(worker)
+
+
+def test_documents_sent_during_a_shorter_outage_are_stored_by_their_retries(deps, proxy, database_url,
+                                                                            tmp_path: Path):
+    kb = deps.kbs.get_or_create(1, f"blip-{uuid.uuid4().hex[:6]}")
+    log_path = tmp_path / "worker.log"
+    worker = _start_worker(_proxied_env(database_url, proxy, KBWIKI_DATA_RETRY_S="120"), log_path)
+    try:
+        _submit(kb, 0)
+        wait_until(lambda: deps.docs.find(kb.id, "d0.md"), 90, "the first document stored")
+        proxy.down()
+        for i in (1, 2, 3):
+            _submit(kb, i)
+
+        def failed_attempts() -> int:
+            lines = log_path.read_bytes().splitlines()
+            return sum(1 for line in lines if b'"actor": "wiki_submit"' in line and b'"outcome": "error"' in line)
+
+        wait_until(lambda: failed_attempts() >= 3, 60, "attempts failing while PostgreSQL is away")
+        assert all(deps.docs.find(kb.id, f"d{i}.md") is None for i in (1, 2, 3))
+        proxy.up()
+        wait_until(lambda: all(deps.docs.find(kb.id, f"d{i}.md") for i in (1, 2, 3)), 90,
+                   "every document stored by a retry once PostgreSQL is back")
+        assert deps.dead_letters.list(tenant_id=1, scope="knowledge_base", scope_id=kb.id) == []
+        assert DeadLetterSpool(deps.redis, SESSION_PREFIX).count(tenant_id=1, scope_id=kb.id) == 0
     finally:
         stop_workers(worker)

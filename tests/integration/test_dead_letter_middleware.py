@@ -198,7 +198,8 @@ def test_a_letter_postgresql_refuses_is_spooled_in_redis_then_moved_with_its_tim
     [kept] = spool.letters().values()
     assert kept["payload"]["kwargs"]["title"] == "t" and kept["fail_count"] == 10
 
-    assert spool.drain_into(dead) == 1 and spool.count(tenant_id=None) == 0
+    assert spool.drain_into(dead, tenant_id=4) == 0 and spool.count(tenant_id=3) == 1  # another tenant's: kept
+    assert spool.drain_into(dead, tenant_id=3) == 1 and spool.count(tenant_id=None) == 0
     [row] = dead.list(tenant_id=3)
     assert (row.task_type, row.scope, row.scope_id, row.fail_count) == ("wiki_submit", "knowledge_base", "kb1", 10)
     assert row.failed_at.isoformat() == kept["failed_at"]

@@ -344,6 +344,8 @@ def test_status_says_spooled_letters_exist_and_list_moves_them_into_the_table(ru
     spool.put(message.message_id, {"task_type": "wiki_submit", "tenant_id": 1, "scope": "knowledge_base",
                                    "scope_id": kb.id, "payload": message.asdict(),
                                    "last_error": "OperationalError: server closed the connection", "fail_count": 584})
+    spool.put("other-tenant", {"task_type": "wiki_submit", "tenant_id": 2, "scope": "knowledge_base",
+                               "scope_id": "kb-of-2", "payload": {}, "last_error": "x", "fail_count": 1})
     try:
         status = run("status", "--kb", kb.name)
         assert "dead_letters_spooled: 1 (in Redis" in status.stdout
@@ -352,6 +354,7 @@ def test_status_says_spooled_letters_exist_and_list_moves_them_into_the_table(ru
         [line] = [line for line in listed.stdout.splitlines() if "\t" in line]
         assert "\twiki_submit\t" in line and "OperationalError" in line
         assert spool.count(tenant_id=None, scope_id=kb.id) == 0
+        assert spool.count(tenant_id=2) == 1  # tenant 1's command leaves tenant 2's letters alone
         assert json.loads(run("status", "--kb", kb.name, "--json").stdout)["dead_letters_spooled"] == 0
     finally:
         deps.redis.delete(spool.key)
