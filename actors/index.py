@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import dramatiq
 import structlog
-
-from actors.args import BAD_MESSAGE, KbArgs
 from psycopg import Connection
 
+from actors.args import BAD_MESSAGE, KbArgs
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import INDEX, OP_REBUILD, SCOPE_KB
