@@ -177,7 +177,8 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @kb_option
 @tenant_option
-@click.option("--wait", is_flag=True, help="Show progress until every lane of the KB is empty.")
+@click.option("--wait", is_flag=True,
+              help="Show progress until the wiki is complete (pages, cross-links and index page written).")
 @click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
 def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""

@@ -62,8 +62,11 @@ def lane_rows(deps: Deps, kb_id: str) -> int:
 
 
 def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: float, progress: bool = True) -> bool:
-    """Block until every lane of the KB is empty, with a progress bar of documents settled.
+    """Block until the KB's wiki is complete, with a progress bar of documents settled.
 
+    Complete is every lane of the KB empty: documents mapped and reduced (``wiki:ingest``,
+    ``wiki:reduce``), cross-links done (``wiki:finalize``) and the index page rebuilt after the last
+    batch (``wiki:index``, see ``actors.index``); a running batch still holds its reduce-lane rows.
     Returns False when ``timeout_s`` passes first. Needs running workers (``kbwiki worker``).
     """
     from actors.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
