@@ -9,7 +9,8 @@ between 50 % and 100 % of the cap) for at least ``settings.data_retry_s``; a mes
 fails goes to the dead letters (the Redis spool when PostgreSQL is what is down).
 
 With the defaults (1 s, 5 min cap, 24 h) that is 583 retries: 8 doubling ones (4 min), then one
-every 2.5 to 5 minutes; the last one comes 24 to 48 hours after the first failure. No age limit
+every 2.5 to 5 minutes; the last one comes 24 to 48 hours after the first failure (35-37 h in
+1,000 draws of Dramatiq's ``compute_backoff``). No age limit
 applies (Dramatiq's ``AgeLimit`` has none by default), and a message waiting for its next try sits
 in the queue's delay queue in Redis (``<namespace>:<queue>.DQ``), which has no TTL.
 """
