@@ -13,6 +13,7 @@ KBWIKI = [sys.executable, "-m", "kbwiki.cli"]
 
 def _run(tmp_path, **env) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_") and k not in ("DATABASE_URL", "REDIS_URL")}
+    env = {"KBWIKI_HOME": str(tmp_path / "home"), **env}
     return subprocess.run([*KBWIKI, "status", "--kb", "x"], cwd=tmp_path, env={**base, **env},
                           capture_output=True, text=True, timeout=60)
 
@@ -28,7 +29,7 @@ def test_bad_settings_and_unreachable_servers_give_one_line(tmp_path, env, expec
     assert out.returncode == 1
     assert expected in out.stderr
     assert "Traceback" not in out.stderr
-    assert not (tmp_path / ".kbwiki").exists()  # nothing was started
+    assert not (tmp_path / "home").exists()  # nothing was started
 
 
 def test_a_home_that_is_a_file_is_a_clear_error(tmp_path):

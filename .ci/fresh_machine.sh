@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The new-user trial of the README, on a fresh Debian 12 machine: a root made with debootstrap
+# (python3, python3-venv, make and git only), with no network in the trial, so nothing answers on
+# 5432/6379 and nothing is fetched while it runs. It runs, in the README's order:
+#   make demo, make test, kbwiki status --kb python-stdlib
+# and then `kbwiki ingest` of a folder from another directory, `kbwiki export` and `kbwiki lint`
+# (the home is found whichever folder a command runs from). Two trials, each on a new copy of the
+# root: as root with the clone under /root (mode 0700), then as a normal user with the clone in
+# that user's home. Prints each command's exit code and wall time; exits 1 if any command failed.
+#
+# Not part of CI (it downloads a Debian root, PostgreSQL/Redis packages and the Python wheels).
+# Needs root, debootstrap, unshare and chroot. What a trial installs is fetched beforehand:
+# apt's --download-only into the root's package cache and a pip wheelhouse of everything
+# `make install` needs; the trial points pip at the wheelhouse (PIP_NO_INDEX, PIP_FIND_LINKS).
+# The Debian mirror is this machine's own (read from its apt sources).
+#
+# Usage: .ci/fresh_machine.sh [root|user]...   (default: both trials; `prepare` only downloads)
+# Environment: FRESH_WORK (default /var/tmp/kbwiki-fresh) holds the cached base root, the
+# wheelhouse, the trial roots and their logs; remove it to start from nothing.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORK="${FRESH_WORK:-/var/tmp/kbwiki-fresh}"
+SUITE=bookworm
+BASE="$WORK/base"
+WHEELS_IN_ROOT=/var/cache/kbwiki-wheelhouse
+PACKAGES="postgresql postgresql-contrib redis-server"  # what .ci/services.sh installs
+TRIAL_USER=kbuser
+
+say() { echo "fresh: $*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+((EUID == 0)) || die "run as root (debootstrap, chroot and network namespaces need it)"
+for tool in debootstrap unshare chroot git; do
+    command -v "$tool" >/dev/null || die "$tool is missing (apt-get install debootstrap)"
+done
+
+mirror() {  # this machine's mirror for the suite's main component
+    apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 2>/dev/null \
+        | awk -v s="$SUITE" '$2 == s && $3 == "main" {print $1; exit}'
+}
+
+in_root() {  # in_root ROOT CMD...: run in the chroot with this machine's network (for downloads)
+    local root=$1; shift
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
+    chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"
+    local rc=$?
+    umount "$root/proc"
+    return $rc
+}
+
+prepare_base() {  # a debootstrapped root with the trial's .debs in apt's cache (kept between runs)
+    [[ -f "$BASE/.kbwiki-ready" ]] && return
+    local url
+    url="$(mirror)"
+    [[ -n "$url" ]] || die "no $SUITE main source in this machine's apt sources"
+    rm -rf "$BASE"
+    mkdir -p "$WORK"
+    say "debootstrap $SUITE from $url into $BASE"
+    debootstrap --include=python3,python3-venv,make,git "$SUITE" "$BASE" "$url" >"$WORK/debootstrap.log" 2>&1 \
+        || { tail -n 20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log $WORK/debootstrap.log)"; }
+    say "downloading $PACKAGES (and what they need) into the root's apt cache"
+    in_root "$BASE" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --download-only --no-install-recommends $PACKAGES" >"$WORK/apt-download.log" 2>&1 \
+        || { tail -n 20 "$WORK/apt-download.log" >&2; die "apt --download-only failed"; }
+    rm -f "$BASE/etc/resolv.conf"
+    touch "$BASE/.kbwiki-ready"
+}
+
+prepare_wheelhouse() {  # every wheel `make install` needs; per pyproject.toml
+    local key host root
+    key="$(sha256sum "$REPO/pyproject.toml" | cut -c1-16)"
+    WHEELHOUSE="$WORK/wheelhouse-$key"
+    [[ -f "$WHEELHOUSE/.kbwiki-ready" ]] && return
+    # Downloaded here, with this machine's pip settings, for the root's Python (the same minor version).
+    host="$(python3 -c 'import sys; print(*sys.version_info[:2])')"
+    root="$(chroot "$BASE" python3 -c 'import sys; print(*sys.version_info[:2])')"
+    [[ $host == "$root" ]] || die "this machine's python3 ($host) is not the root's ($root): wheels would not fit"
+    say "pip download of the project's dependencies into $WHEELHOUSE"
+    rm -rf "$WHEELHOUSE" "$WORK/dl"
+    python3 -m venv "$WORK/dl"
+    "$WORK/dl/bin/pip" download -q -d "$WHEELHOUSE" "$REPO[test,embedded]" 'setuptools>=68' wheel \
+        >"$WORK/pip-download.log" 2>&1 || { tail -n 20 "$WORK/pip-download.log" >&2; die "pip download failed"; }
+    rm -rf "$WHEELHOUSE"/kbwiki-* "$WORK/dl"  # the project itself is installed from the clone
+    touch "$WHEELHOUSE/.kbwiki-ready"
+}
+
+# The commands of one trial, run inside the chroot as the trial's account from its clone.
+# Each prints "RESULT <exit code> <seconds> <command>"; output goes to one log per command.
+TRIAL_SCRIPT='
+set -u
+cd "$CLONE"
+step() {
+    local log="$LOGS/$(echo "$*" | tr -c "a-zA-Z0-9\n" _ | cut -c1-60).log" start end rc
+    start=$(date +%s.%N)
+    bash -c "$*" >"$log" 2>&1; rc=$?
+    end=$(date +%s.%N)
+    echo "RESULT $rc $(echo "$end - $start" | awk "{printf \"%.1f\", \$1 - \$3}") $*"
+    if ((rc != 0)); then echo "--- last lines of $log"; tail -n 15 "$log"; echo "---"; fi
+}
+step make demo
+step make test
+step .venv/bin/kbwiki status --kb python-stdlib
+mkdir -p "$HOME/notes" && printf "# Harbor Ledger\n\nThe Harbor Ledger records every Quartz Relay shipment.\n" >"$HOME/notes/ledger.md"
+step "cd \"$HOME\" && \"$CLONE/.venv/bin/kbwiki\" ingest notes --kb notes"
+step "cd / && \"$CLONE/.venv/bin/kbwiki\" status --kb python-stdlib"
+step .venv/bin/kbwiki export --kb python-stdlib "$HOME/vault"
+step .venv/bin/kbwiki lint --kb python-stdlib
+'
+
+run_trial() {  # run_trial root|user
+    local who=$1 root="$WORK/trial-$1" account home clone
+    say "trial as $who: copying the base root"
+    rm -rf "$root"
+    cp -a "$BASE" "$root"
+    mkdir -p "$root$WHEELS_IN_ROOT"
+    cp "$WHEELHOUSE"/*.whl "$WHEELHOUSE"/*.tar.gz "$root$WHEELS_IN_ROOT/" 2>/dev/null || true
+    chmod 0700 "$root/root"  # as on a fresh machine
+    if [[ $who == root ]]; then
+        account=root home=/root
+    else
+        account=$TRIAL_USER home=/home/$TRIAL_USER
+        chroot "$root" useradd -m -s /bin/bash "$TRIAL_USER"
+    fi
+    clone="$home/kbwiki"
+    git clone -q "$REPO" "$root$clone"
+    mkdir -p "$root/var/log/kbwiki-trial"
+    chroot "$root" chown -R "$account:" "$clone" /var/log/kbwiki-trial "$home"
+    say "trial as $who: commit $(git -C "$root$clone" rev-parse --short HEAD), clone $clone, no network"
+    # Own network (loopback only), mount and pid namespaces: nothing answers on 5432/6379, nothing
+    # is downloaded, and every server a trial leaves running ends with it.
+    unshare --net --mount --pid --fork --kill-child sh -c '
+        set -e
+        ip link set lo up
+        mount -t proc proc "$1/proc"
+        mount --rbind /dev "$1/dev"
+        mount -t sysfs sysfs "$1/sys"
+        shift
+        exec chroot "$@"' trial "$root" "$root" /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
+        HOME="$home" USER="$account" LOGNAME="$account" PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+        PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 \
+        CLONE="$clone" LOGS=/var/log/kbwiki-trial \
+        bash -c "$TRIAL_SCRIPT" | tee "$WORK/results-$who.txt"
+    say "trial as $who: logs in $root/var/log/kbwiki-trial"
+}
+
+trials=("$@")
+((${#trials[@]})) || trials=(root user)
+prepare_base
+prepare_wheelhouse
+[[ ${trials[*]} == prepare ]] && exit 0
+for who in "${trials[@]}"; do
+    [[ $who == root || $who == user ]] || die "unknown trial $who (root or user)"
+    run_trial "$who"
+done
+echo
+for who in "${trials[@]}"; do
+    echo "trial as $who:"
+    awk '/^RESULT/ {printf "  exit %s  %7s s  %s\n", $2, $3, substr($0, index($0, $4))}' "$WORK/results-$who.txt"
+done
+for who in "${trials[@]}"; do
+    ! grep -q '^RESULT [1-9]' "$WORK/results-$who.txt" || exit 1
+done
