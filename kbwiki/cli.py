@@ -60,6 +60,25 @@ def _server_gone() -> tuple[type[BaseException], ...]:
 
 
 @contextlib.contextmanager
+def _pool_logs_silenced() -> Iterator[None]:
+    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") while a
+    command runs. Unhandled, Python prints them as plain lines on stderr, in the middle of the
+    command's output; every failure they warn of reaches the command as an exception, which it
+    reports in one line."""
+    import logging
+
+    logger, handler = logging.getLogger("psycopg"), logging.NullHandler()
+    saved = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = saved
+
+
+@contextlib.contextmanager
 def services() -> Iterator[Settings]:
     """Settings with servers reachable: the configured ones, or embedded ones started for this command.
 
@@ -82,6 +101,7 @@ def services() -> Iterator[Settings]:
         if embedded:  # on stderr: a command's own output (--json) stays clean
             click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
         get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        stack.enter_context(_pool_logs_silenced())
         _reachable(settings)
         if embedded:
             apply_migrations(settings.database_url)

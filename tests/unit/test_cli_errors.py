@@ -52,3 +52,37 @@ def test_servers_going_away_mid_command_is_one_line(database_url, monkeypatch):
             raise psycopg.errors.AdminShutdown("terminating connection due to administrator command")
     assert "kbwiki worker" in caught.value.message
     get_settings.cache_clear()
+
+
+_GONE = r"""
+import sys
+import psycopg_pool
+from click.testing import CliRunner
+import click
+from kbwiki import cli
+
+@click.command()
+def gone():
+    with cli.services():
+        # a pool to a server that stopped: psycopg logs "error connecting in ..." while it retries
+        with psycopg_pool.ConnectionPool("postgresql://postgres@127.0.0.1:1/x", min_size=1, timeout=2,
+                                         name="kbwiki", kwargs={"connect_timeout": 1}) as pool:
+            with pool.connection():
+                pass
+
+gone()
+"""
+
+
+def test_servers_going_away_print_that_one_line_and_nothing_else(database_url, tmp_path):
+    # Seen: "discarding closed connection" and "error connecting in 'kbwiki'" lines from the pool,
+    # printed by Python's last-resort log handler before the command's own error line.
+    from tests.conftest import REDIS_URL
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_")}
+    env.update(DATABASE_URL=database_url, REDIS_URL=REDIS_URL)
+    out = subprocess.run([sys.executable, "-c", _GONE], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 1, out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the servers went away (PoolTimeout"), out.stderr
