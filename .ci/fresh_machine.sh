@@ -68,21 +68,26 @@ prepare_base() {  # a debootstrapped root with the trial's .debs in apt's cache 
     touch "$BASE/.kbwiki-ready"
 }
 
-prepare_wheelhouse() {  # every wheel `make install` needs; per pyproject.toml
-    local key host root
+prepare_wheelhouse() {  # every wheel `make install` needs, for the root's own Python; per pyproject.toml
+    local key ca="${PIP_CERT:-/etc/ssl/certs/ca-certificates.crt}"
     key="$(sha256sum "$REPO/pyproject.toml" | cut -c1-16)"
     WHEELHOUSE="$WORK/wheelhouse-$key"
     [[ -f "$WHEELHOUSE/.kbwiki-ready" ]] && return
-    # Downloaded here, with this machine's pip settings, for the root's Python (the same minor version).
-    host="$(python3 -c 'import sys; print(*sys.version_info[:2])')"
-    root="$(chroot "$BASE" python3 -c 'import sys; print(*sys.version_info[:2])')"
-    [[ $host == "$root" ]] || die "this machine's python3 ($host) is not the root's ($root): wheels would not fit"
     say "pip download of the project's dependencies into $WHEELHOUSE"
-    rm -rf "$WHEELHOUSE" "$WORK/dl"
-    python3 -m venv "$WORK/dl"
-    "$WORK/dl/bin/pip" download -q -d "$WHEELHOUSE" "$REPO[test,embedded]" 'setuptools>=68' wheel \
-        >"$WORK/pip-download.log" 2>&1 || { tail -n 20 "$WORK/pip-download.log" >&2; die "pip download failed"; }
-    rm -rf "$WHEELHOUSE"/kbwiki-* "$WORK/dl"  # the project itself is installed from the clone
+    # Inside the root: its Python decides the environment markers (Debian 12's 3.11.2 needs
+    # packages a newer 3.11 does not). This machine's CA bundle and index settings are lent to it.
+    rm -rf "$BASE/tmp/src" "$BASE/tmp/dl" "$BASE/tmp/wheelhouse"
+    mkdir -p "$BASE/tmp/src"
+    cp "$REPO/pyproject.toml" "$REPO/README.md" "$BASE/tmp/src/"
+    [[ -f "$ca" ]] && cp "$ca" "$BASE/tmp/ca.crt"
+    in_root "$BASE" PIP_CERT=/tmp/ca.crt ${PIP_INDEX_URL:+PIP_INDEX_URL="$PIP_INDEX_URL"} \
+        ${HTTPS_PROXY:+HTTPS_PROXY="$HTTPS_PROXY"} sh -c "python3 -m venv /tmp/dl && /tmp/dl/bin/pip download -q \
+        -d /tmp/wheelhouse '/tmp/src[test,embedded]' 'setuptools>=68' wheel" >"$WORK/pip-download.log" 2>&1 \
+        || { tail -n 20 "$WORK/pip-download.log" >&2; die "pip download failed"; }
+    rm -rf "$WHEELHOUSE" && mkdir -p "$WHEELHOUSE"
+    mv "$BASE/tmp/wheelhouse"/* "$WHEELHOUSE/"
+    rm -rf "$WHEELHOUSE"/kbwiki-* "$BASE/tmp/src" "$BASE/tmp/dl" "$BASE/tmp/wheelhouse" "$BASE/tmp/ca.crt" \
+        "$BASE/etc/resolv.conf"  # the project itself is installed from the clone
     touch "$WHEELHOUSE/.kbwiki-ready"
 }
 
