@@ -9,7 +9,7 @@
 # that user's home. Prints each command's exit code and wall time; exits 1 if any command failed.
 #
 # Not part of CI (it downloads a Debian root, PostgreSQL/Redis packages and the Python wheels).
-# Needs root, debootstrap, unshare and chroot. What a trial installs is fetched beforehand:
+# Needs root, debootstrap, unshare, pivot_root and chroot. What a trial installs is fetched beforehand:
 # apt's --download-only into the root's package cache and a pip wheelhouse of everything
 # `make install` needs; the trial points pip at the wheelhouse (PIP_NO_INDEX, PIP_FIND_LINKS).
 # The Debian mirror is this machine's own (read from its apt sources).
@@ -31,7 +31,7 @@ say() { echo "fresh: $*" >&2; }
 die() { say "ERROR: $*"; exit 1; }
 
 ((EUID == 0)) || die "run as root (debootstrap, chroot and network namespaces need it)"
-for tool in debootstrap unshare chroot git; do
+for tool in debootstrap unshare chroot pivot_root git; do
     command -v "$tool" >/dev/null || die "$tool is missing (apt-get install debootstrap)"
 done
 
@@ -134,15 +134,22 @@ run_trial() {  # run_trial root|user
     chroot "$root" chown -R "$account:" "$clone" /var/log/kbwiki-trial "$home"
     say "trial as $who: commit $(git -C "$root$clone" rev-parse --short HEAD), clone $clone, no network"
     # Own network (loopback only), mount and pid namespaces: nothing answers on 5432/6379, nothing
-    # is downloaded, and every server a trial leaves running ends with it.
+    # is downloaded, and every server a trial leaves running ends with it. The root becomes the
+    # namespace's own root with pivot_root, not chroot: the kernel refuses user namespaces (which
+    # kbwiki uses to run PostgreSQL as root) to a chrooted process, and a fresh machine is not one.
     unshare --net --mount --pid --fork --kill-child sh -c '
         set -e
         ip link set lo up
+        mount --bind "$1" "$1"
         mount -t proc proc "$1/proc"
         mount --rbind /dev "$1/dev"
         mount -t sysfs sysfs "$1/sys"
+        mkdir -p "$1/.oldroot"
+        cd "$1"
+        pivot_root . .oldroot
         shift
-        exec chroot "$@"' trial "$root" "$root" /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
+        exec "$@"' trial "$root" /bin/sh -c 'umount -l /.oldroot && rmdir /.oldroot && exec "$@"' trial \
+        /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
         HOME="$home" USER="$account" LOGNAME="$account" PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
         PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 \
         CLONE="$clone" LOGS=/var/log/kbwiki-trial \
