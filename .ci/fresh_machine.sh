@@ -91,28 +91,51 @@ prepare_wheelhouse() {  # every wheel `make install` needs, for the root's own P
     touch "$WHEELHOUSE/.kbwiki-ready"
 }
 
-# The commands of one trial, run inside the chroot as the trial's account from its clone.
-# Each prints "RESULT <exit code> <seconds> <command>"; output goes to one log per command.
-TRIAL_SCRIPT='
+# The commands of one trial, run inside the root as the trial's account from its clone: the
+# README's, in its order. Each prints "RESULT <exit code> <seconds> <command>"; output goes to one
+# log per command.
+TRIAL_SCRIPT=$(cat <<'EOF'
 set -u
 cd "$CLONE"
+KBWIKI="$CLONE/.venv/bin/kbwiki"
 step() {
     local log="$LOGS/$(echo "$*" | tr -c "a-zA-Z0-9\n" _ | cut -c1-60).log" start end rc
     start=$(date +%s.%N)
     bash -c "$*" >"$log" 2>&1; rc=$?
     end=$(date +%s.%N)
-    echo "RESULT $rc $(echo "$end - $start" | awk "{printf \"%.1f\", \$1 - \$3}") $*"
+    echo "RESULT $rc $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') $*"
     if ((rc != 0)); then echo "--- last lines of $log"; tail -n 15 "$log"; echo "---"; fi
 }
+with_worker() {  # with_worker CMD...: CMD while `kbwiki worker` runs (started first, as the README says)
+    "$KBWIKI" worker -p 1 -t 2 >"$LOGS/worker.log" 2>&1 &
+    local worker=$! rc tries=0
+    until python3 -c 'import json, sys; sys.exit(not {"postgres", "redis"} <= json.load(open(sys.argv[1])).keys())' \
+            "$HOME/.local/share/kbwiki/services.json" 2>/dev/null; do
+        ((tries++ < 600)) || { echo "the worker did not start its servers within 60 s"; return 1; }
+        sleep 0.1
+    done
+    "$@"; rc=$?
+    kill -TERM "$worker"; wait "$worker"
+    return $rc
+}
+export -f with_worker
+export KBWIKI
+mkdir -p "$HOME/notes"
+printf '# Harbor Ledger\n\nThe Harbor Ledger records every Quartz Relay shipment and the Tide Office audits it.\n' \
+    >"$HOME/notes/ledger.md"
 step make demo
 step make test
-step .venv/bin/kbwiki status --kb python-stdlib
-mkdir -p "$HOME/notes" && printf "# Harbor Ledger\n\nThe Harbor Ledger records every Quartz Relay shipment.\n" >"$HOME/notes/ledger.md"
-step "cd \"$HOME\" && \"$CLONE/.venv/bin/kbwiki\" ingest notes --kb notes"
-step "cd / && \"$CLONE/.venv/bin/kbwiki\" status --kb python-stdlib"
-step .venv/bin/kbwiki export --kb python-stdlib "$HOME/vault"
-step .venv/bin/kbwiki lint --kb python-stdlib
-'
+step '"$KBWIKI" status --kb python-stdlib'
+step 'cd "$HOME" && with_worker "$KBWIKI" ingest notes --kb notes --wait --timeout 600'
+step 'cd / && "$KBWIKI" status --kb notes'
+step '"$KBWIKI" export --kb python-stdlib "$HOME/vault"'
+step '"$KBWIKI" lint --kb python-stdlib'
+step '"$KBWIKI" dead-letters list'
+step '"$KBWIKI" delete --kb notes ledger.md'
+step '"$KBWIKI" delete-kb --kb notes --yes'
+step '"$KBWIKI" migrate'
+EOF
+)
 
 run_trial() {  # run_trial root|user
     local who=$1 root="$WORK/trial-$1" account home clone
