@@ -160,6 +160,8 @@ run_trial() {  # run_trial root|user
     # is downloaded, and every server a trial leaves running ends with it. The root becomes the
     # namespace's own root with pivot_root, not chroot: the kernel refuses user namespaces (which
     # kbwiki uses to run PostgreSQL as root) to a chrooted process, and a fresh machine is not one.
+    # The namespace's pid 1 is a shell that waits for the trial (not exec'd into it): like init,
+    # it reaps orphaned processes, which would otherwise stay zombies.
     unshare --net --mount --pid --fork --kill-child sh -c '
         set -e
         ip link set lo up
@@ -171,7 +173,7 @@ run_trial() {  # run_trial root|user
         cd "$1"
         pivot_root . .oldroot
         shift
-        exec "$@"' trial "$root" /bin/sh -c 'umount -l /.oldroot && rmdir /.oldroot && exec "$@"' trial \
+        exec "$@"' trial "$root" /bin/sh -c 'umount -l /.oldroot && rmdir /.oldroot && "$@"' trial \
         /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
         HOME="$home" USER="$account" LOGNAME="$account" PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
         PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 \

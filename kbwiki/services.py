@@ -318,8 +318,9 @@ def _pg_run_as(data: Path) -> _RunAs:
     raise ServiceError("running as root and neither a 'postgres' nor a 'nobody' account exists")
 
 
-def _pg_prepare_dirs(home: Path, run_as: _RunAs) -> tuple[Path, Path]:
-    """Create ``<home>/pg`` and ``<home>/pg.log`` owned by the server's account; check it can reach them."""
+def _pg_prepare_dirs(home: Path, bindir: Path, run_as: _RunAs) -> tuple[Path, Path]:
+    """Create ``<home>/pg`` and ``<home>/pg.log`` owned by the server's account; check that it can
+    reach them and run the binaries in ``bindir``."""
     data, log = home / "pg", home / "pg.log"
     data.mkdir(mode=0o700, exist_ok=True)
     log.touch(exist_ok=True)
@@ -332,6 +333,10 @@ def _pg_prepare_dirs(home: Path, run_as: _RunAs) -> tuple[Path, Path]:
         if probe.returncode != 0:
             raise ServiceError(f"PostgreSQL runs as {run_as.user!r} and that account cannot reach {data}; "
                                "set KBWIKI_HOME to a folder it can reach, or DATABASE_URL")
+        probe = subprocess.run(["test", "-x", str(bindir / "initdb")], check=False, **run_as.kwargs())
+        if probe.returncode != 0:
+            raise ServiceError(f"PostgreSQL runs as {run_as.user!r} and that account cannot run {bindir}; "
+                               "install kbwiki where it can, or set DATABASE_URL")
     return data, log
 
 def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
@@ -384,7 +389,7 @@ def _pg_start(home: Path, build: Build) -> dict[str, Any]:
     """Start PostgreSQL ``build`` under ``home``; returns its state entry. Raises :class:`ServiceError`."""
     bindir = Path(build.path)
     run_as = _pg_run_as(home / "pg")
-    data, log = _pg_prepare_dirs(home, run_as)
+    data, log = _pg_prepare_dirs(home, bindir, run_as)
     _pg_initdb(bindir, data, run_as)
     _pg_stop(bindir, data, run_as)  # a leftover from a run that died without cleaning up
     port = _free_port()
