@@ -138,7 +138,7 @@ EOF
 )
 
 run_trial() {  # run_trial root|user
-    local who=$1 root="$WORK/trial-$1" account home clone
+    local who=$1 root="$WORK/trial-$1" account home clone commit
     say "trial as $who: copying the base root"
     rm -rf "$root"
     cp -a "$BASE" "$root"
@@ -153,9 +153,10 @@ run_trial() {  # run_trial root|user
     fi
     clone="$home/kbwiki"
     git clone -q "$REPO" "$root$clone"
+    commit="$(git -C "$root$clone" rev-parse --short HEAD)"
     mkdir -p "$root/var/log/kbwiki-trial"
     chroot "$root" chown -R "$account:" "$clone" /var/log/kbwiki-trial "$home"
-    say "trial as $who: commit $(git -C "$root$clone" rev-parse --short HEAD), clone $clone, no network"
+    say "trial as $who: commit $commit, clone $clone, no network"
     # Own network (loopback only), mount and pid namespaces: nothing answers on 5432/6379, nothing
     # is downloaded, and every server a trial leaves running ends with it. The root becomes the
     # namespace's own root with pivot_root, not chroot: the kernel refuses user namespaces (which
