@@ -31,7 +31,6 @@ is gone or whose server does not answer is stale: its leftovers are stopped and 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import fcntl
 import functools
 import importlib.util
@@ -43,11 +42,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -610,7 +608,7 @@ def choose_build(home: Path, name: str) -> Build:
 def _record_build(home: Path, name: str, build: Build) -> None:
     """Remember in ``<home>/build.json`` that ``build`` runs (and so made or upgraded) ``name``'s data."""
     record = _read_json(home / BUILD_FILE)
-    record[name] = dataclasses.asdict(build)
+    record[name] = asdict(build)
     _write_json(home / BUILD_FILE, record)
 
 
