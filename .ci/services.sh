@@ -88,10 +88,16 @@ wait_for() {  # wait_for CHECK WHAT LOGFILE PORT
 apt_install() {  # as root: PostgreSQL (+ contrib for pg_trgm) and Redis, without Debian's default cluster
     export DEBIAN_FRONTEND=noninteractive
     # Debian's postinst creates a "main" cluster on 5432 with password auth for TCP; we start our own
-    # trust-auth server instead. The setting must be in place before postgresql-common installs.
-    if [[ ! -e /etc/postgresql-common/createcluster.conf ]]; then
-        mkdir -p /etc/postgresql-common
-        echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+    # trust-auth server instead. The setting must be in place before the server package installs;
+    # it is left alone where clusters exist already (someone chose how they are made).
+    local conf=/etc/postgresql-common/createcluster.conf
+    if [[ -z "$(pg_lsclusters -h 2>/dev/null || true)" ]]; then
+        mkdir -p "$(dirname "$conf")"
+        if [[ -f "$conf" ]] && grep -q '^[[:space:]]*create_main_cluster' "$conf"; then
+            sed -i 's/^[[:space:]]*create_main_cluster.*/create_main_cluster = false/' "$conf"
+        else
+            echo "create_main_cluster = false" >>"$conf"
+        fi
     fi
     say "installing postgresql, postgresql-contrib and redis-server with apt-get"
     apt-get update -q >&2 || say "apt-get update failed; installing from the package lists there are"
