@@ -163,16 +163,20 @@ def _free_port() -> int:
 
 
 def _log_line(path: Path) -> str:
-    """The line of a server log that says why it stopped (its last FATAL/PANIC/ERROR line, else its
-    last line) and where the whole log is: errors stay one line."""
+    """What a server log says about why it stopped, as one line: its last FATAL/PANIC/ERROR line
+    (else its last line) and the line before it, and where the whole log is."""
     try:
         lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return f"no log at {path}"
     if not lines:
         return f"{path} is empty"
-    errors = [line for line in lines if re.search(r"\b(FATAL|PANIC|ERROR)\b|# ", line)]
-    return f"{(errors or lines)[-1]} (log: {path})"
+    errors = [i for i, line in enumerate(lines) if re.search(r"\b(FATAL|PANIC|ERROR)\b|# ", line)]
+    last = errors[-1] if errors else len(lines) - 1
+    # The line before often names the cause ("invalid value for parameter ..." before "FATAL:
+    # configuration file ... contains errors").
+    said = " / ".join(lines[max(0, last - 1):last + 1])
+    return f"{said} (log: {path})"
 
 
 def _last_line(text: str) -> str:

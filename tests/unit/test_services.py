@@ -270,3 +270,15 @@ def test_every_command_prints_its_home_on_stderr(home: Path, tmp_path: Path) -> 
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.splitlines()[0].startswith(f"kbwiki: home {home} (PostgreSQL ")
     assert "Error: no knowledge base named 'nope'" in out.stderr
+
+
+def test_a_server_that_cannot_start_is_one_line_with_its_log(home: Path) -> None:
+    with local_services(_embedded(home)):
+        pass
+    with (home / "pg" / "postgresql.conf").open("a") as conf:
+        conf.write("shared_buffers = 'a lot'\n")  # PostgreSQL refuses to start on it
+    with pytest.raises(ServiceError) as caught, local_services(_embedded(home)):
+        pass
+    message = str(caught.value)
+    assert "\n" not in message and "shared_buffers" in message and f"(log: {home / 'pg.log'})" in message
+    assert not (home / STATE_FILE).exists()
