@@ -14,7 +14,8 @@
 # `make install` needs; the trial points pip at the wheelhouse (PIP_NO_INDEX, PIP_FIND_LINKS).
 # The Debian mirror is this machine's own (read from its apt sources).
 #
-# Usage: .ci/fresh_machine.sh [root|user]...   (default: both trials; `prepare` only downloads)
+# Usage: .ci/fresh_machine.sh [root|user]...   (default: both trials; `prepare` only downloads;
+#        root-test-first / user-test-first run `make test` before `make demo`)
 # Environment: FRESH_WORK (default /var/tmp/kbwiki-fresh) holds the cached base root, the
 # wheelhouse, the trial roots and their logs; remove it to start from nothing.
 set -euo pipefail
@@ -123,8 +124,7 @@ export KBWIKI
 mkdir -p "$HOME/notes"
 printf '# Harbor Ledger\n\nThe Harbor Ledger records every Quartz Relay shipment and the Tide Office audits it.\n' \
     >"$HOME/notes/ledger.md"
-step make demo
-step make test
+if [[ $FIRST == test ]]; then step make test; step make demo; else step make demo; step make test; fi
 step '"$KBWIKI" status --kb python-stdlib'
 step 'cd "$HOME" && with_worker "$KBWIKI" ingest notes --kb notes --wait --timeout 600'
 step 'cd / && "$KBWIKI" status --kb notes'
@@ -137,15 +137,16 @@ step '"$KBWIKI" migrate'
 EOF
 )
 
-run_trial() {  # run_trial root|user
-    local who=$1 root="$WORK/trial-$1" account home clone commit
+run_trial() {  # run_trial root|user[-test-first]
+    local who=$1 root="$WORK/trial-$1" account home clone commit first=demo
+    [[ $who == *-test-first ]] && first=test
     say "trial as $who: copying the base root"
     rm -rf "$root"
     cp -a "$BASE" "$root"
     mkdir -p "$root$WHEELS_IN_ROOT"
     cp "$WHEELHOUSE"/*.whl "$WHEELHOUSE"/*.tar.gz "$root$WHEELS_IN_ROOT/" 2>/dev/null || true
     chmod 0700 "$root/root"  # as on a fresh machine
-    if [[ $who == root ]]; then
+    if [[ ${who%-test-first} == root ]]; then
         account=root home=/root
     else
         account=$TRIAL_USER home=/home/$TRIAL_USER
@@ -178,7 +179,7 @@ run_trial() {  # run_trial root|user
         /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
         HOME="$home" USER="$account" LOGNAME="$account" PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
         PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 \
-        CLONE="$clone" LOGS=/var/log/kbwiki-trial \
+        CLONE="$clone" LOGS=/var/log/kbwiki-trial FIRST="$first" \
         bash -c "$TRIAL_SCRIPT" | tee "$WORK/results-$who.txt"
     say "trial as $who: logs in $root/var/log/kbwiki-trial"
 }
@@ -189,7 +190,7 @@ prepare_base
 prepare_wheelhouse
 [[ ${trials[*]} == prepare ]] && exit 0
 for who in "${trials[@]}"; do
-    [[ $who == root || $who == user ]] || die "unknown trial $who (root or user)"
+    [[ ${who%-test-first} == root || ${who%-test-first} == user ]] || die "unknown trial $who (root or user, -test-first)"
     run_trial "$who"
 done
 echo
