@@ -59,23 +59,18 @@ def _server_gone() -> tuple[type[BaseException], ...]:
     return psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
 
 
-@contextlib.contextmanager
-def _pool_logs_silenced() -> Iterator[None]:
-    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") while a
-    command runs. Unhandled, Python prints them as plain lines on stderr, in the middle of the
-    command's output; every failure they warn of reaches the command as an exception, which it
-    reports in one line."""
+def _silence_pool_logs() -> None:
+    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") in a
+    command's process. Unhandled, Python prints them as plain lines on stderr, in the middle of the
+    command's output, and the pool's threads go on logging after the command has failed (between
+    its end and its error line); every failure they warn of reaches the command as an exception,
+    which it reports in one line. Idempotent."""
     import logging
 
-    logger, handler = logging.getLogger("psycopg"), logging.NullHandler()
-    saved = logger.propagate
-    logger.addHandler(handler)
+    logger = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
     logger.propagate = False
-    try:
-        yield
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = saved
 
 
 @contextlib.contextmanager
@@ -101,7 +96,7 @@ def services() -> Iterator[Settings]:
         if embedded:  # on stderr: a command's own output (--json) stays clean
             click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
         get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
-        stack.enter_context(_pool_logs_silenced())
+        _silence_pool_logs()
         _reachable(settings)
         if embedded:
             apply_migrations(settings.database_url)
