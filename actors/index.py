@@ -11,10 +11,10 @@ from actors.deps import Deps, get_deps
 from actors.triggers import clear_trigger
 from wiki.models import Page
 from wiki.render import render_index_page
+from wiki.slugs import INDEX_SLUG
 
 log = structlog.get_logger(__name__)
 
-INDEX_SLUG = "index"
 RECENT_SUMMARIES = 200
 
 

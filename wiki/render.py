@@ -16,6 +16,10 @@ MAX_EVIDENCE_PER_SOURCE = 2
 
 _LINKISH = re.compile(r"\[\[|\]\]")
 
+#: The headings of a summary page's lists of its entity and concept pages.
+ITEM_SECTIONS = {"entity": "Entities", "concept": "Concepts"}
+_ITEM_SECTION_RE = re.compile(f"^## (?:{'|'.join(ITEM_SECTIONS.values())})$")
+
 
 def neutral(text: str) -> str:
     """Text from a document with wiki-link brackets defused, so quoted text never makes a link."""
@@ -64,7 +68,7 @@ def render_summary_page(extraction: Extraction, source_uri: str, item_links: Seq
     lines = [neutral_paragraphs(extraction.body), ""]
     if source_uri:
         lines += [f"**Source:** `{source_uri.replace('`', '')}`", ""]
-    for kind, heading in (("entity", "Entities"), ("concept", "Concepts")):
+    for kind, heading in ITEM_SECTIONS.items():
         entries = [it for it in item_links if it[0] == kind]
         if entries:
             lines += [f"## {heading}", ""]
@@ -91,3 +95,20 @@ def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Pag
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""
         lines.append(f"- {link(page.slug, page.title)}{tail}")
     return "\n".join(lines).strip() + "\n"
+
+
+def listed_link_starts(content: str) -> set[int]:
+    """Offsets of the links :func:`render_summary_page` writes itself: the link that opens each list
+    item under an "## Entities" or "## Concepts" heading. Every other link to an entity or concept
+    page in a rendered page was added by cross-linking."""
+    starts: set[int] = set()
+    in_list = False
+    pos = 0
+    for line in content.splitlines(keepends=True):
+        text = line.rstrip("\n")
+        if text.startswith("#"):
+            in_list = _ITEM_SECTION_RE.match(text) is not None
+        elif in_list and text.startswith("- [["):
+            starts.add(pos + 2)
+        pos += len(line)
+    return starts
