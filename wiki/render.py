@@ -7,9 +7,9 @@ can be rewritten from its remaining sources after one is retracted.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from wiki.models import Extraction, Page
+from wiki.models import Extraction, Page, PageLite
 
 MAX_SOURCES_SHOWN = 20
 MAX_EVIDENCE_PER_SOURCE = 2
@@ -84,12 +84,21 @@ def neutral_paragraphs(body: str) -> str:
     return "\n\n".join(neutral(p) for p in body.split("\n\n") if p.strip())
 
 
-def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page]) -> str:
-    """The index page: per-type counts and the most recent summaries (bounded by the caller)."""
+def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page],
+                      most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None) -> str:
+    """The index page: per-type counts, the entity and concept pages cited by the most documents
+    (``most_cited``: page type -> (page, number of documents), most first) and the most recent
+    summaries; every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
     lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", "", "## Pages by type", ""]
     for page_type in ("summary", "entity", "concept"):
         lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
+    for page_type, heading in ITEM_SECTIONS.items():
+        cited = (most_cited or {}).get(page_type, [])
+        if cited:
+            lines += ["", f"## Most-cited {heading.lower()}", ""]
+            lines += [f"- {link(page.slug, page.title)} ({n} {'document' if n == 1 else 'documents'})"
+                      for page, n in cited]
     lines += ["", f"## Recent documents ({len(recent)})", ""]
     for page in recent:
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""
