@@ -29,7 +29,7 @@ from actors.crosslink import enqueue_touched
 from actors.coordination import ActiveBatchLock, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
-from actors.lanes import INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from actors.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import refresh_statistics
 from repos.pages import title_keys
@@ -477,8 +477,8 @@ def wiki_reduce(**kwargs) -> None:
         send_trigger(deps, "wiki_crosslink", **kb)  # which rebuilds the index after it
     elif result.deleted:  # nothing to re-link, but the index may still list a deleted summary
         send_trigger(deps, "wiki_rebuild_index", **kb)
-    if result.keys:
-        send_trigger(deps, "wiki_backlink", **kb)
+    if result.keys or (not remaining and deps.ops.pending_count(BACKLINK, SCOPE_KB, args.knowledge_base_id)):
+        send_trigger(deps, "wiki_backlink", **kb)  # which waits while documents are still coming
     if result.requeued:
         send_trigger(deps, "wiki_ingest", **kb)
     if remaining and (result.documents or result.retracted or result.failed):

@@ -261,8 +261,9 @@ class WikiPageRepository:
             out[r.pop("query")].append(PageLite.model_validate(r))
         return out
 
-    def pages_mentioning(self, kb_id: str, phrases: Iterable[str], after: str = "", limit: int = 100) -> list[str]:
-        """Slugs (sorted, all > ``after``, at most ``limit``) of the live pages other than the index
+    def pages_mentioning(self, kb_id: str, phrases: Iterable[str], after: str = "",
+                         limit: int | None = None) -> list[str]:
+        """Slugs (sorted, all > ``after``, at most ``limit``: None for all) of the live pages other than the index
         whose content holds one of ``phrases`` as a phrase: its words in order, compared as
         PostgreSQL's 'simple' text search configuration reads them (case-insensitive; CJK
         character by character). A superset of the pages whose prose mentions a phrase (the

@@ -8,30 +8,51 @@ from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  
 from wiki.links import out_link_slugs
 
 
-def test_a_page_created_later_is_linked_from_the_pages_that_mentioned_it_first(env, monkeypatch):  # noqa: F811
-    import actors.backlink
-    from actors.backlink import run_backlink
-
+def test_a_page_created_later_is_linked_from_the_pages_that_mentioned_it_first(env):  # noqa: F811
     deps, kb = env
-    runs = []
-    monkeypatch.setattr(actors.backlink, "CHUNK", 2)  # three mentioning pages: two chunks
-    monkeypatch.setattr(actors.backlink, "run_backlink", lambda *a: runs.append(1) or run_backlink(*a))
     for name in ("Alpha", "Beta", "Gamma"):
         _submit(deps, kb, name, f"The {name} line mentions the Sprocket Drive in passing.",
                 f"* {name} Part (entity): {name} Part is a part.")
     _settle(deps, kb)
     assert deps.pages.get(kb.id, "sprocket-drive") is None
 
-    runs.clear()
     _submit(deps, kb, "Delta", "* Sprocket Drive (entity): The Sprocket Drive turns every wheel.")
     _settle(deps, kb)
-    assert len(runs) >= 2  # the pages mentioning the new title came in chunks of two
 
     for name in ("alpha", "beta", "gamma"):
         assert "sprocket-drive" in out_link_slugs(deps.pages.get(kb.id, f"doc-{name}").content), name
-    assert deps.pages.pages_mentioning(kb.id, ["sprocket drive"], "", 10) == [
+    assert deps.pages.pages_mentioning(kb.id, ["sprocket drive"]) == [
         "doc-alpha", "doc-beta", "doc-delta", "doc-gamma", "sprocket-drive"]
-    assert deps.pages.pages_mentioning(kb.id, ["sprocket drive"], "doc-delta", 2) == ["doc-gamma", "sprocket-drive"]
+    assert deps.pages.pages_mentioning(kb.id, ["SPROCKET  drive"], "doc-delta", 1) == ["doc-gamma"]
+    assert deps.pages.pages_mentioning(kb.id, ["every sprocket", "  "]) == []
+
+
+def test_back_links_wait_while_batches_are_still_coming(env):  # noqa: F811
+    from datetime import UTC, datetime, timedelta
+
+    from actors.backlink import DEFER_S, enqueue_keys, run_backlink
+    from actors.lanes import BACKLINK, FINALIZE, REDUCE, SCOPE_KB
+
+    deps, kb = env
+    _submit(deps, kb, "Alpha", "The Alpha line mentions the Sprocket Drive in passing.",
+            "* Alpha Part (entity): Alpha Part is a part.")
+    _settle(deps, kb)
+    enqueue_keys(deps, kb, {"sprocket drive"}, [])
+    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
+                     dedup_key="another-document")
+
+    waiting = run_backlink(deps, kb.tenant_id, kb.id)
+    assert waiting.deferred and waiting.claimed == 0 and waiting.remaining == 1
+
+    later = datetime.now(UTC) + timedelta(seconds=DEFER_S + 1)  # a KB that never stops receiving documents
+    done = run_backlink(deps, kb.tenant_id, kb.id, now=later)
+    assert (done.deferred, done.claimed, done.found, done.queued) == (False, 1, 1, 1)
+    assert deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id) == 0
+    assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id)] == [["doc-alpha"]]
+
+    enqueue_keys(deps, kb, {"alpha line"}, [])  # doc-alpha already waits on the finalize lane: not queued twice
+    again = run_backlink(deps, kb.tenant_id, kb.id, now=later)
+    assert (again.found, again.queued) == (1, 0)
 
 
 def test_a_title_that_goes_away_is_unlinked_from_the_pages_that_mentioned_it(env):  # noqa: F811

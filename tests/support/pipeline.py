@@ -28,7 +28,8 @@ def settle(deps, kb, max_rounds: int = 50) -> None:
             if not (result.documents or result.retracted or result.failed):
                 break
         while deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id):
-            run_backlink(deps, kb.tenant_id, kb.id)
+            if not run_backlink(deps, kb.tenant_id, kb.id).claimed:
+                break  # waiting for the documents still being mapped
         while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
             run_crosslink(deps, kb.tenant_id, kb.id)
         rebuild_index(deps, kb.tenant_id, kb.id)
