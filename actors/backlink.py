@@ -42,9 +42,11 @@ KEYS_PER_OP = 200
 #: (3,932 pages), 200 keys 0.3 s (1,339 pages): in groups of 10, overlapping groups queued 8,000.
 OPS_PER_RUN = 50
 
-#: Seconds a run waits for the reduce lane to empty before it goes ahead anyway (a KB that never
-#: stops receiving documents still gets its back-links).
-DEFER_S = 60.0
+#: Seconds a run waits for the ingest and reduce lanes to empty before it goes ahead anyway (a KB
+#: that never stops receiving documents still gets its back-links every few minutes). Each round
+#: relinks every page mentioning a name the round's batches added, common names included, so a
+#: long ingest pays per round: five minutes keeps a linux-doc ingest to one or two rounds.
+DEFER_S = 300.0
 
 
 @dataclass
