@@ -2,8 +2,8 @@
 
 Importing it builds the RedisBroker from settings and declares every actor on it:
 ``wiki_submit``/``wiki_ingest`` (enter work), ``wiki_map``, ``wiki_reduce``, ``wiki_crosslink``,
-``wiki_backlink``, ``wiki_rebuild_index``, ``wiki_retract``/``wiki_delete_kb`` (remove work); workers also run the
-recovery sweeper.
+``wiki_backlink``, ``wiki_rebuild_index``, ``wiki_retract``/``wiki_delete_kb`` (remove work);
+workers also run the recovery sweeper.
 """
 
 from actors.broker import build_broker

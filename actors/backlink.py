@@ -70,7 +70,8 @@ def enqueue_keys(deps: Deps, kb: KnowledgeBase, keys: set[str], queued: list[str
                          payload={"keys": ordered[i:i + KEYS_PER_OP], "skip": sorted(queued)}, conn=conn)
 
 
-def run_backlink(deps: Deps, tenant_id: int, knowledge_base_id: str, now: datetime | None = None) -> BacklinkResult | None:
+def run_backlink(deps: Deps, tenant_id: int, knowledge_base_id: str,
+                 now: datetime | None = None) -> BacklinkResult | None:
     """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking.
 
     Waits (claims nothing, ``deferred``) while the ingest or reduce lane has rows and the oldest

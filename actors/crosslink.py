@@ -3,8 +3,9 @@
 Drains the KB's finalize lane. For each touched page: links to pages that no longer exist are
 repaired with the slug fuzzy resolve (else become plain text), the cross-links an earlier run
 added are taken out, and the first mention of each other page's title is linked, so a page's
-links depend on its rendered text and the live pages only, not on the order pages appeared in. Reads only the touched pages' content; other pages are seen through
-narrow (slug, title, aliases) rows found by indexed lookups of the phrases the pages contain.
+links depend on its rendered text and the live pages only, not on the order pages appeared in.
+Reads only the touched pages' content; other pages are seen through narrow (slug, title, aliases)
+rows found by indexed lookups of the phrases the pages contain.
 Touched slugs are queued ``CHUNK`` per finalize op; a run claims one op and reads, links and
 writes its pages in a few statements (``actors.relink``). A run that leaves unclaimed ops sends
 the next run at once, before its own work, so up to ``ingest_reduce_parallel`` runs of a KB

@@ -5,7 +5,8 @@ One batch per KB at a time (the Redis active-batch lock). A batch takes at most
 entity and concept to a page (same slug, else the top-K trigram-similar titles PostgreSQL
 returns, decided by ``wiki.dedup``; items of the batch are merged with each other first),
 then writes the pages, queues the touched slugs on the finalize lane (and the title keys whose
-page changed on the backlink lane, ``actors.backlink``) and settles the batch in one transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in one
+page changed on the backlink lane, ``actors.backlink``) and settles the batch in one
+transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in one
 statement per table), so a batch costs a few dozen round trips whatever its size: a worker
 thread waiting on many round trips loses the GIL to map threads at every one. Work read or
 written is bounded by the batch, never by the KB.
@@ -418,7 +419,8 @@ def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
     deps.pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
     deps.pages.save_many([after[s] for s in sorted(changed)], conn=conn)
     before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
-    after_keys = {(slug, key) for slug in {*plan, *renames.values()} if slug in after for key in title_keys(after[slug])}
+    after_keys = {(slug, key) for slug in {*plan, *renames.values()} if slug in after
+                  for key in title_keys(after[slug])}
     return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys})
 
 

@@ -123,8 +123,8 @@ def test_delete_ten_and_edit_five_equals_a_fresh_ingest_of_the_final_twenty(make
 
     docs = _corpus()
     deleted, edited, kept = docs[:10], docs[10:15], docs[15:]
-    revised = [(title, uri, text.replace("\n\n", "\n\nRevised: the Rubin Observatory and Hubble both observe photons.\n\n", 1))
-               for title, uri, text in edited]
+    extra = "\n\nRevised: the Rubin Observatory and Hubble both observe photons.\n\n"
+    revised = [(title, uri, text.replace("\n\n", extra, 1)) for title, uri, text in edited]
 
     deps, kb = make_kb(4)
     ids = _ingest(deps, kb, docs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from actors.reduce import item_type
 from wiki.lint import LintPage, broken_links
-from wiki.links import linkify, LinkTarget, parse_links, unlink
+from wiki.links import LinkTarget, linkify, parse_links, unlink
 from wiki.models import Extraction, PageLite
 from wiki.render import listed_link_starts, render_index_page, render_summary_page
 from wiki.slugs import INDEX_SLUG, RESERVED_SLUGS
@@ -36,8 +36,8 @@ def test_a_page_type_is_the_kind_most_sources_give_it_whatever_their_order() -> 
 
 def test_cross_links_come_off_and_the_summary_lists_stay() -> None:
     extraction = Extraction(summary="Acme Cloud runs Widgets.", body="Acme Cloud runs Widgets on Acme.", items=[])
-    rendered = render_summary_page(extraction, "docs/a.md", [("entity", "acme-cloud", "Acme Cloud", "Acme Cloud hosts Acme."),
-                                                             ("concept", "widget", "Widgets", "")])
+    listed = [("entity", "acme-cloud", "Acme Cloud", "Acme Cloud hosts Acme."), ("concept", "widget", "Widgets", "")]
+    rendered = render_summary_page(extraction, "docs/a.md", listed)
     linked, added = linkify(rendered, [LinkTarget("acme", "Acme"), LinkTarget("widget-maker", "Widgets")])
     assert added == {"acme", "widget-maker"}
     listed = listed_link_starts(linked)
