@@ -3,22 +3,19 @@
 Cross-link only looks at the pages a batch touched, so a page written before another page
 existed never linked its mentions of it: the wiki depended on the order documents came in.
 A reduce batch therefore queues the title keys whose page changed (a page created, deleted or
-moved, a title or alias gained or lost) on the KB's backlink lane, ``KEYS_PER_OP`` per op, with
-the slugs the batch queued for cross-linking itself. A run claims up to ``OPS_PER_RUN`` ops and
-asks PostgreSQL once for the pages whose content holds one of their keys (the full-text index of
-migration 0051: never a scan of the KB); those pages go to the finalize lane, where cross-link
-relinks each from scratch, except the pages already waiting there unclaimed. The lookup finds a
-superset of the pages whose prose mentions a key: linkify decides.
-
-While documents of the KB are still being mapped or reduced (its ingest or reduce lane has rows),
-a run waits, up to ``DEFER_S`` after its oldest op was queued: a page mentioning names that
-several batches of one ingest add is then relinked once, at the end, not once per batch.
+moved, a title or alias gained or lost) on the KB's backlink lane, ``KEYS_PER_OP`` per op. A run
+claims up to ``OPS_PER_RUN`` ops and asks PostgreSQL once for the pages whose content holds one
+of their keys (the full-text index of migration 0051: never a scan of the KB); in one
+transaction it takes the pages waiting unclaimed on the finalize lane and queues them and the
+mentioning pages again, each once. Cross-link then relinks each from scratch. The lookup finds
+a superset of the pages whose prose mentions a key: linkify decides. Runs wait while documents
+are still coming (``actors.pacing``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import dramatiq
 import structlog
@@ -28,7 +25,8 @@ from actors.claims import released_on_failure
 from actors.crosslink import enqueue_touched
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
-from actors.lanes import BACKLINK, FINALIZE, INGEST, OP_KEYS, REDUCE, SCOPE_KB
+from actors.lanes import BACKLINK, FINALIZE, OP_KEYS, SCOPE_KB
+from actors.pacing import ingest_running
 from actors.triggers import clear_trigger, send_trigger
 from wiki.models import KnowledgeBase
 
@@ -42,17 +40,10 @@ KEYS_PER_OP = 200
 #: (3,932 pages), 200 keys 0.3 s (1,339 pages): in groups of 10, overlapping groups queued 8,000.
 OPS_PER_RUN = 50
 
-#: Seconds a run waits for the ingest and reduce lanes to empty before it goes ahead anyway (a KB
-#: that never stops receiving documents still gets its back-links every few minutes). Each round
-#: relinks every page mentioning a name the round's batches added, common names included, so a
-#: long ingest pays per round: five minutes keeps a linux-doc ingest to one or two rounds.
-DEFER_S = 300.0
-
-
 @dataclass
 class BacklinkResult:
-    """Ops claimed, pages found mentioning their keys, pages queued for cross-linking (found minus
-    those already waiting or skipped), and whether the run waited for the reduce lane instead."""
+    """Ops claimed, pages found mentioning their keys, pages queued for cross-linking (those and the
+    pages that were waiting on the finalize lane), and whether the run waited for the ingest."""
 
     claimed: int = 0
     found: int = 0
@@ -61,48 +52,38 @@ class BacklinkResult:
     remaining: int = 0
 
 
-def enqueue_keys(deps: Deps, kb: KnowledgeBase, keys: set[str], queued: list[str], conn=None) -> None:
-    """Queue the title ``keys`` whose page changed, ``KEYS_PER_OP`` per backlink op; ``queued`` are
-    the slugs the caller put on the finalize lane in the same transaction (not queued again)."""
+def enqueue_keys(deps: Deps, kb: KnowledgeBase, keys: set[str], conn=None) -> None:
+    """Queue the title ``keys`` whose page changed, ``KEYS_PER_OP`` per backlink op."""
     ordered = sorted(keys)
     for i in range(0, len(ordered), KEYS_PER_OP):
         deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=BACKLINK, scope=SCOPE_KB, scope_id=kb.id, op=OP_KEYS,
-                         payload={"keys": ordered[i:i + KEYS_PER_OP], "skip": sorted(queued)}, conn=conn)
+                         payload={"keys": ordered[i:i + KEYS_PER_OP]}, conn=conn)
 
 
 def run_backlink(deps: Deps, tenant_id: int, knowledge_base_id: str,
                  now: datetime | None = None) -> BacklinkResult | None:
-    """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking.
+    """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking,
+    merged with the pages waiting unclaimed on the finalize lane (each queued once).
 
-    Waits (claims nothing, ``deferred``) while the ingest or reduce lane has rows and the oldest
-    backlink op is younger than ``DEFER_S``. A page is skipped when it waits unclaimed on the finalize lane
-    (its run will read it, and the keys, later) or when every claimed op's batch queued it
-    itself. The pages are queued and the ops deleted in one transaction. Returns None when the
-    KB is gone (its lanes drained).
+    Waits (claims nothing, ``deferred``) while documents of the KB are still coming in
+    (``actors.pacing.ingest_running``). The pages are queued and the ops deleted in one
+    transaction. Returns None when the KB is gone (its lanes drained).
     """
     kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
     if kb is None:
         return None
-    oldest = deps.ops.peek(BACKLINK, SCOPE_KB, kb.id, 1)
-    if not oldest:
-        return BacklinkResult()
-    age = ((now or datetime.now(UTC)) - oldest[0].enqueued_at).total_seconds()
-    coming = deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) or deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id)
-    if age < DEFER_S and coming:
+    if ingest_running(deps, kb.id, BACKLINK, now):
         return BacklinkResult(deferred=True, remaining=deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id))
     claimed = deps.ops.claim(BACKLINK, SCOPE_KB, kb.id, OPS_PER_RUN, deps.settings.stale_claim_s)
     result = BacklinkResult(claimed=len(claimed))
     with released_on_failure(deps, claimed):
         if claimed:
-            keys = {key for op in claimed for key in op.payload.get("keys", [])}
-            found = deps.pages.pages_mentioning(kb.id, keys)
-            skip = set.intersection(*(set(op.payload.get("skip", [])) for op in claimed))
-            skip |= deps.ops.unclaimed_payload_items(FINALIZE, SCOPE_KB, kb.id, "slugs")
-            pages = [slug for slug in found if slug not in skip]
-            result.found, result.queued = len(found), len(pages)
+            found = deps.pages.pages_mentioning(kb.id, {key for op in claimed for key in op.payload.get("keys", [])})
             with deps.pool.connection() as conn:
-                enqueue_touched(deps, kb, pages, conn=conn)
+                waiting = deps.ops.take_unclaimed_payload_items(FINALIZE, SCOPE_KB, kb.id, "slugs", conn=conn)
+                enqueue_touched(deps, kb, sorted(waiting | set(found)), conn=conn)
                 deps.ops.delete_by_ids([op.id for op in claimed], conn=conn)
+            result.found, result.queued = len(found), len(waiting | set(found))
     result.remaining = deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id)
     return result
 

@@ -24,6 +24,7 @@ from actors.claims import released_on_failure
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
+from actors.pacing import ingest_running
 from actors.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
 from repos.pages import ITEM_TYPES
@@ -65,7 +66,8 @@ def enqueue_touched(deps: Deps, kb: KnowledgeBase, slugs: list[str], conn=None) 
 
 
 def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=None) -> CrosslinkResult | None:
-    """Cross-link the pages of one finalize op, then delete it.
+    """Cross-link the pages of one finalize op, then delete it; claims nothing while documents of
+    the KB are still coming in (``actors.pacing``).
 
     ``fan_out()`` is called after the claim when unclaimed ops remain and fewer than the KB's
     ``reduce_parallel`` ops are being cross-linked (the actor sends the next run there).
@@ -74,6 +76,8 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=No
     kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
     if kb is None:
         return None
+    if ingest_running(deps, kb.id, FINALIZE):
+        return CrosslinkResult(remaining=deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id))
     stale = deps.settings.stale_claim_s
     claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, 1, stale)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})

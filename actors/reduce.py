@@ -149,7 +149,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
         deps.ops.delete_by_ids(done, conn=conn)
         enqueue_touched(deps, kb, touched, conn=conn)
-        enqueue_keys(deps, kb, writes.keys, touched, conn=conn)
+        enqueue_keys(deps, kb, writes.keys, conn=conn)
         deps.docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents

@@ -27,32 +27,34 @@ def test_a_page_created_later_is_linked_from_the_pages_that_mentioned_it_first(e
     assert deps.pages.pages_mentioning(kb.id, ["every sprocket", "  "]) == []
 
 
-def test_back_links_wait_while_batches_are_still_coming(env):  # noqa: F811
+def test_linking_waits_while_documents_are_still_coming(env):  # noqa: F811
     from datetime import UTC, datetime, timedelta
 
-    from actors.backlink import DEFER_S, enqueue_keys, run_backlink
-    from actors.lanes import BACKLINK, FINALIZE, REDUCE, SCOPE_KB
+    from actors.backlink import enqueue_keys, run_backlink
+    from actors.crosslink import enqueue_touched, run_crosslink
+    from actors.lanes import BACKLINK, FINALIZE, INGEST, SCOPE_KB
+    from actors.pacing import DEFER_S
 
     deps, kb = env
     _submit(deps, kb, "Alpha", "The Alpha line mentions the Sprocket Drive in passing.",
             "* Alpha Part (entity): Alpha Part is a part.")
+    _submit(deps, kb, "Beta", "* Beta Part (entity): Beta Part is a part.")
     _settle(deps, kb)
-    enqueue_keys(deps, kb, {"sprocket drive"}, [])
-    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                     dedup_key="another-document")
+    enqueue_keys(deps, kb, {"sprocket drive"})
+    enqueue_touched(deps, kb, ["doc-alpha", "doc-beta"])
+    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
+                     dedup_key="a-document-being-mapped")
 
     waiting = run_backlink(deps, kb.tenant_id, kb.id)
     assert waiting.deferred and waiting.claimed == 0 and waiting.remaining == 1
+    assert run_crosslink(deps, kb.tenant_id, kb.id).claimed == 0
 
     later = datetime.now(UTC) + timedelta(seconds=DEFER_S + 1)  # a KB that never stops receiving documents
     done = run_backlink(deps, kb.tenant_id, kb.id, now=later)
-    assert (done.deferred, done.claimed, done.found, done.queued) == (False, 1, 1, 1)
+    assert (done.deferred, done.claimed, done.found, done.queued) == (False, 1, 1, 2)
     assert deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id) == 0
-    assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id)] == [["doc-alpha"]]
-
-    enqueue_keys(deps, kb, {"alpha line"}, [])  # doc-alpha already waits on the finalize lane: not queued twice
-    again = run_backlink(deps, kb.tenant_id, kb.id, now=later)
-    assert (again.found, again.queued) == (1, 0)
+    # the pages that waited and the pages mentioning the keys, each queued once
+    assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id)] == [["doc-alpha", "doc-beta"]]
 
 
 def test_a_title_that_goes_away_is_unlinked_from_the_pages_that_mentioned_it(env):  # noqa: F811

@@ -31,7 +31,8 @@ def settle(deps, kb, max_rounds: int = 50) -> None:
             if not run_backlink(deps, kb.tenant_id, kb.id).claimed:
                 break  # waiting for the documents still being mapped
         while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-            run_crosslink(deps, kb.tenant_id, kb.id)
+            if not run_crosslink(deps, kb.tenant_id, kb.id).claimed:
+                break  # waiting for the documents still being mapped
         rebuild_index(deps, kb.tenant_id, kb.id)
         if lane_rows(deps, kb.id) == 0:
             return
