@@ -1,4 +1,5 @@
-"""The index page: per-type counts and the 200 most recent summaries, whatever the KB size.
+"""The index page: per-type counts, the most-cited entities and concepts and the 200 most recent
+summaries, whatever the KB size.
 
 That the index is behind is durable: a reduce batch that changed pages queues a ``rebuild`` op on
 the KB's ``wiki:index`` lane in the transaction that writes them (``request_index``), and a
@@ -21,11 +22,12 @@ from actors.triggers import clear_trigger, send_trigger
 from repos.db import advisory_xact_lock
 from wiki.models import KnowledgeBase, Page
 from wiki.render import render_index_page
+from wiki.slugs import INDEX_SLUG
 
 log = structlog.get_logger(__name__)
 
-INDEX_SLUG = "index"
 RECENT_SUMMARIES = 200
+MOST_CITED = 20  # entity pages and concept pages each: a reader's way into the KB's main subjects
 
 
 def request_index(deps: Deps, kb: KnowledgeBase, conn: Connection) -> None:
@@ -35,8 +37,9 @@ def request_index(deps: Deps, kb: KnowledgeBase, conn: Connection) -> None:
 
 
 def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page | None:
-    """Rewrite the KB's index page from two bounded queries (counts, recent summaries) and delete
-    the ``wiki:index`` ops queued before it read them.
+    """Rewrite the KB's index page from four bounded queries (counts, most-cited entities and
+    concepts, recent summaries), each an index walk that stops at its limit, and delete the
+    ``wiki:index`` ops queued before it read them.
 
     Rebuilds of one KB take turns (a transaction-scoped advisory lock), and the ops are read after
     the lock is taken and before the pages are, so a deleted op's batch is always in the page
@@ -50,8 +53,9 @@ def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page | 
         seen = [op.id for op in deps.ops.peek(INDEX, SCOPE_KB, kb.id, limit=1000)]
         counts = deps.pages.counts_by_type(kb.id)
         recent = deps.pages.recent(kb.id, "summary", RECENT_SUMMARIES)
+        cited = {page_type: deps.pages.most_cited(kb.id, page_type, MOST_CITED) for page_type in ("entity", "concept")}
         page = Page(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, slug=INDEX_SLUG, title=f"{kb.name} index",
-                    page_type="index", content=render_index_page(kb.name, counts, recent),
+                    page_type="index", content=render_index_page(kb.name, counts, recent, cited),
                     summary=f"Index of {kb.name}")
         if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
             return None

@@ -4,10 +4,12 @@ SCOPE_KB = "knowledge_base"
 INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
 REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch
 FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair
+BACKLINK = "wiki:backlink"  # title keys a batch added or removed: the pages mentioning them are relinked
 INDEX = "wiki:index"        # "the index page is behind": one op per batch that changed pages
-WIKI_LANES = (INGEST, REDUCE, FINALIZE, INDEX)
+WIKI_LANES = (INGEST, REDUCE, FINALIZE, BACKLINK, INDEX)
 
 OP_INGEST = "ingest"
 OP_RETRACT = "retract"
 OP_TOUCH = "touch"
+OP_KEYS = "keys"
 OP_REBUILD = "rebuild"

@@ -10,12 +10,13 @@ from __future__ import annotations
 import structlog
 
 from actors.deps import Deps
-from actors.lanes import FINALIZE, INDEX, INGEST, REDUCE, SCOPE_KB
+from actors.lanes import BACKLINK, FINALIZE, INDEX, INGEST, REDUCE, SCOPE_KB
 from actors.triggers import send_trigger
 
 log = structlog.get_logger(__name__)
 
-LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink", INDEX: "wiki_rebuild_index"}
+LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink", BACKLINK: "wiki_backlink",
+               INDEX: "wiki_rebuild_index"}
 
 
 def sweep(deps: Deps) -> int:

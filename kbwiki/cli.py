@@ -1,7 +1,8 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, dead-letters, demo.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
-starts (or reuses) local servers under ``./.kbwiki/`` and applies migrations; with them set it
+starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;
+see ``kbwiki.services.home_folder``), says which on stderr, and applies migrations; with them set it
 uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's release line).
 """
 
@@ -63,13 +64,29 @@ COMMAND_LOG = "commands.log"
 
 
 def command_logs(settings: Settings) -> None:
-    """Send this process's logs (JSON lines) to ``<home>/commands.log`` instead of stderr, so they
-    never land among the lines a command prints; stderr is kept when that file cannot be opened.
-    The ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
+    """Send this process's logs (JSON lines) to ``commands.log`` in the home
+    (``kbwiki.services.home_folder``, also with both URLs set) instead of stderr, so they never
+    land among the lines a command prints; stderr is kept when that file cannot be opened. The
+    ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
+    from kbwiki.services import ServiceError, home_folder
     from middleware.logging import configure_logging
 
-    with contextlib.suppress(OSError):
-        configure_logging(settings.log_level, Path(settings.home) / COMMAND_LOG)
+    with contextlib.suppress(OSError, ServiceError):
+        configure_logging(settings.log_level, home_folder(settings) / COMMAND_LOG)
+
+
+def _silence_pool_logs() -> None:
+    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") in a
+    command's process. Unhandled, Python prints them as plain lines on stderr, in the middle of the
+    command's output, and the pool's threads go on logging after the command has failed (between
+    its end and its error line); every failure they warn of reaches the command as an exception,
+    which it reports in one line. Idempotent."""
+    import logging
+
+    logger = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 @contextlib.contextmanager
@@ -80,7 +97,7 @@ def services() -> Iterator[Settings]:
     cannot be made, a configured server that does not answer, or a server that goes away while
     the command runs (the worker owning the local servers was stopped).
     """
-    from kbwiki.services import local_services
+    from kbwiki.services import ServiceError, describe_home, local_services
     from repos.db import apply_migrations
 
     base = checked_settings()
@@ -88,9 +105,14 @@ def services() -> Iterator[Settings]:
     with contextlib.ExitStack() as stack:
         try:
             settings = stack.enter_context(local_services(base))
+        except ServiceError as exc:
+            raise click.ClickException(str(exc)) from None
         except OSError as exc:  # e.g. KBWIKI_HOME names a file
             raise click.ClickException(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
+        if embedded:  # on stderr: a command's own output (--json) stays clean
+            click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
         get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        _silence_pool_logs()
         _reachable(settings)
         command_logs(settings)
         if embedded:
