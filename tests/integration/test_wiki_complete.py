@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import uuid
 
+from actors.backlink import run_backlink
 from actors.crosslink import run_crosslink
 from actors.deps import build_deps
 from actors.index import INDEX_SLUG, rebuild_index
-from actors.lanes import FINALIZE, INDEX, SCOPE_KB
+from actors.lanes import BACKLINK, FINALIZE, INDEX, SCOPE_KB
 from actors.reduce import run_reduce_batch
 from kbwiki.ingest import wait_for_lanes
 from tests.integration.test_reduce import _mapped
@@ -24,6 +25,14 @@ def _extraction(name: str) -> Extraction:
     return Extraction(summary=f"About {name}.", body=f"About {name}.", items=[item])
 
 
+def _link_all(deps, kb) -> None:
+    """Back-link and cross-link until both lanes are empty (every document is reduced already)."""
+    while deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id):
+        assert run_backlink(deps, kb.tenant_id, kb.id).claimed
+    while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
+        assert run_crosslink(deps, kb.tenant_id, kb.id).claimed
+
+
 def test_wait_returns_only_once_the_index_shows_the_batch(settings, clean_db):
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
@@ -32,8 +41,7 @@ def test_wait_returns_only_once_the_index_shows_the_batch(settings, clean_db):
 
     run_reduce_batch(deps, kb.tenant_id, kb.id)
     assert deps.ops.pending_count(INDEX, SCOPE_KB, kb.id) == 1  # queued with the batch's pages
-    while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-        run_crosslink(deps, kb.tenant_id, kb.id)
+    _link_all(deps, kb)
     # cross-links done, no batch active, but the index is behind: not complete
     assert deps.pages.get(kb.id, INDEX_SLUG) is None
     assert wait_for_lanes(deps, kb, 2, timeout_s=0.2, progress=False) is False
@@ -68,8 +76,7 @@ def test_a_batch_that_only_deletes_pages_queues_a_rebuild(settings, clean_db):
     kid = _mapped(deps, kb, "Delta", _extraction("Delta scheme"))
     run_reduce_batch(deps, kb.tenant_id, kb.id)
     rebuild_index(deps, kb.tenant_id, kb.id)
-    while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-        run_crosslink(deps, kb.tenant_id, kb.id)
+    _link_all(deps, kb)
     assert "doc-delta" in deps.pages.get(kb.id, INDEX_SLUG).content
 
     import actors  # noqa: F401  (delete_document sends a trigger through the broker)
