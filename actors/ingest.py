@@ -18,7 +18,7 @@ from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import advisory_xact_lock
 from repos.knowledge import UnknownKnowledgeBase
-from wiki.text import clean_text, cut
+from wiki.text import clean_text, cut, prose_size
 
 log = structlog.get_logger(__name__)
 
@@ -38,7 +38,7 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
 
     The content is cleaned (NUL bytes and other control characters removed), cut to
     ``max_document_chars`` with a warning, and skipped with a reason when shorter than
-    ``min_document_chars``. Unchanged content (same hash and title) enqueues nothing.
+    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged content (same hash and title) enqueues nothing.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
@@ -47,7 +47,7 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
     content, was_cut = cut(content, deps.settings.max_document_chars)
     if was_cut:
         log.warning("document.cut", title=title, source_uri=source_uri, max_chars=deps.settings.max_document_chars)
-    if len(content.strip()) < deps.settings.min_document_chars:
+    if prose_size(content) < deps.settings.min_document_chars:
         return SubmitResult(None, "skipped", f"empty or near-empty ({len(content.strip())} characters)")
     with deps.pool.connection() as conn:
         doc, changed = deps.docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)

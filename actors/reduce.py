@@ -320,10 +320,9 @@ def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page |
     else:
         names = [f["name"] for f in facts.values() if f.get("name")]
         title = canonical_name(names) if names else (page.title if page else sp.title or slug)
-        title_key = normalize_name(title)
-        named = {normalize_name(a): a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])]
-                 if a and normalize_name(a) != title_key}
-        aliases = sorted(named.values(), key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
+        # case variants ("Photons", "PHOTONS") stay aliases: they are how the sources wrote the name
+        named = {a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])] if a and a != title}
+        aliases = sorted(named, key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
         if names and slugify(title) != slug:
             target = slugify(title)
     if sp.summary_of is not None:
