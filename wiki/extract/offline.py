@@ -133,7 +133,7 @@ _BOILERPLATE = re.compile(
 _VERBS = (
     r"is|are|was|were|provides?|implements?|represents?|contains?|defines?|describes?|allows?|"
     r"enables?|lets|manages?|handles?|stores?|holds?|means|refers to|consists of|offers?|"
-    r"supports?|acts as|serves as|can be|returns?|gives|creates?|controls?"
+    r"supports?|acts as|serves as|returns?|gives|creates?|controls?"
 )
 
 
@@ -283,9 +283,10 @@ def _keyword_extractor() -> yake.KeywordExtractor:
     return _local.yake
 
 
-# A dot that starts a word or a path (".netrc", "./configure", ".write()") is not a sentence end,
-# but pysbd reads it as one: it is swapped for ONE DOT LEADER while splitting, then put back.
-_LEADING_DOT = re.compile(r"(?:(?<=\s)|(?<=^)|(?<=[(\"'\u201c]))\.(?=[\w/])")
+# A dot with a word or a path right after it (".netrc", "./configure", "<package>.pth", "3.8") is
+# not a sentence end, but pysbd reads some as one: it is swapped for ONE DOT LEADER while
+# splitting, then put back.
+_LEADING_DOT = re.compile(r"\.(?=[\w/])")
 _DOT_MASK = "\u2024"
 
 
@@ -621,7 +622,8 @@ _AFTER_VERB = frozenset(
 #: A page must earn its place (docs/decisions.md): an item is kept when its document defines it
 #: (lead rank >= 2, "X is a ..."/"X provides ..."), or says something with it as the subject
 #: (rank 1) in one of at least ``MIN_MENTIONS`` sentences. A name seen in one sentence and never
-#: defined stays a phrase of its summary; a lone-word concept needs a definition (rank 3).
+#: defined stays a phrase of its summary. A concept needs rank 2 (a lone word rank 3): a phrase
+#: the text only uses ("the modification time is set to ...") says nothing a page could lead with.
 MIN_MENTIONS = 2
 
 
@@ -683,13 +685,24 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
         if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
             continue
         after = rest[len(needle):]
+        if concept and re.match(rf"\s+(?:{_NOUNS})\b", after, re.IGNORECASE):
+            continue  # "A configuration file consists of" is about the file, not "configuration"
         if _DEFINES_WHAT.match(after):
             return 3
         plural = re.match(r"\s+are\s+([a-z-]+)(?:\s+([a-z]+))?\b", after)
         if plural and (lexicon.plural_noun(plural.group(1)) or lexicon.plural_noun(plural.group(2) or "")):
             return 3  # "Photons are particles of light", "Rotary encoders are small devices"
-        if _DEFINES.match(after) and not re.match(r"\s+(?:is|are|was|were)\s+not\b", after):
-            best = 2
+        passive = re.match(r"\s+(?:is|are|was|were)\s+(?:not\b|(?:[a-z]+ly\s+)?([a-z]+))", after)
+        if passive and (passive.group(1) is None or passive.group(1).endswith("ed")
+                        or lexicon.inflected_verb(passive.group(1))):
+            # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is
+            best = max(best, 1)
+        elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
+            # "UUID objects are immutable", "The special characters are:": a property, not a definition
+            best = max(best, 1)
+        elif _DEFINES.match(after) and not re.match(
+                r"\s+[a-z]+\s+(?:for|of|in|on|with|to)\b", after):
+            best = 2  # "Weak reference support for Python" is a noun phrase, not "X supports"
         else:
             follow = re.match(r"\s*(?:\([^)]{1,80}\)\s*)?([A-Za-z]+)(?:\s+([A-Za-z]+))?", after)
             word = follow.group(1).lower() if follow else ""
@@ -976,8 +989,10 @@ class OfflineExtractor:
             description, rank = _describe(name, concept, needles, mentions)
         if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
             return None
-        if concept and " " not in name and rank < 3 and not has_cjk(name):
-            return None  # a lone word ("module", "protocol") is a page only where it is defined
+        if concept and not has_cjk(name) and rank < (2 if " " in name else 3):
+            # a concept is a page where its document says what it is; a lone word ("module",
+            # "protocol") only where it is defined outright
+            return None
         evidence = _evidence(mentions, description)
         if not evidence:
             return None
