@@ -571,7 +571,7 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
         if name is None or first is None or name.removesuffix("()") in out:
             continue
         text = first.text
-        if len(text.split()) >= 4 and len(text) <= DESCRIPTION_CHARS and _SENTENCE_END.search(text):
+        if _informative(text) and len(text) <= DESCRIPTION_CHARS:  # not "Copyright (C) 2004 ..."
             out[name.removesuffix("()")] = first
     return out
 
@@ -715,19 +715,37 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
     return best
 
 
+_KIND_BEFORE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+([a-z]+)\s+$")
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    """The start offsets of ``needle`` in ``text`` not glued to a word before it (plain string
+    search: a regex per name would be compiled afresh for every document)."""
+    out = []
+    start = text.find(needle)
+    while start >= 0:
+        if start == 0 or not (text[start - 1].isalnum() or text[start - 1] in "_."):
+            out.append(start)
+        start = text.find(needle, start + 1)
+    return out
+
+
 def _kind_lead(name: str, needles: list[str], concept: bool, mentions: list[_Sentence]) -> str | None:
     """ "X is a function." when the text calls it one ("the function X", "X()"), else None."""
     if concept or not (name[0].islower() or "_" in name or "." in name):
         return None  # only code-shaped names: "Super" in "the standard Super" is not a standard
     kinds: Counter[str] = Counter()
     for sentence in mentions:
+        text = sentence.text
         for needle in needles:
             # "the ACPI method" is a method of ACPI, so only "X()" and "the function X" say what X is.
-            if re.search(rf"(?<![\w.]){re.escape(needle)}\(\)", sentence.text):
-                kinds["function"] += 1
-            for m in re.finditer(rf"\b(?:[Tt]he|[Aa]n?)\s+([a-z]+)\s+{re.escape(needle)}(?![\w.])", sentence.text):
-                if m.group(1) in _KIND_NOUNS:
-                    kinds[m.group(1)] += 1
+            for start in _occurrences(text, needle):
+                end = start + len(needle)
+                if text.startswith("()", end):
+                    kinds["function"] += 1
+                before = _KIND_BEFORE.search(text, 0, start)
+                if before and before.group(1) in _KIND_NOUNS and _bounded(text, start, end):
+                    kinds[before.group(1)] += 1
     if not kinds:
         return None
     kind = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0]
@@ -781,11 +799,19 @@ def _overlaps(a: str, b: str) -> bool:
     return _find(long, [short])
 
 
+_NEXT_WORD = re.compile(r"\s+([a-z]+)")
+
+
 def _verb_in_context(phrase: str, prose_low: str) -> bool:
     """Whether the last word of ``phrase`` reads as a verb where the phrase occurs: followed, in
     at least half of its occurrences, by a word that follows verbs, not nouns ("the method checks
     whether ...")."""
-    follows = re.findall(rf"\b{re.escape(phrase.lower())}\s+([a-z]+)", prose_low)
+    needle = phrase.lower()
+    follows = []
+    for start in _occurrences(prose_low, needle):
+        m = _NEXT_WORD.match(prose_low, start + len(needle))
+        if m:
+            follows.append(m.group(1))
     verbal = sum(w in _AFTER_VERB or w.endswith("ly") for w in follows)
     return bool(follows) and 2 * verbal >= len(follows)
 
@@ -826,9 +852,14 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
 def _surface_forms(name: str, sentences: list[str]) -> list[str]:
     """The spellings of ``name`` in ``sentences`` differing in case only ("Photons", "PHOTONS")."""
     forms: set[str] = set()
-    pattern = re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])", re.IGNORECASE)
+    low = name.lower()
     for text in sentences:
-        forms.update(m.group(0) for m in pattern.finditer(text))
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            continue  # a case mapping that changes lengths would shift the offsets
+        for start in _occurrences(lowered, low):
+            if _bounded(lowered, start, start + len(low)):
+                forms.add(text[start:start + len(low)])
     forms.discard(name)
     return sorted(forms)
 
