@@ -109,6 +109,14 @@ def test_a_dot_starting_a_word_or_a_path_does_not_cut_a_sentence() -> None:
     assert "Run ./configure to build it, then .write() it." in extraction.body
 
 
+def test_a_dictionary_word_is_not_an_alias_of_a_code_name() -> None:
+    text = ("The email.generator module is a package that writes messages as text. Its class Generator "
+            "flattens a message. Use email.generator when a message must be sent, and a Generator "
+            "for each message.")
+    item = _item(_extract(text), "email.generator")
+    assert "generator" not in item.aliases
+
+
 def test_evidence_is_whole_sentences_even_when_long() -> None:
     long = ("The frobnicator unit turns " + "input into output and back again, " * 14 + "without loss.")
     text = f"{long} The frobnicator unit is a small box. Nothing else matters here at all."

@@ -503,7 +503,8 @@ class _Entities:
             if key not in self.found:
                 continue
             targets = by_last.get(key, [])
-            if "." not in key and len(targets) == 1:
+            if "." not in key and len(targets) == 1 and not lexicon.dictionary_word(key):
+                # "Popen" is subprocess.Popen; "Generator" (a class) is not the email.generator module
                 self._fold(key, targets[0])
                 continue
             for other in (key + "s", key + "es"):
@@ -785,11 +786,17 @@ def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
 
 
 def _aliases(name: str, forms: list[str]) -> list[str]:
+    """The other names of ``name`` among ``forms``. A plain dictionary word is not an alias of a
+    code name ("generator" of ``email.generator``): every page saying "generator" would link it."""
     out: list[str] = []
+    code = any(c in name for c in "._")
     for form in forms:
         clean = validate_item_name(form)
-        if clean and clean != name and clean not in out:
-            out.append(clean)
+        if not clean or clean == name or clean in out:
+            continue
+        if code and clean.isalpha() and lexicon.dictionary_word(clean):
+            continue
+        out.append(clean)
     return out[:MAX_ALIASES]
 
 
