@@ -669,6 +669,21 @@ def _mentions(needles: list[str], concept: bool, sentences: list[_Sentence],
     return out
 
 
+def _continues(needle: str, after: str) -> bool:
+    """Whether the words ``after`` a concept's name make a longer noun phrase the sentence is about:
+    a kind noun ("configuration file") or, after a singular name, a noun that cannot be its verb
+    ("kernel memory support is ..."; "cpusets provide ..." is a verb after a plural)."""
+    m = _NEXT_WORD.match(after.lower())
+    if m is None:
+        return False
+    word = m.group(1)
+    if re.fullmatch(_NOUNS, word):
+        return True
+    if word in _MODALS or word in ("is", "are", "was", "were") or word.endswith("s") or needle.endswith("s"):
+        return False
+    return "NOUN" in lexicon.lemmas(word)
+
+
 def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
     """How well sentence ``text`` says what the item is: 3 "X is a ...", "X, the ..., ...",
     "X refers to ..."; 2 "X provides/implements/... ..."; 1 X is the subject of another verb
@@ -686,7 +701,7 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
         if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
             continue
         after = rest[len(needle):]
-        if concept and re.match(rf"\s+(?:{_NOUNS})\b", after, re.IGNORECASE):
+        if concept and _continues(needle, after):
             continue  # "A configuration file consists of" is about the file, not "configuration"
         if _DEFINES_WHAT.match(after):
             return 3
