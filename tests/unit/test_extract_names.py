@@ -30,14 +30,15 @@ SENTENCE_PIECES = (
     "See LAYOUT for details on the layout. The LAYOUT of the table is fixed. "
     "Called when the socket closes, the hook runs. Called again, it does nothing. "
     "The object was deleted and re-inserted into the table. It was deleted and re-inserted twice. "
-    "Each line of the string is a set of values. Every line and every string holds a set."
+    "Each line of the string is a set of values. Every line and every string holds a set. "
+    "Raise KeyError if the key is missing. Raise KeyError when the map is empty."
 )
 
 
 def test_sentence_pieces_and_stray_words_are_not_pages() -> None:
     names = {n.casefold() for n in _names(_extract(SENTENCE_PIECES))}
     for piece in ("method checks", "blocks allocated", "designed by diego", "real-valued", "layout",
-                  "called", "deleted and re-inserted", "line", "string", "set"):
+                  "called", "deleted and re-inserted", "line", "string", "set", "raise keyerror"):
         assert piece not in names, sorted(names)
 
 

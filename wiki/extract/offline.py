@@ -435,8 +435,8 @@ class _Entities:
             before = text[: m.start()].rstrip(" \"'(\u201c")
             # After "name: " a docstring line starts a new clause, as a sentence would.
             at_start = not before or before.endswith((":", ";", "\u2014", " -"))
-            if at_start and self._common(words[0]):
-                words = words[1:]
+            if at_start and (self._common(words[0]) or (len(words) > 1 and _imperative(words[0]))):
+                words = words[1:]  # "Raise KeyError if ...", "Use Redis for ...": an opening verb
                 at_start = False
             while words and (is_stopword(words[0]) or words[0].lower() in _NOT_NAMES
                              or (words[0][0].isupper() and words[0][1:].islower() and _verb_first(words[0]))):
@@ -522,6 +522,12 @@ class _Entities:
         target.count += gone.count
         target.first = min(target.first, gone.first)
         target.bonus = max(target.bonus, gone.bonus)
+
+
+def _imperative(word: str) -> bool:
+    """Whether ``word`` is a verb's base form ("Raise", "Return", "Use"): opening a sentence it is
+    an instruction, not the first word of a name ("Python Software Foundation" keeps "Python")."""
+    return word.lower() in lexicon.lemmas(word).get("VERB", ())
 
 
 def _verb_first(word: str) -> bool:
