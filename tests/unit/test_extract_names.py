@@ -31,14 +31,17 @@ SENTENCE_PIECES = (
     "Called when the socket closes, the hook runs. Called again, it does nothing. "
     "The object was deleted and re-inserted into the table. It was deleted and re-inserted twice. "
     "Each line of the string is a set of values. Every line and every string holds a set. "
-    "Raise KeyError if the key is missing. Raise KeyError when the map is empty."
+    "Raise KeyError if the key is missing. Raise KeyError when the map is empty. "
+    "Read Documentation/admin-guide/index.rst first, then Documentation/foo.rst and more. "
+    "The timeout() call returns early. Use timeout() when waiting for the timeout() result."
 )
 
 
 def test_sentence_pieces_and_stray_words_are_not_pages() -> None:
     names = {n.casefold() for n in _names(_extract(SENTENCE_PIECES))}
     for piece in ("method checks", "blocks allocated", "designed by diego", "real-valued", "layout",
-                  "called", "deleted and re-inserted", "line", "string", "set", "raise keyerror"):
+                  "called", "deleted and re-inserted", "line", "string", "set", "raise keyerror",
+                  "documentation", "timeout"):
         assert piece not in names, sorted(names)
 
 

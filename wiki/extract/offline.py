@@ -42,6 +42,10 @@ MAX_ALIASES = 5
 SUMMARY_CHARS = 300
 DESCRIPTION_CHARS = 400
 EVIDENCE_CHARS = 400
+#: wordfreq Zipf frequency from which a lower-case identifier reads as an English word ("timeout"
+#: 3.2, "callback" 2.8, "filename" 2.7): many modules have one, so a page of it would merge them;
+#: "mmap" 1.3 and "readline" 1.3 stay names.
+WORDLIKE_ZIPF = 2.5
 #: Longest sentence quoted at all: evidence is whole sentences, never cut.
 MAX_QUOTE_CHARS = 800
 BODY_PARAGRAPHS = 3
@@ -377,11 +381,11 @@ def _code_name(span: str, plain_ok: bool = False) -> str | None:
     if len(span) < 3 or span.lower() in _NOT_NAMES:
         return None
     mixed = any(c.isupper() for c in span[1:]) and any(c.islower() for c in span)
-    if call and span.isalpha() and span.islower() and lexicon.dictionary_word(span):
-        return None  # "open()", "wait()", "add()": a method of every other module
+    if span.isalpha() and span.islower() and (lexicon.dictionary_word(span) or lexicon.zipf(span) >= WORDLIKE_ZIPF):
+        return None  # "open()", "timeout()", "## filename": a method of every other module
     if call or dotted or "_" in span.strip("_") or mixed or span.isupper():
         return span
-    if plain_ok and not is_stopword(span) and span.isalnum() and not lexicon.dictionary_word(span):
+    if plain_ok and not is_stopword(span) and span.isalnum():
         return span  # "kmalloc", "copytree"; "load" and "set" name a method of every other module
     return None
 
@@ -551,14 +555,16 @@ def _hyphenated_adjective(word: str) -> bool:
 
 
 def _path_segment(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` is a piece of a path such as ``Documentation/ABI/stable`` (a
-    ``/`` next to it and two in the token), not a name like "TCP/IP" or "I/O"."""
+    """Whether ``text[start:end]`` is a piece of a path such as ``Documentation/ABI/stable`` or
+    ``Documentation/foo.rst`` (a ``/`` next to it, and two of them, a dot, or a part after a ``/``
+    longer than 3 characters in the token), not a name like "TCP/IP" or "I/O"."""
     if (start == 0 or text[start - 1] != "/") and (end >= len(text) or text[end] != "/"):
         return False
     left = text.rfind(" ", 0, start) + 1
     right = text.find(" ", end)
-    token = text[left:right if right >= 0 else len(text)]
-    return token.count("/") >= 2
+    token = text[left:right if right >= 0 else len(text)].rstrip(".,;:)")
+    # "Documentation/admin-guide", "ABI/testing/sysfs", "Documentation/foo.rst"
+    return token.count("/") >= 2 or "." in token or any(len(p) > 3 for p in token.split("/")[1:])
 
 
 def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -> dict[str, _Sentence]:
