@@ -287,3 +287,10 @@ def test_prose_size_counts_cjk_characters_for_what_they_say() -> None:
     assert prose_size(japanese) == len(japanese) + 2 * 15  # the full stop 。 is not a CJK letter
     assert prose_size(japanese) >= 40 > len(japanese)  # the default min_document_chars
     assert prose_size("東京") < 40
+
+
+def test_lint_counts_a_short_japanese_page_like_its_document() -> None:
+    from wiki.lint import prose_length
+
+    page = "富士山は日本で最も高い山である。"
+    assert prose_length(page) == prose_size(page) >= 40
