@@ -40,12 +40,6 @@ def lemmas(word: str) -> dict[str, tuple[str, ...]]:
     return dict(getAllLemmas(word.lower()))
 
 
-def can_be_noun(word: str) -> bool:
-    """Whether ``word`` can be a noun: the lexicon says so, or it does not know the word."""
-    pos = lemmas(word)
-    return not pos or "NOUN" in pos or "PROPN" in pos
-
-
 def inflected_verb(word: str) -> bool:
     """Whether ``word`` is only a verb's -s, -ed or -en form ("represents", "allocated",
     "handled"), never a noun or adjective: a phrase ending in one is a clause, not a name."""
