@@ -184,7 +184,7 @@ def test_threads_extracting_at_once_get_the_same_results_as_one_thread():
     # and extractions that depended on what other threads were extracting).
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbwiki.corpus import iter_stdlib_docs
+    from tests.support.corpus import shipped_docs
     from wiki.extract.offline import OfflineExtractor
 
     def extract(doc):
@@ -193,7 +193,7 @@ def test_threads_extracting_at_once_get_the_same_results_as_one_thread():
         except ExtractionError as exc:
             return repr(exc)
 
-    docs = [d for _, d in zip(range(24), iter_stdlib_docs())]
+    docs = shipped_docs()[:24]
     serial = [extract(d) for d in docs]
     with ThreadPoolExecutor(max_workers=8) as pool:
         parallel = list(pool.map(extract, docs))
