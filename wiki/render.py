@@ -7,9 +7,9 @@ can be rewritten from its remaining sources after one is retracted.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from wiki.models import Extraction, Page
+from wiki.models import Extraction, Page, PageLite
 
 MAX_SOURCES_SHOWN = 20
 MAX_EVIDENCE_PER_SOURCE = 2
@@ -27,6 +27,10 @@ _DEFINES_WHAT_IT_DOES = re.compile(
 #: A description this close to 120 characters wins among equally strong ones: long enough to say
 #: what the thing is, short enough to read as a lead.
 LEAD_CHARS = 120
+
+#: The headings of a summary page's lists of its entity and concept pages.
+ITEM_SECTIONS = {"entity": "Entities", "concept": "Concepts"}
+_ITEM_SECTION_RE = re.compile(f"^## (?:{'|'.join(ITEM_SECTIONS.values())})$")
 
 
 def neutral(text: str) -> str:
@@ -96,7 +100,7 @@ def render_summary_page(extraction: Extraction, source_uri: str, item_links: Seq
     lines = [neutral_paragraphs(extraction.body), ""]
     if source_uri:
         lines += [f"**Source:** `{source_uri.replace('`', '')}`", ""]
-    for kind, heading in (("entity", "Entities"), ("concept", "Concepts")):
+    for kind, heading in ITEM_SECTIONS.items():
         entries = [it for it in item_links if it[0] == kind]
         if entries:
             lines += [f"## {heading}", ""]
@@ -112,14 +116,40 @@ def neutral_paragraphs(body: str) -> str:
     return "\n\n".join(neutral(p) for p in body.split("\n\n") if p.strip())
 
 
-def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page]) -> str:
-    """The index page: per-type counts and the most recent summaries (bounded by the caller)."""
+def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page],
+                      most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None) -> str:
+    """The index page: per-type counts, the entity and concept pages cited by the most documents
+    (``most_cited``: page type -> (page, number of documents), most first) and the most recent
+    summaries; every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
     lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", "", "## Pages by type", ""]
     for page_type in ("summary", "entity", "concept"):
         lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
+    for page_type, heading in ITEM_SECTIONS.items():
+        cited = (most_cited or {}).get(page_type, [])
+        if cited:
+            lines += ["", f"## Most-cited {heading.lower()}", ""]
+            lines += [f"- {link(page.slug, page.title)} ({n} {'document' if n == 1 else 'documents'})"
+                      for page, n in cited]
     lines += ["", f"## Recent documents ({len(recent)})", ""]
     for page in recent:
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""
         lines.append(f"- {link(page.slug, page.title)}{tail}")
     return "\n".join(lines).strip() + "\n"
+
+
+def listed_link_starts(content: str) -> set[int]:
+    """Offsets of the links :func:`render_summary_page` writes itself: the link that opens each list
+    item under an "## Entities" or "## Concepts" heading. Every other link to an entity or concept
+    page in a rendered page was added by cross-linking."""
+    starts: set[int] = set()
+    in_list = False
+    pos = 0
+    for line in content.splitlines(keepends=True):
+        text = line.rstrip("\n")
+        if text.startswith("#"):
+            in_list = _ITEM_SECTION_RE.match(text) is not None
+        elif in_list and text.startswith("- [["):
+            starts.add(pos + 2)
+        pos += len(line)
+    return starts

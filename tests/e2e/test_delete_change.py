@@ -56,7 +56,7 @@ def _index_current(deps, kb) -> bool:
     index = deps.pages.get(kb.id, "index")
     if index is None:
         return False
-    listed = {link.slug for link in parse_links(index.content)}
+    listed = {link.slug for link in parse_links(index.content.split("## Recent documents")[-1])}
     return listed == {p.slug for p in deps.pages.recent(kb.id, "summary", 200)}
 
 

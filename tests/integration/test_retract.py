@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
+from tests.support.pipeline import settle
 from wiki.links import parse_links
 from wiki.models import ExtractedItem, Extraction
 
@@ -68,29 +69,7 @@ def _submit(deps, kb, name: str, *lines: str) -> str:
 
 def _settle(deps, kb, max_rounds: int = 50) -> None:
     """Run every stage of the KB until all its lanes are empty (fails when they never empty)."""
-    from actors.crosslink import run_crosslink
-    from actors.index import rebuild_index
-    from actors.ingest import pump_ingest_lane
-    from actors.lanes import FINALIZE, INGEST, OP_INGEST, REDUCE, SCOPE_KB
-    from actors.map import map_document
-    from actors.reduce import run_reduce_batch
-    from kbwiki.ingest import lane_rows
-
-    for _ in range(max_rounds):
-        pump_ingest_lane(deps, kb.tenant_id, kb.id)
-        for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
-            if op.claimed_at is not None and op.op == OP_INGEST:
-                map_document(deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
-        while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
-            result = run_reduce_batch(deps, kb.tenant_id, kb.id)
-            if not (result.documents or result.retracted or result.failed):
-                break
-        while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-            run_crosslink(deps, kb.tenant_id, kb.id)
-        rebuild_index(deps, kb.tenant_id, kb.id)
-        if lane_rows(deps, kb.id) == 0:
-            return
-    pytest.fail(f"lanes of {kb.id} never emptied: {deps.ops.counts_by_lane(SCOPE_KB, kb.id)}")
+    settle(deps, kb, max_rounds)
 
 
 def _pages(deps, kb) -> dict:
