@@ -38,7 +38,8 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
 
     The content is cleaned (NUL bytes and other control characters removed), cut to
     ``max_document_chars`` with a warning, and skipped with a reason when shorter than
-    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged content (same hash and title) enqueues nothing.
+    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged content (same hash and title) enqueues nothing, unless
+    the document was written by another extractor (or version) than the current one.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
@@ -52,7 +53,9 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
     with deps.pool.connection() as conn:
         doc, changed = deps.docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
         if not changed:
-            return SubmitResult(doc.id, "unchanged")
+            if not _needs_new_extraction(deps, kb.id, doc):
+                return SubmitResult(doc.id, "unchanged")
+            deps.docs.set_status([doc.id], "pending", conn=conn)
         op = deps.ops.enqueue_if_kb_active(
             tenant_id=tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
             dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash}, conn=conn,
@@ -62,6 +65,15 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
             return SubmitResult(None, "skipped", "knowledge base was deleted")
     send_trigger(deps, "wiki_ingest", tenant_id=tenant_id, knowledge_base_id=kb.id)
     return SubmitResult(doc.id, "queued")
+
+
+def _needs_new_extraction(deps: Deps, kb_id: str, doc) -> bool:
+    """True for a written (``done``) document whose extraction is not the current extractor's: a KB
+    built by an older extractor version is rebuilt when its documents are submitted again, instead
+    of keeping the old pages because the content did not change (one primary-key probe)."""
+    if doc.status != "done":
+        return False
+    return deps.extractions.get(kb_id, doc.id, doc.content_hash, deps.extractor.name) is None
 
 
 def pump_ingest_lane(deps: Deps, tenant_id: int, knowledge_base_id: str) -> int:
