@@ -333,13 +333,10 @@ def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page |
     else:
         names = [f["name"] for f in facts.values() if f.get("name")]
         title = canonical_name(names) if names else (page.title if page else sp.title or slug)
-        title_key = normalize_name(title)
-        named: dict[str, str] = {}
-        for a in (a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])]):
-            key = normalize_name(a)
-            if a and key != title_key and (key not in named or a < named[key]):
-                named[key] = a  # of the spellings of one name, the smallest: the same in every order
-        aliases = sorted(named.values(), key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
+        # every spelling the sources gave is an alias, case variants too ("Photons", "PHOTONS" of
+        # "photons"): a set of strings, so the same in every order
+        named = {a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])] if a and a != title}
+        aliases = sorted(named, key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
         if names and slugify(title) != slug:
             target = slugify(title)
     if sp.summary_of is not None:

@@ -77,6 +77,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = fetch_corpus()
     kb_name = f"linux-doc-{int(time.time())}"
+    print(f"kb: {kb_name}")
     home = home_folder(Settings())  # the home the kbwiki commands below use
     home.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, open(home / "bench-worker.log", "ab") as log:

@@ -15,6 +15,18 @@ MAX_SOURCES_SHOWN = 20
 MAX_EVIDENCE_PER_SOURCE = 2
 
 _LINKISH = re.compile(r"\[\[|\]\]")
+# How strongly a source's description says what the page's subject is (``lead_rank``).
+_DEFINES_WHAT = re.compile(
+    r"^.{0,100}?(?:\b(?:is|are)\s+(?:a|an|the|one)\b|\b(?:refers to|stands for|consists of)\b)"
+    r"|^[^,]{1,80},\s+(?:a|an|the)\s[^,]{1,80},|^.{1,40}?(?:是|为|とは|は.{1,80}(?:である|です)。)"
+)
+_DEFINES_WHAT_IT_DOES = re.compile(
+    r"^.{0,100}?\b(?:provides?|implements?|represents?|contains?|defines?|describes?|allows?|enables?|"
+    r"manages?|handles?|stores?|holds?|supports?|offers?|creates?|controls?|returns?)\b"
+)
+#: A description this close to 120 characters wins among equally strong ones: long enough to say
+#: what the thing is, short enough to read as a lead.
+LEAD_CHARS = 120
 
 #: The headings of a summary page's lists of its entity and concept pages.
 ITEM_SECTIONS = {"entity": "Entities", "concept": "Concepts"}
@@ -37,14 +49,34 @@ def ordered_facts(facts: dict[str, dict]) -> list[tuple[str, dict]]:
     return sorted(facts.items(), key=lambda kv: (kv[1].get("seq", 0), kv[0]))
 
 
+def lead_rank(description: str) -> int:
+    """How well a source's one-sentence description says what its subject is: 2 for "X is a ...",
+    "X refers to ...", "X, the ..., ...", "X是…", "XとはY"; 1 for "X provides/implements/returns
+    ..."; 0 for anything else."""
+    if _DEFINES_WHAT.search(description):
+        return 2
+    return 1 if _DEFINES_WHAT_IT_DOES.search(description) else 0
+
+
+def best_lead(descriptions: Sequence[str]) -> str:
+    """The page's lead among its sources' descriptions: the strongest (``lead_rank``), then the one
+    nearest ``LEAD_CHARS`` characters, then the smallest string. It depends on the set of
+    descriptions only, never on the order the sources came in. "" when there is none."""
+    present = [d for d in descriptions if d]
+    if not present:
+        return ""
+    return min(present, key=lambda d: (-lead_rank(d), abs(len(d) - LEAD_CHARS), d))
+
+
 def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str], n_sources: int) -> str:
     """An entity or concept page: what it is, what each source says (cited), and its sources.
 
     ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]}; at most
-    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted.
+    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted. The lead is ``best_lead`` of the
+    sources' descriptions; evidence is quoted whole, as the extractor found it.
     """
     ordered = ordered_facts(facts)
-    description = next((f["description"] for _, f in ordered if f.get("description")), "")
+    description = best_lead([f.get("description", "") for _, f in ordered])
     lines = [neutral(description) or f"**{neutral(title)}** is a topic of this knowledge base.", ""]
     if aliases:
         lines += ["**Also known as:** " + ", ".join(neutral(a) for a in aliases), ""]

@@ -96,7 +96,8 @@ def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, wor
     ids = _submit_all(deps, kb, docs)
     _wait_settled(deps, kb, "30 documents reduced")
     before = _wiki(deps, kb)
-    assert sum(1 for refs in before.values() if len(refs) > 1) > 10  # shared pages exist to be rewritten
+    # shared pages exist to be rewritten (pages must earn their place, so 30 modules share few)
+    assert sum(1 for refs in before.values() if len(refs) > 1) >= 3
 
     for doc in deleted:
         assert delete_document(deps, kb.tenant_id, kb.id, ids[doc.source_uri]).status == "deleting"

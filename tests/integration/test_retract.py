@@ -233,6 +233,27 @@ def test_unchanged_content_costs_no_extraction_and_no_rewrite(env):
     assert {slug: p.version for slug, p in _pages(deps, kb).items() if slug != "index"} == versions
 
 
+def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
+    from actors.ingest import submit_document
+
+    deps, kb = env
+    content = "upgrade is a test document about the pipeline.\n* Steady State (concept): It never changes."
+    first = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+                            content=content, source_uri="test/upgrade.md")
+    _settle(deps, kb)
+    assert first.status == "queued" and deps.extractor.calls == 1
+
+    deps.extractor.name = "scripted-v2"  # an upgraded extractor: the cached extraction is not its own
+    again = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+                            content=content, source_uri="test/upgrade.md")
+    assert again.status == "queued" and again.knowledge_id == first.knowledge_id
+    _settle(deps, kb)
+    assert deps.extractor.calls == 2 and deps.docs.get(first.knowledge_id).status == "done"
+    third = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+                            content=content, source_uri="test/upgrade.md")
+    assert third.status == "unchanged"
+
+
 def test_changed_content_replaces_the_contribution_and_keeps_slugs(env):
     deps, kb = env
     other = _submit(deps, kb, "other", "* Cache Layer (concept): Other documents put a cache layer in front.")
