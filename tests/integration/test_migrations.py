@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import sql
@@ -20,12 +22,21 @@ def _tables(url: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_apply_twice_roll_back_and_apply_again():
+@contextmanager
+def _scratch_db() -> Iterator[str]:
+    """The URL of a new, empty database, dropped afterwards."""
     name = f"kbwiki_mig_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = _with_dbname(ADMIN_URL, name)
     try:
+        yield _with_dbname(ADMIN_URL, name)
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_apply_twice_roll_back_and_apply_again():
+    with _scratch_db() as url:
         applied = apply_migrations(url)
         assert applied >= 8
         assert TABLES <= _tables(url)
@@ -33,9 +44,6 @@ def test_apply_twice_roll_back_and_apply_again():
         assert rollback_migrations(url) == applied
         assert not (TABLES & _tables(url))
         assert apply_migrations(url) == applied
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def test_pages_written_before_the_name_key_column_get_their_key():
@@ -43,11 +51,7 @@ def test_pages_written_before_the_name_key_column_get_their_key():
 
     from repos.db import MIGRATIONS_DIR, yoyo_url
 
-    name = f"kbwiki_mig_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = _with_dbname(ADMIN_URL, name)
-    try:
+    with _scratch_db() as url:
         apply_migrations(url)
         with psycopg.connect(url, autocommit=True) as conn:  # rows as an older version wrote them
             conn.execute("INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content)"
@@ -61,6 +65,3 @@ def test_pages_written_before_the_name_key_column_get_their_key():
         with psycopg.connect(url) as conn:
             rows = dict(conn.execute("SELECT slug, name_key FROM wiki_pages").fetchall())
         assert rows == {"photons": "photon", "doc-photons": None}
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
