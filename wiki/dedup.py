@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from wiki.extract import lexicon
 from wiki.slugs import normalize_name
 
 # pg_trgm similarity a title or alias must reach for the similar-title lookup (link repair,
@@ -57,8 +58,6 @@ def singular(word: str) -> str:
     "series", "analysis", "data"). Unknown words follow the plain rule above. Words holding a digit
     never change, so numbers and versions keep names apart ("Cortex-A5" / "Cortex-A9").
     """
-    from wiki.extract import lexicon
-
     if len(word) < 4 or not word.isalpha() or not word.endswith("s"):
         return word
     pos = lexicon.lemmas(word)
