@@ -42,9 +42,10 @@ def trigram_similarity(a: str, b: str) -> float:
     return shared / (len(ta) + len(tb) - shared)
 
 
-# A plain English plural the lexicon does not know ("mutexes", "kprobes", "GPUs"): -ies -> -y,
+# A plain English plural the lexicon does not know ("mutexes", "kprobes", "dentries"): -ies -> -y,
 # -es after a sibilant -> drop "es", else a final "s" not in "ss", "us", "is" ("class", "status",
-# "Redis" stay) -> drop it. Words under 4 letters ("aws", "gcs", "os") are kept: too short to tell.
+# "Redis" stay; so do "GPUs" and "APIs", which case-free text cannot tell from "virus" or
+# "analysis") -> drop it. Words under 4 letters ("aws", "gcs", "os") are kept: too short to tell.
 _SIBILANT_ES = re.compile(r"(?:s|x|z|ch|sh)es$")
 # Symbols that tell languages apart where the letters do not ("C", "C++", "C#", "F#").
 _KEPT_SYMBOLS = "+#"
@@ -81,8 +82,9 @@ def name_key(name: str) -> str:
     "photon"; "file type", "file-type" and "FileType" give "filetype"; "Cortex-A5" gives
     "cortexa5" and "Cortex-A9" "cortexa9". Qualified names keep their qualifier
     ("Settings.database_url" -> "settingsdatabaseurl", not "databaseurl"). A name with no letter
-    or digit ("!!!") is its own key, stripped and casefolded. The "+" and "#" a name holds are kept at the end, so "C++" ("c++"),
-    "C#" ("c#") and "C" ("c") stay three pages. Pure: the same name always gives the same key.
+    or digit ("!!!") is its own key, stripped and casefolded. The "+" and "#" a name holds are
+    kept at the end, so "C++" ("c++"), "C#" ("c#") and "C" ("c") stay three pages. Pure: the same
+    name always gives the same key.
     """
     words = normalize_name(name).split(" ")
     if words[-1]:
