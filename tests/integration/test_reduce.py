@@ -162,3 +162,22 @@ def test_the_index_page_names_the_most_cited_entities_and_concepts(settings, cle
     assert "## Most-cited entities\n\n- [[acme|Acme]] (3 documents)\n" in content
     assert "## Most-cited concepts\n\n- [[widget|Widget]] (2 documents)\n- [[gizmo|Gizmo]] (1 document)\n" in content
     assert [p.slug for p, _ in deps.pages.most_cited(kb.id, "concept", 1)] == ["widget"]
+
+
+def test_names_that_slugify_alike_but_differ_in_key_keep_two_pages(settings, clean_db):
+    # "C" and "C++" both slugify to "c"; "+" keeps their name keys apart, so the second takes the
+    # slug suffixed with its kind, and a later "C++" finds its page by key, not by slug
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+
+    def item(name):
+        return ExtractedItem(name=name, kind="entity", description=f"{name} is a language.",
+                             evidence=[f"{name} is a language."])
+
+    _mapped(deps, kb, "Languages", Extraction(summary="Languages.", body="Languages.", items=[item("C"), item("C++")]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+    _mapped(deps, kb, "Compilers", Extraction(summary="Compilers.", body="Compilers.", items=[item("C++")]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    assert _item_pages(deps, kb) == {"c": {"Languages"}, "c-entity": {"Languages", "Compilers"}}
+    assert deps.pages.get(kb.id, "c-entity").title == "C++"
