@@ -14,8 +14,8 @@ from wiki.extract.offline import (
 from wiki.models import Extraction, ExtractedItem
 
 
-def _extract(text: str) -> Extraction:
-    return OfflineExtractor().extract("sample", text)
+def _extract(text: str, title: str = "sample") -> Extraction:
+    return OfflineExtractor().extract(title, text)
 
 
 def _item(extraction: Extraction, name: str) -> ExtractedItem | None:
@@ -41,7 +41,9 @@ def test_the_sentence_under_the_names_own_heading_is_its_lead() -> None:
     )
     item = _item(_extract(text), "frobnicate_time")
     assert item is not None
-    assert item.description == "Convert a wall clock time into the scheduler's time zone."
+    assert item.evidence[0] == "Convert a wall clock time into the scheduler's time zone."
+    assert item.description == (
+        "`frobnicate_time` is a function of `sample` that converts a wall clock time into the scheduler's time zone.")
 
 
 def test_a_heading_sentence_that_narrates_or_points_back_is_not_a_lead() -> None:
@@ -130,3 +132,57 @@ def test_a_sentence_pointing_back_is_not_evidence_when_a_better_one_exists() -> 
     item = _item(_extract(text), "Bramble")
     assert item is not None and len(item.evidence) == 3
     assert not any(e.startswith("This") for e in item.evidence)
+
+
+def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> None:
+    text = (
+        "# pkg.store\n\nCompressed file storage for the backup tool.\n\n"
+        "## BlobFile\n\nA file object holding one compressed blob.\n\n"
+        "### BlobFile.write\n\nCompress a bytes object and append it to the file.\n\n"
+        "## open_blob\n\nReturn a BlobFile reading the named file.\n"
+    )
+    items = {i.name: i for i in _extract(text, "pkg.store").items}
+    assert items["BlobFile.write"].description == (
+        "`BlobFile.write` is a method of `pkg.store.BlobFile` that compresses a bytes object and appends it "
+        "to the file.")
+    # the quote stays the document's own words
+    assert items["BlobFile.write"].evidence[0] == "Compress a bytes object and append it to the file."
+    assert items["open_blob"].description == "`open_blob` is a function of `pkg.store` that returns a BlobFile reading the named file."
+
+
+def test_a_noun_phrase_docstring_is_left_as_written() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    assert _subject_lead("heapq", "Heap queue algorithm (a.k.a. priority queue).", "heapq") == \
+        "Heap queue algorithm (a.k.a. priority queue)."
+    assert _subject_lead("aifc", "Stuff to parse AIFF-C and AIFF files.", "aifc") == "Stuff to parse AIFF-C and AIFF files."
+    assert _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq") == \
+        "Fast version of a heappush followed by a heappop."
+
+
+def test_fragments_and_admonitions_are_neither_lead_nor_evidence() -> None:
+    from wiki.extract.offline import _whole_sentence
+
+    assert not _whole_sentence("[ch] spit out by pgen to Python code.")
+    assert not _whole_sentence("MozillaCookieJar | LWPCookieJar")
+    assert not _whole_sentence("In short, those are: a conversion to complex, abs(), ==, and !")
+    assert _whole_sentence("kmalloc() returns physically contiguous memory.")
+    text = (
+        "# jars\n\nCookie jars for the web client.\n\n"
+        "## MintJar\n\nWARNING: you may want to backup your cookies file before you use this class.\n"
+    )
+    assert _item(_extract(text), "MintJar") is None
+
+
+def test_a_lower_case_owner_heading_its_own_section_makes_a_method_and_an_article_a_noun_phrase() -> None:
+    text = (
+        "# cal\n\nCalendar dates for the scheduler.\n\n"
+        "## day\n\nA calendar day of the proleptic calendar.\n\n"
+        "### day.toordinal\n\nReturn the ordinal of the day, counting from the first day.\n\n"
+        "### day.weekday\n\nAn integer from zero to six naming the day of the week.\n"
+    )
+    items = {i.name: i for i in _extract(text, "cal").items}
+    assert items["day.toordinal"].description == (
+        "`day.toordinal` is a method of `cal.day` that returns the ordinal of the day, counting from the first day.")
+    assert items["day.weekday"].description == (
+        "`day.weekday` is an integer from zero to six naming the day of the week.")

@@ -616,7 +616,8 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
             continue
         text = first.text
         if _informative(text) and len(text) <= DESCRIPTION_CHARS and not _UNRESOLVED.match(text) \
-                and not _narration(text):  # not "Copyright (C) 2004 ...", "This is ...", a story
+                and not _narration(text) and not _ADMONITION.match(text):
+            # not "Copyright (C) 2004 ...", "This is ...", a story, "WARNING: you may want to ..."
             out[name.removesuffix("()")] = first
     return out
 
@@ -633,6 +634,94 @@ def _narration(text: str) -> bool:
         return False
     pos = lexicon.lemmas(m.group(1))
     return "VERB" in pos and not pos.keys() & {"NOUN", "ADJ"}
+
+
+#: Words after a docstring's first word that make it a noun phrase, not an instruction: "Stuff to
+#: parse AIFF files", "Base for all ...".
+_NOUN_PHRASE_NEXT = frozenset("to for of and or with from in on as".split())
+#: Words after a verb that is also a noun ("Return", "Set", "Call") that show it is the verb: an
+#: object's determiner or a constant ("Return the ...", "Set a ...", "Return True if ...").
+_OBJECT_OPENERS = frozenset(
+    "the a an this that these those its their his her our your all any each every some no one "
+    "True False None up down out whether if".split()
+)
+_ADMONITION = re.compile(r"(?i)^(?:warning|note|caution|deprecated|todo|xxx|fixme)\b")
+
+
+def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = frozenset()) -> str:
+    """The lead of ``name`` from the first sentence of its own section, with the subject a
+    docstring leaves out: "Write a bytes object to the file." under ``### LZMAFile.write`` of
+    ``lzma`` becomes "LZMAFile.write is a method of lzma.LZMAFile that writes a bytes object to
+    the file." Only the kind the heading layout says is added (``Owner.name`` is a method; a
+    CapWords name a class, any other a function), and "of <module>" only when the document's
+    ``title`` is a module name; the rest is the sentence's own words. ``Owner.name`` is a method
+    when ``Owner`` is capitalised or heads a section of its own (``sections``: the code names the
+    document's headings name, so ``date.toordinal`` under ``## date``); "An abstract method that
+    ..." becomes "`X` is an abstract method that ...". ``text`` unchanged when it does not open
+    with a verb or an indefinite article ("Stuff to parse AIFF files.", "HTTPError is ...")."""
+    words = text.split(" ", 2)
+    owner, dot, _member = name.rpartition(".")
+    if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
+                                                                              and not owner[:1].isupper()):
+        return f"`{name}` is {words[0].lower()} {words[1]} {words[2]}"
+    if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
+        return text
+    verb = lexicon.third_person(words[0])
+    if verb is None:
+        return text
+    module = title if _IDENT.match(title) and " " not in title else ""
+    if name == title:
+        kind = "module"
+    elif dot and (owner[:1].isupper() or owner in sections):
+        kind = "method"
+    elif dot:
+        return text  # "os.path.join": a module's function, already written with its module
+    else:
+        kind = "class" if name[0].isupper() and not name.isupper() and "_" not in name else "function"
+    if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS:
+        return text  # "Fast version of a heappush ...": an adjective opens a noun phrase
+    if "NOUN" in lexicon.lemmas(words[0]) and (
+            words[1].lower() in _NOUN_PHRASE_NEXT
+            or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)):
+        # "Stuff to parse", "Heap queue algorithm": a noun may open a module's or a class's
+        # docstring; a function's opens with what it does ("Set color options of ...")
+        return text
+    if kind == "method":
+        subject = f"a method of `{module + '.' if module else ''}{owner}`"
+    elif kind == "module":
+        subject = "a module"
+    else:
+        subject = f"a {kind} of `{module}`" if module else f"a {kind}"
+    # Code spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link.
+    rest = _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
+    return f"`{name}` is {subject} that {verb} {rest}"
+
+
+_AND_VERB = re.compile(r"(?<=\sand\s)([a-z]+)\b")
+
+
+def _and_third_person(m: re.Match[str]) -> str:
+    """The verb after "and" in an instruction put in the third person with the first ("evaluate
+    text and apply tags" -> "... and applies tags"); a word that may be a noun is left alone."""
+    word = m.group(1)
+    pos = lexicon.lemmas(word)
+    if set(pos) == {"VERB"} and word in pos["VERB"]:
+        return lexicon.third_person(word) or word
+    return word
+
+
+def _whole_sentence(text: str) -> bool:
+    """Whether ``text`` quotes as a sentence of its own: it ends like one and opens with a capital,
+    a digit, a quote or a code name ("kmalloc() returns ..."), not with a fragment's "[ch] spit
+    out by" or "| LWPCookieJar"."""
+    if has_cjk(text):
+        return True
+    if not _SENTENCE_END.search(text) or re.search(r"\s\S?[.!?]$", text):
+        return False  # "... abs(), ==, and !": a sentence splitter's cut, not an end
+    first = text.split(" ", 1)[0]
+    if text[0].isupper() or text[0].isdigit() or text[0] in "\"'(\u201c`":
+        return True
+    return text[0].isalpha() and (not first.isalpha() or not lexicon.dictionary_word(first))
 
 
 def _word_counts(sentences: list[_Sentence]) -> tuple[Counter[str], Counter[str]]:
@@ -853,11 +942,11 @@ def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
                 return out
             if (len(text.split()) < 4 and not has_cjk(text)) or text in out or len(text) > limit:
                 continue
-            if _UNRESOLVED.match(text):
+            if _UNRESOLVED.match(text) or not _whole_sentence(text):
                 continue  # "This is similar to ...": quoted alone, nobody knows what "this" is
             out.append(text)
     if not out:
-        out = [s.text for s in mentions if len(s.text) <= EVIDENCE_CHARS][:1]
+        out = [s.text for s in mentions if len(s.text) <= EVIDENCE_CHARS and _whole_sentence(s.text)][:1]
     return out
 
 
@@ -1048,6 +1137,7 @@ class OfflineExtractor:
         lower_words, cap_words = _word_counts(sentences)
         entities = _Entities(lower_words, cap_words)
         defined = _heading_definitions(sentences, headings)
+        sections = frozenset(h.strip().removesuffix("()") for h in headings.values())
         for name, sentence in defined.items():
             entities.add(name, sentence.start, 1.0)
         spans = Counter(span.strip() for span in code)
@@ -1066,7 +1156,8 @@ class OfflineExtractor:
             if len([i for i in items if i.kind == "entity"]) == MAX_ENTITIES:
                 break
             forms = sorted(cand.forms)
-            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name))
+            lead = _subject_lead(name, defined[name].text, title, sections) if name in defined else None
+            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name), lead)
             if item:
                 items.append(item)
                 taken.update(f.casefold() for f in [name, *forms])
@@ -1135,16 +1226,17 @@ class OfflineExtractor:
 
     @staticmethod
     def _item(name: str, kind: str, forms: list[str], sentences: list[_Sentence],
-              lowered: list[str], defined: _Sentence | None = None) -> ExtractedItem | None:
+              lowered: list[str], defined: _Sentence | None = None, lead: str | None = None) -> ExtractedItem | None:
         """The item, or None when the name fails the guard or the page would not earn its place
-        (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads."""
+        (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads;
+        ``lead``: the description made of it (``_subject_lead``), else ``defined`` as written."""
         if validate_item_name(name) != name:
             return None  # the one guard every extractor shares; forms can be renamed by merges
         concept = kind == "concept"
         needles = _needles([name, *forms], concept)
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
-            description, rank = defined.text, 3
+            description, rank = lead or defined.text, 3
             mentions = [defined, *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
