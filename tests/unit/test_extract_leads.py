@@ -158,6 +158,9 @@ def test_a_noun_phrase_docstring_is_left_as_written() -> None:
     assert _subject_lead("aifc", "Stuff to parse AIFF-C and AIFF files.", "aifc") == "Stuff to parse AIFF-C and AIFF files."
     assert _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq") == \
         "Fast version of a heappush followed by a heappop."
+    # "Set" may be an adjective too, but "Set color options of" is no "adjective noun of" phrase
+    assert _subject_lead("color_config", "Set color options of Text widget.", "idlelib.colorizer") == \
+        "`color_config` is a function of `idlelib.colorizer` that sets color options of Text widget."
 
 
 def test_fragments_and_admonitions_are_neither_lead_nor_evidence() -> None:
@@ -186,3 +189,12 @@ def test_a_lower_case_owner_heading_its_own_section_makes_a_method_and_an_articl
         "`day.toordinal` is a method of `cal.day` that returns the ordinal of the day, counting from the first day.")
     assert items["day.weekday"].description == (
         "`day.weekday` is an integer from zero to six naming the day of the week.")
+
+
+def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    sentence = "Check the vendor pages for the calibration tools."
+    assert _subject_lead("URLS", sentence, "Force feedback joysticks") == sentence
+    assert _subject_lead("ff_calibrate", sentence, "Force feedback joysticks") == (
+        "`ff_calibrate` is a function that checks the vendor pages for the calibration tools.")

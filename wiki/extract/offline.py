@@ -659,6 +659,9 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     document's headings name, so ``date.toordinal`` under ``## date``); "An abstract method that
     ..." becomes "`X` is an abstract method that ...". ``text`` unchanged when it does not open
     with a verb or an indefinite article ("Stuff to parse AIFF files.", "HTTPError is ...")."""
+    module = title if _IDENT.match(title) and " " not in title else ""
+    if not module and not re.search(r"[_.(]|[a-z][A-Z]", name):
+        return text  # "## URLS" in a prose document titles a section; it names no code
     words = text.split(" ", 2)
     owner, dot, _member = name.rpartition(".")
     if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
@@ -669,7 +672,6 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     verb = lexicon.third_person(words[0])
     if verb is None:
         return text
-    module = title if _IDENT.match(title) and " " not in title else ""
     if name == title:
         kind = "module"
     elif dot and (owner[:1].isupper() or owner in sections):
@@ -678,8 +680,9 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         return text  # "os.path.join": a module's function, already written with its module
     else:
         kind = "class" if name[0].isupper() and not name.isupper() and "_" not in name else "function"
-    if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS:
-        return text  # "Fast version of a heappush ...": an adjective opens a noun phrase
+    if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
+            len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
+        return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
     if "NOUN" in lexicon.lemmas(words[0]) and (
             words[1].lower() in _NOUN_PHRASE_NEXT
             or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)):
