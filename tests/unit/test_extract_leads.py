@@ -163,6 +163,12 @@ def test_a_noun_phrase_docstring_is_left_as_written() -> None:
     assert _subject_lead("aifc", "Stuff to parse AIFF-C and AIFF files.", "aifc") == "Stuff to parse AIFF-C and AIFF files."
     assert _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq") == \
         "Fast version of a heappush followed by a heappop."
+    assert _subject_lead("SSLContext", "An SSLContext holds various configuration options.", "ssl") == \
+        "An SSLContext holds various configuration options."
+    assert _subject_lead("Loop.call_at", "Like call_later(), but uses an absolute time.", "loops") == \
+        "Like call_later(), but uses an absolute time."
+    assert _subject_lead("rmtree", "Recursively remove an entire directory tree.", "shutil") == \
+        "`rmtree` is a function of `shutil` that recursively removes an entire directory tree."
     # "Set" may be an adjective too, but "Set color options of" is no "adjective noun of" phrase
     assert _subject_lead("color_config", "Set color options of Text widget.", "idlelib.colorizer") == \
         "`color_config` is a function of `idlelib.colorizer` that sets color options of Text widget."

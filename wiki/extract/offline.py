@@ -645,6 +645,9 @@ _OBJECT_OPENERS = frozenset(
     "the a an this that these those its their his her our your all any each every some no one "
     "True False None up down out whether if".split()
 )
+#: Opening words that are verbs in the lexicon but open a comparison or a pointer in a docstring
+#: ("Like call_later(), but ...", "See foo() for details").
+_NOT_INSTRUCTIONS = frozenset("like unlike see same alias please".split())
 _ADMONITION = re.compile(r"(?i)^(?:warning|note|caution|deprecated|todo|xxx|fixme)\b")
 
 
@@ -666,9 +669,22 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     owner, dot, _member = name.rpartition(".")
     if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
                                                                               and not owner[:1].isupper()):
-        return f"`{name}` is {words[0].lower()} {words[1]} {words[2]}"
+        head = [w.strip(",;:").lower() for w in text.split()[1:4]]
+        if _member.lower() not in head and name.lower() not in head and not any(
+                lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head):
+            # "An abstract method that ...", not "An SSLContext holds ..." (a sentence with a verb)
+            return f"`{name}` is {words[0].lower()} {words[1]} {words[2]}"
+        return text
     if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
         return text
+    if words[0].lower() in _NOT_INSTRUCTIONS:
+        return text
+    adverb = ""
+    if len(words) > 2 and words[0].endswith("ly") and set(lexicon.lemmas(words[0])) == {"ADV"} \
+            and words[1].isalpha() and set(lexicon.lemmas(words[1])) == {"VERB"}:
+        # "Recursively remove an entire directory tree.": the instruction is the second word
+        adverb, words = words[0].lower() + " ", [words[1].capitalize(), *words[2].split(" ", 1)]
+        text = " ".join(words)
     verb = lexicon.third_person(words[0])
     if verb is None:
         return text
@@ -697,7 +713,7 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         subject = f"a {kind} of `{module}`" if module else f"a {kind}"
     # Code spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link.
     rest = _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
-    return f"`{name}` is {subject} that {verb} {rest}"
+    return f"`{name}` is {subject} that {adverb}{verb} {rest}"
 
 
 _AND_VERB = re.compile(r"(?<=\sand\s)([a-z]+)\b")
