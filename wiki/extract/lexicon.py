@@ -77,3 +77,26 @@ def too_common(word: str) -> bool:
     low = word.lower()
     singular = low[:-1] if low.endswith("s") and len(low) > 3 else low
     return max(zipf(low), zipf(singular)) >= COMMON_ZIPF
+
+
+def third_person(word: str) -> str | None:
+    """The third-person singular of a verb that opens a docstring, lower-cased: "Return" ->
+    "returns", "Returns" -> "returns"; None when ``word`` is not a verb's base or -s form the
+    lexicon knows ("Stuff" is a verb too: callers check what follows)."""
+    from lemminflect import getInflection
+
+    low = word.lower()
+    verbs = lemmas(low).get("VERB", ())
+    if not lemmas(low):
+        # "Undefine", "Reindent", "Preload": a prefix the lexicon lacks on a verb it knows
+        for prefix in ("un", "re", "de", "pre", "dis"):
+            stem = low[len(prefix):]
+            if low.startswith(prefix) and len(stem) > 3 and stem in lemmas(stem).get("VERB", ()):
+                forms = getInflection(stem, tag="VBZ")
+                return prefix + forms[0] if forms else None
+    if low in verbs:
+        forms = getInflection(low, tag="VBZ")
+        return forms[0] if forms else None
+    if verbs and low.endswith("s") and low in getInflection(verbs[0], tag="VBZ"):
+        return low
+    return None

@@ -74,7 +74,8 @@ _MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)(]|\([^)]*\))*\)")
 _WIKI_LINK = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
 _ANGLE_URL = re.compile(r"<(?:https?|ftp|mailto):[^>]*>")
-_EMPH = re.compile(r"(\*\*|\*)(?=\S)(.+?)(?<=\S)\1")
+# Emphasis only where the markers stand outside words: "2*k+1] and a[2*k+2]" is arithmetic.
+_EMPH = re.compile(r"(?<![\w*])(\*\*|\*)(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])")
 _FOOTNOTE = re.compile(r"\[(?:#\w*|\d+|\*)\]_")
 _SUBST = re.compile(r"\|([\w -]+)\|")
 _ROLE_TARGET = re.compile(r"^(.*?)\s*<[^>]*>$")
@@ -201,6 +202,33 @@ def _strip_inline(text: str, code: list[str]) -> str:
     return " ".join(text.split())
 
 
+#: A line of a paragraph shorter than this share of the paragraph's longest line, with no
+#: punctuation at its end, before a line opening like a new item: the author broke the line on
+#: purpose (docstring lists such as "*metaclass* is ... / *namespace* is ..."), wrapped prose
+#: fills its lines to about the same width.
+SHORT_LINE_SHARE = 0.7
+_ITEM_OPENER = re.compile(r"^[*`'\"A-Z0-9]")
+_LINE_END_PUNCT = re.compile(r"[.!?:;,(\[{\-\u2014/&|]$")
+
+
+def _list_units(lines: list[str]) -> list[list[str]]:
+    """``lines`` of one paragraph cut into units where a line is a list item of its own: it ends
+    short (``SHORT_LINE_SHARE``) with no punctuation and the next line opens like an item
+    (``*word*``, a capital, a quote). Wrapped prose stays one unit."""
+    if len(lines) < 2:
+        return [lines]
+    width = max(len(line.strip()) for line in lines)
+    units: list[list[str]] = [[lines[0]]]
+    for prev, line in zip(lines, lines[1:]):
+        before, after = prev.strip(), line.strip()
+        if (len(before) < SHORT_LINE_SHARE * width and not _LINE_END_PUNCT.search(before)
+                and _ITEM_OPENER.match(after)):
+            units.append([line])
+        else:
+            units[-1].append(line)
+    return units
+
+
 def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
     """Split a document into prose blocks (inline markup removed), its inline code spans, and
     {block index: the Markdown heading right above that block}."""
@@ -213,14 +241,14 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
 
     def flush() -> None:
         nonlocal heading
-        if current:
-            block = _strip_inline(" ".join(current), code)
+        for unit in _list_units(current) if current else []:
+            block = _strip_inline(" ".join(unit), code)
             if block:
                 if heading:
                     headings[len(blocks)] = heading
                 blocks.append(block)
                 heading = ""
-            current.clear()
+        current.clear()
 
     lines = text.splitlines()
     for line, is_code in zip(lines, fenced_code_lines(lines)):
@@ -261,7 +289,10 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
         if bullet:
             flush()
             line = line[bullet.end():]
-        line = _FIELD.sub("", line)
+        field_line = _FIELD.match(line)
+        if field_line:
+            flush()  # each field of a field list is a unit of its own, never joined to the last
+            line = line[field_line.end():]
         current.append(line)
         if stripped.endswith("::"):
             flush()
@@ -584,9 +615,132 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
         if name is None or first is None or name.removesuffix("()") in out:
             continue
         text = first.text
-        if _informative(text) and len(text) <= DESCRIPTION_CHARS:  # not "Copyright (C) 2004 ..."
+        if _informative(text) and len(text) <= DESCRIPTION_CHARS and not _UNRESOLVED.match(text) \
+                and not _narration(text) and not _ADMONITION.match(text):
+            # not "Copyright (C) 2004 ...", "This is ...", a story, "WARNING: you may want to ..."
             out[name.removesuffix("()")] = first
     return out
+
+
+_NARRATION = re.compile(r"^(?:The|A|An)\s+(?:[a-z]+\s+){1,2}?([a-z]+ed)\b")
+
+
+def _narration(text: str) -> bool:
+    """Whether ``text`` tells what someone did ("The user selected the menu entry, open the
+    tip."): a subject then a past-tense verb. Said under a heading it narrates when the code runs,
+    never what the thing is."""
+    m = _NARRATION.match(text)
+    if m is None:
+        return False
+    pos = lexicon.lemmas(m.group(1))
+    return "VERB" in pos and not pos.keys() & {"NOUN", "ADJ"}
+
+
+#: Words after a docstring's first word that make it a noun phrase, not an instruction: "Stuff to
+#: parse AIFF files", "Base for all ...".
+_NOUN_PHRASE_NEXT = frozenset("to for of and or with from in on as".split())
+#: Words after a verb that is also a noun ("Return", "Set", "Call") that show it is the verb: an
+#: object's determiner or a constant ("Return the ...", "Set a ...", "Return True if ...").
+_OBJECT_OPENERS = frozenset(
+    "the a an this that these those its their his her our your all any each every some no one "
+    "True False None up down out whether if".split()
+)
+#: Opening words that are verbs in the lexicon but open a comparison or a pointer in a docstring
+#: ("Like call_later(), but ...", "See foo() for details").
+_NOT_INSTRUCTIONS = frozenset("like unlike see same alias please".split())
+_ADMONITION = re.compile(r"(?i)^(?:warning|note|caution|deprecated|todo|xxx|fixme)\b")
+
+
+def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = frozenset()) -> str:
+    """The lead of ``name`` from the first sentence of its own section, with the subject a
+    docstring leaves out: "Write a bytes object to the file." under ``### LZMAFile.write`` of
+    ``lzma`` becomes "LZMAFile.write is a method of lzma.LZMAFile that writes a bytes object to
+    the file." Only the kind the heading layout says is added (``Owner.name`` is a method; a
+    CapWords name a class, any other a function), and "of <module>" only when the document's
+    ``title`` is a module name; the rest is the sentence's own words. ``Owner.name`` is a method
+    when ``Owner`` is capitalised or heads a section of its own (``sections``: the code names the
+    document's headings name, so ``date.toordinal`` under ``## date``); "An abstract method that
+    ..." becomes "`X` is an abstract method that ...". ``text`` unchanged when it does not open
+    with a verb or an indefinite article ("Stuff to parse AIFF files.", "HTTPError is ...")."""
+    module = title if _IDENT.match(title) and " " not in title else ""
+    if not module and not re.search(r"[_.(]|[a-z][A-Z]", name):
+        return text  # "## URLS" in a prose document titles a section; it names no code
+    words = text.split(" ", 2)
+    owner, dot, _member = name.rpartition(".")
+    if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
+                                                                              and not owner[:1].isupper()):
+        head = [w.strip(",;:").lower() for w in text.split()[1:4]]
+        if _member.lower() not in head and name.lower() not in head and not any(
+                lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head):
+            # "An abstract method that ...", not "An SSLContext holds ..." (a sentence with a verb)
+            return f"`{name}` is {words[0].lower()} {words[1]} {words[2]}"
+        return text
+    if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
+        return text
+    if words[0].lower() in _NOT_INSTRUCTIONS:
+        return text
+    adverb = ""
+    if len(words) > 2 and words[0].endswith("ly") and set(lexicon.lemmas(words[0])) == {"ADV"} \
+            and words[1].isalpha() and set(lexicon.lemmas(words[1])) == {"VERB"}:
+        # "Recursively remove an entire directory tree.": the instruction is the second word
+        adverb, words = words[0].lower() + " ", [words[1].capitalize(), *words[2].split(" ", 1)]
+        text = " ".join(words)
+    verb = lexicon.third_person(words[0])
+    if verb is None:
+        return text
+    if name == title:
+        kind = "module"
+    elif dot and (owner[:1].isupper() or owner in sections):
+        kind = "method"
+    elif dot:
+        return text  # "os.path.join": a module's function, already written with its module
+    else:
+        kind = "class" if name[0].isupper() and not name.isupper() and "_" not in name else "function"
+    if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
+            len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
+        return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
+    if "NOUN" in lexicon.lemmas(words[0]) and (
+            words[1].lower() in _NOUN_PHRASE_NEXT
+            or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)):
+        # "Stuff to parse", "Heap queue algorithm": a noun may open a module's or a class's
+        # docstring; a function's opens with what it does ("Set color options of ...")
+        return text
+    if kind == "method":
+        subject = f"a method of `{module + '.' if module else ''}{owner}`"
+    elif kind == "module":
+        subject = "a module"
+    else:
+        subject = f"a {kind} of `{module}`" if module else f"a {kind}"
+    # Code spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link.
+    rest = _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
+    return f"`{name}` is {subject} that {adverb}{verb} {rest}"
+
+
+_AND_VERB = re.compile(r"(?<=\sand\s)([a-z]+)\b")
+
+
+def _and_third_person(m: re.Match[str]) -> str:
+    """The verb after "and" in an instruction put in the third person with the first ("evaluate
+    text and apply tags" -> "... and applies tags"); a word that may be a noun is left alone."""
+    word = m.group(1)
+    pos = lexicon.lemmas(word)
+    if set(pos) == {"VERB"} and word in pos["VERB"]:
+        return lexicon.third_person(word) or word
+    return word
+
+
+def _whole_sentence(text: str) -> bool:
+    """Whether ``text`` quotes as a sentence of its own: it ends like one and opens with a capital,
+    a digit, a quote or a code name ("kmalloc() returns ..."), not with a fragment's "[ch] spit
+    out by" or "| LWPCookieJar"."""
+    if has_cjk(text):
+        return True
+    if not _SENTENCE_END.search(text) or re.search(r"\s\S?[.!?]$", text):
+        return False  # "... abs(), ==, and !": a sentence splitter's cut, not an end
+    first = text.split(" ", 1)[0]
+    if text[0].isupper() or text[0].isdigit() or text[0] in "\"'(\u201c`":
+        return True
+    return text[0].isalpha() and (not first.isalpha() or not lexicon.dictionary_word(first))
 
 
 def _word_counts(sentences: list[_Sentence]) -> tuple[Counter[str], Counter[str]]:
@@ -610,7 +764,6 @@ _NOUNS = (
     r"api|driver|subsystem|framework|tool|command|option|flag|flags|protocol|format|file|service|"
     r"system|project|language|standard|variable|constant|attribute|field|parameter|call"
 )
-_KIND_NOUNS = frozenset(_NOUNS.split("|")) - {"flags", "api", "call"}
 # What may follow the name in a definitional sentence: "X (...)", "X, the ...,", "X module", then a verb.
 _DEFINES = re.compile(
     rf"^(?:\s*\([^)]{{0,80}}\))?(?:\s*,[^,]{{1,80}},)?(?:\s+(?:{_NOUNS}))?\s+(?:{_VERBS})\b",
@@ -619,7 +772,7 @@ _DEFINES = re.compile(
 # The strongest definitions: "X is a/an/the/one ...", "X refers to", "X, the ..., ..." (apposition).
 _DEFINES_WHAT = re.compile(
     rf"^(?:\s*\([^)]{{0,80}}\))?(?:\s+(?:{_NOUNS}))?(?:\s+(?:is|are|was|were)\s+(?:a|an|the|one|any)\s"
-    rf"|\s+(?:refers to|means|stands for|consists of|is used|are used)\b"
+    rf"|\s+(?:refers to|means|stands for|consists of|is used|are used|(?:is|are)\s+defined\s+as)\b"
     rf"|\s*,\s+(?:a|an|the)\s[^,]{{1,80}},)",
     re.IGNORECASE,
 )
@@ -696,10 +849,32 @@ def _continues(needle: str, after: str) -> bool:
     return "NOUN" in lexicon.lemmas(word)
 
 
+_CAVEAT = re.compile(r"(?i)\b(?:should|must|may|can|could|do|does|need)\s+not\b|\b(?:cannot|never)\b|n't\b")
+
+
 def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
-    """How well sentence ``text`` says what the item is: 3 "X is a ...", "X, the ..., ...",
-    "X refers to ..."; 2 "X provides/implements/... ..."; 1 X is the subject of another verb
-    ("X returns ...", "X can ..."); 0 otherwise or when the sentence is incomplete."""
+    """How well sentence ``text`` says what the item is: 3 "X is a ...", "X is defined as ...",
+    "X, the ..., ...", "X refers to ..."; 2 "X provides/implements/... ..."; 1 X is the subject of
+    another verb ("X returns ...", "X can ..."); 0 otherwise or when the sentence is incomplete.
+
+    A circular sentence, repeating the name after it ("opcode is an OpcodeInfo record, describing
+    the current opcode"), says nothing of what X is: rank 1 at most. So does a "what it does"
+    sentence carrying a caveat ("A Parser instance contains state ... and should not be used
+    concurrently"): a warning about X, not its definition."""
+    rank = _subject_rank(needles, concept, text)
+    if rank >= 2:
+        start = _ARTICLE.match(text).end()
+        rest = (text.lower() if concept else text)[start:]
+        needle = next((n for n in needles if rest.startswith(n)), "")
+        if needle and _find(rest[len(needle):], [needle.lower() if concept else needle]):
+            return 1
+        if rank == 2 and _CAVEAT.search(text):
+            return 1
+    return rank
+
+
+def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
+    """``_lead_rank`` before the circularity and caveat checks."""
     if len(text) > DESCRIPTION_CHARS or not _SENTENCE_END.search(text):
         return 0
     if has_cjk(text):
@@ -713,6 +888,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
         if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
             continue
         after = rest[len(needle):]
+        if not concept:
+            after = after.removeprefix("()")  # "kmalloc() returns ...": the call is the name
         if concept and _continues(needle, after):
             continue  # "A configuration file consists of" is about the file, not "configuration"
         if _DEFINES_WHAT.match(after):
@@ -743,9 +920,6 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
     return best
 
 
-_KIND_BEFORE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+([a-z]+)\s+$")
-
-
 def _occurrences(text: str, needle: str) -> list[int]:
     """The start offsets of ``needle`` in ``text`` not glued to a word before it (plain string
     search: a regex per name would be compiled afresh for every document)."""
@@ -758,32 +932,10 @@ def _occurrences(text: str, needle: str) -> list[int]:
     return out
 
 
-def _kind_lead(name: str, needles: list[str], concept: bool, mentions: list[_Sentence]) -> str | None:
-    """ "X is a function." when the text calls it one ("the function X", "X()"), else None."""
-    if concept or not (name[0].islower() or "_" in name or "." in name):
-        return None  # only code-shaped names: "Super" in "the standard Super" is not a standard
-    kinds: Counter[str] = Counter()
-    for sentence in mentions:
-        text = sentence.text
-        for needle in needles:
-            # "the ACPI method" is a method of ACPI, so only "X()" and "the function X" say what X is.
-            for start in _occurrences(text, needle):
-                end = start + len(needle)
-                if text.startswith("()", end):
-                    kinds["function"] += 1
-                before = _KIND_BEFORE.search(text, 0, start)
-                if before and before.group(1) in _KIND_NOUNS and _bounded(text, start, end):
-                    kinds[before.group(1)] += 1
-    if not kinds:
-        return None
-    kind = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    article = "an" if kind[0] in "aeiou" else "a"
-    return f"{name} is {article} {kind}."
-
-
-def _describe(name: str, concept: bool, needles: list[str], mentions: list[_Sentence]) -> tuple[str, int]:
+def _describe(concept: bool, needles: list[str], mentions: list[_Sentence]) -> tuple[str, int]:
     """(lead sentence, rank): the best-ranked sentence (``_lead_rank``) among ``mentions``, the
-    first of equals; else "X is a <kind>." from how the text names it (rank 1); else ("", 0)."""
+    first of equals; else ("", 0). Never a made-up placeholder such as "X is a function.": an
+    item no sentence describes is not a page (it stays a mention of its summary)."""
     best, rank = "", 0
     for sentence in mentions:
         r = _lead_rank(needles, concept, sentence.text)
@@ -791,10 +943,11 @@ def _describe(name: str, concept: bool, needles: list[str], mentions: list[_Sent
             best, rank = sentence.text, r
             if r == 3:
                 break
-    if rank:
-        return best, rank
-    kind = _kind_lead(name, needles, concept, mentions)
-    return (kind, 1) if kind else ("", 0)
+    return best, rank
+
+
+#: A sentence opening with a pronoun or demonstrative that points back at an earlier sentence.
+_UNRESOLVED = re.compile(r"^(?:This|That|These|Those|It|Its|They|Their|Them|Such)\b(?!\s+(?:is|are)\s+(?:a|an|the)\s+\w+\s+(?:of|for)\b)")
 
 
 def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
@@ -808,7 +961,11 @@ def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
                 return out
             if (len(text.split()) < 4 and not has_cjk(text)) or text in out or len(text) > limit:
                 continue
+            if _UNRESOLVED.match(text) or not _whole_sentence(text):
+                continue  # "This is similar to ...": quoted alone, nobody knows what "this" is
             out.append(text)
+    if not out:
+        out = [s.text for s in mentions if len(s.text) <= EVIDENCE_CHARS and _whole_sentence(s.text)][:1]
     return out
 
 
@@ -850,6 +1007,47 @@ def _verb_in_context(phrase: str, prose_low: str) -> bool:
     return bool(follows) and 2 * verbal >= len(follows)
 
 
+#: Words a docstring opens a line with before the thing it describes ("Optional timeout is ...",
+#: "Returns the default timer"): never the first word of a concept's name.
+_DOCSTRING_OPENERS = frozenset(
+    "optional required returns return default deprecated note param parameter parameters argument "
+    "arguments arg args keyword raises yields".split()
+)
+
+
+_PARAMETER_NOUNS = r"(?:argument|parameter|flag|keyword|option)s?"
+_VALUE_NOUNS = r"(?:optional\s+)?(?:flag|argument|parameter|boolean|bool|integer|int|string|str|number|callable)"
+
+
+_TYPE_NOUNS = r"(?:str|int|bool|float|bytes|tuple|list|dict|set|callable|string|integer|boolean|number)"
+_PARAMETER_LEAD = re.compile(
+    rf"^(?:The\s+)?[^,]{{1,60}}?\s+(?:is|are)\s+(?:(?:a|an|the|one)\s+(?:[\w-]+\s+){{0,4}}?"
+    rf"{_PARAMETER_NOUNS}\b|(?:a|an|the)\s+(?:optional\s+)?{_TYPE_NOUNS}\b)"
+)
+
+
+def _describes_parameter(lead: str) -> bool:
+    """Whether a concept's lead describes a parameter or return value of a function, not an idea:
+    it opens with the name in lower case, as only code names open an English sentence ("alpha is
+    the shape parameter.", "charset is the input character set"), or it calls the thing a
+    parameter or a value of a type ("The fullname is a str")."""
+    return (lead[:1].islower() and not has_cjk(lead)) or _PARAMETER_LEAD.match(lead) is not None
+
+
+def _parameter(word: str, prose_low: str) -> bool:
+    """Whether the lone ``word``, unknown to the lexicon and to wordfreq, is a parameter of a
+    function the document describes: it calls it one ("the kwds argument", "headersonly is a
+    flag", "timeout=None"). A parameter means something only inside its function's docstring;
+    unknown words it never calls so ("cpusets", "kprobes") stay terms."""
+    low = word.lower()
+    if lexicon.dictionary_word(low) or lexicon.zipf(low) > 0:
+        return False
+    w = re.escape(low)
+    return re.search(
+        rf"\b{w}\s+{_PARAMETER_NOUNS}\b|\b{_PARAMETER_NOUNS}\s+{w}\b|\b{w}\s*=[^=]"
+        rf"|\b{w}\s+(?:is|are)\s+(?:a|an|the)\s+{_VALUE_NOUNS}\b", prose_low) is not None
+
+
 def _concept_name(phrase: str, prose_low: str) -> str | None:
     """The concept a yake keyphrase names, or None when the phrase is not a noun phrase.
 
@@ -861,6 +1059,10 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
     All-caps ordinary words ("PHOTONS") are lower-cased like the rest; acronyms keep their case.
     """
     words = phrase.split()
+    while len(words) > 1 and words[0].lower() in _DOCSTRING_OPENERS:
+        words = words[1:]  # "Optional headersonly is a flag": the docstring's word, not the name's
+        if len(words) == 1 and not lexicon.dictionary_word(words[0]):
+            return None  # what such a word introduces, when no dictionary has it, is a parameter
     if any(len(w) < 2 for w in words):
         return None
     if any(not re.fullmatch(r"[A-Za-z][A-Za-z0-9'-]*", w) for w in words):
@@ -876,6 +1078,8 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
         if not word.isupper() and (lexicon.plural_noun(word) or lexicon.inflected_verb(word)):
             return None
     if len(words) == 1 and lexicon.too_common(last):
+        return None
+    if len(words) == 1 and _parameter(last, prose_low):
         return None
     if len(words) > 1 and last.endswith("s") and "VERB" in lexicon.lemmas(last) \
             and _verb_in_context(" ".join(words), prose_low):
@@ -912,7 +1116,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v2"
+    name = "offline-v3"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -952,6 +1156,7 @@ class OfflineExtractor:
         lower_words, cap_words = _word_counts(sentences)
         entities = _Entities(lower_words, cap_words)
         defined = _heading_definitions(sentences, headings)
+        sections = frozenset(h.strip().removesuffix("()") for h in headings.values())
         for name, sentence in defined.items():
             entities.add(name, sentence.start, 1.0)
         spans = Counter(span.strip() for span in code)
@@ -970,7 +1175,8 @@ class OfflineExtractor:
             if len([i for i in items if i.kind == "entity"]) == MAX_ENTITIES:
                 break
             forms = sorted(cand.forms)
-            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name))
+            lead = _subject_lead(name, defined[name].text, title, sections) if name in defined else None
+            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name), lead)
             if item:
                 items.append(item)
                 taken.update(f.casefold() for f in [name, *forms])
@@ -1039,20 +1245,28 @@ class OfflineExtractor:
 
     @staticmethod
     def _item(name: str, kind: str, forms: list[str], sentences: list[_Sentence],
-              lowered: list[str], defined: _Sentence | None = None) -> ExtractedItem | None:
+              lowered: list[str], defined: _Sentence | None = None, lead: str | None = None) -> ExtractedItem | None:
         """The item, or None when the name fails the guard or the page would not earn its place
-        (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads."""
+        (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads;
+        ``lead``: the description made of it (``_subject_lead``), else ``defined`` as written."""
         if validate_item_name(name) != name:
             return None  # the one guard every extractor shares; forms can be renamed by merges
         concept = kind == "concept"
         needles = _needles([name, *forms], concept)
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
-            description, rank = defined.text, 3
+            description, rank = lead or defined.text, 3
             mentions = [defined, *(m for m in mentions if m is not defined)]
         else:
-            description, rank = _describe(name, concept, needles, mentions)
+            description, rank = _describe(concept, needles, mentions)
         if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
+            return None
+        if concept and len(mentions) < MIN_MENTIONS and all(
+                lexicon.too_common(w) for w in name.split()):
+            # "starting points" defined once: common words whose meaning the one docstring
+            # around them gives; a term the document builds on it uses again
+            return None
+        if concept and not has_cjk(name) and _describes_parameter(description):
             return None
         if concept and not has_cjk(name) and rank < (2 if " " in name else 3):
             # a concept is a page where its document says what it is; a lone word ("module",

@@ -1,0 +1,210 @@
+"""What the offline extractor makes a page of and leads it with: the rules a rubric judge checks
+(the title names a real thing, the first sentence says what it is, evidence is quoted whole)."""
+
+from __future__ import annotations
+
+from wiki.extract.offline import (
+    OfflineExtractor,
+    _concept_name,
+    _describes_parameter,
+    _lead_rank,
+    _prose_blocks,
+    _strip_inline,
+)
+from wiki.models import Extraction, ExtractedItem
+
+
+def _extract(text: str, title: str = "sample") -> Extraction:
+    return OfflineExtractor().extract(title, text)
+
+
+def _descriptions(text: str, title: str) -> dict[str, str]:
+    return {i.name: i.description for i in _extract(text, title).items}
+
+
+def _item(extraction: Extraction, name: str) -> ExtractedItem | None:
+    return next((i for i in extraction.items if i.name == name), None)
+
+
+def test_a_name_only_used_is_no_page_and_never_gets_a_placeholder_lead() -> None:
+    text = (
+        "# clocks\n\nThe wall clock helpers convert times for the scheduler module.\n"
+        "Call frobnicate_time() before reading the clock, and pass frobnicate_time() the zone.\n"
+        "The value from frobnicate_time() feeds the scheduler directly.\n"
+    )
+    extraction = _extract(text)
+    assert _item(extraction, "frobnicate_time") is None
+    assert not any(i.description.endswith(("is a function.", "is a method.")) for i in extraction.items)
+
+
+def test_the_sentence_under_the_names_own_heading_is_its_lead() -> None:
+    text = (
+        "# clocks\n\nHelpers for wall clock times used by the scheduler module.\n\n"
+        "## frobnicate_time\n\nConvert a wall clock time into the scheduler's time zone.\n"
+        "Call frobnicate_time() before reading the clock.\n"
+    )
+    item = _item(_extract(text), "frobnicate_time")
+    assert item is not None
+    assert item.evidence[0] == "Convert a wall clock time into the scheduler's time zone."
+    assert item.description == (
+        "`frobnicate_time` is a function of `sample` that converts a wall clock time into the scheduler's time zone.")
+
+
+def test_a_heading_sentence_that_narrates_or_points_back_is_not_a_lead() -> None:
+    text = (
+        "# tips\n\nHelpers for the tip window of the editor shell.\n\n"
+        "## Tip.force_open_event\n\nThe user selected the menu entry or hotkey, open the tip.\n\n"
+        "## Tip.refresh_event\n\nThis is similar to the other event but keeps the window.\n"
+    )
+    extraction = _extract(text)
+    assert _item(extraction, "Tip.force_open_event") is None
+    assert _item(extraction, "Tip.refresh_event") is None
+
+
+def test_definitions_win_and_circular_or_caveat_sentences_do_not() -> None:
+    assert _lead_rank(["message object", "message objects"], True,
+                      "A message object is defined as something that has headers and a payload.") == 3
+    # the name again after the verb: says nothing of what it is
+    assert _lead_rank(["opcode", "opcodes"], True, "opcode is an OpcodeInfo record, describing the current opcode.") <= 1
+    # what it does, with a warning attached: a caveat, not a definition
+    assert _lead_rank(["parser instance", "parser instances"], True,
+                      "A parser instance contains state and should not be used by two threads at once.") <= 1
+    assert _lead_rank(["parser instance", "parser instances"], True,
+                      "A parser instance contains the state of one token sequence.") == 2
+
+
+def test_lines_of_a_list_or_field_list_are_separate_units() -> None:
+    docstring = (
+        "Returns (metaclass, namespace, kwds) as a 3-tuple\n\n"
+        "*metaclass* is the appropriate metaclass\n"
+        "*namespace* is the prepared class namespace\n"
+        "*kwds* is an updated copy of the passed in kwds argument with any\n"
+        "'metaclass' entry removed. If no kwds argument is passed in, this will\n"
+        "be an empty dict.\n\n"
+        ":param name: the name of the new class\n:param bases: its base classes\n"
+    )
+    blocks, _code, _headings = _prose_blocks(docstring)
+    assert "metaclass is the appropriate metaclass" in blocks
+    assert "namespace is the prepared class namespace" in blocks
+    assert any(b.startswith("kwds is an updated copy") and b.endswith("be an empty dict.") for b in blocks)
+    assert "the name of the new class" in blocks and "its base classes" in blocks
+
+
+def test_wrapped_prose_stays_one_unit() -> None:
+    text = (
+        "The scheduler keeps one queue per worker and moves tasks between the\n"
+        "queues when one of them runs dry, so no worker idles while another\n"
+        "Worker still has a backlog of tasks.\n"
+    )
+    blocks, _code, _headings = _prose_blocks(text)
+    assert len(blocks) == 1
+
+
+def test_concept_titles_lose_docstring_openers_and_parameters_are_not_concepts() -> None:
+    prose = "optional cache size is the number of entries to keep. optional headersonly is a flag."
+    assert _concept_name("Optional cache size", prose) == "cache size"
+    assert _concept_name("Optional headersonly", prose) is None
+    assert _concept_name("headersonly", prose) is None  # the text calls it a flag: a parameter
+    assert _describes_parameter("alpha is the shape parameter.")
+    assert _describes_parameter("The fullname is a str and the optional path is a str or None.")
+    assert not _describes_parameter("A file object is a file descriptor or any object with a fileno() method.")
+
+
+def test_a_phrase_of_common_words_defined_once_is_not_a_page() -> None:
+    text = (
+        "# tilings\n\nThis program draws two aperiodic tilings made of kites and darts.\n"
+        "Starting points are the patterns sun and star made of five kites each.\n"
+        "The drawing then inflates the kites and the darts in six steps.\n"
+    )
+    assert _item(_extract(text), "starting points") is None
+
+
+def test_asterisks_inside_words_are_kept_and_emphasis_is_removed() -> None:
+    code: list[str] = []
+    assert _strip_inline("Heaps are arrays for which a[k] <= a[2*k+1] and a[k] <= a[2*k+2].", code) == \
+        "Heaps are arrays for which a[k] <= a[2*k+1] and a[k] <= a[2*k+2]."
+    assert _strip_inline("The *first* and **second** words.", code) == "The first and second words."
+
+
+def test_a_sentence_pointing_back_is_not_evidence_when_a_better_one_exists() -> None:
+    text = (
+        "# vaults\n\nThe Bramble archive format stores vault snapshots for the backup tool.\n"
+        "The Bramble format is a container of compressed vault snapshots.\n"
+        "This makes the Bramble format slower than plain copies.\n"
+        "The Bramble format keeps a checksum for every snapshot.\n"
+    )
+    item = _item(_extract(text), "Bramble")
+    assert item is not None and len(item.evidence) == 3
+    assert not any(e.startswith("This") for e in item.evidence)
+
+
+def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> None:
+    text = (
+        "# pkg.store\n\nCompressed file storage for the backup tool.\n\n"
+        "## BlobFile\n\nA file object holding one compressed blob.\n\n"
+        "### BlobFile.write\n\nCompress a bytes object and append it to the file.\n\n"
+        "## open_blob\n\nReturn a BlobFile reading the named file.\n"
+    )
+    leads = _descriptions(text, "pkg.store")
+    assert leads["BlobFile.write"] == (
+        "`BlobFile.write` is a method of `pkg.store.BlobFile` that compresses a bytes object and appends it "
+        "to the file.")
+    assert leads["open_blob"] == "`open_blob` is a function of `pkg.store` that returns a BlobFile reading the named file."
+    # the quote stays the document's own words
+    write = _item(_extract(text, "pkg.store"), "BlobFile.write")
+    assert write is not None and write.evidence[0] == "Compress a bytes object and append it to the file."
+
+
+def test_a_noun_phrase_docstring_is_left_as_written() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    assert _subject_lead("heapq", "Heap queue algorithm (a.k.a. priority queue).", "heapq") == \
+        "Heap queue algorithm (a.k.a. priority queue)."
+    assert _subject_lead("aifc", "Stuff to parse AIFF-C and AIFF files.", "aifc") == "Stuff to parse AIFF-C and AIFF files."
+    assert _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq") == \
+        "Fast version of a heappush followed by a heappop."
+    assert _subject_lead("SSLContext", "An SSLContext holds various configuration options.", "ssl") == \
+        "An SSLContext holds various configuration options."
+    assert _subject_lead("Loop.call_at", "Like call_later(), but uses an absolute time.", "loops") == \
+        "Like call_later(), but uses an absolute time."
+    assert _subject_lead("rmtree", "Recursively remove an entire directory tree.", "shutil") == \
+        "`rmtree` is a function of `shutil` that recursively removes an entire directory tree."
+    # "Set" may be an adjective too, but "Set color options of" is no "adjective noun of" phrase
+    assert _subject_lead("color_config", "Set color options of Text widget.", "idlelib.colorizer") == \
+        "`color_config` is a function of `idlelib.colorizer` that sets color options of Text widget."
+
+
+def test_fragments_and_admonitions_are_neither_lead_nor_evidence() -> None:
+    from wiki.extract.offline import _whole_sentence
+
+    assert not _whole_sentence("[ch] spit out by pgen to Python code.")
+    assert not _whole_sentence("MozillaCookieJar | LWPCookieJar")
+    assert not _whole_sentence("In short, those are: a conversion to complex, abs(), ==, and !")
+    assert _whole_sentence("kmalloc() returns physically contiguous memory.")
+    text = (
+        "# jars\n\nCookie jars for the web client.\n\n"
+        "## MintJar\n\nWARNING: you may want to backup your cookies file before you use this class.\n"
+    )
+    assert _item(_extract(text), "MintJar") is None
+
+
+def test_a_lower_case_owner_heading_its_own_section_makes_a_method_and_an_article_a_noun_phrase() -> None:
+    text = (
+        "# cal\n\nCalendar dates for the scheduler.\n\n"
+        "## day\n\nA calendar day of the proleptic calendar.\n\n"
+        "### day.toordinal\n\nReturn the ordinal of the day, counting from the first day.\n\n"
+        "### day.weekday\n\nAn integer from zero to six naming the day of the week.\n"
+    )
+    leads = _descriptions(text, "cal")
+    assert leads["day.toordinal"] == (
+        "`day.toordinal` is a method of `cal.day` that returns the ordinal of the day, counting from the first day.")
+    assert leads["day.weekday"] == "`day.weekday` is an integer from zero to six naming the day of the week."
+
+
+def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    sentence = "Check the vendor pages for the calibration tools."
+    assert _subject_lead("URLS", sentence, "Force feedback joysticks") == sentence
+    assert _subject_lead("ff_calibrate", sentence, "Force feedback joysticks") == (
+        "`ff_calibrate` is a function that checks the vendor pages for the calibration tools.")
