@@ -3,7 +3,7 @@
 Importing it builds the RedisBroker from settings and declares every actor on it:
 ``wiki_submit``/``wiki_ingest`` (enter work), ``wiki_map``, ``wiki_reduce``, ``wiki_crosslink``,
 ``wiki_rebuild_index``, ``wiki_retract``/``wiki_delete_kb`` (remove work); workers also run the
-recovery sweeper.
+recovery sweeper and a heartbeat that takes back what dead workers held.
 """
 
 from actors.broker import build_broker
@@ -13,7 +13,12 @@ broker = build_broker(get_settings())
 
 from actors import crosslink, delete, index, ingest, lint, map, reduce  # noqa: E402,F401  (declares the actors)
 from actors.deps import get_deps  # noqa: E402
+from actors.liveness import Liveness  # noqa: E402
 from actors.recovery import sweep  # noqa: E402
+from middleware.heartbeat import HeartbeatMiddleware  # noqa: E402
 from middleware.periodic import PeriodicMiddleware  # noqa: E402
 
 broker.add_middleware(PeriodicMiddleware(lambda: sweep(get_deps()), get_settings().sweep_interval_s, "sweeper"))
+_liveness = Liveness(get_deps)
+broker.add_middleware(HeartbeatMiddleware(_liveness.start, _liveness.beat, _liveness.stop,
+                                          get_settings().heartbeat_interval_s))
