@@ -82,6 +82,6 @@ def reap(deps: Deps) -> int:
         if task_type == REDUCE:
             freed += release_if_held(deps.redis, active_key(s.key_prefix, kb_id), token)
     if reaped.claims or freed:
-        triggers = sweep(deps)
+        triggers = sweep(deps, debounce=False)
         log.warning("workers.reaped", claims=reaped.claims, locks=freed, triggers=triggers)
     return reaped.claims

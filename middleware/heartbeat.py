@@ -13,7 +13,7 @@ log = structlog.get_logger(__name__)
 
 class HeartbeatMiddleware(dramatiq.Middleware):
     """Calls ``start()`` before the worker consumes anything, ``beat()`` every ``interval_s``
-    seconds while it runs, and ``stop()`` when it shuts down cleanly.
+    seconds while it runs (until its last message finished), and ``stop()`` when it shut down cleanly.
 
     ``start`` runs before the worker threads exist, so nothing is claimed under a worker id that
     was not announced yet. A worker killed with SIGKILL calls nothing: its silence is the signal
@@ -36,12 +36,12 @@ class HeartbeatMiddleware(dramatiq.Middleware):
         self._thread = threading.Thread(target=self._run, name="kbwiki-heartbeat", daemon=True)
         self._thread.start()
 
-    def before_worker_shutdown(self, broker, worker) -> None:
+    def after_worker_shutdown(self, broker, worker) -> None:
+        # beats go on while the worker finishes its messages (a reduce batch can take a while):
+        # silent for the worker TTL, it would have its claims taken back mid-batch
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=self.interval_s + 5)
-
-    def after_worker_shutdown(self, broker, worker) -> None:
         self._call(self.stop, "stop")
 
     def _run(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -91,3 +92,56 @@ def test_ingest_and_status_say_at_once_that_no_worker_is_alive(run, deps, tmp_pa
     deps.workers.beat("a-worker")
     status = run("status", "--kb", name)
     assert "no worker is alive" not in status.output and "alive=1" in status.output
+
+
+def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeline_env, tmp_path, monkeypatch):
+    """Two worker processes; one is killed with SIGKILL while it holds claims. Claims only go stale
+    after an hour here, so only the heartbeat can free them: the other worker takes them back
+    within about the worker TTL and finishes every document."""
+    from actors.ingest import submit_document
+    from kbwiki.ingest import lane_rows
+    from kbwiki.workers import start_workers
+    from tests.e2e.test_recovery import _documents, _kill_tree
+
+    monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")
+    monkeypatch.setenv("KBWIKI_WORKER_TTL_S", "4")
+    monkeypatch.setenv("KBWIKI_HEARTBEAT_INTERVAL_S", "1")
+    kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
+    docs = _documents(deps.extractor, 40)
+    for doc in docs:
+        assert submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+                               source_uri=doc.source_uri).status == "queued"
+
+    def query(text: str, params) -> list[dict]:
+        with deps.pool.connection() as conn:
+            return conn.execute(text, params).fetchall()
+
+    def claims_of(ids: list[str]) -> int:
+        return query("SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)", (ids,))[0]["n"]
+
+    survivor = start_workers(1, 2, tmp_path / "survivor.log")
+    procs = [survivor]
+    try:
+        for attempt in range(5):  # a claim lasts a fraction of a second: kill until one is held
+            victim = start_workers(1, 2, tmp_path / f"victim-{attempt}.log")
+            procs.append(victim)
+
+            def announced(proc=victim):
+                pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+                return query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))
+
+            ids = [r["worker_id"] for r in wait_until(announced, 30, "the victim up")]
+            wait_until(lambda: claims_of(ids), 30, "the victim holding claims")
+            _kill_tree(victim)
+            if claims_of(ids):
+                break
+        held = claims_of(ids)
+        assert held > 0
+        wait_until(lambda: claims_of(ids) == 0, 20, "the dead worker's claims taken back")
+        wait_until(lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs)
+                   and lane_rows(deps, kb.id) == 0, 120, "every document done by the surviving worker")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                _kill_tree(proc)
+    assert '"workers.reaped"' in (tmp_path / "survivor.log").read_text()
