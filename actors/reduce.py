@@ -3,12 +3,12 @@
 One batch per KB at a time. The Redis active-batch lock only says "someone is on it"; PostgreSQL
 decides who writes: each batch takes the KB's reduce fencing token as it starts and checks it,
 holding the fence row, in its write transaction, so a batch overtaken by a later one (its Redis
-lock flushed or expired during a pause) writes nothing and leaves its rows to the next batch. A
-batch takes at most
-``ingest_batch_size`` documents (the last op of each document wins), resolves every extracted
-entity and concept to a page (same slug, else the top-K trigram-similar titles PostgreSQL
-returns, decided by ``wiki.dedup``; items of the batch are merged with each other first),
-then writes the pages, queues the touched slugs on the finalize lane and settles the batch in one
+lock flushed or expired during a pause) writes nothing and leaves its rows to the next batch.
+
+A batch takes at most ``ingest_batch_size`` documents (the last op of each document wins),
+resolves every extracted entity and concept to a page (same slug, else the top-K trigram-similar
+titles PostgreSQL returns, decided by ``wiki.dedup``; items of the batch are merged with each
+other first), then writes the pages, queues the touched slugs on the finalize lane and settles the batch in one
 transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in one
 statement per table), so a batch costs a few dozen round trips whatever its size: a worker
 thread waiting on many round trips loses the GIL to map threads at every one. Work read or

@@ -345,6 +345,15 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         wait_for(lambda: run.done() >= fraction * len(upfront) or run.settled(len(upfront)), args.timeout_s,
                  f"{fraction:.0%} done")
 
+    def dramatiq_messages(*suffixes: str) -> list[str]:
+        """Bodies of the messages in the ``wiki`` queue's hashes (``.msgs`` ready, ``.DQ.msgs``
+        delayed or retrying, ``.XQ.msgs`` Dramatiq's dead set)."""
+        ns = run.settings.redis_namespace
+        return [v.decode(errors="replace") for suffix in suffixes for v in flush_client.hvals(f"{ns}:wiki{suffix}")]
+
+    def submits_in_flight() -> bool:
+        return any('"wiki_submit"' in m for m in dramatiq_messages(".msgs", ".DQ.msgs"))
+
     def note(kind: str, **extra) -> None:
         events.append({"t": round(time.monotonic() - started, 1), "event": kind, "done": _safe(run.done), **extra})
 
@@ -417,15 +426,20 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         for _ in range(kills, args.kills):  # more kills than the schedule has: after the outage
             kill_one()
         try:
-            wait_for(lambda: run.settled(len(docs)), args.timeout_s, "the chaos run to settle")
+            # every document settled; or, when some producer messages gave up (outage longer than
+            # their retries), the lanes settled and no producer message is still queued or retrying
+            wait_for(lambda: run.settled(len(docs)) or (run.settled(len(upfront)) and not submits_in_flight()),
+                     args.timeout_s, "the chaos run to settle")
             settled = True
         except TimeoutError:
             settled = False
         elapsed = time.monotonic() - started
         overtaken = sum(p.read_text(errors="replace").count('"reduce.overtaken"') for p in run.logs.glob("*.log"))
         reaped = sum(p.read_text(errors="replace").count('"workers.reaped"') for p in run.logs.glob("*.log"))
+        only_in_redis = sum('"wiki_submit"' in m for m in dramatiq_messages(".XQ.msgs"))
         return run.wiki(), {"seconds": round(elapsed, 1), "settled": settled, "events": events,
                             "batches_overtaken": overtaken, "reaper_takebacks": reaped,
+                            "producer_messages_in_dramatiq_dead_set": only_in_redis,
                             **run.outcome([d["source_uri"] for d in docs])}
     finally:
         run.close()
