@@ -3,7 +3,8 @@
 A worker announces itself in ``task_workers`` as it boots and every ``heartbeat_interval_s``;
 every beat also reaps: claims held by workers silent for ``worker_ttl_s`` become claimable again,
 their Redis batch locks are deleted (compare-and-delete on the token their fence recorded), and
-the lanes are re-triggered. A killed worker's KB moves again within about ``worker_ttl_s`` +
+the lanes are re-triggered; after Redis lost its data every claim is given back (its message may
+be gone). A killed worker's KB moves again within about ``worker_ttl_s`` +
 ``heartbeat_interval_s`` (12 s by default), not the ``stale_claim_s`` (300 s) claims without a
 heartbeat wait.
 """
@@ -63,6 +64,7 @@ class Liveness:
             self._last_ok = True
             return
         reap(deps)
+        after_redis_loss(deps)
 
     def stop(self) -> None:
         """A clean stop: give the claims back at once and leave the table."""
@@ -70,6 +72,28 @@ class Liveness:
         released = deps.workers.forget(self.worker_id)
         deps.worker_id = None
         log.info("worker.stopped", worker_id=self.worker_id, released=released)
+
+
+def after_redis_loss(deps: Deps) -> int | None:
+    """When Redis lost its data (FLUSHALL, a restart without persistence), give every claim back
+    and re-trigger every lane; returns the claims released, or None when Redis kept its data.
+
+    A claim whose message was flushed would otherwise hold its map slot or finalize op until
+    ``stale_claim_s`` (a FLUSHALL stalled a fault run's KB for 5 minutes) while its worker, alive,
+    keeps beating. A marker key without TTL tells: the first worker to find it missing sets it
+    again (SET NX) and does this once. Claims still being worked on are handed out again too,
+    which is safe: handlers are idempotent and reduce writes are fenced.
+    """
+    if not deps.redis.set(redis_marker_key(deps.settings.key_prefix), "1", nx=True):
+        return None
+    released = deps.ops.release_all()
+    triggers = sweep(deps, debounce=False)
+    log.warning("redis.data_lost", claims=released, triggers=triggers)
+    return released
+
+
+def redis_marker_key(prefix: str) -> str:
+    return f"{prefix}:data-kept"
 
 
 def reap(deps: Deps) -> int:

@@ -453,6 +453,12 @@ class TaskPendingOpsRepository:
             ).fetchall()
         return [Lane.model_validate(r) for r in rows]
 
+    def release_all(self) -> int:
+        """Clear every claim of every lane (the messages behind them may be lost); returns rows released."""
+        with self.pool.connection() as conn:
+            return conn.execute("UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL"
+                                " WHERE claimed_at IS NOT NULL").rowcount
+
     def reclaim_stale(self, stale_after_s: float) -> int:
         """Clear claims older than ``stale_after_s`` seconds (their worker died); returns rows released."""
         with self.pool.connection() as conn:

@@ -72,6 +72,24 @@ def test_a_lock_held_by_another_batch_is_never_taken_by_the_reaper(deps, actors_
     assert deps.redis.get(lock_key) == b"a-live-batch"
 
 
+def test_after_a_flush_every_claim_is_given_back_at_once(deps, actors_broker, clean_db):
+    # Seen in the chaos bench: after a FLUSHALL the claims whose map messages were flushed held
+    # the KB's map slots for the stale-claim time (5 minutes) while their workers kept beating.
+    from actors.liveness import after_redis_loss, redis_marker_key
+
+    kb = deps.kbs.get_or_create(1, f"flush-{uuid.uuid4().hex[:6]}")
+    _ops(deps, kb, 3)
+    marker = redis_marker_key(deps.settings.key_prefix)
+    after_redis_loss(deps)  # whatever the state before: Redis now holds the marker
+    assert after_redis_loss(deps) is None  # Redis kept its data: claims stay
+    claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 3, 3600, owner="live-worker")
+    assert after_redis_loss(deps) is None and deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 3
+    deps.redis.delete(marker)  # what a FLUSHALL does to it
+    assert after_redis_loss(deps) == len(claimed)
+    assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 0
+    assert after_redis_loss(deps) is None  # once per loss
+
+
 @pytest.fixture()
 def run(clean_db, deps):
     """Invoke ``kbwiki`` (DATABASE_URL and REDIS_URL from ``pipeline_env``: no local servers)."""
@@ -137,9 +155,9 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
                 break
         held = claims_of(ids)
         assert held > 0
-        wait_until(lambda: claims_of(ids) == 0, 20, "the dead worker's claims taken back")
+        wait_until(lambda: claims_of(ids) == 0, 30, "the dead worker's claims taken back")
         wait_until(lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs)
-                   and lane_rows(deps, kb.id) == 0, 120, "every document done by the surviving worker")
+                   and lane_rows(deps, kb.id) == 0, 180, "every document done by the surviving worker")
     finally:
         for proc in procs:
             if proc.poll() is None:
