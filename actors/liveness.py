@@ -24,8 +24,8 @@ from actors.recovery import sweep
 
 log = structlog.get_logger(__name__)
 
-#: Rows of workers silent this long are deleted (until then ``kbwiki status`` can tell when a
-#: worker was last seen).
+#: Rows of workers silent this long are deleted (until then an operator can see in
+#: ``task_workers`` when a worker was last heard of).
 FORGET_AFTER_S = 3600
 
 
