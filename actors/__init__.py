@@ -2,8 +2,8 @@
 
 Importing it builds the RedisBroker from settings and declares every actor on it:
 ``wiki_submit``/``wiki_ingest`` (enter work), ``wiki_map``, ``wiki_reduce``, ``wiki_crosslink``,
-``wiki_rebuild_index``, ``wiki_retract``/``wiki_delete_kb`` (remove work); workers also run the
-recovery sweeper and a heartbeat that takes back what dead workers held.
+``wiki_backlink``, ``wiki_rebuild_index``, ``wiki_retract``/``wiki_delete_kb`` (remove work);
+workers also run the recovery sweeper and a heartbeat that takes back what dead workers held.
 """
 
 from actors.broker import build_broker
@@ -11,7 +11,7 @@ from wiki.settings import get_settings
 
 broker = build_broker(get_settings())
 
-from actors import crosslink, delete, index, ingest, lint, map, reduce  # noqa: E402,F401  (declares the actors)
+from actors import backlink, crosslink, delete, index, ingest, lint, map, reduce  # noqa: E402,F401  (declares the actors)
 from actors.deps import get_deps  # noqa: E402
 from actors.liveness import Liveness  # noqa: E402
 from actors.recovery import sweep  # noqa: E402

@@ -1,9 +1,11 @@
 """Cross-link and dead-link repair, scoped to the slugs a batch touched.
 
 Drains the KB's finalize lane. For each touched page: links to pages that no longer exist are
-repaired with the slug fuzzy resolve (else become plain text), and the first mention of another
-page's title is linked. Reads only the touched pages' content; other pages are seen through
-narrow (slug, title, aliases) rows found by indexed lookups of the phrases the pages contain.
+repaired with the slug fuzzy resolve (else become plain text), the cross-links an earlier run
+added are taken out, and the first mention of each other page's title is linked, so a page's
+links depend on its rendered text and the live pages only, not on the order pages appeared in.
+Reads only the touched pages' content; other pages are seen through narrow (slug, title, aliases)
+rows found by indexed lookups of the phrases the pages contain.
 Touched slugs are queued ``CHUNK`` per finalize op; a run claims one op and reads, links and
 writes its pages in a few statements (``actors.relink``). A run that leaves unclaimed ops sends
 the next run at once, before its own work, so up to ``ingest_reduce_parallel`` runs of a KB
@@ -22,11 +24,14 @@ from actors.claims import claim_lane, released_on_failure
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
+from actors.pacing import ingest_running
 from actors.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
-from wiki.links import linkify, out_link_slugs, rewrite_links
+from repos.pages import ITEM_TYPES
+from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink
 from wiki.lint import mention_targets
 from wiki.models import KnowledgeBase
+from wiki.render import listed_link_starts
 
 log = structlog.get_logger(__name__)
 
@@ -61,7 +66,8 @@ def enqueue_touched(deps: Deps, kb: KnowledgeBase, slugs: list[str], conn=None) 
 
 
 def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=None) -> CrosslinkResult | None:
-    """Cross-link the pages of one finalize op, then delete it.
+    """Cross-link the pages of one finalize op, then delete it; claims nothing while documents of
+    the KB are still coming in (``actors.pacing``).
 
     ``fan_out()`` is called after the claim when unclaimed ops remain and fewer than the KB's
     ``reduce_parallel`` ops are being cross-linked (the actor sends the next run there).
@@ -70,6 +76,8 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=No
     kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
     if kb is None:
         return None
+    if ingest_running(deps, kb.id, FINALIZE):
+        return CrosslinkResult(remaining=deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id))
     stale = deps.settings.stale_claim_s
     claimed = claim_lane(deps, FINALIZE, kb.id, 1)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
@@ -107,6 +115,15 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
         content, repaired = rewrite_links(page.content, resolve)
         repaired_content[slug] = content
         result.repaired += repaired
+    # Cross-links are made again from the page as rendered, so a page links what a fresh ingest
+    # of the KB's documents would link, whatever order its targets appeared in: linking a
+    # shorter title first hid a longer one appearing later ("[[acme|Acme]] Cloud"), and an alias
+    # linked first kept a phrase from a title appearing later.
+    targets = {link.slug for content in repaired_content.values() for link in parse_links(content)}
+    items = {s for s, p in deps.pages.lite_by_slugs(kb.id, targets).items() if p.page_type in ITEM_TYPES}
+    for slug, content in repaired_content.items():
+        listed = listed_link_starts(content)
+        repaired_content[slug] = unlink(content, lambda link: link.slug in items and link.start not in listed)
     mentioned = mentions_by_page(lambda phrases: deps.pages.title_matches(kb.id, phrases), repaired_content)
     changed = {}
     for slug, content in repaired_content.items():

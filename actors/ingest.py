@@ -19,7 +19,7 @@ from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import advisory_xact_lock
 from repos.knowledge import UnknownKnowledgeBase
-from wiki.text import clean_text, cut
+from wiki.text import clean_text, cut, prose_size
 
 log = structlog.get_logger(__name__)
 
@@ -39,7 +39,8 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
 
     The content is cleaned (NUL bytes and other control characters removed), cut to
     ``max_document_chars`` with a warning, and skipped with a reason when shorter than
-    ``min_document_chars``. Unchanged content (same hash and title) enqueues nothing.
+    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged content (same hash and title) enqueues nothing, unless
+    the document was written by another extractor (or version) than the current one.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
@@ -48,12 +49,14 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
     content, was_cut = cut(content, deps.settings.max_document_chars)
     if was_cut:
         log.warning("document.cut", title=title, source_uri=source_uri, max_chars=deps.settings.max_document_chars)
-    if len(content.strip()) < deps.settings.min_document_chars:
+    if prose_size(content) < deps.settings.min_document_chars:
         return SubmitResult(None, "skipped", f"empty or near-empty ({len(content.strip())} characters)")
     with deps.pool.connection() as conn:
         doc, changed = deps.docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
         if not changed:
-            return SubmitResult(doc.id, "unchanged")
+            if not _needs_new_extraction(deps, kb.id, doc):
+                return SubmitResult(doc.id, "unchanged")
+            deps.docs.set_status([doc.id], "pending", conn=conn)
         op = deps.ops.enqueue_if_kb_active(
             tenant_id=tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
             dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash}, conn=conn,
@@ -63,6 +66,15 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
             return SubmitResult(None, "skipped", "knowledge base was deleted")
     send_trigger(deps, "wiki_ingest", tenant_id=tenant_id, knowledge_base_id=kb.id)
     return SubmitResult(doc.id, "queued")
+
+
+def _needs_new_extraction(deps: Deps, kb_id: str, doc) -> bool:
+    """True for a written (``done``) document whose extraction is not the current extractor's: a KB
+    built by an older extractor version is rebuilt when its documents are submitted again, instead
+    of keeping the old pages because the content did not change (one primary-key probe)."""
+    if doc.status != "done":
+        return False
+    return deps.extractions.get(kb_id, doc.id, doc.content_hash, deps.extractor.name) is None
 
 
 def pump_ingest_lane(deps: Deps, tenant_id: int, knowledge_base_id: str) -> int:

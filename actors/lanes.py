@@ -4,8 +4,10 @@ SCOPE_KB = "knowledge_base"
 INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
 REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch
 FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair
-WIKI_LANES = (INGEST, REDUCE, FINALIZE)
+BACKLINK = "wiki:backlink"  # title keys a batch added or removed: the pages mentioning them are relinked
+WIKI_LANES = (INGEST, REDUCE, FINALIZE, BACKLINK)
 
 OP_INGEST = "ingest"
 OP_RETRACT = "retract"
 OP_TOUCH = "touch"
+OP_KEYS = "keys"

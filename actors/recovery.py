@@ -10,12 +10,12 @@ from __future__ import annotations
 import structlog
 
 from actors.deps import Deps
-from actors.lanes import FINALIZE, INGEST, REDUCE, SCOPE_KB
+from actors.lanes import BACKLINK, FINALIZE, INGEST, REDUCE, SCOPE_KB
 from actors.triggers import send_trigger
 
 log = structlog.get_logger(__name__)
 
-LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink"}
+LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink", BACKLINK: "wiki_backlink"}
 
 
 def sweep(deps: Deps, debounce: bool = True) -> int:

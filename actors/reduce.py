@@ -8,7 +8,8 @@ lock flushed or expired during a pause) writes nothing and leaves its rows to th
 A batch takes at most ``ingest_batch_size`` documents (the last op of each document wins),
 resolves every extracted entity and concept to a page (same slug, else the top-K trigram-similar
 titles PostgreSQL returns, decided by ``wiki.dedup``; items of the batch are merged with each
-other first), then writes the pages, queues the touched slugs on the finalize lane and settles the batch in one
+other first), then writes the pages, queues the touched slugs on the finalize lane (and the title
+keys whose page changed on the backlink lane, ``actors.backlink``) and settles the batch in one
 transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in one
 statement per table), so a batch costs a few dozen round trips whatever its size: a worker
 thread waiting on many round trips loses the GIL to map threads at every one. Work read or
@@ -26,21 +27,23 @@ import structlog
 from rapidfuzz import fuzz, process
 
 from actors.args import BAD_MESSAGE, KbArgs
+from actors.backlink import enqueue_keys
 from actors.batch_context import BatchContext
 from actors.claims import claim_lane, release_after_failure, released_on_failure
 from actors.crosslink import enqueue_touched
 from actors.coordination import ActiveBatchLock, LockLost, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
-from actors.lanes import INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from actors.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import refresh_statistics
 from repos.liveness import FenceLost
+from repos.pages import title_keys
 from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing, is_trigram_candidate
 from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
 from wiki.render import render_item_page, render_summary_page
-from wiki.slugs import normalize_name, slugify, summary_slug
+from wiki.slugs import RESERVED_SLUGS, normalize_name, slugify, summary_slug
 
 log = structlog.get_logger(__name__)
 
@@ -72,6 +75,7 @@ class BatchResult:
     deleted: int = 0
     requeued: int = 0
     retry_after_s: float = 0.0  # longest backoff of a document that failed and will be tried again
+    keys: int = 0
     touched: list[str] = field(default_factory=list)
 
 
@@ -163,6 +167,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchL
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
         deps.ops.delete_by_ids(done, conn=conn)
         enqueue_touched(deps, kb, touched, conn=conn)
+        enqueue_keys(deps, kb, writes.keys, conn=conn)
         deps.docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
@@ -173,6 +178,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchL
     result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)
     result.written, result.deleted, result.touched = len(touched), len(writes.deleted), touched
     result.requeued = len(requeue)
+    result.keys = len(writes.keys)
     return result
 
 
@@ -212,8 +218,10 @@ class _Planner:
             sp = self.plan.setdefault(slug, SlugPlan(title=item.name, page_type=page_type))
             if not sp.title:
                 sp.title, sp.page_type = item.name, page_type
+            kind = sp.add.get(doc.id, {}).get("kind", item.kind)  # a document's first item names the kind
             sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
-                              "evidence": item.evidence[:3], "name": item.name, "aliases": item.aliases[:MAX_ALIASES]}
+                              "evidence": item.evidence[:3], "name": item.name, "aliases": item.aliases[:MAX_ALIASES],
+                              "kind": kind}
             sp.refs[doc.id] = doc.title
             sp.drop.discard(doc.id)
             item_links.append((item.kind, slug, item.name, item.description))
@@ -267,7 +275,7 @@ class _Planner:
         if hit is not None:
             page = candidates[hit]
         else:
-            taken = same_slug is not None or slug in self.batch.pages \
+            taken = same_slug is not None or slug in self.batch.pages or slug in RESERVED_SLUGS \
                 or (slug in self.plan and self.plan[slug].page_type in ("summary", "index"))
             if taken:
                 slug = f"{slug}-{item.kind}"  # the slug belongs to another page (a summary, the index)
@@ -323,14 +331,16 @@ def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page |
         refs.pop(kid, None)
         facts.pop(kid, None)
     refs.update(sp.refs)
-    seq = max((f.get("seq", 0) for f in facts.values()), default=0)
-    for kid, fact in sp.add.items():
-        if kid in facts or len(facts) < MAX_FACT_SOURCES or sp.summary_of is not None:
-            seq += 1
-            facts[kid] = {**fact, "seq": facts.get(kid, {}).get("seq", seq)}
+    facts.update(sp.add)
+    # Facts are kept and numbered in an order of the documents themselves (their summary slugs),
+    # not of their arrival, so a page reads the same whatever order its sources came in.
+    ordered = sorted(facts, key=lambda kid: (facts[kid].get("summary_slug", ""), kid))[:MAX_FACT_SOURCES]
+    facts = {kid: {**facts[kid], "seq": i} for i, kid in enumerate(ordered, 1)}
     if not refs:
         return ("deleted" if page else "unchanged"), None, None
     page_type = page.page_type if page else sp.page_type
+    if page_type in ("entity", "concept"):
+        page_type = item_type([f.get("kind") or page_type for f in facts.values()])
     target = None
     if sp.summary_of is not None or page_type == "summary":
         title = sp.title or (page.title if page else slug)
@@ -338,10 +348,10 @@ def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page |
     else:
         names = [f["name"] for f in facts.values() if f.get("name")]
         title = canonical_name(names) if names else (page.title if page else sp.title or slug)
-        title_key = normalize_name(title)
-        named = {normalize_name(a): a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])]
-                 if a and normalize_name(a) != title_key}
-        aliases = sorted(named.values(), key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
+        # every spelling the sources gave is an alias, case variants too ("Photons", "PHOTONS" of
+        # "photons"): a set of strings, so the same in every order
+        named = {a for f in facts.values() for a in [f.get("name", ""), *f.get("aliases", [])] if a and a != title}
+        aliases = sorted(named, key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
         if names and slugify(title) != slug:
             target = slugify(title)
     if sp.summary_of is not None:
@@ -358,18 +368,20 @@ def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page |
                content=content, summary=summary, aliases=aliases,
                source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)
     if page is not None and page.content == new.content and page.source_refs == new.source_refs \
-            and page.aliases == new.aliases and page.title == new.title:
+            and page.aliases == new.aliases and page.title == new.title and page.page_type == new.page_type:
         return "unchanged", page, target
     return "written", new, target
 
 
 @dataclass
 class _Writes:
-    """What a batch wrote: slugs written (before renames), slugs deleted, {old slug: new slug}."""
+    """What a batch wrote: slugs written (before renames), slugs deleted, {old slug: new slug}, and
+    the title keys that now name another page than before (or none, or a page for the first time)."""
 
     written: set[str]
     deleted: list[str]
     renames: dict[str, str]
+    keys: set[str] = field(default_factory=set)
 
 
 def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
@@ -402,7 +414,7 @@ def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
     live = set(after) | deps.pages.existing_slugs(kb.id, set(targets.values()) - plan.keys(), conn=conn)
     renames: dict[str, str] = {}
     for old, new in sorted(targets.items()):
-        if new in live:
+        if new in live or new in RESERVED_SLUGS:
             continue
         after[new] = after.pop(old).model_copy(update={"slug": new, "id": None})
         live.discard(old)
@@ -421,7 +433,18 @@ def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
                 changed.add(slug)
     deps.pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
     deps.pages.save_many([after[s] for s in sorted(changed)], conn=conn)
-    return _Writes(written, deleted, renames)
+    before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
+    after_keys = {(slug, key) for slug in {*plan, *renames.values()} if slug in after
+                  for key in title_keys(after[slug])}
+    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys})
+
+
+def item_type(kinds: Iterable[str]) -> str:
+    """The type of an entity/concept page from the kinds its sources' items gave it: the most
+    frequent, "entity" on a tie. Order-free, so a page's type does not depend on which of its
+    documents created it."""
+    kinds = list(kinds)
+    return "entity" if kinds.count("entity") >= kinds.count("concept") else "concept"
 
 
 def canonical_name(names: Iterable[str]) -> str:
@@ -480,6 +503,8 @@ def wiki_reduce(**kwargs) -> None:
         send_trigger(deps, "wiki_crosslink", **kb)  # which rebuilds the index after it
     elif result.deleted:  # nothing to re-link, but the index may still list a deleted summary
         send_trigger(deps, "wiki_rebuild_index", **kb)
+    if result.keys or (not remaining and deps.ops.pending_count(BACKLINK, SCOPE_KB, args.knowledge_base_id)):
+        send_trigger(deps, "wiki_backlink", **kb)  # which waits while documents are still coming
     if result.requeued:
         send_trigger(deps, "wiki_ingest", **kb)
     if remaining and (result.documents or result.retracted or result.failed):

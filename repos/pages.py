@@ -52,6 +52,39 @@ TITLE_MATCHES_SQL = (
     " FROM m JOIN wiki_pages p ON p.slug = m.slug"
     " WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL AND p.slug = ANY(ARRAY(SELECT slug FROM m))"
 )
+# For each normalized slug (a dead link's target without hyphens, underscores and case), the live
+# pages other than the index whose slug without hyphens equals it or is trigram-similar to it, most
+# similar first (migration 0050's indexes: the B-tree for equality, the GIN for similarity).
+SIMILAR_SLUGS_SQL = (
+    f"SELECT q.key AS query, {', '.join('m.' + c.strip() for c in LITE_COLUMNS.split(','))}"
+    " FROM unnest(string_to_array(%(keys)s, E'\\n')) WITH ORDINALITY AS q(key, i)"
+    " CROSS JOIN LATERAL ("
+    f"  SELECT {LITE_COLUMNS}, similarity(replace(slug, '-', ''), q.key) AS score FROM wiki_pages"
+    "   WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND page_type <> 'index'"
+    "   AND (replace(slug, '-', '') = q.key OR replace(slug, '-', '') %% q.key)"
+    "   ORDER BY replace(slug, '-', '') = q.key DESC, score DESC, slug LIMIT %(k)s) m"
+    " ORDER BY q.i, m.slug"
+)
+#: pg_trgm similarity a slug needs to be a link-repair candidate. Lower than the title lookup's:
+#: repair keeps pairs whose bigram Jaccard is >= 0.8, and those score down to 0.4 in trigram
+#: similarity ("daxing" / "axing"); measured on 200,000 random edits of slug words.
+SLUG_TRGM_THRESHOLD = 0.3
+# The live pages other than the index whose content holds one of the phrases (full-text phrase
+# queries on migration 0051's index), in slug order after a keyset cursor.
+PAGES_MENTIONING_SQL = (
+    "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND page_type <> 'index'"
+    " AND to_tsvector('simple'::regconfig, wiki_mention_text(content)) @@ ("
+    "  SELECT string_agg('(' || q::text || ')', ' | ')::tsquery"
+    "  FROM unnest(string_to_array(%(phrases)s, E'\\n')) AS u(p),"
+    "   LATERAL phraseto_tsquery('simple'::regconfig, wiki_mention_text(p)) AS q WHERE q::text <> '')"
+    " AND slug > %(after)s ORDER BY slug LIMIT %(limit)s"
+)
+# The entity or concept pages cited by the most documents (migration 0052's index).
+MOST_CITED_SQL = (
+    f"SELECT {LITE_COLUMNS}, jsonb_array_length(source_refs) AS sources FROM wiki_pages"
+    " WHERE knowledge_base_id = %s AND page_type = %s AND deleted_at IS NULL"
+    " ORDER BY jsonb_array_length(source_refs) DESC, slug LIMIT %s"
+)
 # For each document id of a batch, the live pages citing it: containment on the jsonb_path_ops GIN
 # index, or the legacy "<id>|<title>" string form through the to_tsvector GIN index.
 SLUGS_BY_SOURCE_SQL = (
@@ -81,7 +114,7 @@ DELETE_LINKS_SQL = "DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from
 DELETE_KEYS_SQL = "DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = ANY(%s)"
 
 
-def _title_keys(page: Page) -> list[str]:
+def title_keys(page: Page) -> list[str]:
     """The lookup keys of a page: lower(title) and lower(alias), for live item pages only."""
     if page.page_type not in ITEM_TYPES or page.status == "archived":
         return []
@@ -209,6 +242,51 @@ class WikiPageRepository:
             rows = conn.execute(TITLE_MATCHES_SQL, {"phrases": "\n".join(phrases), "kb": kb_id}).fetchall()
         return [(r.pop("matched_key"), PageLite.model_validate(r)) for r in rows]
 
+    def similar_slugs_many(self, kb_id: str, keys: Iterable[str], k: int = 5) -> dict[str, list[PageLite]]:
+        """For each normalized slug key (``normalize_slug`` of a dead link's target), up to ``k``
+        live pages other than the index whose slug without hyphens equals the key (first) or is
+        trigram-similar to it (similarity >= ``SLUG_TRGM_THRESHOLD``), keyed by the key ([] when
+        none). One statement; the caller decides which candidate, if any, the link goes to.
+        Keys holding a newline are not looked up.
+        """
+        keys = sorted({key for key in keys if key and "\n" not in key})
+        out: dict[str, list[PageLite]] = {key: [] for key in keys}
+        if not keys:
+            return out
+        with self.pool.connection() as conn:
+            conn.execute(TRGM_INDEX_ONLY)
+            conn.execute(f"SET LOCAL pg_trgm.similarity_threshold = {SLUG_TRGM_THRESHOLD}")
+            rows = conn.execute(SIMILAR_SLUGS_SQL, {"kb": kb_id, "keys": "\n".join(keys), "k": k}).fetchall()
+        for r in rows:
+            out[r.pop("query")].append(PageLite.model_validate(r))
+        return out
+
+    def pages_mentioning(self, kb_id: str, phrases: Iterable[str], after: str = "",
+                         limit: int | None = None) -> list[str]:
+        """Slugs (sorted, all > ``after``, at most ``limit``: None for all) of the live pages other than the index
+        whose content holds one of ``phrases`` as a phrase: its words in order, compared as
+        PostgreSQL's 'simple' text search configuration reads them (case-insensitive; CJK
+        character by character). A superset of the pages whose prose mentions a phrase (the
+        index also sees code, links and headings); the caller's linkify decides.
+
+        One statement on migration 0051's full-text index; page through with ``after`` = the last
+        slug returned. Phrases holding a newline, or no word, are not looked up.
+        """
+        phrases = sorted({p for p in phrases if p.strip() and "\n" not in p})
+        if not phrases:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(PAGES_MENTIONING_SQL, {"kb": kb_id, "phrases": "\n".join(phrases),
+                                                       "after": after, "limit": limit}).fetchall()
+        return [r["slug"] for r in rows]
+
+    def most_cited(self, kb_id: str, page_type: str, limit: int = 20) -> list[tuple[PageLite, int]]:
+        """(page, number of source refs) of the ``limit`` live pages of ``page_type`` cited by the
+        most documents, most first, ties by slug: a top-N walk of migration 0052's index."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(MOST_CITED_SQL, (kb_id, page_type, max(1, min(limit, MAX_RECENT)))).fetchall()
+        return [(PageLite.model_validate({k: v for k, v in r.items() if k != "sources"}), r["sources"]) for r in rows]
+
     def slugs_by_source(self, kb_id: str, knowledge_id: str, conn: Connection | None = None) -> list[str]:
         """:meth:`slugs_by_sources` for one document."""
         return self.slugs_by_sources(kb_id, [knowledge_id], conn=conn).get(knowledge_id, [])
@@ -332,7 +410,7 @@ class WikiPageRepository:
         links = sorted({(p.slug, t) for p in pages
                         for t in (out_links[p.slug] if p.slug in out_links else out_link_slugs(p.content))
                         if t != p.slug})
-        keys = sorted({(p.slug, key) for p in pages for key in _title_keys(p)})
+        keys = sorted({(p.slug, key) for p in pages for key in title_keys(p)})
         with borrow(self.pool, conn) as c:
             versions = {r["slug"]: r["version"] for r in c.execute(UPSERT_PAGES_SQL, (Jsonb(rows),)).fetchall()}
             c.execute(DELETE_LINKS_SQL, (kb_id, slugs))
@@ -399,7 +477,7 @@ class WikiPageRepository:
                                     p.content, p.summary, Jsonb(p.aliases),
                                     Jsonb([r.model_dump() for r in p.source_refs]), Jsonb(p.facts)))
                     links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]
-                    keys += [(p.knowledge_base_id, p.slug, key) for key in _title_keys(p)]
+                    keys += [(p.knowledge_base_id, p.slug, key) for key in title_keys(p)]
                     n += 1
             with cur.copy("COPY wiki_links (knowledge_base_id, from_slug, to_slug) FROM STDIN") as copy:
                 for row in dict.fromkeys(links):

@@ -398,6 +398,19 @@ class TaskPendingOpsRepository:
             ).fetchone()
         return int(row["n"])
 
+    def take_unclaimed_payload_items(self, task_type: str, scope: str, scope_id: str, key: str,
+                                     conn: Connection | None = None) -> set[str]:
+        """Delete the lane's unclaimed rows and return the strings in the ``key`` arrays of their
+        payloads (for example the slugs waiting in a KB's finalize lane, to queue them again
+        merged): one statement, bounded by the lane, not the KB. A row being claimed meanwhile
+        is left to its claimer."""
+        with borrow(self.pool, conn) as c:
+            rows = c.execute(
+                f"DELETE FROM task_pending_ops WHERE {_LANE} AND claimed_at IS NULL RETURNING payload -> %(key)s AS items",
+                {"task_type": task_type, "scope": scope, "scope_id": scope_id, "key": key},
+            ).fetchall()
+        return {item for r in rows if isinstance(r["items"], list) for item in r["items"] if isinstance(item, str)}
+
     def counts_by_lane(self, scope: str, scope_id: str) -> dict[str, int]:
         """``{task_type: rows}`` for every lane of the scope that has rows."""
         with self.pool.connection() as conn:

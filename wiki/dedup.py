@@ -30,6 +30,14 @@ FUZZY_MERGE_THRESHOLD = 92.0
 TRGM_THRESHOLD = 0.6
 
 _TRGM_WORDS = re.compile(r"[^\W_]+")
+_NUMBERS = re.compile(r"\d+")
+
+
+def numbers(name: str) -> tuple[str, ...]:
+    """The digit runs of ``name`` with leading zeros dropped ("ARM Cortex-A9" -> ("9",)): names
+    differing in a number or version ("Cortex-A5" / "Cortex-A9", "IPv4" / "IPv6", "Python 2" /
+    "Python 3") name different things however close their letters."""
+    return tuple(d.lstrip("0") or "0" for d in _NUMBERS.findall(name))
 
 
 def trigrams(text: str) -> frozenset[str]:
@@ -67,7 +75,7 @@ def choose_existing(name: str, aliases: Sequence[str], candidates: Sequence[Page
        or aliases);
     2. one of the item's aliases is one of the candidate's names;
     3. the best rapidfuzz ratio ≥ ``FUZZY_MERGE_THRESHOLD`` between the name and one of the
-       candidate's names.
+       candidate's names with the same ``numbers`` (a number or version never merges by likeness).
     """
     live = sorted((c for c in candidates if c.status != "archived" and c.page_type in ("entity", "concept")),
                   key=lambda c: c.slug)
@@ -82,7 +90,8 @@ def choose_existing(name: str, aliases: Sequence[str], candidates: Sequence[Page
             return cand.slug
     best: tuple[float, str] | None = None
     for cand in live:
-        score = max((fuzz.ratio(target, n) for n in names[cand.slug]), default=0.0)
+        score = max((fuzz.ratio(target, n) for n in names[cand.slug] if numbers(n) == numbers(target)),
+                    default=0.0)
         if score >= FUZZY_MERGE_THRESHOLD and (best is None or score > best[0]):
             best = (score, cand.slug)
     return best[1] if best else None

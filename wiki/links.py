@@ -29,6 +29,12 @@ MIN_TITLE_CHARS = 3
 
 _LINK_RE = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
 
+#: The folders an exported vault keeps pages in, one per page type (the index page sits at its
+#: root). Obsidian writes a link to a page in one as ``[[entity/x]]``; a slug never holds "/", so
+#: the folder is read off and the link is to the page ``x``.
+PAGE_FOLDERS = ("summary", "entity", "concept")
+_FOLDER_PREFIX_RE = re.compile(f"^(?:{'|'.join(PAGE_FOLDERS)})/(?=[^/])")
+
 _FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _REF_DEF_RE = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]")
@@ -146,6 +152,7 @@ def parse_links(text: str) -> list[Link]:
     """All wiki links of ``text`` in order, skipping those inside inline or fenced code.
 
     ``[[#heading]]`` (a link within the same page) and ``[[ ]]`` have no slug and are skipped.
+    A folder prefix of :data:`PAGE_FOLDERS` is not part of the slug: ``[[entity/x]]`` links to ``x``.
     """
     code = _scan(text, code_only=True)
     links: list[Link] = []
@@ -156,7 +163,7 @@ def parse_links(text: str) -> list[Link]:
         if ci < len(code) and code[ci][0] < m.end():
             continue
         # Inside Markdown tables the pipe is escaped: [[slug\\|display]].
-        slug = m.group(1).strip().removesuffix("\\").strip()
+        slug = _FOLDER_PREFIX_RE.sub("", m.group(1).strip().removesuffix("\\").strip(), count=1)
         if not slug:
             continue
         display = (m.group(3) or "").strip() or None
@@ -456,6 +463,21 @@ def rewrite_links(
         return text, 0
     parts.append(text[pos:])
     return "".join(parts), changed
+
+
+def unlink(text: str, drop: Callable[[Link], bool]) -> str:
+    """``text`` with every link ``drop`` selects replaced by its display text (or, without one,
+    its slug read as words), as ``rewrite_links`` writes a link resolved to nothing."""
+    parts: list[str] = []
+    pos = 0
+    for link in parse_links(text):
+        if drop(link):
+            parts += [text[pos:link.start], link.display or _slug_words(link.slug)]
+            pos = link.end
+    if not parts:
+        return text
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _bigrams(value: str) -> set[str]:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
 from wiki.models import PageLite
 from wiki.slugs import normalize_name, normalize_slug
+from wiki.text import prose_size
 
 IssueType = Literal["broken_link", "orphan", "empty_page", "stale_source", "unlinked_mention", "duplicate"]
 Severity = Literal["error", "warning", "info"]
@@ -160,10 +161,11 @@ def orphan(page: LintPage, has_in_link: bool) -> list[LintIssue]:
 
 def prose_length(content: str) -> int:
     """Characters of prose in Markdown ``content``: heading lines removed, every wiki link read as
-    its display text (or its slug as words), runs of whitespace counted as one space."""
+    its display text (or its slug as words), runs of whitespace counted as one space, a CJK
+    character counting 3 as it does for documents (``wiki.text.prose_size``)."""
     text, _ = rewrite_links(content, lambda slug, display: None)
     text = _HEADING_LINE_RE.sub("", text)
-    return len(" ".join(text.split()))
+    return prose_size(" ".join(text.split()))
 
 
 def empty_page(page: LintPage, min_chars: int) -> list[LintIssue]:

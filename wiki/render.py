@@ -7,14 +7,30 @@ can be rewritten from its remaining sources after one is retracted.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from wiki.models import Extraction, Page
+from wiki.models import Extraction, Page, PageLite
 
 MAX_SOURCES_SHOWN = 20
 MAX_EVIDENCE_PER_SOURCE = 2
 
 _LINKISH = re.compile(r"\[\[|\]\]")
+# How strongly a source's description says what the page's subject is (``lead_rank``).
+_DEFINES_WHAT = re.compile(
+    r"^.{0,100}?(?:\b(?:is|are)\s+(?:a|an|the|one)\b|\b(?:refers to|stands for|consists of)\b)"
+    r"|^[^,]{1,80},\s+(?:a|an|the)\s[^,]{1,80},|^.{1,40}?(?:是|为|とは|は.{1,80}(?:である|です)。)"
+)
+_DEFINES_WHAT_IT_DOES = re.compile(
+    r"^.{0,100}?\b(?:provides?|implements?|represents?|contains?|defines?|describes?|allows?|enables?|"
+    r"manages?|handles?|stores?|holds?|supports?|offers?|creates?|controls?|returns?)\b"
+)
+#: A description this close to 120 characters wins among equally strong ones: long enough to say
+#: what the thing is, short enough to read as a lead.
+LEAD_CHARS = 120
+
+#: The headings of a summary page's lists of its entity and concept pages.
+ITEM_SECTIONS = {"entity": "Entities", "concept": "Concepts"}
+_ITEM_SECTION_RE = re.compile(f"^## (?:{'|'.join(ITEM_SECTIONS.values())})$")
 
 
 def neutral(text: str) -> str:
@@ -33,14 +49,34 @@ def ordered_facts(facts: dict[str, dict]) -> list[tuple[str, dict]]:
     return sorted(facts.items(), key=lambda kv: (kv[1].get("seq", 0), kv[0]))
 
 
+def lead_rank(description: str) -> int:
+    """How well a source's one-sentence description says what its subject is: 2 for "X is a ...",
+    "X refers to ...", "X, the ..., ...", "X是…", "XとはY"; 1 for "X provides/implements/returns
+    ..."; 0 for anything else."""
+    if _DEFINES_WHAT.search(description):
+        return 2
+    return 1 if _DEFINES_WHAT_IT_DOES.search(description) else 0
+
+
+def best_lead(descriptions: Sequence[str]) -> str:
+    """The page's lead among its sources' descriptions: the strongest (``lead_rank``), then the one
+    nearest ``LEAD_CHARS`` characters, then the smallest string. It depends on the set of
+    descriptions only, never on the order the sources came in. "" when there is none."""
+    present = [d for d in descriptions if d]
+    if not present:
+        return ""
+    return min(present, key=lambda d: (-lead_rank(d), abs(len(d) - LEAD_CHARS), d))
+
+
 def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str], n_sources: int) -> str:
     """An entity or concept page: what it is, what each source says (cited), and its sources.
 
     ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]}; at most
-    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted.
+    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted. The lead is ``best_lead`` of the
+    sources' descriptions; evidence is quoted whole, as the extractor found it.
     """
     ordered = ordered_facts(facts)
-    description = next((f["description"] for _, f in ordered if f.get("description")), "")
+    description = best_lead([f.get("description", "") for _, f in ordered])
     lines = [neutral(description) or f"**{neutral(title)}** is a topic of this knowledge base.", ""]
     if aliases:
         lines += ["**Also known as:** " + ", ".join(neutral(a) for a in aliases), ""]
@@ -64,7 +100,7 @@ def render_summary_page(extraction: Extraction, source_uri: str, item_links: Seq
     lines = [neutral_paragraphs(extraction.body), ""]
     if source_uri:
         lines += [f"**Source:** `{source_uri.replace('`', '')}`", ""]
-    for kind, heading in (("entity", "Entities"), ("concept", "Concepts")):
+    for kind, heading in ITEM_SECTIONS.items():
         entries = [it for it in item_links if it[0] == kind]
         if entries:
             lines += [f"## {heading}", ""]
@@ -80,14 +116,40 @@ def neutral_paragraphs(body: str) -> str:
     return "\n\n".join(neutral(p) for p in body.split("\n\n") if p.strip())
 
 
-def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page]) -> str:
-    """The index page: per-type counts and the most recent summaries (bounded by the caller)."""
+def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page],
+                      most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None) -> str:
+    """The index page: per-type counts, the entity and concept pages cited by the most documents
+    (``most_cited``: page type -> (page, number of documents), most first) and the most recent
+    summaries; every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
     lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", "", "## Pages by type", ""]
     for page_type in ("summary", "entity", "concept"):
         lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
+    for page_type, heading in ITEM_SECTIONS.items():
+        cited = (most_cited or {}).get(page_type, [])
+        if cited:
+            lines += ["", f"## Most-cited {heading.lower()}", ""]
+            lines += [f"- {link(page.slug, page.title)} ({n} {'document' if n == 1 else 'documents'})"
+                      for page, n in cited]
     lines += ["", f"## Recent documents ({len(recent)})", ""]
     for page in recent:
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""
         lines.append(f"- {link(page.slug, page.title)}{tail}")
     return "\n".join(lines).strip() + "\n"
+
+
+def listed_link_starts(content: str) -> set[int]:
+    """Offsets of the links :func:`render_summary_page` writes itself: the link that opens each list
+    item under an "## Entities" or "## Concepts" heading. Every other link to an entity or concept
+    page in a rendered page was added by cross-linking."""
+    starts: set[int] = set()
+    in_list = False
+    pos = 0
+    for line in content.splitlines(keepends=True):
+        text = line.rstrip("\n")
+        if text.startswith("#"):
+            in_list = _ITEM_SECTION_RE.match(text) is not None
+        elif in_list and text.startswith("- [["):
+            starts.add(pos + 2)
+        pos += len(line)
+    return starts

@@ -25,7 +25,7 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         default=None, validation_alias=AliasChoices("KBWIKI_REDIS_URL", "REDIS_URL")
     )
-    home: str = Field(default=".kbwiki", description="Folder for the embedded servers' data.")
+    home: str | None = Field(default=None, description="Folder of the embedded servers (None: the per-user one).")
 
     db_pool_min: int = Field(default=1, ge=1, le=64)
     # Each worker thread borrows a connection at a time; 8 threads with 10 connections starved

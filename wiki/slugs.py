@@ -51,6 +51,13 @@ _HYPHENS = re.compile(r"-{2,}")
 _SPACES = re.compile(r" {2,}")
 _SLUG_SEPARATORS = re.compile(r"[\s_\-]+")
 
+#: The slug of a KB's index page, which the pipeline writes itself.
+INDEX_SLUG = "index"
+
+#: Slugs no entity, concept or summary page is ever given: a concept named "Index" would
+#: otherwise take the index page's slug, and the two would overwrite each other.
+RESERVED_SLUGS = frozenset({INDEX_SLUG})
+
 _HASH_SUFFIX_LEN = 8
 _MIN_MAX_LEN = 20
 

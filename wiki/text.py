@@ -129,6 +129,24 @@ def clean_text(text: str) -> str:
     return text.lstrip("\n").rstrip()
 
 
+#: What one CJK character counts for when judging whether a document is near-empty: a Chinese or
+#: Japanese word is 1-2 characters where an English one is ~6 with its space, so 14 CJK characters
+#: (a short sentence) say about what 40 Latin characters do.
+CJK_CHAR_WEIGHT = 3
+_CJK_CHAR_RE = re.compile(
+    "[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3100-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]"
+)
+
+
+def prose_size(text: str) -> int:
+    """The size of ``text`` for the near-empty test, in Latin-character equivalents: characters of
+    the stripped text, each CJK character counting ``CJK_CHAR_WEIGHT`` (3). The ranges are
+    ``wiki.slugs.CJK_RANGES``."""
+    text = text.strip()
+    return len(text) + (CJK_CHAR_WEIGHT - 1) * len(_CJK_CHAR_RE.findall(text))
+
+
 _SENTENCE_END_RE = re.compile(r"(?:[.!?…][\"')\]»”’]*(?=\s)|[。！？])")
 
 

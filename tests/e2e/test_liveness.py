@@ -125,7 +125,7 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     monkeypatch.setenv("KBWIKI_WORKER_TTL_S", "4")
     monkeypatch.setenv("KBWIKI_HEARTBEAT_INTERVAL_S", "1")
     kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
-    docs = _documents(deps.extractor, 40)
+    docs = _documents(deps.extractor, 30)
     for doc in docs:
         assert submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                                source_uri=doc.source_uri).status == "queued"

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import itertools
 import uuid
 
 import pytest
 
-from kbwiki.corpus import iter_stdlib_docs
 from tests.e2e.conftest import wait_until
+from tests.support.corpus import shipped_doc, shipped_docs
 from wiki.links import parse_links
 
 pytestmark = pytest.mark.e2e
 
-WANTED = {"json", "csv", "argparse", "shlex", "heapq", "bisect"}
+WANTED = {"wiki.links", "wiki.slugs", "repos.pages", "repos.task_queue", "actors.reduce", "kbwiki.export"}
 
 
 def _real_docs():
-    docs = [d for d in iter_stdlib_docs() if d.title in WANTED]
+    docs = [d for d in shipped_docs() if d.title in WANTED]
     assert {d.title for d in docs} == WANTED
     return docs
 
@@ -74,7 +73,7 @@ def test_unchanged_resubmission_is_free(deps, worker):
     from kbwiki.ingest import lane_rows
 
     kb = deps.kbs.get_or_create(1, f"e2e-{uuid.uuid4().hex[:6]}")
-    doc = next(itertools.islice((d for d in iter_stdlib_docs() if d.title == "heapq"), 1))
+    doc = shipped_doc("wiki.slugs")
     first = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                             source_uri=doc.source_uri)
     wait_until(lambda: deps.docs.count_by_status(kb.id).get("done") == 1 and lane_rows(deps, kb.id) == 0,

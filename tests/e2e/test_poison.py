@@ -7,14 +7,15 @@ import uuid
 
 import pytest
 
-from kbwiki.corpus import iter_stdlib_docs
 from tests.e2e.conftest import wait_until
+from tests.support.corpus import shipped_docs
 from wiki.models import Extraction
 
 pytestmark = pytest.mark.e2e
 
-TITLES = ["json", "csv", "argparse", "shlex", "heapq", "bisect", "base64", "calendar", "copy"]
-POISON = "shlex"
+TITLES = ["wiki.links", "wiki.slugs", "repos.pages", "repos.task_queue", "wiki.text", "actors.reduce",
+          "kbwiki.export", "wiki.dedup", "actors.delete"]
+POISON = "wiki.text"
 
 
 class PoisonExtractor:
@@ -54,7 +55,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
     from kbwiki.ingest import lane_rows
 
     kb = deps.kbs.get_or_create(1, f"poison-{uuid.uuid4().hex[:6]}")
-    docs = {d.title: d for d in iter_stdlib_docs() if d.title in TITLES}
+    docs = {d.title: d for d in shipped_docs() if d.title in TITLES}
     assert set(docs) == set(TITLES)
     ids = {}
     for title in TITLES:  # the poison sits in the middle: it shares pump claims and batches with the others
@@ -80,7 +81,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
         INGEST, "knowledge_base", kb.id, poison_id, 1)
     assert letter.fail_count == budget + 1 == poisoned.poison_calls
     assert (letter.payload["op"], letter.payload["dedup_key"]) == ("ingest", poison_id)
-    assert "RuntimeError: extractor cannot cope with 'shlex'" in letter.last_error
+    assert f"RuntimeError: extractor cannot cope with {POISON!r}" in letter.last_error
 
     poison_doc = deps.docs.get(poison_id)
     assert poison_doc.status == "failed"

@@ -8,14 +8,15 @@ from kbwiki import services
 
 
 def test_queued_messages_survive_a_restart_of_the_embedded_redis(tmp_path):
-    first = services._redis_start(tmp_path)
+    build = services.choose_build(tmp_path, "redis")
+    first = services._redis_start(tmp_path, build)
     try:
         client = redis.Redis(port=first["port"])
         client.rpush("dramatiq:default", b"message-1")
         client.close()
     finally:
         services._terminate(first["pid"])  # SIGTERM: what the owner does on exit
-    second = services._redis_start(tmp_path)
+    second = services._redis_start(tmp_path, build)
     try:
         client = redis.Redis(port=second["port"])
         assert client.lrange("dramatiq:default", 0, -1) == [b"message-1"]

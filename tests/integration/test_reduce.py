@@ -54,8 +54,9 @@ def test_an_alias_finds_the_page_its_item_already_has(settings, clean_db):
     kid = _mapped(deps, kb, "Details", Extraction(summary="Details.", body="Details.", items=[later]))
     run_reduce_batch(deps, kb.tenant_id, kb.id)
 
-    assert deps.pages.counts_by_type(kb.id) == {"summary": 2, "concept": 1}
-    [page] = [p for p in deps.pages.iter_pages(kb.id) if p.page_type == "concept"]
+    # one source calls it a concept, the other an entity: a tie is an entity, whichever came first
+    assert deps.pages.counts_by_type(kb.id) == {"summary": 2, "entity": 1}
+    [page] = [p for p in deps.pages.iter_pages(kb.id) if p.page_type == "entity"]
     assert kid in {r.knowledge_id for r in page.source_refs} and len(page.source_refs) == 2
 
 
@@ -112,3 +113,44 @@ def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean
     assert outcomes[0] == outcomes[1]
     assert outcomes[0]["filetype"] == {"argparse"} and outcomes[0]["file-type"] == {"exceptions"}
     assert outcomes[0]["asyncio-cancellederror"] == {"taskgroups", "timeouts"}
+
+
+def test_a_concept_named_index_never_takes_the_index_pages_slug(settings, clean_db):
+    # Seen: a concept named "index" and the KB's index page overwrote each other.
+    from actors.index import rebuild_index
+
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+    item = ExtractedItem(name="Index", kind="concept", description="An index is a catalogue number.",
+                         evidence=["An index is a catalogue number."])
+    _mapped(deps, kb, "Catalogues", Extraction(summary="Catalogues.", body="Catalogues.", items=[item]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)  # before the KB has an index page
+    rebuild_index(deps, kb.tenant_id, kb.id)
+    # a later document names it again, once the index page exists
+    _mapped(deps, kb, "Numbers", Extraction(summary="Numbers.", body="Numbers.", items=[item]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    assert deps.pages.get(kb.id, "index").page_type == "index"
+    concept = deps.pages.get(kb.id, "index-concept")
+    assert concept is not None and concept.title == "Index" and len(concept.source_refs) == 2
+    assert deps.pages.counts_by_type(kb.id) == {"summary": 2, "concept": 1, "index": 1}
+
+
+def test_the_index_page_names_the_most_cited_entities_and_concepts(settings, clean_db):
+    from actors.index import rebuild_index
+
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+
+    def item(name, kind):
+        return ExtractedItem(name=name, kind=kind, description=f"{name} is a thing.", evidence=[f"{name} is a thing."])
+
+    for title, names in [("One", ["Acme", "Widget"]), ("Two", ["Acme", "Gizmo"]), ("Three", ["Acme", "Widget"])]:
+        items = [item(n, "entity" if n == "Acme" else "concept") for n in names]
+        _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=items))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    content = rebuild_index(deps, kb.tenant_id, kb.id).content
+    assert "## Most-cited entities\n\n- [[acme|Acme]] (3 documents)\n" in content
+    assert "## Most-cited concepts\n\n- [[widget|Widget]] (2 documents)\n- [[gizmo|Gizmo]] (1 document)\n" in content
+    assert [p.slug for p, _ in deps.pages.most_cited(kb.id, "concept", 1)] == ["widget"]

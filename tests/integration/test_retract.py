@@ -14,6 +14,7 @@ import uuid
 import pytest
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
+from tests.support.pipeline import settle
 from wiki.links import parse_links
 from wiki.models import ExtractedItem, Extraction
 
@@ -68,29 +69,7 @@ def _submit(deps, kb, name: str, *lines: str) -> str:
 
 def _settle(deps, kb, max_rounds: int = 50) -> None:
     """Run every stage of the KB until all its lanes are empty (fails when they never empty)."""
-    from actors.crosslink import run_crosslink
-    from actors.index import rebuild_index
-    from actors.ingest import pump_ingest_lane
-    from actors.lanes import FINALIZE, INGEST, OP_INGEST, REDUCE, SCOPE_KB
-    from actors.map import map_document
-    from actors.reduce import run_reduce_batch
-    from kbwiki.ingest import lane_rows
-
-    for _ in range(max_rounds):
-        pump_ingest_lane(deps, kb.tenant_id, kb.id)
-        for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
-            if op.claimed_at is not None and op.op == OP_INGEST:
-                map_document(deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
-        while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
-            result = run_reduce_batch(deps, kb.tenant_id, kb.id)
-            if not (result.documents or result.retracted or result.failed):
-                break
-        while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-            run_crosslink(deps, kb.tenant_id, kb.id)
-        rebuild_index(deps, kb.tenant_id, kb.id)
-        if lane_rows(deps, kb.id) == 0:
-            return
-    pytest.fail(f"lanes of {kb.id} never emptied: {deps.ops.counts_by_lane(SCOPE_KB, kb.id)}")
+    settle(deps, kb, max_rounds)
 
 
 def _pages(deps, kb) -> dict:
@@ -252,6 +231,27 @@ def test_unchanged_content_costs_no_extraction_and_no_rewrite(env):
     _settle(deps, kb)
     assert deps.extractor.calls == 1
     assert {slug: p.version for slug, p in _pages(deps, kb).items() if slug != "index"} == versions
+
+
+def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
+    from actors.ingest import submit_document
+
+    deps, kb = env
+    content = "upgrade is a test document about the pipeline.\n* Steady State (concept): It never changes."
+    first = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+                            content=content, source_uri="test/upgrade.md")
+    _settle(deps, kb)
+    assert first.status == "queued" and deps.extractor.calls == 1
+
+    deps.extractor.name = "scripted-v2"  # an upgraded extractor: the cached extraction is not its own
+    again = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+                            content=content, source_uri="test/upgrade.md")
+    assert again.status == "queued" and again.knowledge_id == first.knowledge_id
+    _settle(deps, kb)
+    assert deps.extractor.calls == 2 and deps.docs.get(first.knowledge_id).status == "done"
+    third = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+                            content=content, source_uri="test/upgrade.md")
+    assert third.status == "unchanged"
 
 
 def test_changed_content_replaces_the_contribution_and_keeps_slugs(env):

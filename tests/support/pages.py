@@ -1,19 +1,19 @@
-"""Realistic pages in bulk for tests that need a large KB (titles from the stdlib's own words)."""
+"""Realistic pages in bulk for tests that need a large KB (titles from the shipped corpus's words)."""
 
 from __future__ import annotations
 
 import itertools
 import re
 
-from kbwiki.corpus import iter_stdlib_docs
+from tests.support.corpus import shipped_docs
 from wiki.models import Page, SourceRef
 from wiki.slugs import slugify
 
 
 def stdlib_words(limit: int = 400) -> list[str]:
-    """Distinct lowercase words (4+ letters) from the first stdlib module docs, in reading order."""
+    """Distinct lowercase words (4+ letters) from the first shipped documents, in reading order."""
     seen: dict[str, None] = {}
-    for doc in iter_stdlib_docs():
+    for doc in shipped_docs():
         for word in re.findall(r"[a-z]{4,}", doc.text.lower()):
             seen.setdefault(word)
             if len(seen) >= limit:

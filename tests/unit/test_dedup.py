@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing
 from wiki.models import PageLite
+from wiki.slugs import slugify
 
 
 def page(slug: str, title: str, aliases: list[str] | None = None, page_type: str = "entity",
@@ -64,3 +67,19 @@ def test_which_name_is_the_title_does_not_matter():
     for cand in (as_title, as_alias):
         assert choose_existing("Python Software Foundation", [], [cand]) == "python-software-foundations"
         assert choose_existing("PSF", [], [cand]) == "python-software-foundations"
+
+
+@pytest.mark.parametrize("name, other", [
+    ("ARM Cortex-A9", "ARM Cortex-A5"), ("IPv6", "IPv4"), ("Python 3", "Python 2"), ("ext4", "ext3"),
+    ("Windows 10", "Windows 11"),
+])
+def test_names_differing_in_a_number_or_version_never_merge(name: str, other: str) -> None:
+    page = PageLite(slug=slugify(other), title=other, page_type="entity")
+    assert choose_existing(name, [], [page]) is None
+    assert choose_existing(name, [], [page.model_copy(update={"aliases": [other + "s"]})]) is None
+
+
+def test_case_and_plural_variants_still_merge() -> None:
+    page = PageLite(slug="photons", title="photons", page_type="concept")
+    for variant in ("Photons", "PHOTONS", "photon"):
+        assert choose_existing(variant, [], [page]) == "photons"

@@ -16,8 +16,10 @@ PROSE = """# Process management
 
 The subprocess module is a standard library module that runs child processes for Python programs.
 It was designed by the Python Software Foundation to replace older interfaces such as os.system.
-The class subprocess.Popen starts a child process, and Popen objects expose its pipes.
+subprocess.Popen is the class that starts a child process, and Popen objects expose its pipes.
 Most helpers follow POSIX conventions, so a pipe behaves the same on every POSIX system.
+POSIX is a family of standards for the interfaces of operating systems.
+The Python Software Foundation is a non-profit organisation that holds the rights to Python.
 
 In the Linux kernel, memory for small objects comes from kmalloc() and the slab allocator.
 The slab allocator is a cache of fixed-size objects that keeps memory fragmentation low.
@@ -101,8 +103,7 @@ def test_evidence_is_quoted_from_the_input_and_not_from_code(extraction: Extract
         assert 1 <= len(item.evidence) <= 3
         assert len(set(item.evidence)) == len(item.evidence)
         for sentence in item.evidence:
-            assert len(sentence) <= 400
-            assert sentence.rstrip("\u2026") in source
+            assert sentence in source  # whole sentences, never cut
             assert "SecretFencedName" not in sentence
 
 
@@ -125,7 +126,8 @@ def test_markup_is_stripped_from_sentences() -> None:
     text = (
         "Overview\n========\n\nThe :c:func:`kmalloc` function is the **usual** way to allocate "
         "small objects in the kernel. See `the guide <https://example.org/guide>`_ for details on "
-        "``GFP_KERNEL`` and other allocation flags used by drivers.\n"
+        "``GFP_KERNEL`` and other allocation flags used by drivers. The ``GFP_KERNEL`` flag is the "
+        "usual allocation flag of kernel code that may sleep.\n"
     )
     result = OfflineExtractor().extract("Overview", text)
     assert result.summary.startswith("The kmalloc function is the usual way")
@@ -182,7 +184,7 @@ def test_threads_extracting_at_once_get_the_same_results_as_one_thread():
     # and extractions that depended on what other threads were extracting).
     from concurrent.futures import ThreadPoolExecutor
 
-    from kbwiki.corpus import iter_stdlib_docs
+    from tests.support.corpus import shipped_docs
     from wiki.extract.offline import OfflineExtractor
 
     def extract(doc):
@@ -191,7 +193,7 @@ def test_threads_extracting_at_once_get_the_same_results_as_one_thread():
         except ExtractionError as exc:
             return repr(exc)
 
-    docs = [d for _, d in zip(range(24), iter_stdlib_docs())]
+    docs = shipped_docs()[:24]
     serial = [extract(d) for d in docs]
     with ThreadPoolExecutor(max_workers=8) as pool:
         parallel = list(pool.map(extract, docs))

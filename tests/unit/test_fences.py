@@ -15,7 +15,8 @@ from wiki.extract import ExtractionError
 from wiki.extract.offline import OfflineExtractor
 from wiki.text import document_title, fenced_code_lines
 
-TILDE_DOC = "# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum.\n"
+TILDE_DOC = ("# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum. "
+             "Python is a programming language.\n")
 
 
 def _code(text: str) -> list[int]:

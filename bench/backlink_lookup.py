@@ -1,0 +1,48 @@
+"""Benchmark: the back-link lane's mention lookup (``WikiPageRepository.pages_mentioning``) on a
+built KB, for the first N of its title keys (sorted) in one query, as a back-link run asks.
+
+Usage: DATABASE_URL=... .venv/bin/python bench/backlink_lookup.py --kb python-stdlib [--keys 1,200,2000,0]
+(0 = every key of the KB; prints keys, pages found and the best of 3 runs in ms; build the KB
+first, for example with `make demo`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from repos.db import make_pool  # noqa: E402
+from repos.pages import WikiPageRepository  # noqa: E402
+from wiki.settings import get_settings  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kb", default="python-stdlib")
+    parser.add_argument("--keys", default="1,200,2000,0")
+    args = parser.parse_args()
+    pool = make_pool(get_settings().database_url, 1, 2)
+    repo = WikiPageRepository(pool)
+    with pool.connection() as conn:
+        kb = conn.execute("SELECT id FROM knowledge_bases WHERE name = %s AND deleted_at IS NULL", (args.kb,)).fetchone()
+        if kb is None:
+            sys.exit(f"no knowledge base named {args.kb!r}")
+        keys = [r["key"] for r in conn.execute(
+            "SELECT DISTINCT key FROM wiki_title_keys WHERE knowledge_base_id = %s ORDER BY key", (kb["id"],))]
+    for n in (int(x) for x in args.keys.split(",")):
+        chosen = keys[:n] if n else keys
+        best, found = float("inf"), []
+        for _ in range(3):
+            start = time.perf_counter()
+            found = repo.pages_mentioning(kb["id"], chosen)
+            best = min(best, time.perf_counter() - start)
+        print(f"keys={len(chosen)} pages={len(found)} best_ms={best * 1000:.1f}")
+    pool.close()
+
+
+if __name__ == "__main__":
+    main()

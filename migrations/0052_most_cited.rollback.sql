@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS idx_wiki_pages_most_cited;

@@ -1,0 +1,185 @@
+"""Chinese and Japanese text for the offline extractor: sentences, words and names.
+
+Neither language puts spaces between words, so sentences are split at their own marks
+(``。！？`` and kin) and words come from a segmenter with its dictionary inside its package:
+
+- Chinese: ``jieba`` with part-of-speech tags (``jieba.posseg``); ~0.5 s to load its dictionary
+  once per process, then ~3 µs per character.
+- Japanese: ``fugashi`` (MeCab) with ``unidic-lite``; loads in milliseconds, ~1 µs per character
+  (``janome``, pure Python, was 30x slower: docs/decisions.md).
+
+A name is a run of nouns: an entity when one of them is a proper noun (a person, place,
+organisation or other proper name), else a concept. A text with any kana is Japanese.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from functools import lru_cache
+
+from wiki.slugs import CJK_CLASS
+
+_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+_CJK = re.compile(f"[{CJK_CLASS}]")
+# A sentence ends at 。！？ (full or half width), ；, or a …… run, with any closing quotes or
+# brackets; an English sentence end before a CJK character ends one too (mixed text).
+_SPLIT = re.compile(
+    rf"[。！？!?；]+[」』”’）)\]】〉》]*|…{{2,}}[」』”’）)\]】〉》]*|(?<=[a-zA-Z0-9)][.!?])\s+(?=[{CJK_CLASS}])"
+)
+
+#: Longest name kept, in characters (longer runs of nouns are usually a clause glued together).
+MAX_CJK_NAME_CHARS = 16
+
+# jieba's proper-noun tags: person, place, organisation, other proper noun (and the
+# transliterated / foreign person forms).
+_ZH_PROPER = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+# Tags that may stand inside a name before its last noun ("大兴" is tagged b, "国际" n).
+_ZH_INNER = frozenset({"n", "vn", "ng", "b", "nr", "nrt", "nrfg", "ns", "nt", "nz", "eng"})
+_ZH_LAST = frozenset({"n", "vn", "ng", "nr", "nrt", "nrfg", "ns", "nt", "nz"})
+
+_local = threading.local()
+
+
+def has_kana(text: str) -> bool:
+    """Whether ``text`` has Hiragana or Katakana, i.e. is Japanese rather than Chinese."""
+    return _KANA.search(text) is not None
+
+
+def cjk_chars(text: str) -> int:
+    """How many CJK characters (``wiki.slugs.CJK_RANGES``) ``text`` holds."""
+    return len(_CJK.findall(text))
+
+
+def split_sentences(block: str) -> list[str]:
+    """``block`` cut after each Chinese/Japanese sentence mark (``。！？；``, ``!?`` and ``……``),
+    closing quotes and brackets staying with their sentence, and after an English sentence end
+    followed by a CJK character. Text between marks that holds no
+    CJK character is returned as it is, for the English splitter to cut further."""
+    out: list[str] = []
+    start = 0
+    for m in _SPLIT.finditer(block):
+        piece = block[start:m.end()].strip()
+        if piece:
+            out.append(piece)
+        start = m.end()
+    tail = block[start:].strip()
+    if tail:
+        out.append(tail)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _jieba():
+    import logging
+
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(logging.WARNING)
+    jieba.initialize()
+    return jieba.posseg
+
+
+def _tagger():
+    # A MeCab tagger keeps per-call state: one per thread, like pysbd and yake.
+    if not hasattr(_local, "fugashi"):
+        import fugashi
+
+        _local.fugashi = fugashi.Tagger()
+    return _local.fugashi
+
+
+def _zh_runs(sentence: str) -> list[tuple[str, bool, int]]:
+    """(name, is proper, words) for each run of nouns in a Chinese sentence."""
+    runs: list[tuple[str, bool, int]] = []
+    current: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        while current and current[-1][1] not in _ZH_LAST:
+            current.pop()
+        if current:
+            name = "".join(w for w, _ in current)
+            runs.append((name, any(f in _ZH_PROPER for _, f in current), len(current)))
+        current.clear()
+
+    # HMM=False: the HMM guesses words the dictionary lacks, at ~30x the cost (8 s for one
+    # 18 KB document of linux-doc's zh_CN translation); dictionary words are the names we want.
+    for pair in _jieba().cut(sentence, HMM=False):
+        word, flag = pair.word, pair.flag
+        if flag in _ZH_INNER and word.strip() and not (flag == "eng" and not current):
+            current.append((word, flag))
+        else:
+            flush()
+    flush()
+    return runs
+
+
+def _ja_runs(sentence: str) -> list[tuple[str, bool, int]]:
+    """(name, is proper, words) for each run of nouns in a Japanese sentence."""
+    runs: list[tuple[str, bool, int]] = []
+    current: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if current:
+            name = "".join(w for w, _ in current)
+            runs.append((name, any(p == "固有名詞" for _, p in current), len(current)))
+        current.clear()
+
+    for word in _tagger()(sentence):
+        feature = word.feature
+        noun = feature.pos1 == "名詞" and feature.pos2 in ("普通名詞", "固有名詞")
+        # a prefix opens a run, a noun-making suffix ("版", "性") continues one
+        affix = (feature.pos1 == "接頭辞" and not current) or (feature.pos1 == "接尾辞" and current
+                                                              and feature.pos2 == "名詞的")
+        if (noun or affix) and _CJK.search(word.surface):
+            current.append((word.surface, feature.pos2))
+        else:
+            flush()
+    flush()
+    return runs
+
+
+def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int]]:
+    """The names in ``sentences``: (name, "entity" | "concept", words in it, order of the first
+    sentence naming it), the most frequent first. Single-character names and runs longer than
+    ``MAX_CJK_NAME_CHARS`` are left out."""
+    count: Counter[str] = Counter()
+    proper: dict[str, bool] = {}
+    first: dict[str, int] = {}
+    words: dict[str, int] = {}
+    for order, sentence in enumerate(sentences):
+        runs = _ja_runs(sentence) if japanese else _zh_runs(sentence)
+        for name in {name for name, _, _ in runs}:
+            count[name] += 1
+        for name, is_proper, n in runs:
+            proper[name] = proper.get(name, False) or is_proper
+            first.setdefault(name, order)
+            words[name] = max(words.get(name, 0), n)
+    out: list[tuple[int, str, str, int, int]] = []
+    for name, n in count.items():
+        if len(name) < 2 or len(name) > MAX_CJK_NAME_CHARS or not _CJK.search(name):
+            continue
+        out.append((n, name, "entity" if proper[name] else "concept", words[name], first[name]))
+    out.sort(key=lambda t: (-t[0], t[4], t[1]))
+    return [t[1:] for t in out]
+
+
+# "X是…", "X为…", "X指…", "X，…是": a Chinese definition; "XとはY", "XはYである/です": Japanese.
+_ZH_DEFINES = re.compile(r"^(?:是|为|指|即|乃|，[^，。]{1,30}，?是)")
+_JA_DEFINES = re.compile(r"^(?:とは|って|は|（[^）]{1,40}）は)")
+# The name as the subject of another verb: a particle or a verb right after it, not more of a word.
+_SUBJECT = re.compile(r"^(?:が|も|、|，|在|可以|可|会|能|将|被|有|也|都|用于|提供|支持)")
+
+
+def definition_rank(name: str, sentence: str) -> int:
+    """2 when ``sentence`` starts with ``name`` and defines it ("北京大兴国际机场是…",
+    "東京スカイツリーは…である"), 1 when it starts with ``name`` otherwise, else 0."""
+    text = sentence.lstrip("「『“（(")
+    if not text.startswith(name):
+        return 0
+    rest = text[len(name):]
+    if _ZH_DEFINES.match(rest) or _JA_DEFINES.match(rest):
+        return 2
+    return 1 if _SUBJECT.match(rest) else 0
