@@ -137,19 +137,22 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     def claims_of(ids: list[str]) -> int:
         return query("SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)", (ids,))[0]["n"]
 
-    survivor = start_workers(1, 2, tmp_path / "survivor.log")
-    procs = [survivor]
+    def announced(proc) -> list[str]:
+        pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        return [r["worker_id"] for r in query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))]
+
+    procs, survivor = [], None
     try:
-        for attempt in range(5):  # a claim lasts a fraction of a second: kill until one is held
+        # The victim starts first, so it has work; the survivor joins; the victim is killed the
+        # moment both are up and it holds claims (a claim lasts a fraction of a second: again if missed).
+        for attempt in range(5):
             victim = start_workers(1, 2, tmp_path / f"victim-{attempt}.log")
             procs.append(victim)
-
-            def announced(proc=victim):
-                pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-                return query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))
-
-            ids = [r["worker_id"] for r in wait_until(announced, 30, "the victim up")]
-            wait_until(lambda: claims_of(ids), 30, "the victim holding claims")
+            ids = wait_until(lambda: announced(victim), 30, "the victim up")
+            if survivor is None:
+                survivor = start_workers(1, 2, tmp_path / "survivor.log")
+                procs.append(survivor)
+            wait_until(lambda: announced(survivor) and claims_of(ids), 30, "both up, the victim holding claims")
             _kill_tree(victim)
             if claims_of(ids):
                 break
