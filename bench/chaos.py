@@ -403,7 +403,7 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
             wait_for(lambda: run.settled(len(docs)) or (run.settled(len(upfront)) and not submits_in_flight()),
                      args.timeout_s, "the chaos run to settle")
             settled = True
-        except TimeoutError:
+        except (TimeoutError, KeyboardInterrupt):  # Ctrl-C: report what the run reached so far
             settled = False
         elapsed = time.monotonic() - started
         overtaken = sum(p.read_text(errors="replace").count('"reduce.overtaken"') for p in run.logs.glob("*.log"))
