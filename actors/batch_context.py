@@ -2,7 +2,7 @@
 
 A batch asks PostgreSQL only about the slugs, documents and names it handles; each answer is
 kept for the rest of the batch (the pages it reads do not change until the batch writes), so a
-name five documents of the batch share costs one similar-title lookup, not five. Caches are
+name five documents of the batch share costs one name-key lookup, not five. Caches are
 guarded by one lock; a miss is fetched outside it (two threads missing the same key at once
 both fetch it, and the answers are equal).
 """
@@ -23,12 +23,12 @@ class BatchContext:
     slugs of the batch's documents, never the KB.
     """
 
-    def __init__(self, pages: WikiPageRepository, kb_id: str, similar_k: int):
-        self.pages, self.kb_id, self.similar_k = pages, kb_id, similar_k
+    def __init__(self, pages: WikiPageRepository, kb_id: str):
+        self.pages, self.kb_id = pages, kb_id
         self._lock = threading.Lock()
         self._lite: dict[str, PageLite | None] = {}  # slug -> live page, None when there is none
         self._citing: dict[str, list[str]] = {}  # knowledge id -> slugs of the live pages citing it
-        self._similar: dict[str, list[PageLite]] = {}  # lowercased text -> top-K similar item pages
+        self._by_key: dict[str, list[PageLite]] = {}  # name key -> live item pages of that key
 
     def lite(self, slugs: Iterable[str]) -> dict[str, PageLite]:
         """Live pages among ``slugs`` (narrow rows), keyed by slug: one query for the misses."""
@@ -63,19 +63,15 @@ class BatchContext:
         pages = self.lite(self.slugs_citing(knowledge_id))
         return next((s for s, p in sorted(pages.items()) if p.page_type == "summary"), None)
 
-    def similar(self, text: str) -> list[PageLite]:
-        """Top-K live entity/concept pages trigram-similar to ``text`` (:meth:`similar_many`)."""
-        return self.similar_many([text])[text.lower()]
-
-    def similar_many(self, texts: Iterable[str]) -> dict[str, list[PageLite]]:
-        """Top-K live entity/concept pages trigram-similar to each text, keyed by the lowercased
-        text: one ``similar_titles_many`` statement for the texts not asked before."""
-        keys = {t.lower() for t in texts}
+    def by_name_keys(self, keys: Iterable[str]) -> dict[str, list[PageLite]]:
+        """The live entity/concept pages of each ``wiki.dedup.name_key`` (smallest slug first, []
+        when there is none): one ``by_name_keys`` statement for the keys not asked before."""
+        keys = set(keys)
         with self._lock:
-            missing = keys - self._similar.keys()
+            missing = keys - self._by_key.keys()
         if missing:
-            found = self.pages.similar_titles_many(self.kb_id, missing, k=self.similar_k)
+            found = self.pages.by_name_keys(self.kb_id, missing)
             with self._lock:
-                self._similar.update(found)
+                self._by_key.update({k: found.get(k, []) for k in missing})
         with self._lock:
-            return {k: self._similar[k] for k in keys}
+            return {k: self._by_key[k] for k in keys}

@@ -6,12 +6,12 @@ holding the fence row, in its write transaction, so a batch overtaken by a later
 lock flushed or expired during a pause) writes nothing and leaves its rows to the next batch.
 
 A batch takes at most ``ingest_batch_size`` documents (the last op of each document wins),
-resolves every extracted entity and concept to a page (same slug, else the top-K trigram-similar
-titles PostgreSQL returns, decided by ``wiki.dedup``; items of the batch are merged with each
-other first), then writes the pages, queues the touched slugs on the finalize lane (and the title
-keys whose page changed on the backlink lane, ``actors.backlink``) and settles the batch in one
-transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in one
-statement per table), so a batch costs a few dozen round trips whatever its size: a worker
+resolves every extracted entity and concept to the page of its name key
+(``wiki.dedup.name_key``: the page of the batch, or the live page PostgreSQL finds by that key,
+else a new page), then writes the pages, queues the touched slugs on the finalize lane (and the
+title keys whose page changed on the backlink lane, ``actors.backlink``) and settles the batch in
+one transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in
+one statement per table), so a batch costs a few dozen round trips whatever its size: a worker
 thread waiting on many round trips loses the GIL to map threads at every one. Work read or
 written is bounded by the batch, never by the KB.
 """
@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 
 import dramatiq
 import structlog
-from rapidfuzz import fuzz, process
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.backlink import enqueue_keys
@@ -39,7 +38,7 @@ from actors.triggers import clear_trigger, send_trigger
 from repos.db import refresh_statistics
 from repos.liveness import FenceLost
 from repos.pages import title_keys
-from wiki.dedup import FUZZY_MERGE_THRESHOLD, choose_existing, is_trigram_candidate
+from wiki.dedup import name_key
 from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
 from wiki.render import render_item_page, render_summary_page
@@ -47,7 +46,6 @@ from wiki.slugs import RESERVED_SLUGS, normalize_name, slugify, summary_slug
 
 log = structlog.get_logger(__name__)
 
-SIMILAR_K = 5
 MAX_FACT_SOURCES = 20  # per-source facts kept on a page; source refs are all kept
 MAX_ALIASES = 20  # aliases kept per source fact and per page
 
@@ -126,7 +124,7 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchL
     requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
 
     plan: dict[str, SlugPlan] = {}
-    ctx = BatchContext(deps.pages, kb.id, SIMILAR_K)
+    ctx = BatchContext(deps.pages, kb.id)
     existing_by_doc = ctx.slugs_citing_many([*retracts, *(d.id for d, _ in ingests)])
     for kid, slugs in existing_by_doc.items():
         for slug in slugs:
@@ -184,12 +182,12 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchL
 
 def _prefetch(ctx: BatchContext, ingests: list[tuple[Document, Extraction]], citing: dict[str, list[str]]) -> None:
     """Ask PostgreSQL at once for every page the planner will look up: the pages citing the
-    batch's documents, the slugs its items and summaries would take, and the pages similar to
-    every item name and alias. Two statements; the planner then only hits the context's caches."""
+    batch's documents, the slugs its items and summaries would take, and the pages of every item's
+    name key. Two statements; the planner then only hits the context's caches."""
     items = [item for _, extraction in ingests for item in extraction.items]
     ctx.lite([*(s for slugs in citing.values() for s in slugs), *(slugify(i.name) for i in items),
               *(summary_slug(doc.title) for doc, _ in ingests)])
-    ctx.similar_many(text for item in items for text in [item.name, *item.aliases])
+    ctx.by_name_keys(name_key(item.name) for item in items)
 
 
 def _tombstoned(deps: Deps, kb_id: str, knowledge_ids: list[str]) -> set[str]:
@@ -212,16 +210,23 @@ class _Planner:
         summary = self._summary_slug(doc)
         # items resolve as in a fresh KB (the document's old names are being dropped, so they must
         # not pull its new items in); a page the new content still names keeps its slug that way
-        resolved = self._resolve_items(extraction.items)
+        resolved = [self._resolve(item) for item in extraction.items]
         item_links = []
         for item, (slug, page_type) in zip(extraction.items, resolved):
             sp = self.plan.setdefault(slug, SlugPlan(title=item.name, page_type=page_type))
             if not sp.title:
                 sp.title, sp.page_type = item.name, page_type
-            kind = sp.add.get(doc.id, {}).get("kind", item.kind)  # a document's first item names the kind
-            sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
-                              "evidence": item.evidence[:3], "name": item.name, "aliases": item.aliases[:MAX_ALIASES],
-                              "kind": kind}
+            first = sp.add.get(doc.id)
+            if first is not None:
+                # a document naming the page twice ("RCU", "rcu"): its first item's fact, named by
+                # the canonical one of the names (as the page is), the others kept as aliases
+                names = [first["name"], *first["aliases"], item.name, *item.aliases]
+                first["name"] = canonical_name([first["name"], item.name])
+                first["aliases"] = [a for a in dict.fromkeys(names) if a != first["name"]][:MAX_ALIASES]
+            else:
+                sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
+                                  "evidence": item.evidence[:3], "name": item.name,
+                                  "aliases": item.aliases[:MAX_ALIASES], "kind": item.kind}
             sp.refs[doc.id] = doc.title
             sp.drop.discard(doc.id)
             item_links.append((item.kind, slug, item.name, item.description))
@@ -248,71 +253,49 @@ class _Planner:
         taken = sp is not None and sp.page_type == "summary" or bool(self.ctx.lite([slug]))
         return f"{slug}-{doc.id[:8]}" if taken else slug
 
-    def _resolve_items(self, items: Iterable[ExtractedItem]) -> list[tuple[str, str]]:
-        items = list(items)
-        base = [slugify(i.name) for i in items]
-        existing = self.ctx.lite(base)
-        out = []
-        for item, slug in zip(items, base):
-            out.append(self._resolve(item, slug, existing.get(slug)))
-        return out
-
-    def _resolve(self, item: ExtractedItem, slug: str, same_slug: PageLite | None) -> tuple[str, str]:
-        """The (slug, page type) the item goes to. The candidates are the pages PostgreSQL finds
-        for its name and aliases and the pages this batch has resolved items to so far (with the
-        names it gave them), filtered the same way, so one decision rule sees both alike."""
-        if same_slug is not None and same_slug.slug in self.ghosts:
-            same_slug = None
-        texts = list(dict.fromkeys([item.name, *item.aliases]))
-        candidates = {c.slug: c for text in texts for c in self.ctx.similar(text) if c.slug not in self.ghosts}
-        if same_slug is not None:
-            candidates[same_slug.slug] = same_slug
-        candidates.update({c.slug: c for c in self.batch.candidates(item.name, texts)})
-        candidates.update({s: self.batch.pages[s] for s in candidates.keys() & self.batch.pages.keys()})
-        hit = choose_existing(item.name, item.aliases, list(candidates.values()))
-        if hit is None and same_slug is not None and same_slug.page_type in ("entity", "concept"):
-            hit = same_slug.slug  # a name that slugifies like a page's title ("C++" / "C") joins it
-        if hit is not None:
-            page = candidates[hit]
-        else:
-            taken = same_slug is not None or slug in self.batch.pages or slug in RESERVED_SLUGS \
-                or (slug in self.plan and self.plan[slug].page_type in ("summary", "index"))
-            if taken:
-                slug = f"{slug}-{item.kind}"  # the slug belongs to another page (a summary, the index)
-            page = self.batch.pages.get(slug) or PageLite(slug=slug, title=item.name, page_type=item.kind)
-        self.batch.add(page, [item.name, *item.aliases])
+    def _resolve(self, item: ExtractedItem) -> tuple[str, str]:
+        """The (slug, page type) the item goes to: the page of its name key (``wiki.dedup``) this
+        batch resolved an item to, else the live page of that key (not a ghost), else a new page
+        at the item's slug (suffixed with its kind while that slug belongs to another page). Only
+        the name decides, never an alias nor which page came first, so every order of the same
+        documents puts the same items together."""
+        key = name_key(item.name)
+        page = self.batch.pages.get(self.batch.by_key.get(key, ""))
+        if page is None:
+            page = next((p for p in self.ctx.by_name_keys([key])[key] if p.slug not in self.ghosts), None)
+        if page is None:
+            base = slug = slugify(item.name)
+            n = 1
+            while self._taken(slug):  # "C" has "c": "C++" (another key) takes "c-entity"
+                slug = f"{base}-{item.kind}" + (f"-{n}" if n > 1 else "")
+                n += 1
+            page = PageLite(slug=slug, title=item.name, page_type=item.kind)
+        self.batch.add(key, page)
         return page.slug, page.page_type
+
+    def _taken(self, slug: str) -> bool:
+        """Whether ``slug`` belongs to a page of another name key: one of this batch, a live page
+        that stays (not a ghost), a summary or the index, or a reserved slug."""
+        if slug in self.batch.pages or slug in RESERVED_SLUGS:
+            return True
+        if slug in self.plan and self.plan[slug].page_type in ("summary", "index"):
+            return True
+        live = self.ctx.lite([slug]).get(slug)
+        return live is not None and (slug not in self.ghosts or live.page_type not in ("entity", "concept"))
 
 
 class _BatchPages:
-    """The entity/concept pages a reduce batch has resolved items to so far, each with every name
-    the batch gave it as an alias: what a later batch would find in PostgreSQL, for items later in
-    this one."""
+    """The entity/concept pages a reduce batch has resolved items to so far, by slug and by name
+    key: what a later batch would find in PostgreSQL, for items later in this one."""
 
     def __init__(self) -> None:
         self.pages: dict[str, PageLite] = {}
-        self.by_key: dict[str, set[str]] = {}  # normalize_name of a title or alias -> slugs
+        self.by_key: dict[str, str] = {}  # name key -> slug
 
-    def add(self, page: PageLite, names: list[str]) -> None:
-        """Record that items named ``names`` went to ``page`` (an existing or a new page)."""
-        current = self.pages.get(page.slug, page)
-        known = {normalize_name(n) for n in [current.title, *current.aliases]}
-        extra = [n for n in dict.fromkeys(names) if n and normalize_name(n) not in known]
-        current = current.model_copy(update={"aliases": [*current.aliases, *extra]})
-        self.pages[page.slug] = current
-        for n in [current.title, *current.aliases]:
-            self.by_key.setdefault(normalize_name(n), set()).add(page.slug)
-
-    def candidates(self, name: str, texts: list[str]) -> list[PageLite]:
-        """Pages sharing a normalized name with ``texts``, or whose name is within the fuzzy-merge
-        ratio of ``name`` and that PostgreSQL's trigram lookup would also return."""
-        slugs = {s for t in texts for s in self.by_key.get(normalize_name(t), ())}
-        if self.by_key:
-            close = process.extract(normalize_name(name), list(self.by_key), scorer=fuzz.ratio,
-                                    score_cutoff=FUZZY_MERGE_THRESHOLD, limit=None)
-            slugs |= {s for key, _, _ in close for s in self.by_key[key]
-                      if is_trigram_candidate(texts, self.pages[s])}
-        return [self.pages[s] for s in sorted(slugs)]
+    def add(self, key: str, page: PageLite) -> None:
+        """Record that items of name key ``key`` went to ``page`` (an existing or a new page)."""
+        self.pages.setdefault(page.slug, page)
+        self.by_key.setdefault(key, page.slug)
 
 
 def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None) -> tuple[str, Page | None, str | None]:

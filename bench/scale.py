@@ -14,11 +14,10 @@ in the scratch database (env KBWIKI_BENCH_DATABASE_URL, default the local ``kbwi
 Measurement: the same next batch (the sections after the largest KB) is reduced into a fresh copy
 of each KB by ``run_reduce_batch`` in a fresh subprocess, which reports wall time, SQL statements
 and rows returned (counted by wrapping psycopg's execute; the statements returning the most rows
-are listed), and the process's peak RSS. The batch asks for all its similar titles in one
-statement, so the latency of one similar-title lookup (median, p95) is measured apart, after the
-timed batch, on up to 200 of the same texts. ``--naive`` runs the same batch with the dedup lookup replaced by
-what the old system did: load every page of the KB and score each new item against every title
-in Python.
+are listed), and the process's peak RSS. The batch asks for all its items' name keys in one
+statement, so the latency of one name-key lookup (median, p95) is measured apart, after the
+timed batch, on up to 200 of the same keys. ``--naive`` runs the same batch with the page lookup
+replaced by a naive one: load every page of the KB and key each title in Python.
 """
 
 from __future__ import annotations
@@ -185,8 +184,8 @@ def clone_kb(pool, kb_id: str, name: str) -> str:
             " FROM knowledges WHERE knowledge_base_id = %s", (clone.id[:8], clone.id, kb_id))
         conn.execute(
             "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
-            " aliases, source_refs, facts) SELECT tenant_id, %s, slug, title, page_type, status, content, summary,"
-            " aliases, source_refs, facts FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
+            " aliases, source_refs, facts, name_key) SELECT tenant_id, %s, slug, title, page_type, status, content,"
+            " summary, aliases, source_refs, facts, name_key FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
             (clone.id, kb_id))
         conn.execute("INSERT INTO wiki_links SELECT %s, from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s",
                      (clone.id, kb_id))
@@ -243,25 +242,24 @@ def _instrument() -> None:
     psycopg.Connection.execute, psycopg.Cursor.execute = conn_execute, cur_execute
 
 
-def _naive_similar(deps, kb_id: str):
-    """The old dedup lookup: every page of the KB loaded, every item scored against every title."""
-    from rapidfuzz import fuzz
-
+def _naive_by_key(deps, kb_id: str):
+    """A naive page lookup: every page of the KB loaded and keyed by ``name_key`` of its title."""
+    from wiki.dedup import name_key
     from wiki.models import PageLite
 
-    cache: list[dict] = []
+    index: dict[str, list[PageLite]] = {}
 
-    def similar(kb: str, text: str, k: int = 5) -> list[PageLite]:
-        if not cache:
+    def by_name_keys(kb: str, keys) -> dict[str, list[PageLite]]:
+        if not index:
             with deps.pool.connection() as conn:
-                cache.extend(conn.execute("SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
-                                          (kb,)).fetchall())
-        scored = sorted(((fuzz.ratio(text.lower(), r["title"].lower()), r["slug"]) for r in cache
-                         if r["page_type"] in ("entity", "concept")), reverse=True)[:k]
-        by_slug = {r["slug"]: r for r in cache}
-        return [PageLite.model_validate(by_slug[s]) for _, s in scored]
+                rows = conn.execute("SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
+                                    (kb,)).fetchall()
+            for r in sorted(rows, key=lambda r: r["slug"]):
+                if r["page_type"] in ("entity", "concept"):
+                    index.setdefault(name_key(r["title"]), []).append(PageLite.model_validate(r))
+        return {k: index[k] for k in keys if k in index}
 
-    return similar
+    return by_name_keys
 
 
 def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
@@ -281,31 +279,31 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
                              Extraction.model_validate_json(row["extraction"]))
         deps.ops.enqueue(tenant_id=1, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest", dedup_key=doc.id,
                          payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name})
-    lookup = _naive_similar(deps, kb.id) if naive else None
+    lookup = _naive_by_key(deps, kb.id) if naive else None
     asked: list[str] = []
 
-    def lookup_many(kb_: str, texts, k: int = 5):
-        texts = list(texts)
-        asked.extend(texts)
+    def lookup_many(kb_: str, keys):
+        keys = list(keys)
+        asked.extend(keys)
         if lookup is None:
-            return WikiPageRepository.similar_titles_many(deps.pages, kb_, texts, k)
-        return {t.lower(): lookup(kb_, t, k) for t in texts}
+            return WikiPageRepository.by_name_keys(deps.pages, kb_, keys)
+        return lookup(kb_, keys)
 
-    deps.pages.similar_titles_many = lookup_many
+    deps.pages.by_name_keys = lookup_many
     _instrument()
     t0 = time.perf_counter()
     result = run_reduce_batch(deps, 1, kb.id)
     wall = time.perf_counter() - t0
     stats = {"statements": Counter.statements, "rows": Counter.rows}
     rows_by_sql = dict(Counter.rows_by_sql)
-    del deps.pages.similar_titles_many
-    # The batch asks for every similar title in one statement; the latency of one lookup is
+    del deps.pages.by_name_keys
+    # The batch asks for every name key in one statement; the latency of one lookup is
     # measured apart, on a sample of the same texts, after the timed batch (bounded mode only).
     timings: list[float] = []
     if not naive:
         for text in sorted(set(asked))[::max(1, len(set(asked)) // 200)]:
             t = time.perf_counter()
-            deps.pages.similar_titles(kb.id, text, k=5)
+            deps.pages.by_name_keys(kb.id, [text])
             timings.append((time.perf_counter() - t) * 1000)
     timings.sort()
     if os.environ.get("KBWIKI_BENCH_PROFILE"):

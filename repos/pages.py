@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock, borrow
+from wiki.dedup import name_key
 from wiki.links import out_link_slugs
 from wiki.models import Page, PageLite
 
@@ -99,17 +100,24 @@ SLUGS_BY_SOURCE_SQL = (
 # One upsert for many pages of a KB (one row per slug), from a JSON array of page objects.
 UPSERT_PAGES_SQL = """
 INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases,
-                        source_refs, facts)
-SELECT tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases, source_refs, facts
+                        source_refs, facts, name_key)
+SELECT tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases, source_refs, facts,
+       name_key
 FROM jsonb_to_recordset(%s) AS r(tenant_id bigint, knowledge_base_id text, slug text, title text, page_type text,
-                                 status text, content text, summary text, aliases jsonb, source_refs jsonb, facts jsonb)
+                                 status text, content text, summary text, aliases jsonb, source_refs jsonb, facts jsonb,
+                                 name_key text)
 ON CONFLICT (knowledge_base_id, slug) WHERE deleted_at IS NULL DO UPDATE SET
-    title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status,
+    title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status, name_key = EXCLUDED.name_key,
     content = EXCLUDED.content, summary = EXCLUDED.summary, aliases = EXCLUDED.aliases,
     source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts,
     version = wiki_pages.version + 1, updated_at = now()
 RETURNING slug, version
 """
+BY_NAME_KEYS_SQL = (
+    f"SELECT name_key, {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %(kb)s"
+    " AND name_key = ANY(%(keys)s) AND deleted_at IS NULL AND status <> 'archived'"
+    " AND page_type IN ('entity', 'concept') ORDER BY slug"
+)
 DELETE_LINKS_SQL = "DELETE FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = ANY(%s)"
 DELETE_KEYS_SQL = "DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND slug = ANY(%s)"
 
@@ -119,6 +127,12 @@ def title_keys(page: Page) -> list[str]:
     if page.page_type not in ITEM_TYPES or page.status == "archived":
         return []
     return sorted({k.lower() for k in [page.title, *page.aliases] if k.strip()})
+
+
+def page_name_key(page: Page) -> str | None:
+    """The ``wiki_pages.name_key`` of a page: ``wiki.dedup.name_key`` of its title for an
+    entity/concept page (the key every item joining it has), None for summaries and the index."""
+    return name_key(page.title) if page.page_type in ITEM_TYPES else None
 
 
 def _like_escape(text: str) -> str:
@@ -197,6 +211,21 @@ class WikiPageRepository:
                 (kb_id, slugs),
             ).fetchall()
         return {r["slug"] for r in rows}
+
+    def by_name_keys(self, kb_id: str, keys: Iterable[str]) -> dict[str, list[PageLite]]:
+        """The live, not archived entity/concept pages whose title has each ``wiki.dedup.name_key``
+        among ``keys``, keyed by name key, smallest slug first (one page per key unless pages
+        were written by an older rule). One statement, one probe per key on the (KB, name key)
+        index whatever the KB's size."""
+        keys = sorted(set(keys) - {""})
+        if not keys:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(BY_NAME_KEYS_SQL, {"kb": kb_id, "keys": keys}).fetchall()
+        out: dict[str, list[PageLite]] = {}
+        for r in rows:
+            out.setdefault(r.pop("name_key"), []).append(PageLite.model_validate(r))
+        return out
 
     def similar_titles(self, kb_id: str, text: str, k: int = 5) -> list[PageLite]:
         """:meth:`similar_titles_many` for one text."""
@@ -404,7 +433,8 @@ class WikiPageRepository:
         kb_id = kb_ids.pop()
         rows = [{"tenant_id": p.tenant_id, "knowledge_base_id": kb_id, "slug": p.slug, "title": p.title,
                  "page_type": p.page_type, "status": p.status, "content": p.content, "summary": p.summary,
-                 "aliases": p.aliases, "source_refs": [r.model_dump() for r in p.source_refs], "facts": p.facts}
+                 "aliases": p.aliases, "source_refs": [r.model_dump() for r in p.source_refs], "facts": p.facts,
+                 "name_key": page_name_key(p)}
                 for p in pages]
         out_links = out_links or {}
         links = sorted({(p.slug, t) for p in pages
@@ -469,13 +499,13 @@ class WikiPageRepository:
         with self.pool.connection() as conn, conn.cursor() as cur:
             with cur.copy(
                 "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
-                " aliases, source_refs, facts) FROM STDIN"
+                " aliases, source_refs, facts, name_key) FROM STDIN"
             ) as copy:
                 links, keys = [], []
                 for p in pages:
                     copy.write_row((p.tenant_id, p.knowledge_base_id, p.slug, p.title, p.page_type, p.status,
                                     p.content, p.summary, Jsonb(p.aliases),
-                                    Jsonb([r.model_dump() for r in p.source_refs]), Jsonb(p.facts)))
+                                    Jsonb([r.model_dump() for r in p.source_refs]), Jsonb(p.facts), page_name_key(p)))
                     links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]
                     keys += [(p.knowledge_base_id, p.slug, key) for key in title_keys(p)]
                     n += 1

@@ -1,43 +1,26 @@
 """Deciding whether a newly extracted entity or concept is an existing page.
 
-The decision sees only a bounded candidate set (pages with the same slug, and the top-K
-trigram-similar titles PostgreSQL returns, plus the pages the running batch creates), never the
-whole KB. It depends only on each candidate's set of names (title and aliases), never on which
-of them is the title or on the order candidates arrive in, so items reach the same page whether
-their documents came in one batch or in several.
+Page identity is a pure function of an item's name: every item whose ``name_key`` is K belongs to
+the one entity/concept page whose title has key K. The partition of items into pages therefore
+does not depend on which page existed first, on batch size or on document order. Aliases never
+decide a merge (they stay display aliases used for linking), and there is no likeness merge: a
+ratio threshold is not transitive, so it could chain names differently in different orders;
+``name_key`` folds the spelling variants instead (case, accents, separators, a plural last word).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
 
-from rapidfuzz import fuzz
-
-from wiki.models import PageLite
+from wiki.extract import lexicon
 from wiki.slugs import normalize_name
 
-# rapidfuzz's normalized Indel ratio (0-100) on normalize_name() keys. 92 merges spelling variants
-# ("Python Software Foundation" / "Python Software Foundations": 98) but keeps related names
-# apart ("Acme Cloud" / "Acme Corp": 63, "IPv4" / "IPv6": 75, "os.path" / "os.pathsep": 82).
-# Chosen on those pairs; the LLM extractor will later decide from the same candidate set.
-FUZZY_MERGE_THRESHOLD = 92.0
-
-# pg_trgm similarity a title or alias must reach to be a candidate at all (the
-# ``pg_trgm.similarity_threshold`` every pooled connection sets). 0.6 keeps the GIN lookup at a few
-# ms at 40k pages (bench/scale.py); pairs below it ("filetype" / "file type": 0.58) never merge,
-# in one batch or across batches alike.
+# pg_trgm similarity a title or alias must reach for the similar-title lookup (link repair,
+# ``actors.relink``) to return it (the ``pg_trgm.similarity_threshold`` every pooled connection
+# sets). 0.6 keeps the GIN lookup at a few ms at 40k pages (bench/scale.py).
 TRGM_THRESHOLD = 0.6
 
 _TRGM_WORDS = re.compile(r"[^\W_]+")
-_NUMBERS = re.compile(r"\d+")
-
-
-def numbers(name: str) -> tuple[str, ...]:
-    """The digit runs of ``name`` with leading zeros dropped ("ARM Cortex-A9" -> ("9",)): names
-    differing in a number or version ("Cortex-A5" / "Cortex-A9", "IPv4" / "IPv6", "Python 2" /
-    "Python 3") name different things however close their letters."""
-    return tuple(d.lstrip("0") or "0" for d in _NUMBERS.findall(name))
 
 
 def trigrams(text: str) -> frozenset[str]:
@@ -59,39 +42,52 @@ def trigram_similarity(a: str, b: str) -> float:
     return shared / (len(ta) + len(tb) - shared)
 
 
-def is_trigram_candidate(texts: Iterable[str], page: PageLite) -> bool:
-    """Whether PostgreSQL's similar-title lookup for one of ``texts`` could return ``page``: some
-    text and some title or alias of the page reach ``TRGM_THRESHOLD``."""
-    names = [page.title, *page.aliases]
-    return any(trigram_similarity(t, n) >= TRGM_THRESHOLD for t in texts for n in names)
+# A plain English plural the lexicon does not know ("mutexes", "kprobes", "dentries"): -ies -> -y,
+# -es after a sibilant -> drop "es", else a final "s" not in "ss", "us", "is" ("class", "status",
+# "Redis" stay; so do "GPUs" and "APIs", which case-free text cannot tell from "virus" or
+# "analysis") -> drop it. Words under 4 letters ("aws", "gcs", "os") are kept: too short to tell.
+_SIBILANT_ES = re.compile(r"(?:s|x|z|ch|sh)es$")
+# Symbols that tell languages apart where the letters do not ("C", "C++", "C#", "F#").
+_KEPT_SYMBOLS = "+#"
 
 
-def choose_existing(name: str, aliases: Sequence[str], candidates: Sequence[PageLite]) -> str | None:
-    """The slug of the candidate page that names the same thing as ``name``, or None.
+def singular(word: str) -> str:
+    """The singular of a lowercased word when it reads as a noun's plural, else the word.
 
-    Rules, in order, each over every live entity/concept candidate (archived, summary and index
-    candidates never match), ties going to the smallest slug:
-    1. the item's name, normalized (``normalize_name``), is one of the candidate's names (title
-       or aliases);
-    2. one of the item's aliases is one of the candidate's names;
-    3. the best rapidfuzz ratio ≥ ``FUZZY_MERGE_THRESHOLD`` between the name and one of the
-       candidate's names with the same ``numbers`` (a number or version never merges by likeness).
+    The lexicon (``wiki.extract.lexicon``: lemminflect) decides for words it knows: a plural noun
+    gives its noun lemma ("actors" -> "actor", "indices" -> "index"), any other word stays ("news",
+    "series", "analysis", "data"). Unknown words follow the plain rule above. Words holding a digit
+    never change, so numbers and versions keep names apart ("Cortex-A5" / "Cortex-A9").
     """
-    live = sorted((c for c in candidates if c.status != "archived" and c.page_type in ("entity", "concept")),
-                  key=lambda c: c.slug)
-    names = {c.slug: {normalize_name(n) for n in [c.title, *c.aliases]} - {""} for c in live}
-    target = normalize_name(name)
-    alias_keys = {normalize_name(a) for a in aliases} - {"", target}
-    for cand in live:
-        if target and target in names[cand.slug]:
-            return cand.slug
-    for cand in live:
-        if alias_keys & names[cand.slug]:
-            return cand.slug
-    best: tuple[float, str] | None = None
-    for cand in live:
-        score = max((fuzz.ratio(target, n) for n in names[cand.slug] if numbers(n) == numbers(target)),
-                    default=0.0)
-        if score >= FUZZY_MERGE_THRESHOLD and (best is None or score > best[0]):
-            best = (score, cand.slug)
-    return best[1] if best else None
+    if len(word) < 4 or not word.isalpha() or not word.endswith("s"):
+        return word
+    pos = lexicon.lemmas(word)
+    if pos:
+        nouns = pos.get("NOUN", ())
+        return min(nouns) if nouns and word not in nouns else word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if _SIBILANT_ES.search(word):
+        return word[:-2]
+    if word.endswith(("ss", "us", "is")):
+        return word
+    return word[:-1]
+
+
+def name_key(name: str) -> str:
+    """The identity of the page an entity or concept named ``name`` belongs to.
+
+    ``normalize_name`` (NFKC, casefold, accents folded, punctuation runs to one space), the last
+    word made ``singular``, then every space dropped: "Photons", "photons" and "PHOTONS" give
+    "photon"; "file type", "file-type" and "FileType" give "filetype"; "Cortex-A5" gives
+    "cortexa5" and "Cortex-A9" "cortexa9". Qualified names keep their qualifier
+    ("Settings.database_url" -> "settingsdatabaseurl", not "databaseurl"). A name with no letter
+    or digit ("!!!") is its own key, stripped and casefolded. The "+" and "#" a name holds are
+    kept at the end, so "C++" ("c++"), "C#" ("c#") and "C" ("c") stay three pages. Pure: the same
+    name always gives the same key.
+    """
+    words = normalize_name(name).split(" ")
+    if words[-1]:
+        words[-1] = singular(words[-1])
+    key = "".join(words) + "".join(ch for ch in name if ch in _KEPT_SYMBOLS)
+    return key or name.strip().casefold()

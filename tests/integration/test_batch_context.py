@@ -42,37 +42,37 @@ def _wiki(settings, pool):
 def test_each_lookup_is_asked_once_per_batch(settings, clean_db):
     deps, kb, doc = _wiki(settings, clean_db)
     pages = CountingPages(deps.pages)
-    ctx = BatchContext(pages, kb.id, similar_k=5)
+    ctx = BatchContext(pages, kb.id)
 
     assert set(ctx.lite(["widget", "nope"])) == {"widget"}
     assert set(ctx.lite(["widget", "nope", "intro"])) == {"widget", "intro"}  # only "intro" is fetched
     assert ctx.summary_of(doc.id) == "intro"  # fetches "read-copy-update", the one citing slug not seen yet
     assert ctx.summary_of(doc.id) == "intro"
-    assert [p.slug for p in ctx.similar("read copy update")] == ["read-copy-update"]
-    assert [p.slug for p in ctx.similar("Read Copy Update")] == ["read-copy-update"]  # same lowercased text
+    assert [p.slug for p in ctx.by_name_keys(["readcopyupdate"])["readcopyupdate"]] == ["read-copy-update"]
+    assert [p.slug for p in ctx.by_name_keys(["readcopyupdate"])["readcopyupdate"]] == ["read-copy-update"]
 
-    assert pages.calls == {"lite_by_slugs": 3, "slugs_by_sources": 1, "similar_titles_many": 1}
+    assert pages.calls == {"lite_by_slugs": 3, "slugs_by_sources": 1, "by_name_keys": 1}
 
 
 def test_a_batch_asks_for_all_its_texts_and_documents_in_one_statement_each(settings, clean_db):
     deps, kb, doc = _wiki(settings, clean_db)
     pages = CountingPages(deps.pages)
-    ctx = BatchContext(pages, kb.id, similar_k=5)
+    ctx = BatchContext(pages, kb.id)
 
-    found = ctx.similar_many(["Read Copy Update", "widget", "nothing like it"])
-    assert {k: [p.slug for p in v] for k, v in found.items()} == {
-        "read copy update": ["read-copy-update"], "widget": ["widget"], "nothing like it": []}
-    assert [p.slug for p in ctx.similar("WIDGET")] == ["widget"]  # a cache hit
+    found = ctx.by_name_keys(["readcopyupdate", "widget", "intro", "nothinglikeit"])
+    assert {k: [p.slug for p in v] for k, v in found.items()} == {  # a summary page has no name key
+        "readcopyupdate": ["read-copy-update"], "widget": ["widget"], "intro": [], "nothinglikeit": []}
+    assert [p.slug for p in ctx.by_name_keys(["widget"])["widget"]] == ["widget"]  # a cache hit
     assert ctx.slugs_citing_many([doc.id, "unknown-doc"]) == {
         doc.id: ["intro", "read-copy-update", "widget"], "unknown-doc": []}
     assert ctx.slugs_citing(doc.id) == ["intro", "read-copy-update", "widget"]
 
-    assert pages.calls == {"similar_titles_many": 1, "slugs_by_sources": 1}
+    assert pages.calls == {"by_name_keys": 1, "slugs_by_sources": 1}
 
 
 def test_threads_share_one_answer(settings, clean_db):
     deps, kb, _ = _wiki(settings, clean_db)
-    ctx = BatchContext(deps.pages, kb.id, similar_k=5)
+    ctx = BatchContext(deps.pages, kb.id)
     with ThreadPoolExecutor(max_workers=8) as pool:
         answers = list(pool.map(lambda _: sorted(ctx.lite(["widget", "intro", "gone"])), range(64)))
     assert answers == [["intro", "widget"]] * 64

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from psycopg.types.json import Jsonb
 
-from repos.pages import (DELETE_KEYS_SQL, DELETE_LINKS_SQL, SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TITLE_MATCHES_SQL,
+from repos.pages import (BY_NAME_KEYS_SQL, DELETE_KEYS_SQL, DELETE_LINKS_SQL, SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TITLE_MATCHES_SQL,
                          TRGM_INDEX_ONLY,                          WikiPageRepository)
 from tests.support.pages import make_pages
 
@@ -55,6 +55,19 @@ def test_similar_title_lookup_uses_the_title_key_trigram_index(pool, big_kb):
     assert title in [p.title for p in found[:2]]  # "methods abstract" has the same trigrams: a tie
     many = WikiPageRepository(pool).similar_titles_many(big_kb, [title, *texts], k=5)
     assert all(text in [p.title.lower() for p in many[text]] for text in texts)
+
+
+def test_name_key_lookup_uses_the_name_key_index(pool, big_kb):
+    # reduce asks for every item's name key of a batch at once: one probe each, never a KB scan
+    from wiki.dedup import name_key
+
+    pages = make_pages(big_kb, 40)
+    keys = [name_key(p.title) for p in pages] + [f"nosuchname{i}" for i in range(500)]
+    plan = _plan(pool, BY_NAME_KEYS_SQL, {"kb": big_kb, "keys": keys})
+    assert "idx_wiki_pages_name_key" in plan
+    assert "Seq Scan on wiki_pages" not in plan
+    found = WikiPageRepository(pool).by_name_keys(big_kb, keys)
+    assert {p.slug for found_pages in found.values() for p in found_pages} >= {p.slug for p in pages}
 
 
 def test_title_key_lookup_reaches_pages_through_the_live_slug_index(pool, big_kb):

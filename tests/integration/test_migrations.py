@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import sql
@@ -20,12 +22,21 @@ def _tables(url: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_apply_twice_roll_back_and_apply_again():
+@contextmanager
+def _scratch_db() -> Iterator[str]:
+    """The URL of a new, empty database, dropped afterwards."""
     name = f"kbwiki_mig_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = _with_dbname(ADMIN_URL, name)
     try:
+        yield _with_dbname(ADMIN_URL, name)
+    finally:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_apply_twice_roll_back_and_apply_again():
+    with _scratch_db() as url:
         applied = apply_migrations(url)
         assert applied >= 8
         assert TABLES <= _tables(url)
@@ -33,6 +44,24 @@ def test_apply_twice_roll_back_and_apply_again():
         assert rollback_migrations(url) == applied
         assert not (TABLES & _tables(url))
         assert apply_migrations(url) == applied
-    finally:
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_pages_written_before_the_name_key_column_get_their_key():
+    from yoyo import get_backend, read_migrations
+
+    from repos.db import MIGRATIONS_DIR, yoyo_url
+
+    with _scratch_db() as url:
+        apply_migrations(url)
+        with psycopg.connect(url, autocommit=True) as conn:  # rows as an older version wrote them
+            conn.execute("INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content)"
+                         " VALUES (1, 'kb', 'photons', 'Photons', 'concept', 'x'),"
+                         " (1, 'kb', 'doc-photons', 'Photons', 'summary', 'x')")
+        backend = get_backend(yoyo_url(url))
+        backfill = read_migrations(str(MIGRATIONS_DIR)).filter(lambda m: m.id == "0061_page_name_key_backfill")
+        with backend.lock():
+            backend.rollback_migrations(backfill)
+        assert apply_migrations(url) == 1
+        with psycopg.connect(url) as conn:
+            rows = dict(conn.execute("SELECT slug, name_key FROM wiki_pages").fetchall())
+        assert rows == {"photons": "photon", "doc-photons": None}

@@ -34,30 +34,36 @@ def test_one_document_naming_a_thing_twice_gets_one_page(settings, clean_db):
     result = run_reduce_batch(deps, kb.tenant_id, kb.id)
 
     assert (result.documents, result.failed) == (1, 0)
+    # "RCU" and "rcu" share a name key; an alias never merges, so "read-copy update" is its own page
     counts = deps.pages.counts_by_type(kb.id)
-    assert counts == {"summary": 1, "entity": 1}
+    assert counts == {"summary": 1, "entity": 1, "concept": 1}
     page = deps.pages.get(kb.id, "rcu")
     assert page is not None and [r.knowledge_id for r in page.source_refs] == [kid]
+    assert "Read-Copy Update" in page.aliases  # kept for linking
+    assert deps.pages.get(kb.id, "read-copy-update").page_type == "concept"
     assert deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 0
 
 
-def test_an_alias_finds_the_page_its_item_already_has(settings, clean_db):
-    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
-    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
-    first = ExtractedItem(name="Read-Copy Update", kind="concept", description="Read-copy update is a scheme.",
-                          evidence=["Read-copy update is a scheme."])
-    _mapped(deps, kb, "Intro", Extraction(summary="Intro.", body="Intro.", items=[first]))
-    run_reduce_batch(deps, kb.tenant_id, kb.id)
-    # a later document calls it "RCU" and gives the long form only as an alias
-    later = ExtractedItem(name="RCU", kind="entity", aliases=["read copy update"], description="RCU is fast.",
-                          evidence=["RCU is fast."])
-    kid = _mapped(deps, kb, "Details", Extraction(summary="Details.", body="Details.", items=[later]))
-    run_reduce_batch(deps, kb.tenant_id, kb.id)
+def test_an_alias_never_decides_which_page_an_item_joins_whichever_came_first(settings, clean_db):
+    # Seen: an item named like one page and aliased like another ("comp.lang.python", alias
+    # "Python") joined whichever existed first; arriving first, it took a page of its own that
+    # later items reached through its alias. Three documents then made one page or two depending
+    # on their order. Only the name decides now, so every order gives the same two pages.
+    def item(name, aliases=()):
+        return ExtractedItem(name=name, kind="entity", aliases=list(aliases), description=f"{name} is a scheme.",
+                             evidence=[f"{name} is a scheme."])
 
-    # one source calls it a concept, the other an entity: a tie is an entity, whichever came first
-    assert deps.pages.counts_by_type(kb.id) == {"summary": 2, "entity": 1}
-    [page] = [p for p in deps.pages.iter_pages(kb.id) if p.page_type == "entity"]
-    assert kid in {r.knowledge_id for r in page.source_refs} and len(page.source_refs) == 2
+    docs = {"Intro": item("Read-Copy Update"), "Basics": item("RCU"), "Details": item("RCU", ["read copy update"])}
+    outcomes = []
+    for order in (["Intro", "Basics", "Details"], ["Details", "Intro", "Basics"], ["Basics", "Details", "Intro"]):
+        deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+        kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+        for title in order:
+            _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=[docs[title]]))
+            run_reduce_batch(deps, kb.tenant_id, kb.id)
+        outcomes.append(_item_pages(deps, kb))
+        assert deps.pages.get(kb.id, "rcu").aliases == ["read copy update"]  # still a display alias
+    assert outcomes == [{"read-copy-update": {"Intro"}, "rcu": {"Basics", "Details"}}] * 3
 
 
 def test_a_failing_batch_gives_its_claims_back_at_once(settings, clean_db):
@@ -93,6 +99,7 @@ def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean
     # Seen on the stdlib docs: "FileType" and "file type" merged when their documents shared a
     # batch (rapidfuzz over the batch) but not across batches (trigram similarity 0.58 < 0.6), and
     # an item named like one page and aliased like another went to whichever the batch saw first.
+    # Now they share a name key (one page, titled by the smallest slug), and aliases never merge.
     def item(name, aliases=()):
         return ExtractedItem(name=name, kind="entity", aliases=list(aliases), description=f"{name} is a thing.",
                              evidence=[f"{name} is a thing."])
@@ -111,8 +118,9 @@ def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean
             assert run_reduce_batch(deps, kb.tenant_id, kb.id).documents == len(batch)
         outcomes.append(_item_pages(deps, kb))
     assert outcomes[0] == outcomes[1]
-    assert outcomes[0]["filetype"] == {"argparse"} and outcomes[0]["file-type"] == {"exceptions"}
+    assert outcomes[0]["file-type"] == {"argparse", "exceptions"} and "filetype" not in outcomes[0]
     assert outcomes[0]["asyncio-cancellederror"] == {"taskgroups", "timeouts"}
+    assert outcomes[0]["cancellederror"] == {"futures"}
 
 
 def test_a_concept_named_index_never_takes_the_index_pages_slug(settings, clean_db):
@@ -154,3 +162,22 @@ def test_the_index_page_names_the_most_cited_entities_and_concepts(settings, cle
     assert "## Most-cited entities\n\n- [[acme|Acme]] (3 documents)\n" in content
     assert "## Most-cited concepts\n\n- [[widget|Widget]] (2 documents)\n- [[gizmo|Gizmo]] (1 document)\n" in content
     assert [p.slug for p, _ in deps.pages.most_cited(kb.id, "concept", 1)] == ["widget"]
+
+
+def test_names_that_slugify_alike_but_differ_in_key_keep_two_pages(settings, clean_db):
+    # "C" and "C++" both slugify to "c"; "+" keeps their name keys apart, so the second takes the
+    # slug suffixed with its kind, and a later "C++" finds its page by key, not by slug
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+
+    def item(name):
+        return ExtractedItem(name=name, kind="entity", description=f"{name} is a language.",
+                             evidence=[f"{name} is a language."])
+
+    _mapped(deps, kb, "Languages", Extraction(summary="Languages.", body="Languages.", items=[item("C"), item("C++")]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+    _mapped(deps, kb, "Compilers", Extraction(summary="Compilers.", body="Compilers.", items=[item("C++")]))
+    run_reduce_batch(deps, kb.tenant_id, kb.id)
+
+    assert _item_pages(deps, kb) == {"c": {"Languages"}, "c-entity": {"Languages", "Compilers"}}
+    assert deps.pages.get(kb.id, "c-entity").title == "C++"
