@@ -37,6 +37,10 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
     op = deps.ops.get(op_id)
     if op is None or op.task_type != INGEST:
         return "gone"
+    if deps.worker_id:
+        # The pump that claimed the op may run in another worker: the claim follows the message to
+        # the worker mapping it, so a kill -9 of this worker frees it at its next missed heartbeat.
+        deps.ops.adopt([op_id], deps.worker_id)
     doc = deps.docs.get(knowledge_id)
     tombstoned = deps.redis.exists(tombstone_key(deps.settings.key_prefix, knowledge_base_id, knowledge_id))
     if doc is None or doc.status in ("deleting", "deleted") or tombstoned:

@@ -344,6 +344,17 @@ class TaskPendingOpsRepository:
         with borrow(self.pool, conn) as c:
             return c.execute(query, {"ids": ids, "by": by, "delay": float(not_before_s)}).rowcount
 
+    def adopt(self, ids: Sequence[int], owner: str, conn: Connection | None = None) -> int:
+        """Make ``owner`` (a worker id) the holder of these rows' claims, keeping rows that are not
+        claimed unclaimed; returns rows changed. For the worker that runs a message another worker's
+        claim sent: liveness then takes the claim back when the runner dies, not its sender."""
+        ids = _ids(ids)
+        if not ids:
+            return 0
+        with borrow(self.pool, conn) as c:
+            return c.execute("UPDATE task_pending_ops SET claimed_by = %s, claimed_at = now()"
+                             " WHERE id = ANY(%s) AND claimed_at IS NOT NULL", (owner, ids)).rowcount
+
     def delete_by_ids(self, ids: Sequence[int], conn: Connection | None = None) -> int:
         """Delete these rows (work done); returns rows deleted. Empty input is a no-op."""
         ids = _ids(ids)
