@@ -673,11 +673,19 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         if _member.lower() not in head and name.lower() not in head and not any(
                 lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head):
             # "An abstract method that ...", not "An SSLContext holds ..." (a sentence with a verb)
-            return f"`{name}` is {words[0].lower()} {words[1]} {words[2]}"
+            tokens = text.split(" ")
+            modal = next((i for i in range(2, min(len(tokens), 5)) if tokens[i] in _MODAL_VERBS), None)
+            if modal is not None and all(t.isalpha() and t.lower() not in _NOUN_PHRASE_NEXT
+                                         and t.lower() not in ("that", "which", "who") for t in tokens[1:modal]):
+                # "A wildcard pattern can match ...": the noun phrase has its own verb; the join
+                # needs "that" ("`X` is a wildcard pattern that can match ...")
+                tokens.insert(modal, "that")
+            return f"`{name}` is {words[0].lower()} {' '.join(tokens[1:])}"
         return text
     if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
         return text
-    if words[0].lower() in _NOT_INSTRUCTIONS:
+    like = _LIKE_BUT.match(text)
+    if words[0].lower() in _NOT_INSTRUCTIONS and like is None:
         return text
     adverb = ""
     if len(words) > 2 and words[0].endswith("ly") and set(lexicon.lemmas(words[0])) == {"ADV"} \
@@ -685,7 +693,7 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         # "Recursively remove an entire directory tree.": the instruction is the second word
         adverb, words = words[0].lower() + " ", [words[1].capitalize(), *words[2].split(" ", 1)]
         text = " ".join(words)
-    verb = lexicon.third_person(words[0])
+    verb = lexicon.third_person(words[0]) if like is None else ""
     if verb is None:
         return text
     if name == title:
@@ -696,6 +704,13 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         return text  # "os.path.join": a module's function, already written with its module
     else:
         kind = "class" if name[0].isupper() and not name.isupper() and "_" not in name else "function"
+    if like is not None:
+        # "Like call_later(), but uses ...": the comparison joins as an aside of its own
+        # ("`X` is a method of `Y`, like `call_later()`, but uses ..."); a code name is put in a
+        # code span, other words stay as written
+        other = like.group(1)
+        other = f"`{other}`" if _IDENT.match(other) and not other.startswith("`") else other
+        return f"`{name}` is {_kind_phrase(kind, module, owner)}, like {other}, but {like.group(2)}"
     if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
             len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
         return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
@@ -705,28 +720,42 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         # "Stuff to parse", "Heap queue algorithm": a noun may open a module's or a class's
         # docstring; a function's opens with what it does ("Set color options of ...")
         return text
-    if kind == "method":
-        subject = f"a method of `{module + '.' if module else ''}{owner}`"
-    elif kind == "module":
-        subject = "a module"
-    else:
-        subject = f"a {kind} of `{module}`" if module else f"a {kind}"
-    # Code spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link.
+    subject = _kind_phrase(kind, module, owner)
     rest = _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"
 
 
-_AND_VERB = re.compile(r"(?<=\sand\s)([a-z]+)\b")
+#: "Like call_later(), but uses an absolute time.": (what it is like, the rest after "but").
+_LIKE_BUT = re.compile(r"^Like\s+([^,]{1,60}),\s+but\s+(\S.*)$")
+
+
+def _kind_phrase(kind: str, module: str, owner: str) -> str:
+    """"a method of `mod.Owner`", "a module", "a function of `mod`": what a code name is. Code
+    spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link."""
+    if kind == "method":
+        return f"a method of `{module + '.' if module else ''}{owner}`"
+    if kind == "module":
+        return "a module"
+    return f"a {kind} of `{module}`" if module else f"a {kind}"
+
+
+#: The verb after a coordinating "and"/"or" in an instruction ("... and apply tags", "... or
+#: raise ValueError") and the word after it: put in the third person like the first verb.
+_AND_VERB = re.compile(r"(?:(?<=\sand\s)|(?<=\sor\s))([a-z]+)\b(?=(?:\s+(\S+))?)")
 
 
 def _and_third_person(m: re.Match[str]) -> str:
-    """The verb after "and" in an instruction put in the third person with the first ("evaluate
-    text and apply tags" -> "... and applies tags"); a word that may be a noun is left alone."""
-    word = m.group(1)
+    """The verb after "and"/"or" in an instruction put in the third person with the first
+    ("evaluate text and apply tags" -> "... and applies tags"; "return it or raise ValueError" ->
+    "... or raises ValueError"). A word that may be a noun is a verb only before an object's
+    determiner or a capitalised name ("or raise ValueError", not "keys and values")."""
+    word, following = m.group(1), m.group(2) or ""
     pos = lexicon.lemmas(word)
-    if set(pos) == {"VERB"} and word in pos["VERB"]:
-        return lexicon.third_person(word) or word
-    return word
+    if "VERB" not in pos or word not in pos["VERB"]:
+        return word
+    if set(pos) != {"VERB"} and not (following in _OBJECT_OPENERS or following[:1].isupper()):
+        return word
+    return lexicon.third_person(word) or word
 
 
 def _whole_sentence(text: str) -> bool:
@@ -778,7 +807,8 @@ _DEFINES_WHAT = re.compile(
 )
 _ARTICLE = re.compile(r"^(?:(?:The|A|An|Each|Every)\s+)?", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?。！？][\"')\u201d」』）]*$")
-_MODALS = frozenset("can may must should will would could might does do has have".split())
+_MODAL_VERBS = frozenset("can may must should will would could might".split())
+_MODALS = _MODAL_VERBS | frozenset("does do has have".split())
 # Words that follow a verb but rarely a noun: "the method checks whether", "photons travel the".
 _AFTER_VERB = frozenset(
     "the a an this that these those its it their them his her our your whether if how what which "
@@ -870,7 +900,41 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 1
         if rank == 2 and _CAVEAT.search(text):
             return 1
+        if concept and needle and not has_cjk(text):
+            rank = min(rank, _general_definition_rank(text[start + len(needle):]))
+    if rank >= 1 and _POINTS_BACK.search(text):
+        return rank - 1  # "... the most popular way to do it": "it" is another sentence's
     return rank
+
+
+#: A definite or indefinite noun phrase after "is/are": the predicate of "X is a/the ...".
+_PREDICATE = re.compile(r"^\s+(?:is|are)\s+(a|an|the|one)\s+((?:[\w-]+\s+){0,3}?[\w-]+)(?:\s+(\S+)(?:\s+(\S+))?)?")
+#: An object pronoun closing a clause ("the simplest way to do it, but ..."): what it stands
+#: for is in another sentence, so quoted as a lead it says nothing.
+_POINTS_BACK = re.compile(r"\b(?:do|does|did|doing|use|using|with|to|of|about|for)\s+(?:it|this|that|them)\s*[,.;:!?)]")
+
+
+def _general_definition_rank(after: str) -> int:
+    """How generally the words ``after`` a concept's name define it, capping ``_lead_rank``: 3
+    for "is a/an <noun> ...", "is defined as", "refers to", "X, a <noun>, ..."; 2 for what is
+    weaker than a definition, "consists of ..." (its parts) or "is/are the <noun> ..." (one
+    particular thing the document means, "Subwidgets are the buttons added with ..."); 1 for a
+    definition scoped to a named case ("Conjugate is a no-op for Reals": a property of X for
+    Reals) and for an appositive naming one instance ("The base class, addbase, defines ...":
+    about addbase, not base classes)."""
+    if re.match(r"\s*,\s+(?!(?:a|an|the)\s)", after):
+        return 1
+    if re.match(r"\s+consists?\s+of\b", after, re.IGNORECASE):
+        return 2
+    m = _PREDICATE.match(after)
+    if m is None:
+        return 3
+    following, then = m.group(3) or "", m.group(4) or ""
+    if following.lower() in ("for", "in", "on", "with") and then[:1].isupper():
+        return 1
+    if m.group(1).lower() == "the" or (m.group(1) == "one" and following == "of"):
+        return 2
+    return 3
 
 
 def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
@@ -1116,7 +1180,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v3"
+    name = "offline-v4"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -1268,9 +1332,9 @@ class OfflineExtractor:
             return None
         if concept and not has_cjk(name) and _describes_parameter(description):
             return None
-        if concept and not has_cjk(name) and rank < (2 if " " in name else 3):
-            # a concept is a page where its document says what it is; a lone word ("module",
-            # "protocol") only where it is defined outright
+        if concept and not has_cjk(name) and rank < 3:
+            # a concept is a page where its document defines the general term ("X is a ...",
+            # ``_general_definition_rank``); what X does or a caveat about it is no definition
             return None
         evidence = _evidence(mentions, description)
         if not evidence:
