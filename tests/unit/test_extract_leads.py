@@ -237,6 +237,9 @@ def test_a_concept_lead_defines_the_general_term() -> None:
     # its parts, or the particular ones this document means: weaker than a definition
     assert rank("sound file", "A sound file consists of a header followed by the samples.") == 2
     assert rank("subpanel", "Subpanels are the frames added with the attach method.") == 2
+    assert rank("subpanel", "Subpanels are frames added dynamically using the attach method.") <= 2
+    assert rank("subpanel", "Subpanels are frames created by attach().") <= 2
+    assert rank("photon", "Photons are particles emitted by excited atoms.") == 3
     # an appositive naming one specific thing says what that thing does
     assert rank("base widget", "The base widget, framebase, defines the geometry calls.") <= 1
     # a pronoun whose antecedent is another sentence

@@ -914,6 +914,14 @@ _PREDICATE = re.compile(r"^\s+(?:is|are)\s+(a|an|the|one)\s+((?:[\w-]+\s+){0,3}?
 _POINTS_BACK = re.compile(r"\b(?:do|does|did|doing|use|using|with|to|of|about|for)\s+(?:it|this|that|them)\s*[,.;:!?)]")
 
 
+#: "are buttons added dynamically using the add method": the predicate is what one named call
+#: makes, so the "definition" holds for that one use only.
+_ONE_INSTANCE = re.compile(
+    r"^\s+(?:is|are)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){1,3}?[a-z]+ed\b(?:\s+[a-z]+ly)?\s+"
+    r"(?:with|using|by|via|through|from)\s+(?:the\s+\w+\s+(?:method|function|call|command|class)\b|`?\w+\(\))"
+)
+
+
 def _general_definition_rank(after: str) -> int:
     """How generally the words ``after`` a concept's name define it, capping ``_lead_rank``: 3
     for "is a/an <noun> ...", "is defined as", "refers to", "X, a <noun>, ..."; 2 for what is
@@ -924,6 +932,8 @@ def _general_definition_rank(after: str) -> int:
     about addbase, not base classes)."""
     if re.match(r"\s*,\s+(?!(?:a|an|the)\s)", after):
         return 1
+    if _ONE_INSTANCE.match(after):
+        return 2
     if re.match(r"\s+consists?\s+of\b", after, re.IGNORECASE):
         return 2
     m = _PREDICATE.match(after)
