@@ -219,6 +219,12 @@ def test_template_joins_stay_grammatical() -> None:
         "`GlobPattern` is a glob pattern that can match many file names."
     assert _subject_lead("Base.run", "An abstract method that does the work.", "jobs") == \
         "`Base.run` is an abstract method that does the work."
+    # the subject's own verb further on: a sentence, kept as written
+    assert _subject_lead("PyLib", "An instance of this class represents a loaded library.", "libs") == \
+        "An instance of this class represents a loaded library."
+    # a noun naming the kind opens a noun phrase, not an instruction ("hooks method for")
+    assert _subject_lead("Case.tearDown", "Hook method for cleaning up after the test.", "tests") == \
+        "`Case.tearDown` is a hook method for cleaning up after the test."
     # every coordinated verb is conjugated, also after "or" and when the verb may be a noun
     assert _subject_lead("fetch", "Return the cached row, or raise KeyError.", "rows") == \
         "`fetch` is a function of `rows` that returns the cached row, or raises KeyError."
@@ -258,3 +264,12 @@ def test_a_concept_without_a_general_definition_stays_a_mention() -> None:
     assert not any(i.name.lower().startswith("subpanel") for i in extraction.items)
     zone = next(i for i in extraction.items if i.name.lower().startswith("drop zone"))
     assert zone.description == "A drop zone is a region of a panel that accepts dragged frames."
+
+
+def test_a_capitalised_parameter_of_a_docstring_is_no_page() -> None:
+    text = (
+        "# timers\n\n## after\n\nCall function once after given time.\n"
+        "MS specifies the time in milliseconds. CALLBACK gives the function which shall be called.\n"
+        "Additional parameters are given as parameters to CALLBACK.\n"
+    )
+    assert _item(_extract(text, "timers"), "CALLBACK") is None

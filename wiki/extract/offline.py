@@ -669,7 +669,15 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     owner, dot, _member = name.rpartition(".")
     if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
                                                                               and not owner[:1].isupper()):
-        head = [w.strip(",;:").lower() for w in text.split()[1:4]]
+        # the subject's words: up to a relative pronoun or a comma ("An instance of this class
+        # represents ..." has its verb after four words; "A ... that does" is a noun phrase)
+        head: list[str] = []
+        for w in text.split()[1:8]:
+            if w.lower() in ("that", "which", "who", "whose", "where"):
+                break
+            head.append(w.strip(",;:.").lower())
+            if w.endswith((",", ";", ":")):
+                break
         if _member.lower() not in head and name.lower() not in head and not any(
                 lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head):
             # "An abstract method that ...", not "An SSLContext holds ..." (a sentence with a verb)
@@ -711,6 +719,11 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         other = like.group(1)
         other = f"`{other}`" if _IDENT.match(other) and not other.startswith("`") else other
         return f"`{name}` is {_kind_phrase(kind, module, owner)}, like {other}, but {like.group(2)}"
+    if len(words) > 2 and "NOUN" in lexicon.lemmas(words[0]) and re.fullmatch(_KIND_NOUNS, words[1]) \
+            and words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT:
+        # "Hook method for deconstructing ...": a noun phrase naming its kind, not "hooks method"
+        article = "an" if words[0][0].lower() in "aeiou" else "a"
+        return f"`{name}` is {article} {words[0].lower()} {words[1]} {words[2]}"
     if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
             len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
         return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
@@ -725,6 +738,8 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"
 
 
+#: What a code name's docstring may call it after a noun ("Hook method for ...", "Helper function to ...").
+_KIND_NOUNS = r"(?:method|function|class|routine|callback|hook|wrapper|helper|coroutine)"
 #: "Like call_later(), but uses an absolute time.": (what it is like, the rest after "but").
 _LIKE_BUT = re.compile(r"^Like\s+([^,]{1,60}),\s+but\s+(\S.*)$")
 
@@ -1100,6 +1115,10 @@ _PARAMETER_LEAD = re.compile(
 )
 
 
+#: A lead saying what an argument carries: "FUNC gives the function ...", "MS specifies the time".
+_PLACEHOLDER_LEAD = re.compile(r"^[A-Z]+\s+(?:gives|specifies|determines|names)\s+(?:the|a|an)\s")
+
+
 def _describes_parameter(lead: str) -> bool:
     """Whether a concept's lead describes a parameter or return value of a function, not an idea:
     it opens with the name in lower case, as only code names open an English sentence ("alpha is
@@ -1341,6 +1360,10 @@ class OfflineExtractor:
             # around them gives; a term the document builds on it uses again
             return None
         if concept and not has_cjk(name) and _describes_parameter(description):
+            return None
+        if not concept and name.isalpha() and name.isupper() and _PLACEHOLDER_LEAD.match(description):
+            # "FUNC gives the function which shall be called": Tk's docstrings name a parameter in
+            # capitals; a parameter is no thing of its own
             return None
         if concept and not has_cjk(name) and rank < 3:
             # a concept is a page where its document defines the general term ("X is a ...",
