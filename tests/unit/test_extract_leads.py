@@ -273,3 +273,15 @@ def test_a_capitalised_parameter_of_a_docstring_is_no_page() -> None:
         "Additional parameters are given as parameters to CALLBACK.\n"
     )
     assert _item(_extract(text, "timers"), "CALLBACK") is None
+
+
+def test_an_event_or_caveat_about_a_code_name_is_not_its_lead() -> None:
+    assert _lead_rank(["slow_job"], False, "slow_job() is interrupted by raising TimeoutError in the loop.") == 0
+    assert _lead_rank(["GIL"], False, "The GIL is not released while the call runs.") == 0
+    assert _lead_rank(["TkPanel"], False, "TkPanel is used to group all the panel widgets.") >= 1
+    text = (
+        "# jobs\n\nThe job runner runs slow jobs.\n"
+        "slow_job() is interrupted by raising TimeoutError in the loop.\n"
+        "The runner retries slow_job() once, then gives up.\n"
+    )
+    assert _item(_extract(text, "jobs"), "slow_job") is None

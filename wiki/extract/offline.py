@@ -989,8 +989,12 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         passive = re.match(r"\s+(?:is|are|was|were)\s+(?:not\b|(?:[a-z]+ly\s+)?([a-z]+))", after)
         if passive and (passive.group(1) is None or passive.group(1).endswith("ed")
                         or lexicon.inflected_verb(passive.group(1))):
-            # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is
-            best = max(best, 1)
+            # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is.
+            # Only "X is used/designed/meant to ..." says what X is for; a lead like "X is interrupted
+            # by ..." or "The GIL is not released" tells one event or caveat, so it ranks 0 and another
+            # sentence leads the page, or there is no page
+            purpose = passive.group(1) in _PURPOSE_PARTICIPLES
+            best = max(best, 1 if concept or purpose else 0)
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition
             best = max(best, 1)
@@ -1007,6 +1011,10 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             if word in _MODALS or verb:
                 best = max(best, 1)
     return best
+
+
+#: Participles after "X is" that say what X is for ("X is used to package widgets").
+_PURPOSE_PARTICIPLES = frozenset("used designed meant intended based defined implemented".split())
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
