@@ -222,6 +222,14 @@ def test_template_joins_stay_grammatical() -> None:
     # the subject's own verb further on: a sentence, kept as written
     assert _subject_lead("PyLib", "An instance of this class represents a loaded library.", "libs") == \
         "An instance of this class represents a loaded library."
+    # a subjectless passive docstring gets its subject and "is"; a raised class is an exception
+    assert _subject_lead("Proto.data_received", "Called when some data is received.", "protos") == \
+        "`Proto.data_received` is a method of `protos.Proto` that is called when some data is received."
+    assert _subject_lead("DupKeyError", "Raised by strict readers when a key is repeated.", "readers") == \
+        "`DupKeyError` is an exception of `readers` that is raised by strict readers when a key is repeated."
+    # "Attempt to ..." opening a method's docstring is an instruction, not a noun phrase
+    assert _subject_lead("Dist.read", "Attempt to load the named file.", "dists") == \
+        "`Dist.read` is a method of `dists.Dist` that attempts to load the named file."
     # a noun naming the kind opens a noun phrase, not an instruction ("hooks method for")
     assert _subject_lead("Case.tearDown", "Hook method for cleaning up after the test.", "tests") == \
         "`Case.tearDown` is a hook method for cleaning up after the test."

@@ -701,7 +701,12 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         # "Recursively remove an entire directory tree.": the instruction is the second word
         adverb, words = words[0].lower() + " ", [words[1].capitalize(), *words[2].split(" ", 1)]
         text = " ".join(words)
-    verb = lexicon.third_person(words[0]) if like is None else ""
+    passive = like is None and words[0].endswith("ed") and lexicon.inflected_verb(words[0]) \
+        and words[1].lower() in _PASSIVE_NEXT
+    if passive:
+        verb = "is " + words[0].lower()  # "Called when ...": "`X` is a method of `Y` that is called when ..."
+    else:
+        verb = lexicon.third_person(words[0]) if like is None else ""
     if verb is None:
         return text
     if name == title:
@@ -724,20 +729,26 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         # "Hook method for deconstructing ...": a noun phrase naming its kind, not "hooks method"
         article = "an" if words[0][0].lower() in "aeiou" else "a"
         return f"`{name}` is {article} {words[0].lower()} {words[1]} {words[2]}"
-    if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
+    if passive:
+        pass
+    elif "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
             len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
         return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
-    if "NOUN" in lexicon.lemmas(words[0]) and (
-            words[1].lower() in _NOUN_PHRASE_NEXT
+    elif "NOUN" in lexicon.lemmas(words[0]) and (
+            (words[1].lower() in _NOUN_PHRASE_NEXT and not (kind in ("method", "function") and words[1] == "to"))
             or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)):
         # "Stuff to parse", "Heap queue algorithm": a noun may open a module's or a class's
         # docstring; a function's opens with what it does ("Set color options of ...")
         return text
+    if passive and kind == "class" and name.endswith(("Error", "Exception", "Warning")):
+        kind = "exception"  # "Raised by strict parsers when ...": a class raised is an exception
     subject = _kind_phrase(kind, module, owner)
-    rest = _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
+    rest = text.split(" ", 1)[1] if passive else _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"
 
 
+#: Words after an opening participle that make a docstring passive ("Called when ...", "Raised by ...").
+_PASSIVE_NEXT = frozenset("when whenever by if after before once on for from".split())
 #: What a code name's docstring may call it after a noun ("Hook method for ...", "Helper function to ...").
 _KIND_NOUNS = r"(?:method|function|class|routine|callback|hook|wrapper|helper|coroutine)"
 #: "Like call_later(), but uses an absolute time.": (what it is like, the rest after "but").
@@ -751,7 +762,8 @@ def _kind_phrase(kind: str, module: str, owner: str) -> str:
         return f"a method of `{module + '.' if module else ''}{owner}`"
     if kind == "module":
         return "a module"
-    return f"a {kind} of `{module}`" if module else f"a {kind}"
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{article} {kind} of `{module}`" if module else f"{article} {kind}"
 
 
 #: The verb after a coordinating "and"/"or" in an instruction ("... and apply tags", "... or
