@@ -21,7 +21,7 @@ import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
-from actors.claims import released_on_failure
+from actors.claims import claim_lane, released_on_failure
 from actors.crosslink import enqueue_touched
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
@@ -74,7 +74,7 @@ def run_backlink(deps: Deps, tenant_id: int, knowledge_base_id: str,
         return None
     if ingest_running(deps, kb.id, BACKLINK, now):
         return BacklinkResult(deferred=True, remaining=deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id))
-    claimed = deps.ops.claim(BACKLINK, SCOPE_KB, kb.id, OPS_PER_RUN, deps.settings.stale_claim_s)
+    claimed = claim_lane(deps, BACKLINK, kb.id, OPS_PER_RUN)
     result = BacklinkResult(claimed=len(claimed))
     with released_on_failure(deps, claimed):
         if claimed:

@@ -1,5 +1,6 @@
-"""Claims are given back when the work on them fails, so a crash-free failure never waits for
-the stale-claim timeout (a PoolTimeout in reduce once left a batch's rows stuck for 5 minutes)."""
+"""Claiming a lane's rows for this worker, and giving them back: at once when the work on them
+fails (a PoolTimeout in reduce once left a batch's rows stuck for 5 minutes), after a backoff
+when one document failed and will be tried again."""
 
 from __future__ import annotations
 
@@ -7,11 +8,44 @@ import contextlib
 from collections.abc import Iterator, Sequence
 
 import structlog
+from dramatiq.common import compute_backoff
+from psycopg import Connection
 
 from actors.deps import Deps
+from actors.lanes import SCOPE_KB
 from repos.task_queue import PendingOp
 
 log = structlog.get_logger(__name__)
+
+
+def claim_lane(deps: Deps, task_type: str, kb_id: str, limit: int, conn: Connection | None = None) -> list[PendingOp]:
+    """Claim up to ``limit`` dedup keys of the KB's lane ``task_type`` for this worker
+    (``TaskPendingOpsRepository.claim`` with the worker id as owner and ``stale_claim_s``)."""
+    return deps.ops.claim(task_type, SCOPE_KB, kb_id, limit, deps.settings.stale_claim_s, conn=conn,
+                          owner=deps.worker_id)
+
+
+def backoff_s(deps: Deps, fails: int) -> float:
+    """Seconds a document op waits after its ``fails``-th failure before it is claimed again.
+
+    Dramatiq's own retry schedule (``dramatiq.common.compute_backoff``, the one its Retries
+    middleware uses for messages): ``document_retry_backoff_ms * 2**(fails-1)`` times a jitter in [1, 2),
+    capped at ``document_retry_backoff_max_ms`` (then 50-100 % of it). With the defaults (1 s, 60 s) the
+    five retries wait 1-2, 2-4, 4-8, 8-16 and 16-32 s. Jitter spreads the retries of documents
+    that failed together (one outage) so they do not all come back at once.
+    """
+    s = deps.settings
+    if s.document_retry_backoff_ms <= 0:
+        return 0.0
+    _, ms = compute_backoff(max(fails - 1, 0), factor=s.document_retry_backoff_ms, max_backoff=s.document_retry_backoff_max_ms)
+    return ms / 1000
+
+
+def release_after_failure(deps: Deps, op: PendingOp, fails: int, conn: Connection | None = None) -> float:
+    """Give a failed op's claim back with its backoff (:func:`backoff_s`); returns the backoff in seconds."""
+    delay = backoff_s(deps, fails)
+    deps.ops.release([op.id], conn=conn, by=deps.worker_id, not_before_s=delay)
+    return delay
 
 
 @contextlib.contextmanager
@@ -19,13 +53,14 @@ def released_on_failure(deps: Deps, claimed: Sequence[PendingOp]) -> Iterator[No
     """Run the block; if it raises, release the claimed ops (best effort) and re-raise.
 
     Ops the block already deleted or moved are unaffected (release only clears claimed_at of
-    rows that still exist).
+    rows that still exist), nor are rows another worker claimed since (a claim taken back from
+    this worker while it was cut off from PostgreSQL).
     """
     try:
         yield
     except BaseException:
         try:
-            deps.ops.release([op.id for op in claimed])
-        except Exception as exc:  # the sweeper reclaims them after the stale threshold anyway
+            deps.ops.release([op.id for op in claimed], by=deps.worker_id)
+        except Exception as exc:  # the heartbeat reaper or the sweeper reclaims them anyway
             log.warning("claims.release_failed", error=repr(exc), ops=len(claimed))
         raise

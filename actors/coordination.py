@@ -21,12 +21,20 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[
 TOMBSTONE_TTL_S = 3600
 
 
+class LockLost(RuntimeError):
+    """The active-batch lock expired or was removed while its batch ran: the batch stops before
+    writing (the PostgreSQL fence would refuse a batch that was overtaken anyway; this is the
+    cheap early answer)."""
+
+
 class ActiveBatchLock:
     """``<prefix>:active:<kb>``: at most one reduce batch per KB at a time.
 
     ``acquire()`` sets the key to a random token with a TTL (SET NX PX) and starts a thread that
     renews it every ttl/3 while held; ``release()`` deletes it only if it still holds our token
     (a compare-and-delete script), so a batch that outlived its TTL never frees another's lock.
+    ``lost`` becomes True when a renewal finds the key gone or another's: the batch reads it before
+    writing and stops. The lock is a hint, never the guard: reduce writes are fenced in PostgreSQL.
     """
 
     def __init__(self, client: redis.Redis, key: str, ttl_s: int) -> None:
@@ -73,3 +81,8 @@ def trigger_key(prefix: str, actor_name: str, kb_id: str) -> str:
 
 def tombstone_key(prefix: str, kb_id: str, knowledge_id: str) -> str:
     return f"{prefix}:deleted:{kb_id}:{knowledge_id}"
+
+
+def release_if_held(client: redis.Redis, key: str, token: str) -> bool:
+    """Delete ``key`` only if it still holds ``token`` (a dead worker's lock); True when deleted."""
+    return bool(token) and bool(client.eval(_RELEASE, 1, key, token))

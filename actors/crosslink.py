@@ -20,7 +20,7 @@ import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
-from actors.claims import released_on_failure
+from actors.claims import claim_lane, released_on_failure
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
@@ -79,7 +79,7 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=No
     if ingest_running(deps, kb.id, FINALIZE):
         return CrosslinkResult(remaining=deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id))
     stale = deps.settings.stale_claim_s
-    claimed = deps.ops.claim(FINALIZE, SCOPE_KB, kb.id, 1, stale)
+    claimed = claim_lane(deps, FINALIZE, kb.id, 1)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
     if claimed and fan_out is not None:

@@ -15,6 +15,7 @@ from psycopg_pool import ConnectionPool
 from repos.db import get_pool
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.pages import WikiPageRepository
 from repos.task_queue import TaskDeadLetterRepository, TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
@@ -45,6 +46,11 @@ class Deps:
     pages: WikiPageRepository
     extractions: ExtractionRepository
     extractor: Extractor
+    workers: WorkerRepository
+    fences: LaneFenceRepository
+    #: This process's worker id while it runs as a heartbeating worker (``actors.heartbeat``);
+    #: its claims carry it. None elsewhere: such claims only go stale by age.
+    worker_id: str | None = None
 
     def tunables(self, kb: KnowledgeBase) -> Tunables:
         cfg, s = kb.wiki_config, self.settings
@@ -69,6 +75,8 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         pages=WikiPageRepository(pool),
         extractions=ExtractionRepository(pool),
         extractor=extractor or get_extractor(settings),
+        workers=WorkerRepository(pool),
+        fences=LaneFenceRepository(pool),
     )
 
 

@@ -12,6 +12,7 @@ import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs, SubmitArgs
+from actors.claims import claim_lane
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
@@ -91,11 +92,10 @@ def pump_ingest_lane(deps: Deps, tenant_id: int, knowledge_base_id: str) -> int:
     if kb is None:
         return 0
     parallel = deps.tunables(kb).map_parallel
-    stale = deps.settings.stale_claim_s
     with deps.pool.connection() as conn:
         advisory_xact_lock(conn, f"{INGEST}:{kb.id}")  # pumps of one KB take turns: slots stay honest
-        busy = deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, stale)
-        claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, max(0, parallel - busy), stale, conn=conn)
+        busy = deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, deps.settings.stale_claim_s)
+        claimed = claim_lane(deps, INGEST, kb.id, max(0, parallel - busy), conn=conn)
         last_by_key: dict[str, object] = {}
         for op in claimed:
             last_by_key[op.dedup_key or str(op.id)] = op

@@ -8,11 +8,13 @@ costs no extractor call. A failing document is counted against its in-batch retr
 from __future__ import annotations
 
 import traceback
+from datetime import datetime, timezone
 
 import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, MapArgs
+from actors.claims import release_after_failure
 from actors.coordination import tombstone_key
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, REDUCE
@@ -27,6 +29,8 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
 
     Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
     ``skipped`` (the extractor found nothing to write: status and reason on the document),
+    ``gone`` also when the op was handled by another worker while this one mapped it (the
+    document's status is then left as that handler set it),
     ``deleted`` (document deleted or tombstoned: the op is dropped), ``retry`` (failure counted,
     op released) and ``dead`` (budget exhausted, dead-lettered).
     """
@@ -47,14 +51,19 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
             outcome = "mapped"
     except ExtractionError as exc:  # the document itself is unusable: retrying cannot help
         with deps.pool.connection() as conn:
-            deps.ops.delete_by_ids([op_id], conn=conn)
+            if not deps.ops.delete_by_ids([op_id], conn=conn):
+                return "gone"  # handled meanwhile: its outcome, not this one, is the document's status
             deps.docs.set_status([doc.id], "skipped", f"no wiki content: {exc}", conn=conn)
         return "skipped"
     except Exception as exc:
         return _count_failure(deps, op, exc)
     with deps.pool.connection() as conn:
         deps.extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
-        deps.ops.move([op_id], REDUCE, payload_patch={"content_hash": doc.content_hash, "extractor": name}, conn=conn)
+        # Only an op still waiting for its map moves on: when another worker mapped it already (its
+        # claim was taken back) and reduce may have finished it, the document keeps its status.
+        if not deps.ops.move([op_id], REDUCE, payload_patch={"content_hash": doc.content_hash, "extractor": name},
+                             conn=conn, from_task_type=INGEST):
+            return "gone"
         deps.docs.set_status([doc.id], "mapped", conn=conn)
     return outcome
 
@@ -71,8 +80,9 @@ def _count_failure(deps: Deps, op, exc: Exception) -> str:
             deps.docs.set_status([op.dedup_key], "failed", f"extraction failed {fails} times: {exc!r}", conn=conn)
         log.error("document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
         return "dead"
-    deps.ops.release([op.id])
-    log.warning("document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
+    delay = release_after_failure(deps, op, fails)
+    log.warning("document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc),
+                retry_in_s=round(delay, 1))
     return "retry"
 
 
@@ -85,5 +95,10 @@ def wiki_map(**kwargs) -> None:
     log.info("document.mapped", knowledge_id=args.knowledge_id, outcome=outcome)
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     send_trigger(deps, "wiki_ingest", debounce=False, **kb)
+    if outcome == "retry":  # the pump skips the op until its backoff ends: come back then
+        op = deps.ops.get(args.op_id)
+        if op is not None and op.not_before is not None:
+            wait_s = (op.not_before - datetime.now(timezone.utc)).total_seconds()
+            send_trigger(deps, "wiki_ingest", debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
     if outcome in ("mapped", "cached"):
         send_trigger(deps, "wiki_reduce", **kb)

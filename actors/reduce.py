@@ -1,14 +1,19 @@
 """Reduce: one batch of mapped documents of a KB -> summary, entity and concept pages.
 
-One batch per KB at a time (the Redis active-batch lock). A batch takes at most
-``ingest_batch_size`` documents (the last op of each document wins), resolves every extracted
-entity and concept to the page of its name key (``wiki.dedup.name_key``: the page of the batch,
-or the live page PostgreSQL finds by that key, else a new page), then writes the pages, queues
-the touched slugs on the finalize lane (and the title keys whose page changed on the backlink
-lane, ``actors.backlink``) and settles the batch in one transaction. PostgreSQL is asked in sets
-(every lookup of the batch at once, every write in one statement per table), so a batch costs a
-few dozen round trips whatever its size: a worker thread waiting on many round trips loses the
-GIL to map threads at every one. Work read or written is bounded by the batch, never by the KB.
+One batch per KB at a time. The Redis active-batch lock only says "someone is on it"; PostgreSQL
+decides who writes: each batch takes the KB's reduce fencing token as it starts and checks it,
+holding the fence row, in its write transaction, so a batch overtaken by a later one (its Redis
+lock flushed or expired during a pause) writes nothing and leaves its rows to the next batch.
+
+A batch takes at most ``ingest_batch_size`` documents (the last op of each document wins),
+resolves every extracted entity and concept to the page of its name key
+(``wiki.dedup.name_key``: the page of the batch, or the live page PostgreSQL finds by that key,
+else a new page), then writes the pages, queues the touched slugs on the finalize lane (and the
+title keys whose page changed on the backlink lane, ``actors.backlink``) and settles the batch in
+one transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in
+one statement per table), so a batch costs a few dozen round trips whatever its size: a worker
+thread waiting on many round trips loses the GIL to map threads at every one. Work read or
+written is bounded by the batch, never by the KB.
 """
 
 from __future__ import annotations
@@ -23,15 +28,16 @@ import structlog
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.backlink import enqueue_keys
 from actors.batch_context import BatchContext
-from actors.claims import released_on_failure
+from actors.claims import claim_lane, release_after_failure, released_on_failure
 from actors.crosslink import enqueue_touched
-from actors.coordination import ActiveBatchLock, active_key, tombstone_key
+from actors.coordination import ActiveBatchLock, LockLost, active_key, tombstone_key
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.index import request_index
 from actors.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from actors.triggers import clear_trigger, send_trigger
 from repos.db import refresh_statistics
+from repos.liveness import FenceLost
 from repos.pages import title_keys
 from wiki.dedup import name_key
 from wiki.links import rewrite_links
@@ -67,29 +73,38 @@ class BatchResult:
     written: int = 0
     deleted: int = 0
     requeued: int = 0
+    retry_after_s: float = 0.0  # longest backoff of a document that failed and will be tried again
     keys: int = 0
     touched: list[str] = field(default_factory=list)
 
 
-def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str) -> BatchResult:
-    """Reduce one batch of the KB's reduce lane (the caller holds the active-batch lock).
+def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str,
+                     lock: ActiveBatchLock | None = None) -> BatchResult:
+    """Reduce one batch of the KB's reduce lane (the caller holds the active-batch ``lock``).
 
     A document is retracted when its last op is a retract, or when it is tombstoned, deleting,
     deleted or missing whatever its op says: an ingest that raced a delete never brings it back.
     A KB that is gone (before or during the batch) has its lanes drained and keeps no page.
+
+    Raises ``repos.liveness.FenceLost`` when a later batch of the KB started meanwhile, and
+    ``actors.coordination.LockLost`` when ``lock`` was lost: the batch then wrote nothing and its
+    claims are released.
     """
     kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
     if kb is None:
         return BatchResult()
     tun = deps.tunables(kb)
-    claimed = deps.ops.claim(REDUCE, SCOPE_KB, kb.id, tun.batch_size, deps.settings.stale_claim_s)
+    # taken before the batch reads anything: every batch that started earlier can no longer write
+    # what it planned from older pages
+    token = deps.fences.take(REDUCE, SCOPE_KB, kb.id, holder=deps.worker_id, lock_token=lock.token if lock else "")
+    claimed = claim_lane(deps, REDUCE, kb.id, tun.batch_size)
     if not claimed:
         return BatchResult()
     with released_on_failure(deps, claimed):
-        return _reduce_claimed(deps, kb, tun, claimed)
+        return _reduce_claimed(deps, kb, tun, claimed, token, lock)
 
 
-def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
+def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchLock | None) -> BatchResult:
     result = BatchResult()
     last = {}
     for op in claimed:  # id order: the last op of a document wins
@@ -136,13 +151,17 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed) -> BatchResult:
             deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
             log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
             return BatchResult()
+        if lock is not None and lock.lost:
+            raise LockLost(f"active-batch lock of {kb.id} was lost")
+        deps.fences.check(REDUCE, SCOPE_KB, kb.id, token, conn)  # every write below is fenced
         deps.pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
         writes = _write_plan(deps, kb, plan, conn)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
         touched += [s for s in deps.pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
         for kid, exc in failed_ops:
-            _count_failure(deps, kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn)
+            delay = _count_failure(deps, kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn)
+            result.retry_after_s = max(result.retry_after_s, delay)
         deps.ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
         deps.ops.delete_by_ids(done, conn=conn)
@@ -422,8 +441,11 @@ def canonical_name(names: Iterable[str]) -> str:
     return min(names, key=lambda n: (slugify(n), n))
 
 
-def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> None:
+def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> float:
+    """Count a document's failure on its ops: dead-letter past the budget, else release them with
+    their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
     error = "".join(traceback.format_exception(exc))[-8192:]
+    delay = 0.0
     for op in ops:
         fails = deps.ops.incr_fail_count(op.id, conn=conn)
         if fails is not None and fails > deps.settings.wiki_max_fail_retries:
@@ -431,9 +453,10 @@ def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> None:
                                                       task_type="wiki:ingest", error=error, conn=conn)
             deps.docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)
         else:
-            deps.ops.release([op.id], conn=conn)
+            delay = max(delay, release_after_failure(deps, op, fails or 1, conn=conn))
     log.warning("document.reduce_failed", knowledge_base_id=kb_id, knowledge_id=ops[0].dedup_key if ops else None,
-                error=repr(exc))
+                error=repr(exc), retry_in_s=round(delay, 1))
+    return delay
 
 
 @dramatiq.actor(queue_name="wiki", max_retries=5, time_limit=900_000, throws=BAD_MESSAGE)
@@ -447,12 +470,17 @@ def wiki_reduce(**kwargs) -> None:
     if not lock.acquire():
         log.info("reduce.busy", knowledge_base_id=args.knowledge_base_id)
         return  # the running batch follows up after it releases the lock
+    kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     try:
-        result = run_reduce_batch(deps, args.tenant_id, args.knowledge_base_id)
+        result = run_reduce_batch(deps, args.tenant_id, args.knowledge_base_id, lock=lock)
+    except (FenceLost, LockLost) as exc:
+        # another batch is on the KB (or may be): it, or this trigger, takes the released rows
+        log.warning("reduce.overtaken", knowledge_base_id=args.knowledge_base_id, reason=str(exc))
+        send_trigger(deps, "wiki_reduce", **kb)
+        return
     finally:
         lock.release()
     analyzed = refresh_statistics(deps.pool)  # the batch may have outgrown the planner's picture
-    kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     remaining = deps.ops.pending_count(REDUCE, SCOPE_KB, args.knowledge_base_id)
     log.info("reduce.batch", knowledge_base_id=args.knowledge_base_id, documents=result.documents,
              retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
@@ -467,3 +495,5 @@ def wiki_reduce(**kwargs) -> None:
         send_trigger(deps, "wiki_ingest", **kb)
     if remaining and (result.documents or result.retracted or result.failed):
         send_trigger(deps, "wiki_reduce", debounce=False, **kb)
+    if result.retry_after_s:  # the failed documents' turn comes after their backoff
+        send_trigger(deps, "wiki_reduce", debounce=False, delay_s=result.retry_after_s, **kb)

@@ -17,16 +17,17 @@ MARKER_GRACE_MS = 60_000
 
 
 def send_trigger(deps: Deps, actor_name: str, *, tenant_id: int, knowledge_base_id: str,
-                 debounce: bool = True) -> bool:
+                 debounce: bool = True, delay_s: float = 0.0) -> bool:
     """Send ``actor_name(tenant_id, knowledge_base_id)``; returns False when one is already queued.
 
     Debounced triggers are delayed by ``settings.debounce_ms`` so a burst becomes one message;
-    ``debounce=False`` sends at once (follow-ups of a batch that left rows behind).
+    ``debounce=False`` sends at once (follow-ups of a batch that left rows behind), or after
+    ``delay_s`` seconds (the turn of an op backing off after a failure).
     """
     actor = dramatiq.get_broker().get_actor(actor_name)
     kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
     if not debounce:
-        actor.send_with_options(kwargs=kwargs)
+        actor.send_with_options(kwargs=kwargs, delay=int(delay_s * 1000) or None)
         return True
     key = trigger_key(deps.settings.key_prefix, actor_name, knowledge_base_id)
     if not deps.redis.set(key, "1", nx=True, px=deps.settings.debounce_ms + MARKER_GRACE_MS):

@@ -206,6 +206,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) ->
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
     from kbwiki.corpus import Rejected, iter_folder_docs
     from kbwiki.ingest import ingest_docs, wait_for_lanes
+    from kbwiki.status import no_worker_warning
 
     docs = iter_folder_docs(path)
     rejected = []
@@ -222,6 +223,8 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) ->
         kb = _kb(deps, tenant, kb_name, create=True)
         report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs))
         click.echo(report.describe())
+        if report.queued and (warning := no_worker_warning(deps)):
+            click.echo(warning)
         if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
             raise lanes_timeout(kb_name, timeout)
 

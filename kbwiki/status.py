@@ -14,12 +14,22 @@ if TYPE_CHECKING:  # importing actors builds the broker: only once the servers a
 NOT_WRITTEN_SAMPLE = 10
 NOT_WRITTEN_STATUSES = ("skipped", "failed")  # document statuses that wrote no page
 _REASON_CHARS = 200
+NO_WORKER = ("no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
+             " until one runs (`kbwiki worker`)")
+
+
+def no_worker_warning(deps: Deps) -> str | None:
+    """The line to print when no worker has a fresh heartbeat in this database, else None."""
+    ttl = deps.settings.worker_ttl_s
+    return None if deps.workers.alive_count(ttl) else NO_WORKER.format(ttl=ttl)
 
 
 def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     """A JSON-ready report of one KB: pages by type, link stats, documents by status, lane rows,
     dead letters (``dead_letters_spooled``: those waiting in Redis because PostgreSQL was down when
-    they failed; workers and ``kbwiki dead-letters`` move them into the table), and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
+    they failed; workers and ``kbwiki dead-letters`` move them into the table), live workers
+    (``{"alive", "heartbeat_ttl_s"}``: any worker on these servers counts, whichever KB it works on),
+    and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
     the number of further ones."""
     from actors.lanes import SCOPE_KB
@@ -37,6 +47,8 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
         "dead_letters": deps.dead_letters.count(tenant_id=kb.tenant_id, scope=SCOPE_KB, scope_id=kb.id),
         "dead_letters_spooled": DeadLetterSpool(deps.redis, deps.settings.key_prefix).count(
             tenant_id=kb.tenant_id, scope_id=kb.id),
+        "workers": {"alive": deps.workers.alive_count(deps.settings.worker_ttl_s),
+                    "heartbeat_ttl_s": deps.settings.worker_ttl_s},
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
         "not_written_more": max(0, total - len(sample)),
@@ -65,6 +77,9 @@ def status_lines(report: dict) -> list[str]:
                          " `kbwiki dead-letters list` moves them into the table)")
         else:
             lines.append(f"{section}: {values}")
+    workers = report.get("workers", {})
+    if workers.get("alive") == 0:
+        lines.append(NO_WORKER.format(ttl=workers["heartbeat_ttl_s"]))
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:
         lines.append("not written:")

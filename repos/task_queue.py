@@ -53,6 +53,8 @@ class PendingOp(BaseModel):
     fail_count: int
     enqueued_at: datetime
     claimed_at: datetime | None = None
+    claimed_by: str | None = None
+    not_before: datetime | None = None
 
 
 class DeadLetter(BaseModel):
@@ -153,17 +155,19 @@ _INSERT_OP_IF_KB_ACTIVE = (
 # is earlier or freshly claimed; representatives are locked FOR UPDATE SKIP LOCKED in id order, so
 # concurrent claimers walk past each other's keys, and LIMIT counts keys. Then every claimable row
 # of the chosen keys is stamped; the claimable test sits in the UPDATE's own WHERE so PostgreSQL
-# re-checks it if another transaction changed the row meanwhile. Empty keys never group.
+# re-checks it if another transaction changed the row meanwhile. Empty keys never group. A row
+# backing off after a failure (not_before in the future) holds its key back like a fresh claim.
 _CLAIM = f"""
 WITH reps AS (
     SELECT t.id, t.dedup_key FROM task_pending_ops t
     WHERE t.task_type = %(task_type)s AND t.scope = %(scope)s AND t.scope_id = %(scope_id)s
       AND (t.claimed_at IS NULL OR t.claimed_at <= {_CUTOFF})
+      AND (t.not_before IS NULL OR t.not_before <= now())
       AND (t.dedup_key = '' OR NOT EXISTS (
             SELECT 1 FROM task_pending_ops e
             WHERE e.task_type = t.task_type AND e.scope = t.scope AND e.scope_id = t.scope_id
               AND e.dedup_key = t.dedup_key
-              AND (e.id < t.id OR e.claimed_at > {_CUTOFF})))
+              AND (e.id < t.id OR e.claimed_at > {_CUTOFF} OR e.not_before > now())))
     ORDER BY t.id
     LIMIT %(limit)s
     FOR UPDATE OF t SKIP LOCKED
@@ -175,7 +179,7 @@ targets AS (
     WHERE k.task_type = %(task_type)s AND k.scope = %(scope)s AND k.scope_id = %(scope_id)s
       AND k.dedup_key IN (SELECT dedup_key FROM reps WHERE dedup_key <> '')
 )
-UPDATE task_pending_ops u SET claimed_at = now()
+UPDATE task_pending_ops u SET claimed_at = now(), claimed_by = %(owner)s
 WHERE u.id IN (SELECT id FROM targets)
   AND (u.claimed_at IS NULL OR u.claimed_at <= {_CUTOFF})
 RETURNING u.*
@@ -281,6 +285,7 @@ class TaskPendingOpsRepository:
         limit: int,
         stale_after_s: float,
         conn: Connection | None = None,
+        owner: str | None = None,
     ) -> list[PendingOp]:
         """Claim up to ``limit`` dedup keys of the lane (oldest key first) and return their rows in id order.
 
@@ -288,7 +293,10 @@ class TaskPendingOpsRepository:
         fresh claim (``claimed_at`` newer than ``stale_after_s`` seconds) is skipped entirely, so
         rows enqueued after a claim wait for it to settle. Rows with an empty key are each their own
         key. Representatives are locked with FOR UPDATE SKIP LOCKED, so concurrent claimers get
-        disjoint sets. ``limit`` <= 0 claims nothing; it is capped at 1000.
+        disjoint sets. ``limit`` <= 0 claims nothing; it is capped at 1000. A key whose rows back off
+        after a failure (``not_before`` in the future) is skipped. ``owner`` (a worker id) is stored
+        in ``claimed_by``: when that worker stops heartbeating its claims are taken back at once
+        (``repos.liveness``), without waiting ``stale_after_s``.
 
         Known limit: ids come from a sequence, so two enqueues of one key committing out of id order
         while two claimers race can split that key between them; handlers are idempotent and the
@@ -302,6 +310,7 @@ class TaskPendingOpsRepository:
             "scope_id": scope_id,
             "limit": min(int(limit), MAX_CLAIM),
             "stale": _stale_s(stale_after_s),
+            "owner": owner,
         }
         with borrow(self.pool, conn) as c:
             rows = c.execute(_CLAIM, params).fetchall()
@@ -316,13 +325,24 @@ class TaskPendingOpsRepository:
             ).fetchone()
         return int(row["n"])
 
-    def release(self, ids: Sequence[int], conn: Connection | None = None) -> int:
-        """Clear the claim of these rows (they become claimable again); returns rows changed."""
+    def release(self, ids: Sequence[int], conn: Connection | None = None, by: str | None = None,
+                not_before_s: float = 0.0) -> int:
+        """Clear the claim of these rows (they become claimable again); returns rows changed.
+
+        ``by`` (a worker id) releases only the rows that worker still holds: a claim taken back
+        from it and claimed by another worker meanwhile stays. ``not_before_s`` > 0 keeps the rows
+        from being claimed again for that many seconds (a failed op's backoff).
+        """
         ids = _ids(ids)
         if not ids:
             return 0
+        query = ("UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL,"
+                 " not_before = CASE WHEN %(delay)s > 0 THEN now() + make_interval(secs => %(delay)s) END"
+                 " WHERE id = ANY(%(ids)s)")
+        if by is not None:
+            query += " AND claimed_by = %(by)s"
         with borrow(self.pool, conn) as c:
-            return c.execute("UPDATE task_pending_ops SET claimed_at = NULL WHERE id = ANY(%s)", (ids,)).rowcount
+            return c.execute(query, {"ids": ids, "by": by, "delay": float(not_before_s)}).rowcount
 
     def delete_by_ids(self, ids: Sequence[int], conn: Connection | None = None) -> int:
         """Delete these rows (work done); returns rows deleted. Empty input is a no-op."""
@@ -338,23 +358,27 @@ class TaskPendingOpsRepository:
         to_task_type: str,
         payload_patch: dict[str, Any] | None = None,
         conn: Connection | None = None,
+        from_task_type: str | None = None,
     ) -> int:
         """Move rows to lane ``to_task_type`` of the same scope; returns rows moved.
 
         The moved rows start fresh there: unclaimed, ``fail_count`` 0, ``enqueued_at`` now, payload
-        merged with ``payload_patch`` (JSONB ``||``: top-level keys of the patch win). Raises
-        ValueError on an empty or too long ``to_task_type``.
+        merged with ``payload_patch`` (JSONB ``||``: top-level keys of the patch win). With
+        ``from_task_type`` only rows still in that lane move (a second handler of the same op moves
+        nothing). Raises ValueError on an empty or too long ``to_task_type``.
         """
         _require(task_type=to_task_type)
         ids = _ids(ids)
         if not ids:
             return 0
+        query = ("UPDATE task_pending_ops SET task_type = %(to)s, claimed_at = NULL, claimed_by = NULL,"
+                 " fail_count = 0, not_before = NULL, enqueued_at = now(), payload = payload || %(patch)s"
+                 " WHERE id = ANY(%(ids)s)")
+        if from_task_type is not None:
+            query += " AND task_type = %(from)s"
+        params = {"to": to_task_type, "patch": Jsonb(payload_patch or {}), "ids": ids, "from": from_task_type}
         with borrow(self.pool, conn) as c:
-            return c.execute(
-                "UPDATE task_pending_ops SET task_type = %s, claimed_at = NULL, fail_count = 0,"
-                " enqueued_at = now(), payload = payload || %s WHERE id = ANY(%s)",
-                (to_task_type, Jsonb(payload_patch or {}), ids),
-            ).rowcount
+            return c.execute(query, params).rowcount
 
     def incr_fail_count(self, id: int, conn: Connection | None = None) -> int | None:
         """Add one to the row's ``fail_count`` and return the new value; None when the row is gone."""
@@ -442,11 +466,17 @@ class TaskPendingOpsRepository:
             ).fetchall()
         return [Lane.model_validate(r) for r in rows]
 
+    def release_all(self) -> int:
+        """Clear every claim of every lane (the messages behind them may be lost); returns rows released."""
+        with self.pool.connection() as conn:
+            return conn.execute("UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL"
+                                " WHERE claimed_at IS NOT NULL").rowcount
+
     def reclaim_stale(self, stale_after_s: float) -> int:
         """Clear claims older than ``stale_after_s`` seconds (their worker died); returns rows released."""
         with self.pool.connection() as conn:
             return conn.execute(
-                f"UPDATE task_pending_ops SET claimed_at = NULL WHERE claimed_at <= {_CUTOFF}",
+                f"UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_at <= {_CUTOFF}",
                 {"stale": _stale_s(stale_after_s)},
             ).rowcount
 

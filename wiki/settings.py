@@ -43,19 +43,28 @@ class Settings(BaseSettings):
     ingest_reduce_parallel: int = Field(default=4, ge=1, le=64,
                                         description="Cross-link runs (one 100-page op each) of a KB at once.")
     wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
+    # A failed op waits document_retry_backoff_ms * 2**(fails-1) times a jitter in [1, 2) (capped at the max)
+    # before it is claimed again: with 5 retries about 31-62 s in all, not 1.4 s as back to back.
+    document_retry_backoff_ms: int = Field(default=1000, ge=0, le=600_000, description="First in-batch retry's backoff.")
+    document_retry_backoff_max_ms: int = Field(default=60_000, ge=0, le=3_600_000, description="Longest in-batch backoff.")
 
-    active_lock_ttl_s: int = Field(default=60, ge=5, le=3600, description="TTL of the active-batch lock.")
+    # The lock only says "someone is on it" (reduce writes are fenced in PostgreSQL); it is renewed
+    # every ttl/3, so a short TTL costs a few Redis calls and frees a dead worker's KB soon.
+    active_lock_ttl_s: int = Field(default=15, ge=3, le=3600, description="TTL of the active-batch lock.")
+    heartbeat_interval_s: float = Field(default=2.0, gt=0, le=60, description="Worker heartbeat period.")
+    worker_ttl_s: float = Field(default=10.0, gt=0, le=600,
+                                description="A worker silent this long is dead: its claims and locks are taken back.")
     debounce_ms: int = Field(default=500, ge=0, le=60_000, description="Trigger debounce window.")
     stale_claim_s: int = Field(default=300, ge=5, le=86_400, description="Age after which a claim is abandoned.")
     sweep_interval_s: int = Field(default=30, ge=1, le=3600, description="Recovery sweeper period.")
 
     # Messages that carry data (a producer's document, a delete) retry through outages of hours:
-    # Dramatiq's exponential backoff from retry_min_backoff_ms, capped at retry_max_backoff_ms,
+    # Dramatiq's exponential backoff from data_retry_min_backoff_ms, capped at data_retry_max_backoff_ms,
     # for at least data_retry_s (actors.retry_policy turns this into max_retries).
     data_retry_s: int = Field(default=86_400, ge=1, le=7 * 86_400,
                               description="Least time a data-carrying message keeps retrying.")
-    retry_min_backoff_ms: int = Field(default=1_000, ge=1, le=3_600_000, description="First retry's backoff.")
-    retry_max_backoff_ms: int = Field(default=300_000, ge=1, le=86_400_000, description="Backoff cap.")
+    data_retry_min_backoff_ms: int = Field(default=1_000, ge=1, le=3_600_000, description="First retry's backoff.")
+    data_retry_max_backoff_ms: int = Field(default=300_000, ge=1, le=86_400_000, description="Backoff cap.")
     db_pool_timeout_s: float = Field(default=30, gt=0, le=600,
                                      description="Seconds a borrower waits for a pooled connection.")
 

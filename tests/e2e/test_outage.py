@@ -31,8 +31,8 @@ from tests.support.tcp_proxy import TcpProxy
 pytestmark = pytest.mark.e2e
 
 DOCUMENTS = 5
-SHORT_RETRIES = {"KBWIKI_DATA_RETRY_S": "3", "KBWIKI_RETRY_MIN_BACKOFF_MS": "100",
-                 "KBWIKI_RETRY_MAX_BACKOFF_MS": "400", "KBWIKI_DB_POOL_TIMEOUT_S": "0.5",
+SHORT_RETRIES = {"KBWIKI_DATA_RETRY_S": "3", "KBWIKI_DATA_RETRY_MIN_BACKOFF_MS": "100",
+                 "KBWIKI_DATA_RETRY_MAX_BACKOFF_MS": "400", "KBWIKI_DB_POOL_TIMEOUT_S": "0.5",
                  "KBWIKI_SWEEP_INTERVAL_S": "1"}
 
 

@@ -1,0 +1,168 @@
+"""Workers announce themselves; what a silent worker held is taken back in seconds, and the
+commands say at once when no worker is alive.
+
+Seen in a fault run: a killed worker's claims filled every map slot of its KB for the stale-claim
+time (300 s) and its batch lock blocked reduce for about 60 s while another worker was idle; and
+``kbwiki ingest --wait`` waited its whole hour before asking whether a worker was running.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+
+import psutil
+import pytest
+from click.testing import CliRunner
+
+from actors.lanes import INGEST, REDUCE, SCOPE_KB
+from kbwiki.cli import main
+from tests.e2e.conftest import wait_until
+
+pytestmark = pytest.mark.e2e
+
+TTL_S = 3.0  # long enough that a loaded machine gets from one beat to the next reap within it
+
+
+def _ops(deps, kb, n: int):
+    return [deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
+                             dedup_key=f"doc-{i}") for i in range(n)]
+
+
+def test_a_silent_workers_claims_and_batch_lock_are_taken_back(deps, actors_broker, clean_db):
+    from actors.coordination import active_key
+    from actors.liveness import reap
+
+    fast = dataclasses.replace(deps, settings=deps.settings.model_copy(update={"worker_ttl_s": TTL_S}))
+    kb = deps.kbs.get_or_create(1, f"live-{uuid.uuid4().hex[:6]}")
+    _ops(deps, kb, 4)
+    deps.workers.beat("dead-worker")
+    deps.workers.beat("live-worker")
+    dead = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 2, 3600, owner="dead-worker")
+    live = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 2, 3600, owner="live-worker")
+    deps.fences.take(REDUCE, SCOPE_KB, kb.id, holder="dead-worker", lock_token="dead-token")
+    lock_key = active_key(deps.settings.key_prefix, kb.id)
+    deps.redis.set(lock_key, "dead-token", px=3_600_000)  # a lock whose TTL would keep the KB for an hour
+
+    def reaped() -> int:
+        deps.workers.beat("live-worker")  # the live worker keeps beating; the dead one fell silent
+        return reap(fast)
+
+    assert reaped() == 0  # within the TTL nothing is taken back
+    assert wait_until(reaped, 10, "the silent worker's claims taken back") == len(dead)
+    assert deps.redis.get(lock_key) is None
+    by_id = {op.id: op for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id)}
+    assert all(by_id[op.id].claimed_at is None for op in dead)
+    assert all(by_id[op.id].claimed_by == "live-worker" for op in live)
+    assert fast.workers.alive_count(TTL_S) == 1
+
+
+def test_a_lock_held_by_another_batch_is_never_taken_by_the_reaper(deps, actors_broker, clean_db):
+    from actors.coordination import active_key
+    from actors.liveness import reap
+
+    fast = dataclasses.replace(deps, settings=deps.settings.model_copy(update={"worker_ttl_s": TTL_S}))
+    kb = deps.kbs.get_or_create(1, f"live-{uuid.uuid4().hex[:6]}")
+    deps.workers.beat("dead-worker")
+    deps.fences.take(REDUCE, SCOPE_KB, kb.id, holder="dead-worker", lock_token="dead-token")
+    lock_key = active_key(deps.settings.key_prefix, kb.id)
+    deps.redis.set(lock_key, "a-live-batch", px=60_000)  # the dead worker's lock expired; another took it
+    wait_until(lambda: deps.workers.alive_count(TTL_S) == 0, 10, "the worker silent past the TTL")
+    reap(fast)
+    assert deps.redis.get(lock_key) == b"a-live-batch"
+
+
+def test_after_a_flush_every_claim_is_given_back_at_once(deps, actors_broker, clean_db):
+    # Seen in the chaos bench: after a FLUSHALL the claims whose map messages were flushed held
+    # the KB's map slots for the stale-claim time (5 minutes) while their workers kept beating.
+    from actors.liveness import after_redis_loss, redis_marker_key
+
+    kb = deps.kbs.get_or_create(1, f"flush-{uuid.uuid4().hex[:6]}")
+    _ops(deps, kb, 3)
+    marker = redis_marker_key(deps.settings.key_prefix)
+    after_redis_loss(deps)  # whatever the state before: Redis now holds the marker
+    assert after_redis_loss(deps) is None  # Redis kept its data: claims stay
+    claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 3, 3600, owner="live-worker")
+    assert after_redis_loss(deps) is None and deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 3
+    deps.redis.delete(marker)  # what a FLUSHALL does to it
+    assert after_redis_loss(deps) == len(claimed)
+    assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 0
+    assert after_redis_loss(deps) is None  # once per loss
+
+
+@pytest.fixture()
+def run(clean_db, deps):
+    """Invoke ``kbwiki`` (DATABASE_URL and REDIS_URL from ``pipeline_env``: no local servers)."""
+    runner = CliRunner()
+    return lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
+
+
+def test_ingest_and_status_say_at_once_that_no_worker_is_alive(run, deps, tmp_path):
+    name = f"nw-{uuid.uuid4().hex[:6]}"
+    (tmp_path / "a.md").write_text("# Widgets\n\nThe widget library draws widgets on screens for people.\n")
+
+    ingested = run("ingest", str(tmp_path), "--kb", name)
+    assert ingested.exit_code == 0, ingested.output
+    assert "no worker is alive" in ingested.output
+    status = run("status", "--kb", name)
+    assert "no worker is alive" in status.output and "alive=0" in status.output
+
+    deps.workers.beat("a-worker")
+    status = run("status", "--kb", name)
+    assert "no worker is alive" not in status.output and "alive=1" in status.output
+
+
+def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeline_env, tmp_path, monkeypatch):
+    """Two worker processes; one is killed with SIGKILL while it holds claims. Claims only go stale
+    after an hour here, so only the heartbeat can free them: the other worker takes them back
+    within about the worker TTL and finishes every document."""
+    from actors.ingest import submit_document
+    from kbwiki.ingest import lane_rows
+    from kbwiki.workers import start_workers
+    from tests.e2e.test_recovery import _documents, _kill_tree
+
+    monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")
+    monkeypatch.setenv("KBWIKI_WORKER_TTL_S", "4")
+    monkeypatch.setenv("KBWIKI_HEARTBEAT_INTERVAL_S", "1")
+    kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
+    docs = _documents(deps.extractor, 30)
+    for doc in docs:
+        assert submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+                               source_uri=doc.source_uri).status == "queued"
+
+    def query(text: str, params) -> list[dict]:
+        with deps.pool.connection() as conn:
+            return conn.execute(text, params).fetchall()
+
+    def claims_of(ids: list[str]) -> int:
+        return query("SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)", (ids,))[0]["n"]
+
+    def announced(proc) -> list[str]:
+        pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        return [r["worker_id"] for r in query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))]
+
+    procs, survivor = [], None
+    try:
+        # The victim starts first, so it has work; the survivor joins; the victim is killed the
+        # moment both are up and it holds claims (a claim lasts a fraction of a second: again if missed).
+        for attempt in range(5):
+            victim = start_workers(1, 2, tmp_path / f"victim-{attempt}.log")
+            procs.append(victim)
+            ids = wait_until(lambda: announced(victim), 30, "the victim up")
+            if survivor is None:
+                survivor = start_workers(1, 2, tmp_path / "survivor.log")
+                procs.append(survivor)
+            wait_until(lambda: announced(survivor) and claims_of(ids), 30, "both up, the victim holding claims")
+            _kill_tree(victim)
+            if claims_of(ids):
+                break
+        held = claims_of(ids)
+        assert held > 0
+        wait_until(lambda: claims_of(ids) == 0, 30, "the dead worker's claims taken back")
+        wait_until(lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs)
+                   and lane_rows(deps, kb.id) == 0, 180, "every document done by the surviving worker")
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                _kill_tree(proc)
+    assert '"workers.reaped"' in (tmp_path / "survivor.log").read_text()
