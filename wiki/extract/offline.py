@@ -952,8 +952,9 @@ _ONE_INSTANCE = re.compile(
 def _general_definition_rank(after: str) -> int:
     """How generally the words ``after`` a concept's name define it, capping ``_lead_rank``: 3
     for "is a/an <noun> ...", "is defined as", "refers to", "X, a <noun>, ..."; 2 for what is
-    weaker than a definition, "consists of ..." (its parts) or "is/are the <noun> ..." (one
-    particular thing the document means, "Subwidgets are the buttons added with ..."); 1 for a
+    weaker than a definition, "consists of ..." (its parts), "is one of ..." or what one named
+    call makes ("Subwidgets are the buttons added with the add method": the particular ones this
+    document means), while "Parallax is the apparent shift of ..." defines; 1 for a
     definition scoped to a named case ("Conjugate is a no-op for Reals": a property of X for
     Reals) and for an appositive naming one instance ("The base class, addbase, defines ...":
     about addbase, not base classes)."""
@@ -969,8 +970,8 @@ def _general_definition_rank(after: str) -> int:
     following, then = m.group(3) or "", m.group(4) or ""
     if following.lower() in ("for", "in", "on", "with") and then[:1].isupper():
         return 1
-    if m.group(1).lower() == "the" or (m.group(1) == "one" and following == "of"):
-        return 2
+    if m.group(1) == "one" and following == "of":
+        return 2  # "X is one of <, <=, ...": a member of a list, not what X is
     return 3
 
 
