@@ -252,6 +252,8 @@ def test_a_concept_lead_defines_the_general_term() -> None:
     assert rank("sound file", "A sound file consists of a header followed by the samples.") == 2
     assert rank("subpanel", "Subpanels are the frames added with the attach method.") == 2
     assert rank("parallax", "Parallax is the apparent shift of a near star against far ones.") == 3
+    # a demonstrative pointing at another sentence's noun
+    assert rank("state number", "The state number is the index into this list.") == 2
     assert rank("subpanel", "Subpanels are frames added dynamically using the attach method.") <= 2
     assert rank("subpanel", "Subpanels are frames created by attach().") <= 2
     assert rank("photon", "Photons are particles emitted by excited atoms.") == 3

@@ -960,8 +960,8 @@ def _general_definition_rank(after: str) -> int:
     about addbase, not base classes)."""
     if re.match(r"\s*,\s+(?!(?:a|an|the)\s)", after):
         return 1
-    if _ONE_INSTANCE.match(after):
-        return 2
+    if _ONE_INSTANCE.match(after) or re.search(r"\b(?:this|these|those)\s+[a-z]", after):
+        return 2  # "The DFA number is the index into this list": which list, another sentence says
     if re.match(r"\s+consists?\s+of\b", after, re.IGNORECASE):
         return 2
     m = _PREDICATE.match(after)
