@@ -165,8 +165,9 @@ def test_a_noun_phrase_docstring_is_left_as_written() -> None:
         "Fast version of a heappush followed by a heappop."
     assert _subject_lead("SSLContext", "An SSLContext holds various configuration options.", "ssl") == \
         "An SSLContext holds various configuration options."
+    # a comparison joins as an aside, never copied subjectless
     assert _subject_lead("Loop.call_at", "Like call_later(), but uses an absolute time.", "loops") == \
-        "Like call_later(), but uses an absolute time."
+        "`Loop.call_at` is a method of `loops.Loop`, like `call_later()`, but uses an absolute time."
     assert _subject_lead("rmtree", "Recursively remove an entire directory tree.", "shutil") == \
         "`rmtree` is a function of `shutil` that recursively removes an entire directory tree."
     # "Set" may be an adjective too, but "Set color options of" is no "adjective noun of" phrase
@@ -208,3 +209,90 @@ def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
     assert _subject_lead("URLS", sentence, "Force feedback joysticks") == sentence
     assert _subject_lead("ff_calibrate", sentence, "Force feedback joysticks") == (
         "`ff_calibrate` is a function that checks the vendor pages for the calibration tools.")
+
+
+def test_template_joins_stay_grammatical() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    # "A <noun> can ...": the noun phrase has its own verb, so the join needs "that"
+    assert _subject_lead("GlobPattern", "A glob pattern can match many file names.", "globs") == \
+        "`GlobPattern` is a glob pattern that can match many file names."
+    assert _subject_lead("Base.run", "An abstract method that does the work.", "jobs") == \
+        "`Base.run` is an abstract method that does the work."
+    # the subject's own verb further on: a sentence, kept as written
+    assert _subject_lead("PyLib", "An instance of this class represents a loaded library.", "libs") == \
+        "An instance of this class represents a loaded library."
+    # a subjectless passive docstring gets its subject and "is"; a raised class is an exception
+    assert _subject_lead("Proto.data_received", "Called when some data is received.", "protos") == \
+        "`Proto.data_received` is a method of `protos.Proto` that is called when some data is received."
+    assert _subject_lead("DupKeyError", "Raised by strict readers when a key is repeated.", "readers") == \
+        "`DupKeyError` is an exception of `readers` that is raised by strict readers when a key is repeated."
+    # "Attempt to ..." opening a method's docstring is an instruction, not a noun phrase
+    assert _subject_lead("Dist.read", "Attempt to load the named file.", "dists") == \
+        "`Dist.read` is a method of `dists.Dist` that attempts to load the named file."
+    # a noun naming the kind opens a noun phrase, not an instruction ("hooks method for")
+    assert _subject_lead("Case.tearDown", "Hook method for cleaning up after the test.", "tests") == \
+        "`Case.tearDown` is a hook method for cleaning up after the test."
+    # every coordinated verb is conjugated, also after "or" and when the verb may be a noun
+    assert _subject_lead("fetch", "Return the cached row, or raise KeyError.", "rows") == \
+        "`fetch` is a function of `rows` that returns the cached row, or raises KeyError."
+    assert _subject_lead("merge", "Return the keys and values of both tables.", "rows") == \
+        "`merge` is a function of `rows` that returns the keys and values of both tables."
+
+
+def test_a_concept_lead_defines_the_general_term() -> None:
+    def rank(name: str, text: str) -> int:
+        return _lead_rank([name + "s", name], True, text)
+
+    assert rank("rounding mode", "A rounding mode is a rule that picks the nearest value.") == 3
+    assert rank("rounding mode", "A rounding mode, a rule for ties, picks the nearest value.") == 3
+    # a property or caveat scoped to a named case, not what X is
+    assert rank("negation", "Negation is a no-op for Naturals.") <= 1
+    # its parts, or the particular ones this document means: weaker than a definition
+    assert rank("sound file", "A sound file consists of a header followed by the samples.") == 2
+    assert rank("subpanel", "Subpanels are the frames added with the attach method.") == 2
+    assert rank("parallax", "Parallax is the apparent shift of a near star against far ones.") == 3
+    # a demonstrative pointing at another sentence's noun
+    assert rank("state number", "The state number is the index into this list.") == 2
+    assert rank("subpanel", "Subpanels are frames added dynamically using the attach method.") <= 2
+    assert rank("subpanel", "Subpanels are frames created by attach().") <= 2
+    assert rank("photon", "Photons are particles emitted by excited atoms.") == 3
+    # an appositive naming one specific thing says what that thing does
+    assert rank("base widget", "The base widget, framebase, defines the geometry calls.") <= 1
+    # a pronoun whose antecedent is another sentence
+    assert rank("event loop", "An event loop is the easiest way to do it, but it needs care.") < 3
+
+
+def test_a_concept_without_a_general_definition_stays_a_mention() -> None:
+    text = (
+        "# panels\n\nThe panel toolkit lays out frames.\n\n"
+        "Subpanels are the frames added with the attach method.\n"
+        "Each call to attach makes new subpanels for the panel.\n"
+        "A drop zone is a region of a panel that accepts dragged frames.\n"
+        "Drop zones highlight while a frame is dragged over them.\n"
+    )
+    extraction = _extract(text, "panels")
+    assert not any(i.name.lower().startswith("subpanel") for i in extraction.items)
+    zone = next(i for i in extraction.items if i.name.lower().startswith("drop zone"))
+    assert zone.description == "A drop zone is a region of a panel that accepts dragged frames."
+
+
+def test_a_capitalised_parameter_of_a_docstring_is_no_page() -> None:
+    text = (
+        "# timers\n\n## after\n\nCall function once after given time.\n"
+        "MS specifies the time in milliseconds. CALLBACK gives the function which shall be called.\n"
+        "Additional parameters are given as parameters to CALLBACK.\n"
+    )
+    assert _item(_extract(text, "timers"), "CALLBACK") is None
+
+
+def test_an_event_or_caveat_about_a_code_name_is_not_its_lead() -> None:
+    assert _lead_rank(["slow_job"], False, "slow_job() is interrupted by raising TimeoutError in the loop.") == 0
+    assert _lead_rank(["GIL"], False, "The GIL is not released while the call runs.") == 0
+    assert _lead_rank(["TkPanel"], False, "TkPanel is used to group all the panel widgets.") >= 1
+    text = (
+        "# jobs\n\nThe job runner runs slow jobs.\n"
+        "slow_job() is interrupted by raising TimeoutError in the loop.\n"
+        "The runner retries slow_job() once, then gives up.\n"
+    )
+    assert _item(_extract(text, "jobs"), "slow_job") is None

@@ -46,10 +46,10 @@ def test_sentence_pieces_and_stray_words_are_not_pages() -> None:
 
 
 def test_a_name_seen_once_and_never_defined_stays_a_phrase_of_the_summary() -> None:
-    text = ("The kernel keeps a list of open files per process. The page cache holds file data in "
+    text = ("The kernel keeps a list of open files per process. The page cache is a store of file data in "
             "memory. The page cache is flushed by writeback threads. Nothing else is said here today.")
     names = {n.casefold() for n in _names(_extract(text))}
-    assert "page cache" in names  # two sentences, the subject of both
+    assert "page cache" in names  # two sentences, the subject of both, defined in one
     assert "open files" not in names and "writeback threads" not in names
 
 

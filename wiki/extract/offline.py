@@ -669,15 +669,31 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     owner, dot, _member = name.rpartition(".")
     if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
                                                                               and not owner[:1].isupper()):
-        head = [w.strip(",;:").lower() for w in text.split()[1:4]]
+        # the subject's words: up to a relative pronoun or a comma ("An instance of this class
+        # represents ..." has its verb after four words; "A ... that does" is a noun phrase)
+        head: list[str] = []
+        for w in text.split()[1:8]:
+            if w.lower() in ("that", "which", "who", "whose", "where"):
+                break
+            head.append(w.strip(",;:.").lower())
+            if w.endswith((",", ";", ":")):
+                break
         if _member.lower() not in head and name.lower() not in head and not any(
                 lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head):
             # "An abstract method that ...", not "An SSLContext holds ..." (a sentence with a verb)
-            return f"`{name}` is {words[0].lower()} {words[1]} {words[2]}"
+            tokens = text.split(" ")
+            modal = next((i for i in range(2, min(len(tokens), 5)) if tokens[i] in _MODAL_VERBS), None)
+            if modal is not None and all(t.isalpha() and t.lower() not in _NOUN_PHRASE_NEXT
+                                         and t.lower() not in ("that", "which", "who") for t in tokens[1:modal]):
+                # "A wildcard pattern can match ...": the noun phrase has its own verb; the join
+                # needs "that" ("`X` is a wildcard pattern that can match ...")
+                tokens.insert(modal, "that")
+            return f"`{name}` is {words[0].lower()} {' '.join(tokens[1:])}"
         return text
     if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
         return text
-    if words[0].lower() in _NOT_INSTRUCTIONS:
+    like = _LIKE_BUT.match(text)
+    if words[0].lower() in _NOT_INSTRUCTIONS and like is None:
         return text
     adverb = ""
     if len(words) > 2 and words[0].endswith("ly") and set(lexicon.lemmas(words[0])) == {"ADV"} \
@@ -685,7 +701,12 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         # "Recursively remove an entire directory tree.": the instruction is the second word
         adverb, words = words[0].lower() + " ", [words[1].capitalize(), *words[2].split(" ", 1)]
         text = " ".join(words)
-    verb = lexicon.third_person(words[0])
+    passive = like is None and words[0].endswith("ed") and lexicon.inflected_verb(words[0]) \
+        and words[1].lower() in _PASSIVE_NEXT
+    if passive:
+        verb = "is " + words[0].lower()  # "Called when ...": "`X` is a method of `Y` that is called when ..."
+    else:
+        verb = lexicon.third_person(words[0]) if like is None else ""
     if verb is None:
         return text
     if name == title:
@@ -696,37 +717,72 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
         return text  # "os.path.join": a module's function, already written with its module
     else:
         kind = "class" if name[0].isupper() and not name.isupper() and "_" not in name else "function"
-    if "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
+    if like is not None:
+        # "Like call_later(), but uses ...": the comparison joins as an aside of its own
+        # ("`X` is a method of `Y`, like `call_later()`, but uses ..."); a code name is put in a
+        # code span, other words stay as written
+        other = like.group(1)
+        other = f"`{other}`" if _IDENT.match(other) and not other.startswith("`") else other
+        return f"`{name}` is {_kind_phrase(kind, module, owner)}, like {other}, but {like.group(2)}"
+    if len(words) > 2 and "NOUN" in lexicon.lemmas(words[0]) and re.fullmatch(_KIND_NOUNS, words[1]) \
+            and words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT:
+        # "Hook method for deconstructing ...": a noun phrase naming its kind, not "hooks method"
+        article = "an" if words[0][0].lower() in "aeiou" else "a"
+        return f"`{name}` is {article} {words[0].lower()} {words[1]} {words[2]}"
+    if passive:
+        pass
+    elif "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
             len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
         return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
-    if "NOUN" in lexicon.lemmas(words[0]) and (
-            words[1].lower() in _NOUN_PHRASE_NEXT
+    elif "NOUN" in lexicon.lemmas(words[0]) and (
+            (words[1].lower() in _NOUN_PHRASE_NEXT and not (kind in ("method", "function") and words[1] == "to"))
             or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)):
         # "Stuff to parse", "Heap queue algorithm": a noun may open a module's or a class's
         # docstring; a function's opens with what it does ("Set color options of ...")
         return text
-    if kind == "method":
-        subject = f"a method of `{module + '.' if module else ''}{owner}`"
-    elif kind == "module":
-        subject = "a module"
-    else:
-        subject = f"a {kind} of `{module}`" if module else f"a {kind}"
-    # Code spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link.
-    rest = _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
+    if passive and kind == "class" and name.endswith(("Error", "Exception", "Warning")):
+        kind = "exception"  # "Raised by strict parsers when ...": a class raised is an exception
+    subject = _kind_phrase(kind, module, owner)
+    rest = text.split(" ", 1)[1] if passive else _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"
 
 
-_AND_VERB = re.compile(r"(?<=\sand\s)([a-z]+)\b")
+#: Words after an opening participle that make a docstring passive ("Called when ...", "Raised by ...").
+_PASSIVE_NEXT = frozenset("when whenever by if after before once on for from".split())
+#: What a code name's docstring may call it after a noun ("Hook method for ...", "Helper function to ...").
+_KIND_NOUNS = r"(?:method|function|class|routine|callback|hook|wrapper|helper|coroutine)"
+#: "Like call_later(), but uses an absolute time.": (what it is like, the rest after "but").
+_LIKE_BUT = re.compile(r"^Like\s+([^,]{1,60}),\s+but\s+(\S.*)$")
+
+
+def _kind_phrase(kind: str, module: str, owner: str) -> str:
+    """"a method of `mod.Owner`", "a module", "a function of `mod`": what a code name is. Code
+    spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link."""
+    if kind == "method":
+        return f"a method of `{module + '.' if module else ''}{owner}`"
+    if kind == "module":
+        return "a module"
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{article} {kind} of `{module}`" if module else f"{article} {kind}"
+
+
+#: The verb after a coordinating "and"/"or" in an instruction ("... and apply tags", "... or
+#: raise ValueError") and the word after it: put in the third person like the first verb.
+_AND_VERB = re.compile(r"(?:(?<=\sand\s)|(?<=\sor\s))([a-z]+)\b(?=(?:\s+(\S+))?)")
 
 
 def _and_third_person(m: re.Match[str]) -> str:
-    """The verb after "and" in an instruction put in the third person with the first ("evaluate
-    text and apply tags" -> "... and applies tags"); a word that may be a noun is left alone."""
-    word = m.group(1)
+    """The verb after "and"/"or" in an instruction put in the third person with the first
+    ("evaluate text and apply tags" -> "... and applies tags"; "return it or raise ValueError" ->
+    "... or raises ValueError"). A word that may be a noun is a verb only before an object's
+    determiner or a capitalised name ("or raise ValueError", not "keys and values")."""
+    word, following = m.group(1), m.group(2) or ""
     pos = lexicon.lemmas(word)
-    if set(pos) == {"VERB"} and word in pos["VERB"]:
-        return lexicon.third_person(word) or word
-    return word
+    if "VERB" not in pos or word not in pos["VERB"]:
+        return word
+    if set(pos) != {"VERB"} and not (following in _OBJECT_OPENERS or following[:1].isupper()):
+        return word
+    return lexicon.third_person(word) or word
 
 
 def _whole_sentence(text: str) -> bool:
@@ -778,7 +834,8 @@ _DEFINES_WHAT = re.compile(
 )
 _ARTICLE = re.compile(r"^(?:(?:The|A|An|Each|Every)\s+)?", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?。！？][\"')\u201d」』）]*$")
-_MODALS = frozenset("can may must should will would could might does do has have".split())
+_MODAL_VERBS = frozenset("can may must should will would could might".split())
+_MODALS = _MODAL_VERBS | frozenset("does do has have".split())
 # Words that follow a verb but rarely a noun: "the method checks whether", "photons travel the".
 _AFTER_VERB = frozenset(
     "the a an this that these those its it their them his her our your whether if how what which "
@@ -870,7 +927,52 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 1
         if rank == 2 and _CAVEAT.search(text):
             return 1
+        if concept and needle and not has_cjk(text):
+            rank = min(rank, _general_definition_rank(text[start + len(needle):]))
+    if rank >= 1 and _POINTS_BACK.search(text):
+        return rank - 1  # "... the most popular way to do it": "it" is another sentence's
     return rank
+
+
+#: A definite or indefinite noun phrase after "is/are": the predicate of "X is a/the ...".
+_PREDICATE = re.compile(r"^\s+(?:is|are)\s+(a|an|the|one)\s+((?:[\w-]+\s+){0,3}?[\w-]+)(?:\s+(\S+)(?:\s+(\S+))?)?")
+#: An object pronoun closing a clause ("the simplest way to do it, but ..."): what it stands
+#: for is in another sentence, so quoted as a lead it says nothing.
+_POINTS_BACK = re.compile(r"\b(?:do|does|did|doing|use|using|with|to|of|about|for)\s+(?:it|this|that|them)\s*[,.;:!?)]")
+
+
+#: "are buttons added dynamically using the add method": the predicate is what one named call
+#: makes, so the "definition" holds for that one use only.
+_ONE_INSTANCE = re.compile(
+    r"^\s+(?:is|are)\s+(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){1,3}?[a-z]+ed\b(?:\s+[a-z]+ly)?\s+"
+    r"(?:with|using|by|via|through|from)\s+(?:the\s+\w+\s+(?:method|function|call|command|class)\b|`?\w+\(\))"
+)
+
+
+def _general_definition_rank(after: str) -> int:
+    """How generally the words ``after`` a concept's name define it, capping ``_lead_rank``: 3
+    for "is a/an <noun> ...", "is defined as", "refers to", "X, a <noun>, ..."; 2 for what is
+    weaker than a definition, "consists of ..." (its parts), "is one of ..." or what one named
+    call makes ("Subwidgets are the buttons added with the add method": the particular ones this
+    document means), while "Parallax is the apparent shift of ..." defines; 1 for a
+    definition scoped to a named case ("Conjugate is a no-op for Reals": a property of X for
+    Reals) and for an appositive naming one instance ("The base class, addbase, defines ...":
+    about addbase, not base classes)."""
+    if re.match(r"\s*,\s+(?!(?:a|an|the)\s)", after):
+        return 1
+    if _ONE_INSTANCE.match(after) or re.search(r"\b(?:this|these|those)\s+[a-z]", after):
+        return 2  # "The DFA number is the index into this list": which list, another sentence says
+    if re.match(r"\s+consists?\s+of\b", after, re.IGNORECASE):
+        return 2
+    m = _PREDICATE.match(after)
+    if m is None:
+        return 3
+    following, then = m.group(3) or "", m.group(4) or ""
+    if following.lower() in ("for", "in", "on", "with") and then[:1].isupper():
+        return 1
+    if m.group(1) == "one" and following == "of":
+        return 2  # "X is one of <, <=, ...": a member of a list, not what X is
+    return 3
 
 
 def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
@@ -900,8 +1002,12 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         passive = re.match(r"\s+(?:is|are|was|were)\s+(?:not\b|(?:[a-z]+ly\s+)?([a-z]+))", after)
         if passive and (passive.group(1) is None or passive.group(1).endswith("ed")
                         or lexicon.inflected_verb(passive.group(1))):
-            # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is
-            best = max(best, 1)
+            # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is.
+            # Only "X is used/designed/meant to ..." says what X is for; a lead like "X is interrupted
+            # by ..." or "The GIL is not released" tells one event or caveat, so it ranks 0 and another
+            # sentence leads the page, or there is no page
+            purpose = passive.group(1) in _PURPOSE_PARTICIPLES
+            best = max(best, 1 if concept or purpose else 0)
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition
             best = max(best, 1)
@@ -918,6 +1024,10 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             if word in _MODALS or verb:
                 best = max(best, 1)
     return best
+
+
+#: Participles after "X is" that say what X is for ("X is used to package widgets").
+_PURPOSE_PARTICIPLES = frozenset("used designed meant intended based defined implemented".split())
 
 
 def _occurrences(text: str, needle: str) -> list[int]:
@@ -1026,6 +1136,10 @@ _PARAMETER_LEAD = re.compile(
 )
 
 
+#: A lead saying what an argument carries: "FUNC gives the function ...", "MS specifies the time".
+_PLACEHOLDER_LEAD = re.compile(r"^[A-Z]+\s+(?:gives|specifies|determines|names)\s+(?:the|a|an)\s")
+
+
 def _describes_parameter(lead: str) -> bool:
     """Whether a concept's lead describes a parameter or return value of a function, not an idea:
     it opens with the name in lower case, as only code names open an English sentence ("alpha is
@@ -1116,7 +1230,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v3"
+    name = "offline-v4"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -1268,9 +1382,13 @@ class OfflineExtractor:
             return None
         if concept and not has_cjk(name) and _describes_parameter(description):
             return None
-        if concept and not has_cjk(name) and rank < (2 if " " in name else 3):
-            # a concept is a page where its document says what it is; a lone word ("module",
-            # "protocol") only where it is defined outright
+        if not concept and name.isalpha() and name.isupper() and _PLACEHOLDER_LEAD.match(description):
+            # "FUNC gives the function which shall be called": Tk's docstrings name a parameter in
+            # capitals; a parameter is no thing of its own
+            return None
+        if concept and not has_cjk(name) and rank < 3:
+            # a concept is a page where its document defines the general term ("X is a ...",
+            # ``_general_definition_rank``); what X does or a caveat about it is no definition
             return None
         evidence = _evidence(mentions, description)
         if not evidence:
