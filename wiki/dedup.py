@@ -20,28 +20,6 @@ from wiki.slugs import normalize_name
 # sets). 0.6 keeps the GIN lookup at a few ms at 40k pages (bench/scale.py).
 TRGM_THRESHOLD = 0.6
 
-_TRGM_WORDS = re.compile(r"[^\W_]+")
-
-
-def trigrams(text: str) -> frozenset[str]:
-    """pg_trgm's trigram set of ``text``: lowercased alphanumeric words, each padded with two
-    spaces before and one after (pg_trgm.c ``generate_trgm``)."""
-    out: set[str] = set()
-    for word in _TRGM_WORDS.findall(text.lower()):
-        padded = f"  {word} "
-        out.update(padded[i:i + 3] for i in range(len(padded) - 2))
-    return frozenset(out)
-
-
-def trigram_similarity(a: str, b: str) -> float:
-    """pg_trgm's ``similarity(a, b)`` in 0..1: shared trigrams over the union of both sets."""
-    ta, tb = trigrams(a), trigrams(b)
-    if not ta or not tb:
-        return 0.0
-    shared = len(ta & tb)
-    return shared / (len(ta) + len(tb) - shared)
-
-
 # A plain English plural the lexicon does not know ("mutexes", "kprobes", "dentries"): -ies -> -y,
 # -es after a sibilant -> drop "es", else a final "s" not in "ss", "us", "is" ("class", "status",
 # "Redis" stay; so do "GPUs" and "APIs", which case-free text cannot tell from "virus" or
