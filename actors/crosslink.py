@@ -169,4 +169,3 @@ def wiki_crosslink(**kwargs) -> None:
         return  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window
         send_trigger(deps, "wiki_crosslink", debounce=result.busy > 0, **kb)
-    send_trigger(deps, "wiki_rebuild_index", **kb)

@@ -486,8 +486,8 @@ def wiki_reduce(**kwargs) -> None:
              retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
              remaining=remaining, analyzed=analyzed)
     if result.touched:
-        send_trigger(deps, "wiki_crosslink", **kb)  # which rebuilds the index after it
-    elif result.deleted:  # nothing to re-link, but the index may still list a deleted summary
+        send_trigger(deps, "wiki_crosslink", **kb)
+    if result.touched or result.deleted:  # the batch queued an index op (request_index)
         send_trigger(deps, "wiki_rebuild_index", **kb)
     if result.keys or (not remaining and deps.ops.pending_count(BACKLINK, SCOPE_KB, args.knowledge_base_id)):
         send_trigger(deps, "wiki_backlink", **kb)  # which waits while documents are still coming
