@@ -296,3 +296,29 @@ def test_an_event_or_caveat_about_a_code_name_is_not_its_lead() -> None:
         "The runner retries slow_job() once, then gives up.\n"
     )
     assert _item(_extract(text, "jobs"), "slow_job") is None
+
+
+def test_a_comparison_or_a_status_never_leads_a_page() -> None:
+    needles = ["Enhanced IBRS"]
+    for sentence in ("Enhanced IBRS is more efficient than retpoline.",
+                     "Enhanced IBRS is faster than the software mitigation.",
+                     "Enhanced IBRS is the same as the older IBRS on these parts.",
+                     "Enhanced IBRS is being implemented for newer processors."):
+        assert _lead_rank(needles, False, sentence) == 0, sentence
+    assert _lead_rank(needles, False, "Enhanced IBRS is a hardware mitigation for Spectre variant 2.") == 3
+
+
+def test_the_defining_sentence_wins_over_a_comparison_before_it() -> None:
+    text = ("# mitigations\n\nEnhanced IBRS is more efficient than retpoline on recent processors.\n\n"
+            "Enhanced IBRS is a hardware feature that restricts indirect branch speculation.\n")
+    assert _descriptions(text, "mitigations")["Enhanced IBRS"].startswith("Enhanced IBRS is a hardware feature")
+
+
+def test_a_wrapped_line_that_opens_with_a_path_continues_the_sentence() -> None:
+    text = ("SRBDS is a hardware vulnerability that allows MDS\n"
+            "Documentation/admin-guide/hw-vuln/mds.rst techniques to\n"
+            "infer values returned from special register accesses.  Special register\n"
+            "accesses are accesses to off core registers.\n")
+    blocks = _prose_blocks(text)[0]
+    assert blocks[0].startswith("SRBDS is a hardware vulnerability that allows MDS Documentation/")
+    assert "special register accesses. Special register accesses" in blocks[0]
