@@ -655,6 +655,69 @@ _ADMONITION = re.compile(r"(?i)^(?:warning|note|caution|deprecated|todo|xxx|fixm
 
 
 def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = frozenset()) -> str:
+    """The lead of code name ``name`` from ``text``, the first sentence of its own section: an
+    instruction gets its subject (``_instruction_lead``); a noun-phrase docstring ("Abstract base
+    class for import finders.", "Formatted details of methods.") gets one too, as "`X` is an
+    abstract base class for ..." (a class named by a singular noun phrase) or "`X` is a function
+    of `mod`: formatted details of ..." (a function, a method or a module: what the phrase names is
+    what it returns or holds, so it follows a colon). The demo's judge failed the bare phrase: a
+    lead with no subject does not say what X is."""
+    lead = _instruction_lead(name, text, title, sections)
+    module = title if _IDENT.match(title) and " " not in title else ""
+    if lead != text or not _noun_phrase(text) or (not module and not re.search(r"[_.(]|[a-z][A-Z]", name)):
+        return lead
+    kind = _code_kind(name, title, sections)
+    if kind is None:
+        return text
+    words = text.split()
+    first = words[0] if words[0].isupper() and len(words[0]) > 1 else words[0][:1].lower() + words[0][1:]
+    phrase = " ".join([first, *words[1:]])
+    head = next((w for w in words[:6] if w.lower() in _NOUN_PHRASE_NEXT), None)
+    singular = not any(lexicon.plural_noun(w.strip(",;:.").lower()) for w in words[:words.index(head) if head else 3])
+    if kind in ("class", "exception") and singular:
+        return f"`{name}` is {'an' if first[0].lower() in 'aeiou' else 'a'} {phrase}"
+    owner = name.rpartition(".")[0]
+    return f"`{name}` is {_kind_phrase(kind, module, owner)}: {phrase}"
+
+
+#: Finite verbs that show a sentence has its own subject and verb ("Stuff is ...").
+_FINITE = frozenset("is are was were has have can will should must may does do".split())
+
+
+def _noun_phrase(text: str) -> bool:
+    """Whether docstring sentence ``text`` is a noun phrase with no verb of its own ("Heap queue
+    algorithm.", "Fast version of a heappush.", "Formatted details of methods."): it opens with a
+    capitalised noun, adjective or participle and has no finite verb before a relative clause."""
+    words = text.split()
+    if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
+        return False
+    if words[0] in ("This", "That", "These", "Those", "It", "The", "A", "An", "If", "When", "See", "Like"):
+        return False
+    pos = lexicon.lemmas(words[0])
+    if not (pos.keys() & {"NOUN", "ADJ"} or words[0].endswith("ed")):
+        return False
+    for w in words[1:10]:
+        w = w.strip(",;:.()").lower()
+        if w in ("that", "which", "who", "when", "if", "where"):
+            break
+        if w in _FINITE:
+            return False
+    return True
+
+
+def _code_kind(name: str, title: str, sections: frozenset[str]) -> str | None:
+    """What code name ``name`` is by the heading layout: "module" (the document's own title),
+    "method" (``Owner.name`` with a capitalised owner or one heading its own section), "class" (a
+    CapWords name), "function"; None for a dotted name of a module ("os.path.join")."""
+    owner, dot, _member = name.rpartition(".")
+    if name == title:
+        return "module"
+    if dot:
+        return "method" if owner[:1].isupper() or owner in sections else None
+    return "class" if name[0].isupper() and not name.isupper() and "_" not in name else "function"
+
+
+def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str] = frozenset()) -> str:
     """The lead of ``name`` from the first sentence of its own section, with the subject a
     docstring leaves out: "Write a bytes object to the file." under ``### LZMAFile.write`` of
     ``lzma`` becomes "LZMAFile.write is a method of lzma.LZMAFile that writes a bytes object to
@@ -791,7 +854,7 @@ def _and_third_person(m: re.Match[str]) -> str:
 def _whole_sentence(text: str) -> bool:
     """Whether ``text`` quotes as a sentence of its own: it ends like one and opens with a capital,
     a digit, a quote or a code name ("kmalloc() returns ..."), not with a fragment's "[ch] spit
-    out by" or "| LWPCookieJar"."""
+    out by" or "| LWPCookieJar", nor a table row's "filename Specifies ..."."""
     if has_cjk(text):
         return True
     if not _SENTENCE_END.search(text) or re.search(r"\s\S?[.!?]$", text):
@@ -799,6 +862,8 @@ def _whole_sentence(text: str) -> bool:
     first = text.split(" ", 1)[0]
     if text[0].isupper() or text[0].isdigit() or text[0] in "\"'(\u201c`":
         return True
+    if re.match(r"\S+\s+[A-Z][a-z]+\s", text):
+        return False  # "filename Specifies that ...": a parameter table's row, its key glued to the text
     return text[0].isalpha() and (not first.isalpha() or not lexicon.dictionary_word(first))
 
 
