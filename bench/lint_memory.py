@@ -221,12 +221,14 @@ TITLE_KEYS_SQL = (
 
 def walk(deps, kb_id: str, traced: bool) -> tuple[int, float, object]:
     """(peak bytes or 0, wall seconds, report) of one lint walk (no --fix)."""
-    from actors.lint import run_lint
+    from repos.lint import LintRepository
+    from stages.lint import run_lint
 
     if traced:
         tracemalloc.start()
     t0 = time.monotonic()
-    report = run_lint(deps, TENANT, kb_id, fix=False)
+    report = run_lint(TENANT, kb_id, kbs=deps.kbs, pages=deps.pages, lint=LintRepository(deps.pool), pool=deps.pool,
+                      min_chars=deps.settings.min_document_chars, fix=False)
     wall = time.monotonic() - t0
     peak = 0
     if traced:

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from repos.task_queue import TaskDeadLetterRepository
+from repos.dead_letters import TaskDeadLetterRepository
 
 #: The fields of one spooled dead letter: ``TaskDeadLetterRepository.insert``'s keywords.
 FIELDS = ("task_type", "tenant_id", "scope", "scope_id", "related_id", "payload", "last_error", "fail_count",
