@@ -7,7 +7,7 @@ links depend on its rendered text and the live pages only, not on the order page
 Reads only the touched pages' content; other pages are seen through narrow (slug, title, aliases)
 rows found by indexed lookups of the phrases the pages contain.
 Touched slugs are queued ``CHUNK`` per finalize op; a run claims one op and reads, links and
-writes its pages in a few statements (``actors.relink``). A run that leaves unclaimed ops sends
+writes its pages in a few statements (``stages.relink``). A run that leaves unclaimed ops sends
 the next run at once, before its own work, so up to ``crosslink_parallel`` runs of a KB
 proceed together on any worker process (cross-linking is CPU work: one process is one core).
 """
@@ -25,7 +25,7 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
 from actors.pacing import ingest_running
-from actors.relink import dead_link_resolver, mentions_by_page
+from stages.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
 from repos.pages import ITEM_TYPES
 from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink

@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.relink import dead_link_resolver, mentions_by_page
+from stages.relink import dead_link_resolver, mentions_by_page
 from repos.lint import LintRepository
 from repos.pages import ITEM_TYPES, WikiPageRepository
 from wiki import lint as rules

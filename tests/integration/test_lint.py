@@ -47,11 +47,14 @@ class Wiki:
             page_type=page_type, content=content, aliases=list(aliases), source_refs=refs, facts=facts or {}))
 
     def lint(self, fix: bool = False):
+        return self.lint_with(CHECKS, fix)
+
+    def lint_with(self, checks, fix: bool = False):
         from stages.lint import run_lint
 
         return run_lint(self.kb.tenant_id, self.kb.id, kbs=self.deps.kbs, pages=self.deps.pages,
                         lint=LintRepository(self.deps.pool), pool=self.deps.pool,
-                        min_chars=self.deps.settings.min_document_chars, fix=fix)
+                        min_chars=self.deps.settings.min_document_chars, fix=fix, checks=checks)
 
     def get(self, slug: str) -> Page | None:
         return self.deps.pages.get(self.kb.id, slug)
