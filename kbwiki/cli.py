@@ -1,4 +1,5 @@
-"""The ``kbwiki`` command: migrate, worker, ingest, status, export, dead-letters, demo.
+"""The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
+delete-kb and lint live in their own ``*_cmd`` modules, registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
 starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;

@@ -24,7 +24,7 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
     """Check a KB's wiki: broken links, orphans, empty pages, stale sources, unlinked mentions, duplicates."""
     with services():
         from repos.lint import LintRepository
-        from stages.lint import run_lint  # after services(): importing actors needs the servers' URLs
+        from stages.lint import run_lint
         from stages.lint_checks import CHECKS
 
         deps = command_deps()
