@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 from kbwiki.corpus import Rejected, iter_folder_docs, iter_stdlib_docs  # noqa: E402
 from repos.bench import BenchKbRepository  # noqa: E402
 from repos.db import apply_migrations, make_pool  # noqa: E402
-from repos.servers import create_database, vacuum_analyze  # noqa: E402
 from repos.pages import WikiPageRepository  # noqa: E402
+from repos.servers import create_database, vacuum_analyze  # noqa: E402
 from wiki.models import Extraction  # noqa: E402
 
 CACHE = ROOT / "bench/.cache"

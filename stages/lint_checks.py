@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stages.relink import dead_link_resolver, mentions_by_page
 from repos.lint import LintRepository
 from repos.pages import ITEM_TYPES, WikiPageRepository
+from stages.relink import dead_link_resolver, mentions_by_page
 from wiki import lint as rules
 from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import CheckInfo, Finding, LintIssue, LintPage

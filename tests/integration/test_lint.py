@@ -6,9 +6,8 @@ that the keyset cursor, and fixes that reach pages of other windows, are exercis
 
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import uuid
 from dataclasses import dataclass
 
@@ -16,8 +15,8 @@ import pytest
 
 from actors.deps import Deps, build_deps
 from repos.lint import LintRepository
-from wiki.extract.offline import OfflineExtractor
 from stages.lint_checks import CHECKS, check_named
+from wiki.extract.offline import OfflineExtractor
 from wiki.lint import health_score, prose_length
 from wiki.models import Page, SourceRef
 
