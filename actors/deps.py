@@ -49,7 +49,7 @@ class Deps:
     extractor: Extractor
     workers: WorkerRepository
     fences: LaneFenceRepository
-    #: This process's worker id while it runs as a heartbeating worker (``actors.heartbeat``);
+    #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
 

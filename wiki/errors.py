@@ -3,8 +3,10 @@
 Importable from every layer (it imports nothing of kbwiki). The rules:
 
 - A repository or ``kbwiki.services`` turns a driver error into one of these where it is raised
-  (``repos.db``'s pool for PostgreSQL connection failures, ``repos.redis_client`` for Redis),
-  keeping the driver error as ``__cause__``; nothing above them needs to know psycopg or redis.
+  (``repos.db``'s pool for PostgreSQL connection failures, ``repos.servers`` and
+  ``repos.dead_letter_spool`` for their own PostgreSQL and Redis connections),
+  keeping the driver error as ``__cause__``, so callers catch these, not psycopg's or redis's (the
+  Redis calls the actors make on their own client still raise redis errors).
 - Errors that callers already catch by a builtin kind keep it as a second base (``BadInput`` is a
   ``ValueError``, ``UnknownKnowledgeBase`` a ``LookupError``), so ``except ValueError`` still works.
 - The ``kbwiki`` command maps each kind to one line and an exit code in one place
