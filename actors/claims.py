@@ -13,7 +13,7 @@ from psycopg import Connection
 
 from actors.deps import Deps
 from actors.lanes import SCOPE_KB
-from repos.task_queue import PendingOp
+from repos.pending_ops import PendingOp
 
 log = structlog.get_logger(__name__)
 

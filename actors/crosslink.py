@@ -7,8 +7,8 @@ links depend on its rendered text and the live pages only, not on the order page
 Reads only the touched pages' content; other pages are seen through narrow (slug, title, aliases)
 rows found by indexed lookups of the phrases the pages contain.
 Touched slugs are queued ``CHUNK`` per finalize op; a run claims one op and reads, links and
-writes its pages in a few statements (``actors.relink``). A run that leaves unclaimed ops sends
-the next run at once, before its own work, so up to ``ingest_reduce_parallel`` runs of a KB
+writes its pages in a few statements (``stages.relink``). A run that leaves unclaimed ops sends
+the next run at once, before its own work, so up to ``crosslink_parallel`` runs of a KB
 proceed together on any worker process (cross-linking is CPU work: one process is one core).
 """
 
@@ -25,7 +25,7 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
 from actors.pacing import ingest_running
-from actors.relink import dead_link_resolver, mentions_by_page
+from stages.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
 from repos.pages import ITEM_TYPES
 from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink
@@ -70,7 +70,7 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=No
     the KB are still coming in (``actors.pacing``).
 
     ``fan_out()`` is called after the claim when unclaimed ops remain and fewer than the KB's
-    ``reduce_parallel`` ops are being cross-linked (the actor sends the next run there).
+    ``crosslink_parallel`` ops are being cross-linked (the actor sends the next run there).
     Returns None when the KB is gone (its lanes drained).
     """
     kb = active_kb_or_drain(deps, tenant_id, knowledge_base_id)
@@ -84,7 +84,7 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=No
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
     if claimed and fan_out is not None:
         in_flight = deps.ops.claimed_count(FINALIZE, SCOPE_KB, kb.id, stale)
-        if deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < deps.tunables(kb).reduce_parallel:
+        if deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < deps.tunables(kb).crosslink_parallel:
             fan_out()
     with released_on_failure(deps, claimed):
         for i in range(0, len(slugs), CHUNK):

@@ -17,7 +17,8 @@ from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskDeadLetterRepository, TaskPendingOpsRepository
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
 from wiki.models import KnowledgeBase
 from wiki.settings import Settings, get_settings
@@ -29,7 +30,7 @@ class Tunables:
 
     batch_size: int
     map_parallel: int
-    reduce_parallel: int
+    crosslink_parallel: int
 
 
 @dataclass
@@ -48,7 +49,7 @@ class Deps:
     extractor: Extractor
     workers: WorkerRepository
     fences: LaneFenceRepository
-    #: This process's worker id while it runs as a heartbeating worker (``actors.heartbeat``);
+    #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
 
@@ -57,7 +58,7 @@ class Deps:
         return Tunables(
             batch_size=cfg.ingest_batch_size or s.ingest_batch_size,
             map_parallel=cfg.ingest_map_parallel or s.ingest_map_parallel,
-            reduce_parallel=cfg.ingest_reduce_parallel or s.ingest_reduce_parallel,
+            crosslink_parallel=cfg.crosslink_parallel or s.crosslink_parallel,
         )
 
 

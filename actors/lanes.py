@@ -1,6 +1,7 @@
 """Names of the durable lanes (``task_pending_ops.task_type``) the wiki pipeline moves ops through."""
 
-SCOPE_KB = "knowledge_base"
+from repos.queue_common import SCOPE_KB  # noqa: F401  (defined once, with the queue's columns)
+
 INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
 REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch
 FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair

@@ -7,7 +7,6 @@ costs no extractor call. A failing document is counted against its in-batch retr
 
 from __future__ import annotations
 
-import traceback
 from datetime import datetime, timezone
 
 import dramatiq
@@ -19,6 +18,7 @@ from actors.coordination import tombstone_key
 from actors.deps import Deps, get_deps
 from actors.lanes import INGEST, REDUCE
 from actors.triggers import send_trigger
+from wiki.errors import error_text, fail_budget_spent
 from wiki.extract import ExtractionError
 
 log = structlog.get_logger(__name__)
@@ -73,11 +73,11 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
 
 
 def _count_failure(deps: Deps, op, exc: Exception) -> str:
-    error = "".join(traceback.format_exception(exc))[-8192:]
+    error = error_text(exc)
     fails = deps.ops.incr_fail_count(op.id)
     if fails is None:
         return "gone"
-    if fails > deps.settings.wiki_max_fail_retries:
+    if fail_budget_spent(fails, deps.settings.wiki_max_fail_retries):
         with deps.pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             deps.dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)

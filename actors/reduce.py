@@ -18,7 +18,6 @@ written is bounded by the batch, never by the KB.
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -40,6 +39,7 @@ from repos.db import refresh_statistics
 from repos.liveness import FenceLost
 from repos.pages import title_keys
 from wiki.dedup import name_key
+from wiki.errors import error_text, fail_budget_spent
 from wiki.links import rewrite_links
 from wiki.models import Document, ExtractedItem, Extraction, Page, PageLite, SourceRef
 from wiki.render import render_item_page, render_summary_page
@@ -444,11 +444,11 @@ def canonical_name(names: Iterable[str]) -> str:
 def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> float:
     """Count a document's failure on its ops: dead-letter past the budget, else release them with
     their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
-    error = "".join(traceback.format_exception(exc))[-8192:]
+    error = error_text(exc)
     delay = 0.0
     for op in ops:
         fails = deps.ops.incr_fail_count(op.id, conn=conn)
-        if fails is not None and fails > deps.settings.wiki_max_fail_retries:
+        if fail_budget_spent(fails, deps.settings.wiki_max_fail_retries):
             deps.dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
                                                       task_type="wiki:ingest", error=error, conn=conn)
             deps.docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)

@@ -1,6 +1,6 @@
 """Requeue: give a dead letter another go, then remove it.
 
-Two kinds of dead letters exist (``repos.task_queue.TaskDeadLetterRepository``):
+Two kinds of dead letters exist (``repos.dead_letters.TaskDeadLetterRepository``):
 
 - ``wiki:ingest`` rows are document ops that used up their in-batch retry budget in map or
   reduce; their payload is the whole op. Requeue puts the op back in the ingest lane of its KB
@@ -27,7 +27,8 @@ from actors.deps import Deps
 from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
 from actors.triggers import send_trigger
 from repos.dead_letter_spool import DeadLetterSpool
-from repos.task_queue import DeadLetter
+from repos.dead_letters import DeadLetter
+from wiki.errors import DeadLetterNotFound, RequeueRefused
 
 log = structlog.get_logger(__name__)
 
@@ -39,14 +40,6 @@ DELIVERY_OPTIONS = frozenset({"retries", "traceback", "requeue_timestamp", "eta"
 #: Outcomes of ``requeue_dead_letter``.
 REINSERTED = "reinserted"
 RESENT = "resent"
-
-
-class DeadLetterNotFound(LookupError):
-    """No dead letter has this id (never existed, already requeued or purged)."""
-
-
-class RequeueRefused(RuntimeError):
-    """The dead letter cannot be requeued as stored; it is kept. The message says why."""
 
 
 def unspool(deps: Deps, tenant_id: int | None = None) -> int:

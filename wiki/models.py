@@ -10,7 +10,8 @@ import unicodedata
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
+                      field_validator)
 
 PageType = Literal["summary", "entity", "concept", "index"]
 PageStatus = Literal["draft", "published", "archived"]
@@ -27,7 +28,9 @@ class WikiConfig(BaseModel):
 
     ingest_batch_size: int | None = Field(default=None, ge=1, le=1000)
     ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
-    ingest_reduce_parallel: int | None = Field(default=None, ge=1, le=64)
+    #: Stored as ``ingest_reduce_parallel`` before it was named for what it bounds: still read.
+    crosslink_parallel: int | None = Field(
+        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel"))
 
 
 #: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and

@@ -13,6 +13,8 @@ from pathlib import PurePosixPath
 
 import html2text
 
+from wiki.errors import BadDocument
+
 _SNIFF_BYTES = 8192
 #: Share of control bytes above which data is binary (text rarely has any besides \t \n \r).
 CONTROL_BYTE_RATIO = 0.30
@@ -45,17 +47,6 @@ _RST_EXTENSIONS = frozenset({".rst"})
 _HTML_EXTENSIONS = frozenset({".html", ".htm"})
 
 _MAX_TITLE_CHARS = 200
-
-
-class BadDocument(ValueError):
-    """A document that cannot become wiki text. ``reason`` is a short stable code
-    ("binary", "unsupported type", ...) for logs and the documents' ``error`` column; the
-    message adds ``detail`` when given."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 # --- bytes -------------------------------------------------------------------------------

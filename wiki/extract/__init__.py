@@ -13,6 +13,7 @@ import unicodedata
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from wiki.errors import ExtractionError, ExtractionUnavailable
 from wiki.models import Extraction
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ExtractionError",
+    "ExtractionUnavailable",
     "Extractor",
     "MAX_NAME_CHARS",
     "MAX_NAME_WORDS",
@@ -30,10 +32,6 @@ __all__ = [
 
 MAX_NAME_CHARS = 80
 MAX_NAME_WORDS = 6
-
-
-class ExtractionError(Exception):
-    """The extractor's output for a document cannot be made valid (e.g. no usable sentence)."""
 
 
 @runtime_checkable
@@ -49,7 +47,9 @@ class Extractor(Protocol):
     def extract(self, title: str, text: str) -> Extraction:
         """Extract summary, body and items from ``text``.
 
-        Raises ``ExtractionError`` when no valid extraction can be produced.
+        Raises ``ExtractionError`` when the document cannot give a valid extraction (for good: it
+        is skipped) and ``ExtractionUnavailable`` when the extractor could not run (for now: the
+        document is tried again within its fail budget).
         """
         ...
 
