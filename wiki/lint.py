@@ -9,7 +9,6 @@ check returns ``LintIssue`` values; ``LintTally`` keeps counters and at most
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Literal
@@ -17,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
+from wiki.markdown import HEADING_LINE_RE
 from wiki.models import PageLite
 from wiki.slugs import normalize_name, normalize_slug
 from wiki.text import prose_size
@@ -70,8 +70,6 @@ STALE_SAMPLE_PER_PAGE = 3
 # the same title are a possible double ingest; an entity and a summary sharing a title are by
 # design (summary slugs carry the "doc-" prefix for exactly that case).
 _FAMILY = {"entity": "item", "concept": "item", "summary": "summary", "index": "index"}
-
-_HEADING_LINE_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 
 
 class LintIssue(BaseModel):
@@ -164,7 +162,7 @@ def prose_length(content: str) -> int:
     its display text (or its slug as words), runs of whitespace counted as one space, a CJK
     character counting 3 as it does for documents (``wiki.text.prose_size``)."""
     text, _ = rewrite_links(content, lambda slug, display: None)
-    text = _HEADING_LINE_RE.sub("", text)
+    text = HEADING_LINE_RE.sub("", text)
     return prose_size(" ".join(text.split()))
 
 
