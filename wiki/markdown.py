@@ -120,6 +120,8 @@ _FENCE_LINE_RE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
 # link's "|" would split a table cell, so table rows are not linkified).
 _ATX_HEADING = r" {0,3}#{1,6}(?:[ \t]|$)"
 _LINE_BLOCK_RE = re.compile(rf"({_ATX_HEADING})|( {{0,3}}\[[^\]\n]+\]:[ \t])| {{0,3}}\|")
+#: An ATX heading's start (``#`` to ``######`` after up to 3 spaces, then a blank or the line end).
+HEADING_RE = re.compile(_ATX_HEADING)
 #: A whole ATX heading line (``#`` to ``######`` after up to 3 spaces), for callers that drop them.
 HEADING_LINE_RE = re.compile(rf"^(?={_ATX_HEADING}).*$", re.MULTILINE)
 

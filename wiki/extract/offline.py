@@ -29,7 +29,7 @@ import yake
 from segtok.segmenter import split_single
 
 from wiki.extract import ExtractionError, cjk, is_stopword, lexicon, validate_item_name
-from wiki.markdown import AUTOLINK_RE, MD_LINK_RE, WIKI_LINK_RE, fenced_code_lines, wiki_link_text
+from wiki.markdown import AUTOLINK_RE, HEADING_RE, MD_LINK_RE, WIKI_LINK_RE, fenced_code_lines, wiki_link_text
 from wiki.models import ExtractedItem, Extraction
 from wiki.slugs import has_cjk
 
@@ -54,7 +54,6 @@ BODY_CHARS = 1200
 
 # --- block level: which lines are prose -------------------------------------------------------
 
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _UNDERLINE = re.compile(r"^\s*([=\-~^*#+`'\"._:])\1{2,}\s*$")
 _DIRECTIVE = re.compile(r"^\s*\.\.(\s|$)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|#\.|\([a-z0-9]\))\s+")
@@ -264,9 +263,9 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
                 current.pop()
             flush()
             continue
-        if _MD_HEADING.match(line) or _TABLE.search(line):
+        if HEADING_RE.match(line) or _TABLE.search(line):
             flush()
-            heading = stripped.lstrip("#").strip() if _MD_HEADING.match(line) else ""
+            heading = stripped.lstrip("#").strip() if HEADING_RE.match(line) else ""
             continue
         if _DIRECTIVE.match(line):
             flush()
