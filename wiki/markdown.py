@@ -66,10 +66,6 @@ class Kind(enum.StrEnum):
     PROSE = "prose"
 
 
-#: Kinds that hold code: a wiki link inside them is no link.
-CODE_KINDS = frozenset({Kind.FENCED_CODE, Kind.INLINE_CODE})
-
-
 class Span(NamedTuple):
     """``text[start:end]`` is of kind ``kind`` (character offsets, end exclusive)."""
 
