@@ -27,6 +27,7 @@ from typing import Literal, NamedTuple
 from pydantic import BaseModel, Field
 
 from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
+from wiki.markdown import HEADING_LINE_RE
 from wiki.models import PageLite
 from wiki.slugs import normalize_name, normalize_slug
 from wiki.text import prose_size
@@ -67,8 +68,6 @@ STALE_SAMPLE_PER_PAGE = 3
 # the same title are a possible double ingest; an entity and a summary sharing a title are by
 # design (summary slugs carry the "doc-" prefix for exactly that case).
 _FAMILY = {"entity": "item", "concept": "item", "summary": "summary", "index": "index"}
-
-_HEADING_LINE_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 
 
 class LintIssue(BaseModel):
@@ -157,7 +156,7 @@ def prose_length(content: str) -> int:
     its display text (or its slug as words), runs of whitespace counted as one space, a CJK
     character counting 3 as it does for documents (``wiki.text.prose_size``)."""
     text, _ = rewrite_links(content, lambda slug, display: None)
-    text = _HEADING_LINE_RE.sub("", text)
+    text = HEADING_LINE_RE.sub("", text)
     return prose_size(" ".join(text.split()))
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from wiki.errors import ExtractionError, ExtractionUnavailable
 from wiki.models import Extraction
+from wiki.stopwords import is_stopword
 
 if TYPE_CHECKING:
     from wiki.settings import Settings
@@ -81,19 +81,6 @@ _HASH_OK = re.compile(r"^[A-Za-z]{1,3}#$")
 _WRAPPERS = (("**", "**"), ("__", "__"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"),
              ("\u201c", "\u201d"), ("\u2018", "\u2019"))
 _TRAILING = " \t.,;:!?"
-
-
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    """yake's English stopword list (574 words), loaded once."""
-    import yake
-
-    return frozenset(w for w in yake.KeywordExtractor(lan="en").stopword_set if w)
-
-
-def is_stopword(word: str) -> bool:
-    """Whether ``word`` (any case) is in yake's English stopword list."""
-    return word.lower() in _stopwords()
 
 
 def _clean(name: str) -> str:

@@ -29,9 +29,9 @@ import yake
 from segtok.segmenter import split_single
 
 from wiki.extract import ExtractionError, cjk, is_stopword, lexicon, validate_item_name
+from wiki.markdown import AUTOLINK_RE, HEADING_RE, MD_LINK_RE, WIKI_LINK_RE, fenced_code_lines, wiki_link_text
 from wiki.models import ExtractedItem, Extraction
 from wiki.slugs import has_cjk
-from wiki.text import fenced_code_lines
 
 MAX_ANALYSED_CHARS = 50_000
 PYSBD_PREFIX_CHARS = 2_500
@@ -54,8 +54,6 @@ BODY_CHARS = 1200
 
 # --- block level: which lines are prose -------------------------------------------------------
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_MD_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _UNDERLINE = re.compile(r"^\s*([=\-~^*#+`'\"._:])\1{2,}\s*$")
 _DIRECTIVE = re.compile(r"^\s*\.\.(\s|$)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|#\.|\([a-z0-9]\))\s+")
@@ -70,10 +68,6 @@ _ROLE = re.compile(r":[\w:+.-]+:`([^`]*)`")
 _RST_LINK = re.compile(r"`([^`<]*?)\s*<[^`>]*>`_{1,2}")
 _DOUBLE_BT = re.compile(r"``(.+?)``")
 _SINGLE_BT = re.compile(r"`([^`]+)`_{0,2}")
-_MD_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_MD_LINK = re.compile(r"\[([^\]]+)\]\((?:[^)(]|\([^)]*\))*\)")
-_WIKI_LINK = re.compile(r"\[\[(?:[^\]|]*\|)?([^\]]*)\]\]")
-_ANGLE_URL = re.compile(r"<(?:https?|ftp|mailto):[^>]*>")
 # Emphasis only where the markers stand outside words: "2*k+1] and a[2*k+2]" is arithmetic.
 _EMPH = re.compile(r"(?<![\w*])(\*\*|\*)(?=[^\s*])(.+?)(?<=[^\s*])\1(?![\w*])")
 _FOOTNOTE = re.compile(r"\[(?:#\w*|\d+|\*)\]_")
@@ -186,10 +180,9 @@ def _strip_inline(text: str, code: list[str]) -> str:
         code.append(inner.lstrip(".") or inner)
         return inner
 
-    text = _WIKI_LINK.sub(r"\1", text)
-    text = _MD_IMAGE.sub(r"\1", text)
-    text = _MD_LINK.sub(r"\1", text)
-    text = _ANGLE_URL.sub("", text)
+    text = WIKI_LINK_RE.sub(wiki_link_text, text)
+    text = MD_LINK_RE.sub(r"\g<text>", text)
+    text = AUTOLINK_RE.sub("", text)
     text = _RST_LINK.sub(r"\1", text)
     text = _ROLE.sub(role, text)
     text = _DOUBLE_BT.sub(span, text)
@@ -273,13 +266,9 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
                 current.pop()
             flush()
             continue
-        if _FENCE.match(line):
-            # An opener never closed (fenced_code_lines keeps what follows as text): not prose itself.
+        if HEADING_RE.match(line) or _TABLE.search(line):
             flush()
-            continue
-        if _MD_HEADING.match(line) or _TABLE.search(line):
-            flush()
-            heading = stripped.lstrip("#").strip() if _MD_HEADING.match(line) else ""
+            heading = stripped.lstrip("#").strip() if HEADING_RE.match(line) else ""
             continue
         if _DIRECTIVE.match(line):
             flush()
