@@ -18,7 +18,6 @@ with those checks).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
