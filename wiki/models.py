@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
 
+from wiki.llm_config import LLMOverride
+
 PageType = Literal["summary", "entity", "concept", "index"]
 PageStatus = Literal["draft", "published", "archived"]
 ItemKind = Literal["entity", "concept"]
@@ -28,6 +30,8 @@ class WikiConfig(BaseModel):
     ingest_batch_size: int | None = Field(default=None, ge=1, le=1000)
     ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
     ingest_reduce_parallel: int | None = Field(default=None, ge=1, le=64)
+    #: The KB's own model endpoint, model, key... over the ``KBWIKI_LLM_*`` settings.
+    llm: LLMOverride | None = None
 
 
 #: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and
