@@ -83,8 +83,10 @@ def realistic_content(request: dict) -> dict:
     sentences = _sentences(text)
     if not sentences:
         sentences = [" ".join(text.split())[:200] or "An empty document."]
-    terms = Counter(m for s in sentences for m in re.findall(r"\b[A-Z][A-Za-z0-9]{2,}(?: [A-Z][A-Za-z0-9]{2,}){0,2}\b", s)
-                    if not s.startswith(m))
+    terms = Counter(re.sub(r"^(?:The|An?|This|These|Each) ", "", m) for s in sentences
+                    for m in re.findall(r"\b[A-Z][A-Za-z0-9]{2,}(?: [A-Z][A-Za-z0-9]{2,}){0,2}\b", s)
+                    if not s.startswith(m) or m.startswith(("The ", "A ", "An ", "This ", "These ", "Each ")))
+    terms = Counter({t: n for t, n in terms.items() if " " in t or not any(s.startswith(t) for s in sentences)})
     if len(terms) < 3:  # few names: the most repeated two-word phrases without stopwords
         from wiki.extract import is_stopword
 
