@@ -64,15 +64,17 @@ def mode_of(request: dict) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    lines = text.splitlines()
-    underline = re.compile(r"\s*([=\-~^*#`:|+])\1{2,}\s*$")
-    # Headings (a line over an underline) and markup lines are no sentences.
-    prose = " ".join(line for i, line in enumerate(lines)
-                     if line.strip() and not underline.match(line)
-                     and not (i + 1 < len(lines) and underline.match(lines[i + 1]))
-                     and not re.match(r"\s*(\.\.|[*\-] |\d+\. |:)", line))
-    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(prose.split()))
-            if 30 <= len(s) <= 300 and re.search(r"[a-z]{3}", s) and "`" not in s and "_" not in s]
+    """Sentences of the prose paragraphs (blocks between blank lines with no markup, heading or
+    indented line), so that each one, whitespace normalised, occurs in the normalised document."""
+    markup = re.compile(r"\s*(\.\.|[*\-+] |\d+\. |:|\||([=\-~^*#`:+])\2{2,})|\s{2,}\S|\t")
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line for line in block.splitlines() if line.strip()]
+        if not lines or any(markup.match(line) for line in lines):
+            continue
+        out += [s for s in re.split(r"(?<=[.!?])\s+", " ".join(block.split()))
+                if 30 <= len(s) <= 300 and re.search(r"[a-z]{3}", s) and "`" not in s and "_" not in s]
+    return out
 
 
 def realistic_content(request: dict) -> dict:
