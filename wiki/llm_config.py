@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,7 @@ class LLMOverride(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
     connect_timeout_s: float | None = Field(default=None, gt=0, le=600)
     max_tokens: int | None = Field(default=None, ge=64, le=1_000_000)
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
     extra_body: dict[str, Any] | None = None
     thinking_off: dict[str, Any] | None = None
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
@@ -42,7 +43,8 @@ class LLMConfig(BaseModel):
     - ``base_url``: the OpenAI-compatible endpoint (``None``: the SDK's default, OpenAI's API);
     - ``timeout_s`` / ``connect_timeout_s``: one HTTP request's read and connect timeouts;
     - ``max_tokens``: the answer's token cap per call (an answer cut by it is retried on a smaller
-      input, never accepted);
+      input, never accepted); ``max_tokens_field`` the request field that carries it (OpenAI's
+      reasoning models take only ``max_completion_tokens``);
     - ``extra_body``: fields merged into every request (e.g. ``{"temperature": 0}``);
     - ``thinking_off``: fields added on the one retry after an empty answer with reasoning;
     - ``section_chars``: the longest piece of a document sent in one call; longer documents are
@@ -60,6 +62,7 @@ class LLMConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0, le=3600)
     connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
     max_tokens: int = Field(default=4096, ge=64, le=1_000_000)
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     extra_body: dict[str, Any] = Field(default_factory=dict)
     thinking_off: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_THINKING_OFF))
     section_chars: int = Field(default=24_000, ge=500, le=2_000_000)
@@ -86,7 +89,7 @@ class LLMConfig(BaseModel):
 def config_from_settings(settings: Any) -> LLMConfig:
     """The process-wide ``LLMConfig`` from ``wiki.settings.Settings``' ``llm_*`` fields."""
     fields = {name: getattr(settings, f"llm_{name}") for name in (
-        "base_url", "model", "api_key", "timeout_s", "connect_timeout_s", "max_tokens", "extra_body",
+        "base_url", "model", "api_key", "timeout_s", "connect_timeout_s", "max_tokens", "max_tokens_field", "extra_body",
         "section_chars", "transport_attempts", "retry_max_wait_s", "max_invalid_share")}
     if settings.llm_thinking_off is not None:
         fields["thinking_off"] = settings.llm_thinking_off

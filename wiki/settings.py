@@ -80,6 +80,7 @@ class Settings(BaseSettings):
     llm_timeout_s: float = Field(default=120.0, gt=0, le=3600, description="One request's read timeout.")
     llm_connect_timeout_s: float = Field(default=10.0, gt=0, le=600, description="One request's connect timeout.")
     llm_max_tokens: int = Field(default=4096, ge=64, le=1_000_000, description="Answer token cap per call.")
+    llm_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     llm_extra_body: dict[str, Any] = Field(default_factory=dict, description="Fields merged into every request.")
     llm_thinking_off: dict[str, Any] | None = Field(default=None, description="Fields that turn thinking off.")
     llm_section_chars: int = Field(default=24_000, ge=500, le=2_000_000, description="Longest text per call.")

@@ -73,8 +73,12 @@ def retry_after_s(exc: BaseException | None) -> float | None:
     try:
         return max(float(value), 0.0)
     except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(parsed.timestamp() - time.time(), 0.0) if parsed else None
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # neither seconds nor a date: as if the server had not said
+        return None
+    return max(parsed.timestamp() - time.time(), 0.0)
 
 
 class _Wait:
@@ -103,7 +107,7 @@ class ChatClient:
         """One completion in ``mode``. Raises ``ModeRejected`` on a 400, ``LLMConfigError`` on 401,
         402, 403, 404 and 422, ``LLMUnavailable`` once the transport retries are spent."""
         c = self.config
-        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, "max_tokens": c.max_tokens}
+        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, c.max_tokens_field: c.max_tokens}
         if mode == "json_schema":
             kwargs["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "wiki_extraction", "strict": True, "schema": schema}}
