@@ -4,6 +4,8 @@ paused KB shown by status) and that nothing invalid reaches ``wiki_pages``."""
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 
 import pytest
@@ -14,7 +16,8 @@ from actors.lanes import INGEST, SCOPE_KB
 from actors.map import map_document
 from kbwiki.status import kb_status, status_lines
 from repos.llm_errors import LLMConfigErrorRepository
-from tests.support.llm_server import ScriptedLLM, answer, error, realistic
+from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
+from tests.e2e.conftest import wait_until
 from tests.support.pipeline import settle
 from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMExtractor
@@ -164,6 +167,10 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
     assert llm_deps.dead_letters.count(tenant_id=1, scope=SCOPE_KB, scope_id=kb.id) == 0
 
     llm_deps.kbs.set_wiki_config(kb.id, {"llm": {"model": "good-model"}})
+    claimed = []
+    wait_until(lambda: claimed.extend(llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)) or len(claimed) == 2,
+               10, "both paused ops claimable again after llm_pause_s")
+    assert [map_document(llm_deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"] * len(claimed)
     settle(llm_deps, kb)
     assert llm_deps.docs.count_by_status(kb.id) == {"done": 2}
     assert LLMConfigErrorRepository(llm_deps.pool).get(kb.id) is None
@@ -175,3 +182,82 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
 def _ops(deps, kb, ids):
     by_key = {op.dedup_key: op for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 100)}
     return [(knowledge_id, by_key[knowledge_id]) for knowledge_id in ids.values()]
+
+
+def _first_then_realistic(change):
+    """A responder: the first call gets ``realistic``'s answer passed through ``change`` (a
+    function of the content dict returning a response), later calls plain ``realistic``."""
+    state = {"first": True}
+
+    def respond(request):
+        if state.pop("first", False):
+            return change(realistic_content(request))
+        return realistic(request)
+    return respond
+
+
+def _invent_handles(content):
+    content["body"] += " See [[p9]], [[block-layer-internals|the block layer]] and [docs](https://example.org/x)."
+    content["items"][0]["same_as"] = "p7"
+    return answer(content)
+
+
+def _bad_quote(content):
+    content["items"].append({"name": "Imaginary Scheduler", "kind": "entity", "same_as": None, "aliases": [],
+                             "description": "Made up.", "evidence": [{"source": "d1", "quote": "The Imaginary"
+                                                                      " Scheduler runs every task twice."}]})
+    return answer(content)
+
+
+def _repairable(content):
+    return answer(json.dumps(content)[:-2] + ",]")
+
+
+# name: (responder or script, outcome) -- outcome "page", "dead" or "paused"
+SCENARIOS = {
+    "good answer": (lambda s: setattr(s, "responder", realistic), "page"),
+    "truncation": (lambda s: (s.push(answer('{"summary": "The Timer Wheel is', finish_reason="length")),
+                              setattr(s, "responder", realistic)), "page"),
+    "empty content with reasoning": (lambda s: (s.push(answer("", reasoning="Thinking about timers...")),
+                                                setattr(s, "responder", realistic)), "page"),
+    "invalid JSON": (lambda s: setattr(s, "responder", lambda r: answer("timers: yes; wheel: yes")), "dead"),
+    "repairable JSON": (lambda s: setattr(s, "responder", _first_then_realistic(_repairable)), "page"),
+    "invented handles": (lambda s: setattr(s, "responder", _first_then_realistic(_invent_handles)), "page"),
+    "quotes not in the source": (lambda s: setattr(s, "responder", _first_then_realistic(_bad_quote)), "page"),
+    "429 with Retry-After": (lambda s: (s.push(error(429, "rate limited", {"Retry-After": "1"})),
+                                        setattr(s, "responder", realistic)), "page"),
+    "500s": (lambda s: (s.push(error(500), error(502)), setattr(s, "responder", realistic)), "page"),
+    "timeout": (lambda s: (s.push(stall(3.0)), setattr(s, "responder", realistic)), "page"),
+    "401": (lambda s: setattr(s, "responder", lambda r: error(401, "Incorrect API key provided: k")), "paused"),
+    "json_schema rejected": (lambda s: setattr(s, "responder", rejecting({"json_schema"})), "page"),
+}
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_each_kind_of_answer_ends_as_a_page_a_dead_letter_or_a_paused_kb(llm_deps, server, scenario):
+    setup, outcome = SCENARIOS[scenario]
+    setup(server)
+    kb = new_kb(llm_deps)
+    ids = submit(llm_deps, kb, {"timers.md": DOCS["timers.md"]})
+    if outcome == "paused":
+        llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
+        [(knowledge_id, op)] = _ops(llm_deps, kb, ids)
+        assert map_document(llm_deps, 1, kb.id, knowledge_id, op.id) == "paused"
+    else:
+        settle(llm_deps, kb)
+    pages = [p for p in pages_of(llm_deps, kb) if p.page_type != "index"]
+    lines = status_lines(kb_status(llm_deps, kb))
+    letters = llm_deps.dead_letters.list(tenant_id=1, scope_id=kb.id)
+    if outcome == "page":
+        assert llm_deps.docs.count_by_status(kb.id) == {"done": 1} and not letters
+        assert any(p.page_type == "summary" for p in pages) and any(p.title == "Timer Wheel" for p in pages)
+    elif outcome == "dead":
+        assert [dl.related_id for dl in letters] == [ids["timers.md"]] and pages == []
+        assert any("invalid model output" in line for line in lines)
+    else:
+        assert pages == [] and not letters
+        assert any(line.startswith("model paused: HTTP 401") and "Incorrect API key" in line for line in lines)
+    # Nothing invalid reaches wiki_pages, whatever the answer was.
+    assert_pages_valid(llm_deps, kb)
+    for page in pages:
+        assert not re.search(r"\[\[p\d|block-layer-internals|example\.org|Imaginary|<think>", page.content), page.slug
