@@ -256,3 +256,12 @@ def test_realistic_answers_are_valid(server):
     extraction = extractor(server).extract(TITLE, TEXT)
     assert extraction.items
     assert_valid(extraction)
+
+
+def test_a_context_length_refusal_halves_the_section_instead_of_pausing(server):
+    server.push(error(400, "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens."))
+    server.responder = lambda request: answer(good())
+    extraction, name, stats = extractor(server).extract_named(TITLE, TEXT * 4)
+    assert stats.calls == 2 and server.calls == 3 and name.startswith("llm-map_v1-json_schema:")
+    assert [mode_of(r) for r in server.requests] == ["json_schema"] * 3
+    assert len(extraction.items) == 3

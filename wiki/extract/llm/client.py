@@ -3,13 +3,15 @@
 The SDK's own retries are off (``max_retries=0``): tenacity retries timeouts, connection errors,
 408, 409, 429 and 5xx with jittered exponential backoff, honouring ``Retry-After`` /
 ``retry-after-ms`` (cut to ``retry_max_wait_s``), for at most ``transport_attempts`` tries, then
-raises ``LLMUnavailable``. A 400 is returned to the caller as ``ModeRejected`` (the output-mode
-ladder decides what it means); 401, 403, 404 and 422 raise ``LLMConfigError`` at once.
+raises ``LLMUnavailable``. A 400 (or 413) is raised as ``ModeRejected`` (the output-mode ladder, or
+for an input too long for the context the section splitter, decides what it means); 401, 402, 403,
+404 and 422 raise ``LLMConfigError`` at once.
 """
 
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,11 +30,19 @@ _RETRIED_STATUS = {408, 409, 429}
 _CONFIG_STATUS = {401, 402, 403, 404, 422}
 
 
-class ModeRejected(Exception):
-    """The endpoint answered 400 to a request in this output mode (``message``: its words)."""
+#: How providers say that the prompt does not fit the model's context (OpenAI, vLLM, llama.cpp,
+#: Ollama, gateways): a 400 that names the input's size, not the configuration.
+_TOO_LONG = re.compile(r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
+                       r"|exceeds? the (?:available )?context|input is too long|reduce the length", re.I)
 
-    def __init__(self, message: str) -> None:
-        self.message = message
+
+class ModeRejected(Exception):
+    """The endpoint answered 400 to a request in this output mode (``message``: its words).
+    ``too_long``: the refusal says the input does not fit the context (or the status was 413),
+    so a smaller section may pass where another mode would not help."""
+
+    def __init__(self, message: str, too_long: bool = False) -> None:
+        self.message, self.too_long = message, too_long
         super().__init__(message)
 
 
@@ -121,8 +131,10 @@ class ChatClient:
         try:
             completion = retrying(self.sdk.chat.completions.create, **kwargs)
         except openai.BadRequestError as exc:
-            raise ModeRejected(_message(exc)) from exc
+            raise ModeRejected(_message(exc), too_long=bool(_TOO_LONG.search(_message(exc)))) from exc
         except openai.APIStatusError as exc:
+            if exc.status_code == 413:
+                raise ModeRejected(_message(exc), too_long=True) from exc
             if exc.status_code in _CONFIG_STATUS:
                 raise LLMConfigError(exc.status_code, _message(exc), c.base_url, c.model) from exc
             raise LLMUnavailable(f"HTTP {exc.status_code} after {c.transport_attempts} tries: {_message(exc)}") from exc

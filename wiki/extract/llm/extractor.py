@@ -12,7 +12,8 @@ What reaches the ``Extraction`` is checked here, not trusted:
 
 Output modes are tried in the order ``json_schema`` → ``json_object`` (schema in the prompt) →
 ``fenced`` (a ```json block); a 400 moves to the next, and the mode that worked is remembered per
-base URL and model for the process. ``finish_reason == "length"`` halves the section and retries
+base URL and model for the process. A 400 or 413 saying the input exceeds the context halves the
+section like a truncated answer (it is no configuration error: a shorter document would pass). ``finish_reason == "length"`` halves the section and retries
 (at most ``MAX_SPLITS`` times), never repairs; an empty answer with reasoning is retried once with
 ``thinking_off``; ``content_filter`` raises ``LLMRefused``. JSON repair (json-repair) runs only
 on an answer that stopped normally.
@@ -138,8 +139,8 @@ class RunStats:
 
 
 class _Truncated(Exception):
-    def __init__(self, raw: str) -> None:
-        self.raw = raw
+    def __init__(self, raw: str, why: str = "") -> None:
+        self.raw, self.why = raw, why
 
 
 class LLMExtractor:
@@ -210,6 +211,9 @@ class LLMExtractor:
         except _Truncated as exc:
             halves = _halves(section) if depth < MAX_SPLITS else None
             if not halves or len(halves) < 2:
+                if exc.why:
+                    raise LLMOutputInvalid(f"{exc.why} (even for a section of {len(section)} characters;"
+                                           " lower section_chars)") from None
                 raise LLMOutputInvalid(
                     f"the answer was cut at max_tokens ({self.config.max_tokens}) even for a section of "
                     f"{len(section)} characters; raise max_tokens", exc.raw) from None
@@ -228,6 +232,8 @@ class LLMExtractor:
             try:
                 answer = self.client.complete(messages, mode, answer_schema(), extra)
             except ModeRejected as exc:
+                if exc.too_long:  # the input, not the mode or the configuration: a smaller section may fit
+                    raise _Truncated("", f"the endpoint refused the input as too long: {exc.message}") from None
                 stats.modes_rejected.append(mode)
                 following = MODES[MODES.index(mode) + 1:]
                 if not following:
