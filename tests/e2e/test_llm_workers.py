@@ -75,3 +75,37 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
     log = (tmp_path / "workers.log").read_text()
     assert '"llm.retry"' in log and seen_429
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 0
+
+
+def test_a_refused_key_pauses_the_kb_in_status_and_a_new_key_resumes_it(deps, monkeypatch, tmp_path):
+    """401 from the endpoint: the worker processes record it once, `kbwiki status` says so, the
+    documents wait uncounted; the KB's own key (wiki_config.llm) then lets them through."""
+    from kbwiki.status import kb_status, status_lines
+
+    with ScriptedLLM() as server:
+        for key, value in {"KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_BASE_URL": server.url, "KBWIKI_LLM_MODEL": "scripted",
+                           "KBWIKI_LLM_API_KEY": "revoked", "KBWIKI_LLM_PAUSE_S": "0.5"}.items():
+            monkeypatch.setenv(key, value)
+        server.responder = lambda request: (realistic(request) if request["_authorization"] == "Bearer fresh"
+                                            else error(401, "Incorrect API key provided: revoked"))
+        kb = deps.kbs.get_or_create(1, f"llm-pause-{uuid.uuid4().hex[:6]}")
+        for uri, (title, text) in GOOD.items():
+            submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri)
+        proc = start_workers(1, 2, tmp_path / "workers.log")
+        try:
+            lines = wait_until(lambda: [line for line in status_lines(kb_status(deps, kb))
+                                        if line.startswith("model paused: HTTP 401")], 60, "the KB paused in status")
+            assert "Incorrect API key" in lines[0]
+            calls = server.calls
+            assert calls >= 1
+            wait_until(lambda: '"llm.config_error"' in (tmp_path / "workers.log").read_text(), 10, "the error logged")
+            deps.kbs.set_wiki_config(kb.id, {"llm": {"api_key": "fresh"}})
+            wait_until(lambda: deps.docs.count_by_status(kb.id) == {"done": len(GOOD)} and lane_rows(deps, kb.id) == 0,
+                       120, "every document done once the configuration changed")
+        finally:
+            _kill_tree(proc)
+    log = (tmp_path / "workers.log").read_text()
+    assert log.count('"llm.config_error"') == 1 and '"llm.config_error_cleared"' in log
+    assert not any(line.startswith("model paused") for line in status_lines(kb_status(deps, kb)))
+    assert deps.dead_letters.count(tenant_id=1, scope=SCOPE_KB, scope_id=kb.id) == 0
+    assert sum(p.page_type == "summary" for p in deps.pages.iter_pages(kb.id)) == len(GOOD)

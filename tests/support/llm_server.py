@@ -3,7 +3,8 @@
 Each ``POST .../chat/completions`` takes the next response of the script (``push``); when the
 script is empty, the ``responder`` (a function of the request's JSON) answers, else a 500 says the
 script ran out. Every request is recorded with its arrival time (``requests``, ``times``), so a test
-can assert what the client sent, how often, and how long it waited between tries.
+can assert what the client sent, how often, and how long it waited between tries; the request's
+``Authorization`` header is added to its JSON as ``_authorization``.
 
 Responses are dicts made by ``answer``, ``error`` and ``stall``; ``realistic`` builds a valid
 answer from the document in the request (its own sentences as quotes), for end-to-end tests and
@@ -147,6 +148,7 @@ class ScriptedLLM:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                body["_authorization"] = self.headers.get("Authorization", "")  # for scripts that check keys
                 spec = server._next(body, self.path)
                 if spec.get("delay_s"):
                     time.sleep(spec["delay_s"])
