@@ -35,6 +35,7 @@ class LLMOverride(BaseModel):
     extra_body: dict[str, Any] | None = None
     thinking_off: dict[str, Any] | None = None
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
+    document_budget_s: float | None = Field(default=None, gt=0, le=3600)
 
 
 class LLMConfig(BaseModel):
@@ -49,6 +50,8 @@ class LLMConfig(BaseModel):
     - ``thinking_off``: fields added on the one retry after an empty answer with reasoning;
     - ``section_chars``: the longest piece of a document sent in one call; longer documents are
       cut into sections at headings and paragraphs, one call each;
+    - ``document_budget_s``: the time all calls of one document may take, waits included; a request
+      gets at most what is left of it;
     - ``transport_attempts`` / ``retry_max_wait_s``: tries of one request through timeouts, 408,
       429 and 5xx, and the longest wait between two (a longer ``Retry-After`` is cut to it);
     - ``max_invalid_share``: an answer with a larger share of invalid items fails as a whole.
@@ -66,6 +69,9 @@ class LLMConfig(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     thinking_off: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_THINKING_OFF))
     section_chars: int = Field(default=24_000, ge=500, le=2_000_000)
+    # Below wiki_map's 300 s time limit, so a slow model fails the document with a reason (counted,
+    # retried later) instead of being interrupted by Dramatiq mid-call.
+    document_budget_s: float = Field(default=240.0, gt=0, le=3600)
     transport_attempts: int = Field(default=5, ge=1, le=50)
     retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600)
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)
@@ -90,7 +96,7 @@ def config_from_settings(settings: Any) -> LLMConfig:
     """The process-wide ``LLMConfig`` from ``wiki.settings.Settings``' ``llm_*`` fields."""
     fields = {name: getattr(settings, f"llm_{name}") for name in (
         "base_url", "model", "api_key", "timeout_s", "connect_timeout_s", "max_tokens", "max_tokens_field", "extra_body",
-        "section_chars", "transport_attempts", "retry_max_wait_s", "max_invalid_share")}
+        "section_chars", "document_budget_s", "transport_attempts", "retry_max_wait_s", "max_invalid_share")}
     if settings.llm_thinking_off is not None:
         fields["thinking_off"] = settings.llm_thinking_off
     return LLMConfig(**fields)

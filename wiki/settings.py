@@ -84,6 +84,7 @@ class Settings(BaseSettings):
     llm_extra_body: dict[str, Any] = Field(default_factory=dict, description="Fields merged into every request.")
     llm_thinking_off: dict[str, Any] | None = Field(default=None, description="Fields that turn thinking off.")
     llm_section_chars: int = Field(default=24_000, ge=500, le=2_000_000, description="Longest text per call.")
+    llm_document_budget_s: float = Field(default=240.0, gt=0, le=3600, description="All calls of one document.")
     llm_transport_attempts: int = Field(default=5, ge=1, le=50, description="Tries through 408/429/5xx/timeouts.")
     llm_retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600, description="Longest wait between tries.")
     llm_max_invalid_share: float = Field(default=0.5, ge=0, le=1, description="Invalid items that fail an answer.")

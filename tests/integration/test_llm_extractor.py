@@ -8,6 +8,7 @@ retry or a paused KB.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -265,3 +266,12 @@ def test_a_context_length_refusal_halves_the_section_instead_of_pausing(server):
     assert stats.calls == 2 and server.calls == 3 and name.startswith("llm-map_v1-json_schema:")
     assert [mode_of(r) for r in server.requests] == ["json_schema"] * 3
     assert len(extraction.items) == 3
+
+
+def test_a_document_never_takes_longer_than_its_time_budget(server):
+    server.responder = lambda request: stall(5.0)
+    started = time.monotonic()
+    with pytest.raises(LLMUnavailable, match="APITimeoutError"):
+        extractor(server, timeout_s=1.0, document_budget_s=1.5, transport_attempts=10).extract(TITLE, TEXT)
+    assert time.monotonic() - started < 2.5  # 1 s, then at most the 0.5 s left: never 10 tries of 1 s
+    assert 1 <= server.calls <= 2

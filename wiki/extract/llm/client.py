@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 import openai
 import structlog
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from tenacity import (RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay,
+                      wait_random_exponential)
 
 from wiki.extract.llm.errors import LLMConfigError, LLMUnavailable
 from wiki.llm_config import LLMConfig
@@ -113,11 +114,16 @@ class ChatClient:
             timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s))
 
     def complete(self, messages: list[dict[str, str]], mode: OutputMode, schema: dict[str, Any],
-                 extra_body: dict[str, Any] | None = None) -> ChatAnswer:
-        """One completion in ``mode``. Raises ``ModeRejected`` on a 400, ``LLMConfigError`` on 401,
-        402, 403, 404 and 422, ``LLMUnavailable`` once the transport retries are spent."""
+                 extra_body: dict[str, Any] | None = None, deadline: float | None = None) -> ChatAnswer:
+        """One completion in ``mode``, done by ``deadline`` (a ``time.monotonic()`` value: no request
+        or retry wait goes past it). Raises ``ModeRejected`` on a 400 or 413, ``LLMConfigError`` on
+        401, 402, 403, 404 and 422, ``LLMUnavailable`` once the transport retries or the time are spent."""
         c = self.config
-        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, c.max_tokens_field: c.max_tokens}
+        left = c.document_budget_s if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            raise LLMUnavailable(f"the document's time budget ({c.document_budget_s:.0f} s) is spent")
+        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, c.max_tokens_field: c.max_tokens,
+                                  "timeout": openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))}
         if mode == "json_schema":
             kwargs["response_format"] = {"type": "json_schema",
                                          "json_schema": {"name": "wiki_extraction", "strict": True, "schema": schema}}
@@ -126,7 +132,7 @@ class ChatClient:
         body = {**c.extra_body, **(extra_body or {})}
         if body:
             kwargs["extra_body"] = body
-        retrying = Retrying(retry=retry_if_exception(_transient), stop=stop_after_attempt(c.transport_attempts),
+        retrying = Retrying(retry=retry_if_exception(_transient), stop=stop_after_attempt(c.transport_attempts) | stop_before_delay(left),
                             wait=_Wait(c.retry_max_wait_s), reraise=True, before_sleep=self._log_retry)
         try:
             completion = retrying(self.sdk.chat.completions.create, **kwargs)
@@ -137,9 +143,11 @@ class ChatClient:
                 raise ModeRejected(_message(exc), too_long=True) from exc
             if exc.status_code in _CONFIG_STATUS:
                 raise LLMConfigError(exc.status_code, _message(exc), c.base_url, c.model) from exc
-            raise LLMUnavailable(f"HTTP {exc.status_code} after {c.transport_attempts} tries: {_message(exc)}") from exc
+            raise LLMUnavailable(f"HTTP {exc.status_code} after {retrying.statistics.get('attempt_number', 1)} tries:"
+                                 f" {_message(exc)}") from exc
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise LLMUnavailable(f"{type(exc).__name__} after {c.transport_attempts} tries: {exc}") from exc
+            raise LLMUnavailable(f"{type(exc).__name__} after {retrying.statistics.get('attempt_number', 1)} tries:"
+                                 f" {exc}") from exc
         if not completion.choices:
             return ChatAnswer("", None, "", 0, 0)
         choice = completion.choices[0]

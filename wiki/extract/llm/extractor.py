@@ -25,6 +25,7 @@ import hashlib
 import json
 import re
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -136,6 +137,8 @@ class RunStats:
     dropped_items: int = 0
     mode: OutputMode | None = None
     modes_rejected: list[str] = field(default_factory=list)
+    #: ``time.monotonic()`` by which every call of the document must be done.
+    deadline: float | None = None
 
 
 class _Truncated(Exception):
@@ -194,7 +197,7 @@ class LLMExtractor:
         """
         handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
         doc_norm = normalise(text)
-        stats = RunStats()
+        stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
         partials: list[_Partial] = []
         for section in sections(text, self.config.section_chars):
             partials += self._section(title, section, handles, doc_norm, stats, depth=0)
@@ -230,7 +233,7 @@ class LLMExtractor:
         while True:
             messages = map_messages(title, section, pages, with_schema=mode != "json_schema", fenced=mode == "fenced")
             try:
-                answer = self.client.complete(messages, mode, answer_schema(), extra)
+                answer = self.client.complete(messages, mode, answer_schema(), extra, deadline=stats.deadline)
             except ModeRejected as exc:
                 if exc.too_long:  # the input, not the mode or the configuration: a smaller section may fit
                     raise _Truncated("", f"the endpoint refused the input as too long: {exc.message}") from None
