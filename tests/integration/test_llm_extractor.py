@@ -275,3 +275,9 @@ def test_a_document_never_takes_longer_than_its_time_budget(server):
         extractor(server, timeout_s=1.0, document_budget_s=1.5, transport_attempts=10).extract(TITLE, TEXT)
     assert time.monotonic() - started < 2.5  # 1 s, then at most the 0.5 s left: never 10 tries of 1 s
     assert 1 <= server.calls <= 2
+
+
+def test_reasoning_left_in_the_content_is_not_parsed_as_the_answer(server):
+    server.push(answer("<think>The user wants {JSON}. Items: timer wheel...</think>\n" + json.dumps(good())))
+    extraction, _, stats = extractor(server).extract_named(TITLE, TEXT)
+    assert len(extraction.items) == 3 and stats.repaired == 0

@@ -63,6 +63,7 @@ _MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _AUTOLINK = re.compile(r"<(?:https?|ftp|mailto):[^>\s]*>", re.I)
 _HANDLE = re.compile(r"[a-z]\d{1,4}", re.I)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
 
 
 def remembered_mode(base_url: str | None, model: str) -> OutputMode | None:
@@ -270,11 +271,14 @@ class LLMExtractor:
 
 
 def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
-    """The JSON object in an answer that stopped normally: the fenced block when there is one (any
-    mode: some servers wrap json_object answers too), else the whole text; json-repair when strict
-    parsing fails. Returns (object, repaired)."""
-    fenced = _FENCE.search(raw)
-    text = (fenced.group(1) if fenced else raw).strip()
+    """The JSON object in an answer that stopped normally: a leading ``<think>...</think>`` block
+    removed, then the fenced block when there is one (any mode: some servers wrap json_object
+    answers too), else the whole text; json-repair when strict parsing fails. Returns (object,
+    repaired)."""
+    # Servers that do not parse a thinking model's reasoning out leave it in the content, first.
+    answer = _THINK.sub("", raw, count=1)
+    fenced = _FENCE.search(answer)
+    text = (fenced.group(1) if fenced else answer).strip()
     try:
         value = json.loads(text)
         repaired = False
