@@ -99,7 +99,7 @@ def realistic_content(request: dict) -> dict:
     for term, _ in terms.most_common(6):
         quotes = [s for s in sentences if term in s][:2]
         items.append({"name": term, "kind": "entity" if term.isupper() or " " not in term else "concept",
-                      "same_as": None, "aliases": [], "description": f"{term} as {quotes[0][:120]}",
+                      "same_as": None, "aliases": [], "description": quotes[0],
                       "evidence": [{"source": "d1", "quote": q} for q in quotes]})
     body = " ".join(sentences[:3])
     for handle, title in pages:
