@@ -174,6 +174,12 @@ class LLMExtractor:
             name = f"llm-{PROMPT_VERSION}-{mode}:{self.config.model[:30]}~{digest}"
         return name
 
+    def cache_names(self) -> list[str]:
+        """Every mode's cache key, the one the next call would start with first: an unchanged
+        document's result may be under any (another process may have learned another mode)."""
+        first = self.name
+        return [first] + [n for n in (self.name_for(m) for m in MODES) if n != first]
+
     def for_override(self, override: LLMOverride | None) -> LLMExtractor:
         """The extractor for a KB's ``wiki_config.llm`` (this one when it changes nothing)."""
         config = self.config.with_override(override)
