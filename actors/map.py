@@ -39,7 +39,9 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
     ``actors.llm_gate``).
     """
     op = deps.ops.get(op_id)
-    if op is None or op.task_type != INGEST:
+    # An op id names another document's op when ids were reused (a restored or truncated table): a
+    # stale message must neither map nor delete it.
+    if op is None or op.task_type != INGEST or op.dedup_key != knowledge_id:
         return "gone"
     if deps.worker_id:
         # The pump that claimed the op may run in another worker: the claim follows the message to
