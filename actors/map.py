@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 import dramatiq
 import structlog
 
+from actors import llm_gate
 from actors.args import BAD_MESSAGE, MapArgs
 from actors.claims import release_after_failure
 from actors.coordination import tombstone_key
@@ -20,6 +21,7 @@ from actors.lanes import INGEST, REDUCE
 from actors.triggers import send_trigger
 from wiki.errors import error_text, fail_budget_spent
 from wiki.extract import ExtractionError
+from wiki.extract.llm import LLMConfigError
 
 log = structlog.get_logger(__name__)
 
@@ -32,10 +34,14 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
     ``gone`` also when the op was handled by another worker while this one mapped it (the
     document's status is then left as that handler set it),
     ``deleted`` (document deleted or tombstoned: the op is dropped), ``retry`` (failure counted,
-    op released) and ``dead`` (budget exhausted, dead-lettered).
+    op released), ``dead`` (budget exhausted, or a failure marked ``for_good``: dead-lettered) and
+    ``paused`` (the KB's model endpoint refused its configuration: op released uncounted, see
+    ``actors.llm_gate``).
     """
     op = deps.ops.get(op_id)
-    if op is None or op.task_type != INGEST:
+    # An op id names another document's op when ids were reused (a restored or truncated table): a
+    # stale message must neither map nor delete it.
+    if op is None or op.task_type != INGEST or op.dedup_key != knowledge_id:
         return "gone"
     if deps.worker_id:
         # The pump that claimed the op may run in another worker: the claim follows the message to
@@ -46,13 +52,19 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
     if doc is None or doc.status in ("deleting", "deleted") or tombstoned:
         deps.ops.delete_by_ids([op_id])
         return "deleted"
-    name = deps.extractor.name
+    extractor = llm_gate.extractor_for(deps, knowledge_base_id)
     outcome = "cached"
     try:
-        extraction = deps.extractions.get(knowledge_base_id, doc.id, doc.content_hash, name)
-        if extraction is None:
-            extraction = deps.extractor.extract(doc.title, doc.content)
+        found = llm_gate.cached(deps, extractor, knowledge_base_id, doc)
+        if found is None:
+            if llm_gate.paused(deps, extractor, knowledge_base_id):
+                return llm_gate.pause(deps, op)
+            found = llm_gate.extract(deps, extractor, knowledge_base_id, doc)
             outcome = "mapped"
+        extraction, name = found
+    except LLMConfigError as exc:  # the endpoint refused the configuration: no document can pass
+        llm_gate.record_config_error(deps, extractor, knowledge_base_id, exc)
+        return llm_gate.pause(deps, op)
     except ExtractionError as exc:  # the document itself is unusable: retrying cannot help
         with deps.pool.connection() as conn:
             if not deps.ops.delete_by_ids([op_id], conn=conn):
@@ -77,7 +89,8 @@ def _count_failure(deps: Deps, op, exc: Exception) -> str:
     fails = deps.ops.incr_fail_count(op.id)
     if fails is None:
         return "gone"
-    if fail_budget_spent(fails, deps.settings.wiki_max_fail_retries):
+    # A failure retrying cannot help (a content filter's refusal) spends the whole budget at once.
+    if fail_budget_spent(fails, deps.settings.wiki_max_fail_retries) or getattr(exc, "for_good", False):
         with deps.pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             deps.dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
@@ -99,7 +112,7 @@ def wiki_map(**kwargs) -> None:
     log.info("document.mapped", knowledge_id=args.knowledge_id, outcome=outcome)
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     send_trigger(deps, "wiki_ingest", debounce=False, **kb)
-    if outcome == "retry":  # the pump skips the op until its backoff ends: come back then
+    if outcome in ("retry", "paused"):  # the pump skips the op until its backoff ends: come back then
         op = deps.ops.get(args.op_id)
         if op is not None and op.not_before is not None:
             wait_s = (op.not_before - datetime.now(timezone.utc)).total_seconds()

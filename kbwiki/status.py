@@ -31,7 +31,8 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     (``{"alive", "heartbeat_ttl_s"}``: any worker on these servers counts, whichever KB it works on),
     and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
-    the number of further ones."""
+    the number of further ones; ``llm_paused``: the model endpoint's refusal that paused the KB's
+    model work (``{"status", "message", "base_url", "model", "created_at", "last_seen_at"}``) or None."""
     from actors.lanes import SCOPE_KB
     from repos.dead_letter_spool import DeadLetterSpool
 
@@ -49,10 +50,19 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
             tenant_id=kb.tenant_id, scope_id=kb.id),
         "workers": {"alive": deps.workers.alive_count(deps.settings.worker_ttl_s),
                     "heartbeat_ttl_s": deps.settings.worker_ttl_s},
+        "llm_paused": _llm_paused(deps, kb),
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
         "not_written_more": max(0, total - len(sample)),
     }
+
+
+def _llm_paused(deps: Deps, kb: KnowledgeBase) -> dict | None:
+    """The configuration error that paused the KB's model work (``wiki_llm_config_errors``), or None."""
+    from repos.llm_errors import LLMConfigErrorRepository
+
+    row = LLMConfigErrorRepository(deps.pool).get(kb.id)
+    return None if row is None else row.model_dump(mode="json", exclude={"knowledge_base_id", "fingerprint"})
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -67,7 +77,7 @@ def status_lines(report: dict) -> list[str]:
     (the title when there is no source_uri), and ``  ... and N more`` when it was cut."""
     lines = []
     for section, values in report.items():
-        if section in ("not_written", "not_written_more"):
+        if section in ("not_written", "not_written_more", "llm_paused"):
             continue
         if isinstance(values, dict):
             lines.append(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values
@@ -80,6 +90,11 @@ def status_lines(report: dict) -> list[str]:
     workers = report.get("workers", {})
     if workers.get("alive") == 0:
         lines.append(NO_WORKER.format(ttl=workers["heartbeat_ttl_s"]))
+    paused = report.get("llm_paused")
+    if paused:
+        lines.append(f"model paused: HTTP {paused['status']} from {paused['base_url'] or 'the default endpoint'}"
+                     f" for model {paused['model']} since {paused['created_at']}: {_one_line(paused['message'], _REASON_CHARS)}"
+                     " (documents wait; fix KBWIKI_LLM_* or wiki_config.llm and the KB resumes by itself)")
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:
         lines.append("not written:")

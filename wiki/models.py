@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
                       field_validator)
 
+from wiki.llm_config import LLMOverride
+
 PageType = Literal["summary", "entity", "concept", "index"]
 PageStatus = Literal["draft", "published", "archived"]
 ItemKind = Literal["entity", "concept"]
@@ -31,6 +33,8 @@ class WikiConfig(BaseModel):
     #: Stored as ``ingest_reduce_parallel`` before it was named for what it bounds: still read.
     crosslink_parallel: int | None = Field(
         default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel"))
+    #: The KB's own model endpoint, model, key... over the ``KBWIKI_LLM_*`` settings.
+    llm: LLMOverride | None = None
 
 
 #: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 import structlog
 from pydantic import AliasChoices, Field, field_validator
@@ -83,6 +83,21 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
+    # The LLM extractor's tunables (wiki.llm_config.LLMConfig documents each); a KB may override
+    # them in wiki_config["llm"]. JSON objects in the environment: KBWIKI_LLM_EXTRA_BODY='{"temperature": 0}'.
+    llm_timeout_s: float = Field(default=120.0, gt=0, le=3600, description="One request's read timeout.")
+    llm_connect_timeout_s: float = Field(default=10.0, gt=0, le=600, description="One request's connect timeout.")
+    llm_max_tokens: int = Field(default=4096, ge=64, le=1_000_000, description="Answer token cap per call.")
+    llm_max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    llm_extra_body: dict[str, Any] = Field(default_factory=dict, description="Fields merged into every request.")
+    llm_thinking_off: dict[str, Any] | None = Field(default=None, description="Fields that turn thinking off.")
+    llm_section_chars: int = Field(default=24_000, ge=500, le=2_000_000, description="Longest text per call.")
+    llm_document_budget_s: float = Field(default=240.0, gt=0, le=3600, description="All calls of one document.")
+    llm_transport_attempts: int = Field(default=5, ge=1, le=50, description="Tries through 408/429/5xx/timeouts.")
+    llm_retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600, description="Longest wait between tries.")
+    llm_max_invalid_share: float = Field(default=0.5, ge=0, le=1, description="Invalid items that fail an answer.")
+    # A KB paused on a configuration error (401, 404, a 400 in every output mode) looks again this often.
+    llm_pause_s: float = Field(default=60.0, ge=0.1, le=86_400, description="Recheck period of a paused KB.")
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 

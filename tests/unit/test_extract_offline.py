@@ -53,9 +53,12 @@ def test_is_an_extractor_with_a_versioned_name() -> None:
     assert re.search(r"v\d+$", extractor.name)
 
 
-def test_llm_extractor_is_not_there_yet() -> None:
-    with pytest.raises(NotImplementedError, match="offline"):
-        get_extractor(Settings(extractor="llm"))
+def test_llm_setting_gives_the_llm_extractor() -> None:
+    from wiki.extract.llm import LLMExtractor
+
+    extractor = get_extractor(Settings(extractor="llm", llm_model="m1"))
+    assert isinstance(extractor, LLMExtractor) and isinstance(extractor, Extractor)
+    assert extractor.name.startswith("llm-map_v1-") and extractor.name.endswith(":m1")
 
 
 def test_is_deterministic(extraction: Extraction) -> None:

@@ -1,7 +1,7 @@
 """The extractor seam: one document's text in, a validated ``Extraction`` out.
 
 Two implementations sit behind ``Extractor``: the deterministic offline one
-(``wiki.extract.offline.OfflineExtractor``, the default) and, later, the LLM one. Both pass every
+(``wiki.extract.offline.OfflineExtractor``, the default) and the LLM one (``wiki.extract.llm``). Both pass every
 entity and concept name through ``validate_item_name`` so that no page is ever named after a
 URL, a file path, a ``<think>`` tag, link syntax or a stopword.
 """
@@ -57,17 +57,18 @@ class Extractor(Protocol):
 def get_extractor(settings: Settings) -> Extractor:
     """The extractor chosen by ``settings.extractor``.
 
-    Raises ``NotImplementedError`` for ``"llm"`` (not built yet) and ``ValueError`` for an
-    unknown value (settings validation normally prevents that).
+    ``"llm"`` gives ``wiki.extract.llm.LLMExtractor`` on the ``KBWIKI_LLM_*`` settings. Raises
+    ``ValueError`` for an unknown value (settings validation normally prevents that).
     """
     if settings.extractor == "offline":
         from wiki.extract.offline import OfflineExtractor
 
         return OfflineExtractor()
     if settings.extractor == "llm":
-        raise NotImplementedError(
-            "the LLM extractor is not implemented yet; set KBWIKI_EXTRACTOR=offline"
-        )
+        from wiki.extract.llm import LLMExtractor
+        from wiki.llm_config import config_from_settings
+
+        return LLMExtractor(config_from_settings(settings))
     raise ValueError(f"unknown extractor {settings.extractor!r}")
 
 

@@ -1,0 +1,113 @@
+"""The map stage's glue to the LLM extractor: the KB's own model settings, the existing pages
+offered as handles, the extraction cache across output modes, and the pause of a KB whose
+endpoint refused its configuration (``wiki_llm_config_errors``).
+
+Every function also accepts the offline extractor and then does what map always did, so the call
+sites in ``actors.map`` stay a few lines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import structlog
+
+from actors.deps import Deps
+from repos.llm_errors import LLMConfigErrorRepository
+from repos.pending_ops import PendingOp
+from wiki.extract import Extractor
+from wiki.extract.llm import LLMConfigError
+from wiki.models import Document, Extraction, PageLite
+
+if TYPE_CHECKING:
+    from wiki.extract.llm.extractor import LLMExtractor
+
+log = structlog.get_logger(__name__)
+
+#: Words of a document looked at for existing page titles (1- to 4-word phrases of them).
+_HANDLE_SCAN_WORDS = 4000
+#: Existing pages offered per document (``LLMExtractor`` offers at most 40 of them as handles).
+_PAGES_OFFERED = 40
+
+
+def _is_llm(extractor: Extractor) -> bool:
+    # Not isinstance: that would import the openai SDK (about a second) into offline workers too.
+    return hasattr(extractor, "extract_named")
+_WORD = re.compile(r"\w[\w+#.-]*")
+
+
+def extractor_for(deps: Deps, kb_id: str) -> Extractor:
+    """The extractor for this KB: the LLM one with the KB's ``wiki_config.llm`` applied, else
+    ``deps.extractor`` as it is."""
+    extractor = deps.extractor
+    if _is_llm(extractor):
+        kb = deps.kbs.get(kb_id)
+        if kb is not None and kb.wiki_config.llm is not None:
+            return extractor.for_override(kb.wiki_config.llm)
+    return extractor
+
+
+def cache_names(extractor: Extractor) -> list[str]:
+    """The cache keys an unchanged document's extraction may be under: for the LLM extractor, one
+    per output mode (the remembered mode first: a provider's mode can change between runs)."""
+    if _is_llm(extractor):
+        return extractor.cache_names()
+    return [extractor.name]
+
+
+def cached(deps: Deps, extractor: Extractor, kb_id: str, doc: Document) -> tuple[Extraction, str] | None:
+    """The cached extraction of ``doc``'s content and its cache key, or None."""
+    for name in cache_names(extractor):
+        extraction = deps.extractions.get(kb_id, doc.id, doc.content_hash, name)
+        if extraction is not None:
+            return extraction, name
+    return None
+
+
+def extract(deps: Deps, extractor: Extractor, kb_id: str, doc: Document) -> tuple[Extraction, str]:
+    """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
+    extractor is offered the KB's entity and concept pages whose title or alias the document
+    names (one ``title_matches`` probe); its success clears the KB's configuration error."""
+    if not _is_llm(extractor):
+        return extractor.extract(doc.title, doc.content), extractor.name
+    extraction, name, _ = extractor.extract_named(doc.title, doc.content, _named_pages(deps, kb_id, doc.content))
+    if LLMConfigErrorRepository(deps.pool).clear(kb_id):
+        log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
+    return extraction, name
+
+
+def _named_pages(deps: Deps, kb_id: str, text: str) -> list[PageLite]:
+    words = _WORD.findall(text.lower())[:_HANDLE_SCAN_WORDS]
+    phrases = {" ".join(words[i:i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
+    pages: dict[str, PageLite] = {}
+    for _, page in deps.pages.title_matches(kb_id, phrases):
+        pages.setdefault(page.slug, page)
+    return sorted(pages.values(), key=lambda p: (-len(p.title), p.slug))[:_PAGES_OFFERED]
+
+
+def paused(deps: Deps, extractor: Extractor, kb_id: str) -> bool:
+    """Whether the KB's model work waits on a configuration error recorded for this very
+    configuration (a changed configuration is tried again)."""
+    if not _is_llm(extractor):
+        return False
+    row = LLMConfigErrorRepository(deps.pool).get(kb_id)
+    return row is not None and row.fingerprint == extractor.config.fingerprint()
+
+
+def pause(deps: Deps, op: PendingOp) -> str:
+    """Give the op back without counting a failure, claimable again in ``llm_pause_s``; returns
+    the map outcome ``paused``."""
+    deps.ops.release([op.id], by=deps.worker_id, not_before_s=deps.settings.llm_pause_s)
+    return "paused"
+
+
+def record_config_error(deps: Deps, extractor: LLMExtractor, kb_id: str, exc: LLMConfigError) -> None:
+    """Record the KB's configuration error; logged (``llm.config_error``) only when it is new for
+    this configuration, so a paused KB does not fill the log."""
+    new = LLMConfigErrorRepository(deps.pool).record(kb_id, extractor.config.fingerprint(), exc.status,
+                                                     exc.message, exc.base_url, exc.model)
+    if new:
+        log.error("llm.config_error", knowledge_base_id=kb_id, status=exc.status, base_url=exc.base_url,
+                  model=exc.model, message=exc.message, paused_for="until the configuration changes")
+

@@ -1,0 +1,59 @@
+"""Configuration errors of a KB's model endpoint (``wiki_llm_config_errors``): one row per KB."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from psycopg_pool import ConnectionPool
+from pydantic import BaseModel
+
+
+
+class LLMConfigErrorRow(BaseModel):
+    """The refusal that paused a KB: HTTP ``status`` and the provider's ``message`` for the
+    configuration ``fingerprint`` (``wiki.llm_config.LLMConfig.fingerprint``)."""
+
+    knowledge_base_id: str
+    fingerprint: str
+    status: int
+    message: str
+    base_url: str | None
+    model: str
+    created_at: datetime
+    last_seen_at: datetime
+
+
+class LLMConfigErrorRepository:
+    """Record, read and clear a KB's configuration error."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    def record(self, kb_id: str, fingerprint: str, status: int, message: str, base_url: str | None,
+               model: str) -> bool:
+        """Store the error; returns True when it is new for the KB (no row, or one for another
+        configuration), False when the same configuration's error was already there (then only
+        ``last_seen_at`` moves): the caller logs it once."""
+        with self.pool.connection() as c:
+            row = c.execute(
+                "INSERT INTO wiki_llm_config_errors AS e (knowledge_base_id, fingerprint, status, message, base_url, model)"
+                " VALUES (%s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (knowledge_base_id) DO UPDATE SET last_seen_at = now(), status = EXCLUDED.status,"
+                " message = EXCLUDED.message, base_url = EXCLUDED.base_url, model = EXCLUDED.model,"
+                " fingerprint = EXCLUDED.fingerprint,"
+                " created_at = CASE WHEN e.fingerprint = EXCLUDED.fingerprint THEN e.created_at ELSE now() END"
+                " RETURNING created_at = last_seen_at AS fresh",
+                (kb_id, fingerprint, status, message[:2000], base_url, model),
+            ).fetchone()
+        return bool(row["fresh"])
+
+    def get(self, kb_id: str) -> LLMConfigErrorRow | None:
+        """The KB's recorded error, or None."""
+        with self.pool.connection() as conn:
+            row = conn.execute("SELECT * FROM wiki_llm_config_errors WHERE knowledge_base_id = %s", (kb_id,)).fetchone()
+        return LLMConfigErrorRow.model_validate(row) if row else None
+
+    def clear(self, kb_id: str) -> bool:
+        """Drop the KB's error (its model answered again); returns whether there was one."""
+        with self.pool.connection() as conn:
+            return conn.execute("DELETE FROM wiki_llm_config_errors WHERE knowledge_base_id = %s", (kb_id,)).rowcount > 0

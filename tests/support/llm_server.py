@@ -1,0 +1,204 @@
+"""A scripted OpenAI-compatible chat server on a free port (stdlib ``http.server`` in a thread).
+
+Each ``POST .../chat/completions`` takes the next response of the script (``push``); when the
+script is empty, the ``responder`` (a function of the request's JSON) answers, else a 500 says the
+script ran out. Every request is recorded with its arrival time (``requests``, ``times``), so a test
+can assert what the client sent, how often, and how long it waited between tries; the request's
+``Authorization`` header is added to its JSON as ``_authorization``.
+
+Responses are dicts made by ``answer``, ``error`` and ``stall``; ``realistic`` builds a valid
+answer from the document in the request (its own sentences as quotes), for end-to-end tests and
+the bench; ``rejecting`` wraps a responder with a provider that refuses some output modes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Responder = Callable[[dict], dict]
+_DOC = re.compile(r'<document handle="d1" title="[^"]*">\n(.*)\n</document>', re.S)
+_PAGE = re.compile(r"^(p\d+): (.+)$", re.M)
+
+
+def answer(content: str | dict, finish_reason: str = "stop", reasoning: str | None = None,
+           usage: tuple[int, int] | None = None) -> dict:
+    """A 200 completion with ``content`` (a dict is sent as JSON text)."""
+    text = content if isinstance(content, str) else json.dumps(content)
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    prompt, completion = usage or (0, max(len(text) // 4, 1))
+    return {"status": 200, "json": {
+        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}}
+
+
+def error(status: int, message: str = "scripted error", headers: dict[str, str] | None = None) -> dict:
+    """An HTTP error with an OpenAI-style error body."""
+    return {"status": status, "headers": headers or {},
+            "json": {"error": {"message": message, "type": "invalid_request_error", "code": None}}}
+
+
+def stall(seconds: float, then: dict | None = None) -> dict:
+    """Wait ``seconds`` before sending ``then`` (a client with a shorter timeout gives up first)."""
+    return {"delay_s": seconds, **(then or answer("{}"))}
+
+
+def document_of(request: dict) -> tuple[str, list[tuple[str, str]]]:
+    """The document text and the offered ``[(handle, title)]`` pages of a request."""
+    user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+    match = _DOC.search(user)
+    return (match.group(1) if match else ""), _PAGE.findall(user.split("<document", 1)[0])
+
+
+def mode_of(request: dict) -> str:
+    """``json_schema``, ``json_object`` or ``fenced`` (no ``response_format``)."""
+    return (request.get("response_format") or {}).get("type", "fenced")
+
+
+def _sentences(text: str) -> list[str]:
+    """Sentences of the prose paragraphs (blocks between blank lines with no markup, heading or
+    indented line), so that each one, whitespace normalised, occurs in the normalised document."""
+    markup = re.compile(r"\s*(\.\.|[*\-+] |\d+\. |:|\||([=\-~^*#`:+])\2{2,})|\s{2,}\S|\t")
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [line for line in block.splitlines() if line.strip()]
+        if not lines or any(markup.match(line) for line in lines):
+            continue
+        out += [s for s in re.split(r"(?<=[.!?])\s+", " ".join(block.split()))
+                if 30 <= len(s) <= 300 and re.search(r"[a-z]{3}", s) and "`" not in s and "_" not in s]
+    return out
+
+
+def realistic_content(request: dict) -> dict:
+    """A valid answer built from the request's own document: the first sentences as summary and
+    body, its most frequent capitalised terms as items with the sentences that hold them as
+    quotes, and an offered page that the document names as ``same_as`` and a ``[[pN]]`` link."""
+    text, pages = document_of(request)
+    sentences = _sentences(text)
+    if not sentences:
+        sentences = [" ".join(text.split())[:200] or "An empty document."]
+    terms = Counter(re.sub(r"^(?:The|An?|This|These|Each) ", "", m) for s in sentences
+                    for m in re.findall(r"\b[A-Z][A-Za-z0-9]{2,}(?: [A-Z][A-Za-z0-9]{2,}){0,2}\b", s)
+                    if not s.startswith(m) or m.startswith(("The ", "A ", "An ", "This ", "These ", "Each ")))
+    terms = Counter({t: n for t, n in terms.items() if " " in t or not any(s.startswith(t) for s in sentences)})
+    if len(terms) < 3:  # few names: the most repeated two-word phrases without stopwords
+        from wiki.extract import is_stopword
+
+        terms.update(p for s in sentences for p in re.findall(r"(?=\b([a-z]{3,} [a-z]{3,})\b)", s)
+                     if not any(is_stopword(w) for w in p.split()))
+    items = []
+    for term, _ in terms.most_common(6):
+        quotes = [s for s in sentences if term in s][:2]
+        items.append({"name": term, "kind": "entity" if term.isupper() or " " not in term else "concept",
+                      "same_as": None, "aliases": [], "description": quotes[0],
+                      "evidence": [{"source": "d1", "quote": q} for q in quotes]})
+    body = " ".join(sentences[:3])
+    for handle, title in pages:
+        quotes = [s for s in sentences if title.lower() in s.lower()][:1]
+        if quotes:
+            items.append({"name": title, "kind": "concept", "same_as": handle, "aliases": [],
+                          "description": f"{title}, as this document uses it.",
+                          "evidence": [{"source": "d1", "quote": quotes[0]}]})
+            body += f" It relies on [[{handle}]]."
+            break
+    return {"summary": sentences[0], "body": body, "items": items}
+
+
+def realistic(request: dict) -> dict:
+    """``realistic_content`` as a completion in the request's mode (fenced when no response_format)."""
+    content = json.dumps(realistic_content(request))
+    if mode_of(request) == "fenced":
+        content = f"Here is the extraction.\n```json\n{content}\n```\n"
+    prompt = sum(len(m["content"]) for m in request["messages"]) // 4
+    return answer(content, usage=(prompt, len(content) // 4))
+
+
+def rejecting(modes: set[str], then: Responder = realistic) -> Responder:
+    """A provider that answers 400 to requests in ``modes`` and ``then`` to the others."""
+    def respond(request: dict) -> dict:
+        if mode_of(request) in modes:
+            return error(400, f"response_format {mode_of(request)} is not supported by this model")
+        return then(request)
+    return respond
+
+
+class ScriptedLLM:
+    """The server; use as a context manager. ``url`` is the base URL to configure (``.../v1``)."""
+
+    def __init__(self, responder: Responder | None = None) -> None:
+        self.responder = responder
+        self.script: list[dict] = []
+        self.requests: list[dict] = []
+        self.times: list[float] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                body["_authorization"] = self.headers.get("Authorization", "")  # for scripts that check keys
+                spec = server._next(body, self.path)
+                if spec.get("delay_s"):
+                    time.sleep(spec["delay_s"])
+                payload = json.dumps(spec.get("json", {})).encode()
+                try:
+                    self.send_response(spec.get("status", 200))
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for key, value in spec.get("headers", {}).items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except OSError:  # the client timed out and left
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def push(self, *responses: dict) -> ScriptedLLM:
+        """Append responses to the script (taken in order, one per request)."""
+        with self.lock:
+            self.script.extend(responses)
+        return self
+
+    def _next(self, body: dict, path: str) -> dict:
+        with self.lock:
+            self.requests.append(body)
+            self.times.append(time.monotonic())
+            if not path.endswith("/chat/completions"):
+                return error(404, f"no route {path}")
+            if self.script:
+                return self.script.pop(0)
+        if self.responder is not None:
+            return self.responder(body)
+        return error(500, "the test's script ran out")
+
+    @property
+    def calls(self) -> int:
+        with self.lock:
+            return len(self.requests)
+
+    def __enter__(self) -> ScriptedLLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

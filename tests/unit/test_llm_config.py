@@ -1,0 +1,72 @@
+"""LLM settings: the process settings, a KB's override, the fingerprint that un-pauses a KB, and
+the pieces of the extractor that need no server (sections, Retry-After, the answer schema)."""
+
+from __future__ import annotations
+
+import httpx2
+import openai
+import pytest
+from pydantic import ValidationError
+
+from wiki.extract.llm.client import retry_after_s
+from wiki.extract.llm.extractor import normalise, sections
+from wiki.extract.llm.schema import answer_schema
+from wiki.llm_config import LLMOverride, config_from_settings
+from wiki.models import WikiConfig
+from wiki.settings import Settings
+
+
+def test_settings_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv("KBWIKI_LLM_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("KBWIKI_LLM_EXTRA_BODY", '{"temperature": 0}')
+    monkeypatch.setenv("KBWIKI_LLM_MAX_TOKENS", "2048")
+    config = config_from_settings(Settings())
+    assert config.base_url == "http://127.0.0.1:8080/v1" and config.extra_body == {"temperature": 0}
+    assert config.max_tokens == 2048 and config.thinking_off == {"chat_template_kwargs": {"enable_thinking": False}}
+    monkeypatch.setenv("KBWIKI_LLM_MAX_TOKENS", "10")
+    with pytest.raises(ValidationError):
+        Settings()
+
+
+def test_a_kb_override_is_validated_and_changes_the_fingerprint():
+    base = config_from_settings(Settings(llm_model="m1", llm_api_key="secret"))
+    kb = WikiConfig.model_validate({"llm": {"model": "m2"}})
+    assert base.with_override(kb.llm).model == "m2" and base.with_override(None) is base
+    assert base.with_override(kb.llm).fingerprint() != base.fingerprint()
+    assert base.with_override(LLMOverride(api_key="other")).fingerprint() != base.fingerprint()
+    assert base.with_override(LLMOverride()).fingerprint() == base.fingerprint()
+    assert "secret" not in base.fingerprint()
+    with pytest.raises(ValidationError):
+        WikiConfig.model_validate({"llm": {"modle": "typo"}})
+
+
+def test_sections_cut_at_paragraphs_within_the_budget():
+    text = "\n\n".join(f"Paragraph {i} " + "word " * 50 for i in range(20))
+    parts = sections(text, 1000)
+    assert len(parts) > 1 and all(len(p) <= 1000 for p in parts)
+    assert normalise(" ".join(parts)) == normalise(text)
+    assert sections("short", 1000) == ["short"]
+
+
+@pytest.mark.parametrize(("headers", "expected"), [
+    ({"retry-after": "3"}, 3.0), ({"retry-after-ms": "1500"}, 1.5), ({}, None), ({"retry-after": "soon"}, None)])
+def test_retry_after_is_read_from_the_response(headers, expected):
+    request = httpx2.Request("POST", "http://x/v1/chat/completions")
+    exc = openai.RateLimitError("slow down", response=httpx2.Response(429, headers=headers, request=request), body=None)
+    assert retry_after_s(exc) == expected
+
+
+def test_the_answer_schema_is_strict_everywhere():
+    def objects(node):
+        if isinstance(node, dict):
+            if node.get("type") == "object":
+                yield node
+            for value in node.values():
+                yield from objects(value)
+        elif isinstance(node, list):
+            for value in node:
+                yield from objects(value)
+
+    found = list(objects(answer_schema()))
+    assert len(found) == 3
+    assert all(o["additionalProperties"] is False and set(o["required"]) == set(o["properties"]) for o in found)

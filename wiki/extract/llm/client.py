@@ -1,0 +1,177 @@
+"""One chat completion through the ``openai`` SDK, with the transport retries owned here.
+
+The SDK's own retries are off (``max_retries=0``): tenacity retries timeouts, connection errors,
+408, 409, 429 and 5xx with jittered exponential backoff, honouring ``Retry-After`` /
+``retry-after-ms`` (cut to ``retry_max_wait_s``), for at most ``transport_attempts`` tries, then
+raises ``LLMUnavailable``. A 400 (or 413) is raised as ``ModeRejected`` (the output-mode ladder, or
+for an input too long for the context the section splitter, decides what it means); 401, 402, 403,
+404 and 422 raise ``LLMConfigError`` at once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import openai
+import structlog
+from tenacity import (RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay,
+                      wait_random_exponential)
+
+from wiki.errors import LLMConfigError, LLMUnavailable
+from wiki.llm_config import LLMConfig
+
+log = structlog.get_logger(__name__)
+
+OutputMode = Literal["json_schema", "json_object", "fenced"]
+_RETRIED_STATUS = {408, 409, 429}
+_CONFIG_STATUS = {401, 402, 403, 404, 422}
+
+
+#: How providers say that the prompt does not fit the model's context (OpenAI, vLLM, llama.cpp,
+#: Ollama, gateways): a 400 that names the input's size, not the configuration.
+_TOO_LONG = re.compile(r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
+                       r"|exceeds? the (?:available )?context|input is too long|reduce the length", re.I)
+
+
+class ModeRejected(Exception):
+    """The endpoint answered 400 to a request in this output mode (``message``: its words).
+    ``too_long``: the refusal says the input does not fit the context (or the status was 413),
+    so a smaller section may pass where another mode would not help."""
+
+    def __init__(self, message: str, too_long: bool = False) -> None:
+        self.message, self.too_long = message, too_long
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class ChatAnswer:
+    """One completion: ``content`` (``""`` when none), ``finish_reason``, the ``reasoning`` text a
+    thinking model returned beside it (``reasoning_content`` or ``reasoning``), and token counts."""
+
+    content: str
+    finish_reason: str | None
+    reasoning: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and (exc.status_code in _RETRIED_STATUS or exc.status_code >= 500)
+
+
+def retry_after_s(exc: BaseException | None) -> float | None:
+    """Seconds the server asked to wait (``retry-after-ms``, ``Retry-After`` as seconds or an
+    HTTP date), or None when it did not say."""
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):  # neither seconds nor a date: as if the server had not said
+        return None
+    return max(parsed.timestamp() - time.time(), 0.0)
+
+
+class _Wait:
+    """tenacity wait: the server's ``Retry-After`` when it gave one, else full-jitter exponential."""
+
+    def __init__(self, max_wait_s: float) -> None:
+        self.max_wait_s = max_wait_s
+        self.jittered = wait_random_exponential(multiplier=0.5, max=max_wait_s)
+
+    def __call__(self, state: RetryCallState) -> float:
+        asked = retry_after_s(state.outcome.exception() if state.outcome else None)
+        return min(asked, self.max_wait_s) if asked is not None else self.jittered(state)
+
+
+class ChatClient:
+    """Chat completions against one endpoint and model (``LLMConfig``); thread-safe."""
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self.sdk = openai.OpenAI(
+            base_url=config.base_url, api_key=config.api_key or "none", max_retries=0,
+            timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s))
+
+    def complete(self, messages: list[dict[str, str]], mode: OutputMode, schema: dict[str, Any],
+                 extra_body: dict[str, Any] | None = None, deadline: float | None = None) -> ChatAnswer:
+        """One completion in ``mode``, done by ``deadline`` (a ``time.monotonic()`` value: no request
+        or retry wait goes past it). Raises ``ModeRejected`` on a 400 or 413, ``LLMConfigError`` on
+        401, 402, 403, 404 and 422, ``LLMUnavailable`` once the transport retries or the time are spent."""
+        c = self.config
+        left = c.document_budget_s if deadline is None else deadline - time.monotonic()
+        if left <= 0:
+            raise LLMUnavailable(f"the document's time budget ({c.document_budget_s:.0f} s) is spent")
+        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, c.max_tokens_field: c.max_tokens,
+                                  "timeout": openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))}
+        if mode == "json_schema":
+            kwargs["response_format"] = {"type": "json_schema",
+                                         "json_schema": {"name": "wiki_extraction", "strict": True, "schema": schema}}
+        elif mode == "json_object":
+            kwargs["response_format"] = {"type": "json_object"}
+        body = {**c.extra_body, **(extra_body or {})}
+        if body:
+            kwargs["extra_body"] = body
+        retrying = Retrying(retry=retry_if_exception(_transient), stop=stop_after_attempt(c.transport_attempts) | stop_before_delay(left),
+                            wait=_Wait(c.retry_max_wait_s), reraise=True, before_sleep=self._log_retry)
+        try:
+            completion = retrying(self.sdk.chat.completions.create, **kwargs)
+        except openai.BadRequestError as exc:
+            raise ModeRejected(_message(exc), too_long=bool(_TOO_LONG.search(_message(exc)))) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code == 413:
+                raise ModeRejected(_message(exc), too_long=True) from exc
+            if exc.status_code in _CONFIG_STATUS:
+                raise LLMConfigError(exc.status_code, _message(exc), c.base_url, c.model) from exc
+            raise LLMUnavailable(f"HTTP {exc.status_code} after {retrying.statistics.get('attempt_number', 1)} tries:"
+                                 f" {_message(exc)}") from exc
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise LLMUnavailable(f"{type(exc).__name__} after {retrying.statistics.get('attempt_number', 1)} tries:"
+                                 f" {exc}") from exc
+        if not completion.choices:
+            return ChatAnswer("", None, "", 0, 0)
+        choice = completion.choices[0]
+        message = choice.message
+        extra = message.model_extra or {}
+        reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
+        usage = completion.usage
+        return ChatAnswer(content=message.content or "", finish_reason=choice.finish_reason,
+                          reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
+                          prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning("llm.retry", model=self.config.model, attempt=state.attempt_number, error=repr(exc),
+                    wait_s=round(state.upcoming_sleep, 2))
+
+
+def _message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:500]
+        if isinstance(inner, str):
+            return inner[:500]
+    return str(exc.message)[:500]

@@ -1,0 +1,411 @@
+"""The LLM extractor: one document → sections → one call each → one validated ``Extraction``.
+
+What reaches the ``Extraction`` is checked here, not trusted:
+
+- handles, never slugs: the model sees the document as ``d1`` and existing pages as ``p1``,
+  ``p2``...; ``[[p2]]`` / ``[[p2|words]]`` become the page's title or the words (cross-linking
+  links titles), ``same_as: "p2"`` names the item after that page; an unknown handle, a typed slug
+  or a Markdown link becomes plain text;
+- every quote must occur in the document (whitespace normalised), else it is dropped; an item left
+  without a quote is dropped; names pass ``validate_item_name`` like offline names;
+- an answer whose invalid items (schema, name or quotes) exceed ``max_invalid_share`` fails.
+
+Output modes are tried in the order ``json_schema`` → ``json_object`` (schema in the prompt) →
+``fenced`` (a ```json block); a 400 moves to the next, and the mode that worked is remembered per
+base URL and model for the process. A 400 or 413 saying the input exceeds the context halves the
+section like a truncated answer (it is no configuration error: a shorter document would pass). ``finish_reason == "length"`` halves the section and retries
+(at most ``MAX_SPLITS`` times), never repairs; an empty answer with reasoning is retried once with
+``thinking_off``; ``content_filter`` raises ``LLMRefused``. JSON repair (json-repair) runs only
+on an answer that stopped normally.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import json_repair
+import structlog
+from pydantic import ValidationError
+
+from wiki.extract import validate_item_name
+from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
+from wiki.errors import LLMConfigError, LLMOutputInvalid, LLMRefused
+from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
+from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
+from wiki.llm_config import LLMConfig, LLMOverride
+from wiki.models import ExtractedItem, Extraction, PageLite
+
+log = structlog.get_logger(__name__)
+
+MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "fenced")
+#: Halvings of a section whose answer hit max_tokens before the document fails: 3 → pieces of 1/8.
+MAX_SPLITS = 3
+#: A quote shorter than this (after whitespace normalisation) proves nothing: dropped.
+MIN_QUOTE_CHARS = 8
+MAX_ITEMS = 40
+MAX_ALIASES = 8
+MAX_DESCRIPTION_CHARS = 400
+MAX_BODY_CHARS = 8000
+#: Existing pages offered to the model as handles per document.
+MAX_PAGE_HANDLES = 40
+
+_remembered: dict[tuple[str | None, str], OutputMode] = {}
+_remembered_lock = threading.Lock()
+
+_WIKILINK = re.compile(r"\[\[\s*([^\]|]*?)\s*(?:\|\s*([^\]]*?)\s*)?\]\]")
+_MD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_AUTOLINK = re.compile(r"<(?:https?|ftp|mailto):[^>\s]*>", re.I)
+_HANDLE = re.compile(r"[a-z]\d{1,4}", re.I)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n(.*?)```", re.S)
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
+
+
+def remembered_mode(base_url: str | None, model: str) -> OutputMode | None:
+    """The output mode that last worked for this endpoint and model in this process, if any."""
+    with _remembered_lock:
+        return _remembered.get((base_url, model))
+
+
+def _remember(base_url: str | None, model: str, mode: OutputMode) -> None:
+    with _remembered_lock:
+        _remembered[(base_url, model)] = mode
+
+
+def forget_modes() -> None:
+    """Forget every remembered output mode (tests start each endpoint afresh)."""
+    with _remembered_lock:
+        _remembered.clear()
+
+
+def normalise(text: str) -> str:
+    """``text`` with every whitespace run as one space, stripped (how quotes are compared)."""
+    return " ".join(text.split())
+
+
+def sections(text: str, budget: int) -> list[str]:
+    """``text`` cut into pieces of at most ``budget`` characters, at blank lines where it can, else
+    at line ends, else hard; a text within budget is one section."""
+    if len(text) <= budget:
+        return [text]
+    out: list[str] = []
+    current = ""
+    for para in re.split(r"(\n\s*\n)", text):
+        if len(current) + len(para) <= budget:
+            current += para
+            continue
+        if current.strip():
+            out.append(current)
+        current = ""
+        while len(para) > budget:
+            cut = para.rfind("\n", 0, budget)
+            cut = cut if cut > budget // 2 else budget
+            out.append(para[:cut])
+            para = para[cut:]
+        current = para
+    if current.strip():
+        out.append(current)
+    return out
+
+
+def _halves(text: str) -> list[str] | None:
+    """``text`` in two pieces at the line end nearest its middle, or None when too short to cut."""
+    if len(text) < 400:
+        return None
+    return sections(text, len(text) // 2 + len(text) // 8)
+
+
+@dataclass
+class _Partial:
+    summary: str
+    body: str
+    items: list[ExtractedItem]
+
+
+@dataclass
+class RunStats:
+    """One document's calls and tokens (logged as ``llm.extracted``)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    repaired: int = 0
+    dropped_items: int = 0
+    mode: OutputMode | None = None
+    modes_rejected: list[str] = field(default_factory=list)
+    #: ``time.monotonic()`` by which every call of the document must be done.
+    deadline: float | None = None
+
+
+class _Truncated(Exception):
+    def __init__(self, raw: str, why: str = "") -> None:
+        self.raw, self.why = raw, why
+
+
+class LLMExtractor:
+    """``Extractor`` backed by an OpenAI-compatible chat endpoint (``LLMConfig``); thread-safe.
+
+    ``name`` is ``llm-<prompt version>-<output mode>:<model>`` (64 characters at most, the model's
+    name then shortened with a hash): the ``wiki_extractions`` cache key, so a new prompt, model or
+    mode never reuses another's results. Raises the ``LLMError`` subclasses of ``wiki.errors``.
+    """
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self.client = ChatClient(config)
+        self._variants: dict[str, LLMExtractor] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The cache key for the mode the next call would start with."""
+        return self.name_for(remembered_mode(self.config.base_url, self.config.model) or MODES[0])
+
+    def name_for(self, mode: OutputMode) -> str:
+        """The cache key of results produced in ``mode``."""
+        name = f"llm-{PROMPT_VERSION}-{mode}:{self.config.model}"
+        if len(name) > 64:
+            digest = hashlib.sha256(self.config.model.encode()).hexdigest()[:8]
+            name = f"llm-{PROMPT_VERSION}-{mode}:{self.config.model[:30]}~{digest}"
+        return name
+
+    def cache_names(self) -> list[str]:
+        """Every mode's cache key, the one the next call would start with first: an unchanged
+        document's result may be under any (another process may have learned another mode)."""
+        first = self.name
+        return [first] + [n for n in (self.name_for(m) for m in MODES) if n != first]
+
+    def for_override(self, override: LLMOverride | None) -> LLMExtractor:
+        """The extractor for a KB's ``wiki_config.llm`` (this one when it changes nothing)."""
+        config = self.config.with_override(override)
+        if config == self.config:
+            return self
+        key = config.fingerprint()
+        with self._lock:
+            if key not in self._variants:
+                self._variants[key] = LLMExtractor(config)
+            return self._variants[key]
+
+    def extract(self, title: str, text: str) -> Extraction:
+        """``Extractor.extract``: see :meth:`extract_named` (no existing pages offered)."""
+        return self.extract_named(title, text)[0]
+
+    def extract_named(self, title: str, text: str, pages: Sequence[PageLite] = ()) -> tuple[Extraction, str, RunStats]:
+        """Extract ``text``, offering ``pages`` (at most ``MAX_PAGE_HANDLES``) as handles; returns the
+        extraction, its cache key (``name_for`` the mode that produced it) and the run's stats.
+
+        Raises ``LLMConfigError`` (endpoint refused the request), ``LLMUnavailable`` (transport
+        retries spent), ``LLMRefused`` (content filter) or ``LLMOutputInvalid``.
+        """
+        handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
+        doc_norm = normalise(text)
+        stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
+        partials: list[_Partial] = []
+        for section in sections(text, self.config.section_chars):
+            partials += self._section(title, section, handles, doc_norm, stats, depth=0)
+        extraction = _merge(partials)
+        log.info("llm.extracted", model=self.config.model, mode=stats.mode, calls=stats.calls,
+                 prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
+                 repaired=stats.repaired, dropped_items=stats.dropped_items, items=len(extraction.items))
+        return extraction, self.name_for(stats.mode or MODES[0]), stats
+
+    def _section(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str,
+                 stats: RunStats, depth: int) -> list[_Partial]:
+        try:
+            return [self._call(title, section, handles, doc_norm, stats)]
+        except _Truncated as exc:
+            halves = _halves(section) if depth < MAX_SPLITS else None
+            if not halves or len(halves) < 2:
+                if exc.why:
+                    raise LLMOutputInvalid(f"{exc.why} (even for a section of {len(section)} characters;"
+                                           " lower section_chars)") from None
+                raise LLMOutputInvalid(
+                    f"the answer was cut at max_tokens ({self.config.max_tokens}) even for a section of "
+                    f"{len(section)} characters; raise max_tokens", exc.raw) from None
+            log.info("llm.section_split", model=self.config.model, chars=len(section), depth=depth + 1)
+            return [p for half in halves for p in self._section(title, half, handles, doc_norm, stats, depth + 1)]
+
+    def _call(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str,
+              stats: RunStats) -> _Partial:
+        c = self.config
+        mode = remembered_mode(c.base_url, c.model) or MODES[0]
+        extra: dict = {}
+        thinking_retried = False
+        pages = [(h, p.title) for h, p in handles.items()]
+        while True:
+            messages = map_messages(title, section, pages, with_schema=mode != "json_schema", fenced=mode == "fenced")
+            try:
+                answer = self.client.complete(messages, mode, answer_schema(), extra, deadline=stats.deadline)
+            except ModeRejected as exc:
+                if exc.too_long:  # the input, not the mode or the configuration: a smaller section may fit
+                    raise _Truncated("", f"the endpoint refused the input as too long: {exc.message}") from None
+                stats.modes_rejected.append(mode)
+                following = MODES[MODES.index(mode) + 1:]
+                if not following:
+                    raise LLMConfigError(400, exc.message, c.base_url, c.model) from None
+                log.warning("llm.mode_rejected", model=c.model, mode=mode, next=following[0], message=exc.message)
+                mode = following[0]
+                continue
+            _remember(c.base_url, c.model, mode)
+            stats.mode = mode
+            stats.calls += 1
+            stats.prompt_tokens += answer.prompt_tokens
+            stats.completion_tokens += answer.completion_tokens
+            if answer.finish_reason == "length":
+                raise _Truncated(answer.content)
+            if answer.finish_reason == "content_filter":
+                raise LLMRefused("the provider's content filter stopped the answer (finish_reason content_filter)",
+                                 answer.content)
+            if not answer.content.strip():
+                if answer.reasoning and not thinking_retried and c.thinking_off:
+                    thinking_retried = True
+                    extra = dict(c.thinking_off)
+                    log.info("llm.thinking_off_retry", model=c.model)
+                    continue
+                raise LLMOutputInvalid("empty answer" + (" with reasoning only, also with thinking off"
+                                                         if answer.reasoning else ""), answer.reasoning)
+            if answer.finish_reason != "stop":
+                raise LLMOutputInvalid(f"the answer ended with finish_reason {answer.finish_reason!r}", answer.content)
+            data, repaired = _parse(answer.content, mode)
+            stats.repaired += repaired
+            return _validate(data, answer.content, handles, doc_norm, title, c.max_invalid_share, stats)
+
+
+def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
+    """The JSON object in an answer that stopped normally: a leading ``<think>...</think>`` block
+    removed, then the fenced block when there is one (any mode: some servers wrap json_object
+    answers too), else the whole text; json-repair when strict parsing fails. Returns (object,
+    repaired)."""
+    # Servers that do not parse a thinking model's reasoning out leave it in the content, first.
+    answer = _THINK.sub("", raw, count=1)
+    fenced = _FENCE.search(answer)
+    text = (fenced.group(1) if fenced else answer).strip()
+    try:
+        value = json.loads(text)
+        repaired = False
+    except ValueError:
+        try:
+            value = json_repair.loads(text)
+        except Exception:  # the library's own failures: nothing to repair
+            value = None
+        repaired = True
+    if not isinstance(value, dict) or not value:
+        raise LLMOutputInvalid("the answer is not a JSON object" + (" (even after repair)" if repaired else ""), raw)
+    return value, repaired
+
+
+def _plain(text: str, handles: dict[str, PageLite], title: str) -> str:
+    """``text`` with handles resolved to page titles (``d1`` to the document's title), any other
+    wiki link or Markdown link reduced to its words, and autolinks removed."""
+    def sub(m: re.Match) -> str:
+        target, display = m.group(1).strip(), (m.group(2) or "").strip()
+        key = target.lower()
+        if key in handles:
+            return display or handles[key].title
+        if key == "d1":
+            return display or title
+        if display:
+            return display
+        return "" if _HANDLE.fullmatch(target) else target.replace("-", " ").replace("_", " ")
+
+    text = _WIKILINK.sub(sub, text)
+    text = _MD_LINK.sub(r"\1", text)
+    return _AUTOLINK.sub("", text)
+
+
+def _validate(data: dict, raw: str, handles: dict[str, PageLite], doc_norm: str, title: str,
+              max_invalid_share: float, stats: RunStats) -> _Partial:
+    try:
+        envelope = MapEnvelope.model_validate(data)
+    except ValidationError as exc:
+        raise LLMOutputInvalid(f"the answer does not match the schema: {_short(exc)}", raw) from None
+    items: list[ExtractedItem] = []
+    invalid = 0
+    for value in envelope.items:
+        try:
+            item = _item(ItemOut.model_validate(value), handles, doc_norm, title)
+        except ValidationError:
+            item = None
+        if item is None:
+            invalid += 1
+        else:
+            items.append(item)
+    total = len(envelope.items)
+    stats.dropped_items += invalid
+    if total and invalid / total > max_invalid_share:
+        raise LLMOutputInvalid(f"{invalid} of {total} items invalid (bad schema, name or quotes not in the "
+                               f"document; more than {max_invalid_share:.0%} allowed)", raw)
+    summary = normalise(_plain(envelope.summary, handles, title))
+    body = "\n\n".join(p.strip() for p in _plain(envelope.body, handles, title).split("\n\n") if p.strip())
+    return _Partial(summary=summary, body=body, items=items)
+
+
+def _item(item: ItemOut, handles: dict[str, PageLite], doc_norm: str, title: str) -> ExtractedItem | None:
+    name = validate_item_name(item.name)
+    aliases_in = list(item.aliases)
+    page = handles.get((item.same_as or "").strip().lower())
+    if page is not None:
+        canonical = validate_item_name(page.title)
+        if canonical:
+            if name and name.casefold() != canonical.casefold():
+                aliases_in.insert(0, name)
+            name = canonical
+    if name is None:
+        return None
+    quotes: list[str] = []
+    for evidence in item.evidence:
+        quote = normalise(evidence.quote).strip("\"'\u201c\u201d")
+        if evidence.source.strip().lower() != "d1" or len(quote) < MIN_QUOTE_CHARS or quote not in doc_norm:
+            continue
+        if quote not in quotes:
+            quotes.append(quote)
+    if not quotes:
+        return None
+    aliases: list[str] = []
+    for alias in aliases_in:
+        alias = validate_item_name(alias)
+        if alias and alias.casefold() != name.casefold() and alias not in aliases:
+            aliases.append(alias)
+    description = normalise(_plain(item.description, handles, title))[:MAX_DESCRIPTION_CHARS]
+    return ExtractedItem(name=name, kind=item.kind, aliases=aliases[:MAX_ALIASES], description=description,
+                         evidence=quotes[:3])
+
+
+def _merge(partials: list[_Partial]) -> Extraction:
+    """One ``Extraction`` from the sections' answers: the first summary, the bodies in order (cut at
+    ``MAX_BODY_CHARS``), items merged by case-folded name (aliases and quotes joined, at most 3)."""
+    summary = next((p.summary for p in partials if p.summary), "")
+    bodies: list[str] = []
+    size = 0
+    for p in partials:
+        if p.body and size + len(p.body) <= MAX_BODY_CHARS:
+            bodies.append(p.body)
+            size += len(p.body)
+    body = "\n\n".join(bodies) or summary
+    if not summary:
+        summary = normalise(body.split("\n\n")[0]) if body else ""
+    if not summary:
+        raise LLMOutputInvalid("the answer has no summary and no body")
+    merged: dict[str, ExtractedItem] = {}
+    for p in partials:
+        for item in p.items:
+            key = item.name.casefold()
+            seen = merged.get(key)
+            if seen is None:
+                if len(merged) < MAX_ITEMS:
+                    merged[key] = item
+                continue
+            aliases = seen.aliases + [a for a in item.aliases if a not in seen.aliases]
+            evidence = seen.evidence + [q for q in item.evidence if q not in seen.evidence]
+            merged[key] = seen.model_copy(update={"aliases": aliases[:MAX_ALIASES], "evidence": evidence[:3],
+                                                  "description": seen.description or item.description})
+    return Extraction(summary=summary, body=body, items=list(merged.values()))
+
+
+def _short(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])

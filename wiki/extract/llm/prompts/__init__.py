@@ -1,0 +1,41 @@
+"""The LLM extractor's prompts, one versioned file each (``map_v1.md``), filled by name."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from wiki.extract.llm.schema import schema_text
+
+#: The map prompt's version: part of the extraction cache key (``LLMExtractor.name``).
+PROMPT_VERSION = "map_v1"
+_DIR = Path(__file__).parent
+_SPLIT = "=== user ==="
+
+
+@lru_cache(maxsize=4)
+def _load(version: str) -> tuple[str, str]:
+    text = (_DIR / f"{version}.md").read_text(encoding="utf-8")
+    text = text.split("-->", 1)[1] if text.startswith("<!--") else text
+    system, user = text.split(_SPLIT, 1)
+    return system.replace("=== system ===", "", 1).strip(), user.strip()
+
+
+def map_messages(title: str, document: str, pages: list[tuple[str, str]], *, with_schema: bool,
+                 fenced: bool) -> list[dict[str, str]]:
+    """The chat messages for one call: ``pages`` as ``[(handle, title)]``; ``with_schema`` puts the
+    JSON schema in the prompt (the modes without structured output), ``fenced`` asks for the
+    answer in a ```json block. Placeholders are replaced once each, document last, so a document
+    that contains ``{{...}}`` is sent as it is."""
+    system, user = _load(PROMPT_VERSION)
+    instruction = ""
+    if with_schema:
+        instruction = "\nThe JSON object follows this JSON schema:\n" + schema_text()
+    if fenced:
+        instruction += "\nWrite the JSON object inside one ```json fenced block."
+    listing = "\n".join(f"{handle}: {name}" for handle, name in pages) or "(none)"
+    safe_title = " ".join(title.split()).replace('"', "'")
+    head, tail = user.split("{{document}}", 1)
+    user = head.replace("{{pages}}", listing).replace("{{title}}", safe_title) + document + tail
+    return [{"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
+            {"role": "user", "content": user}]
