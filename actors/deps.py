@@ -1,7 +1,7 @@
-"""What the stage functions need, built once per process from settings.
+"""The process-wide repositories, Redis client, extractor and settings, built once from settings.
 
-Stage functions take a ``Deps`` argument instead of reaching for globals, so tests can hand
-them a ``Deps`` built on the test database and Redis prefix.
+Actors fetch them with ``get_deps()`` and pass the fields a stage names (``stages``); tests and
+commands build their own with ``build_deps`` on their database and Redis prefix.
 """
 
 from __future__ import annotations
@@ -19,22 +19,12 @@ from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.pages import WikiPageRepository
 from repos.task_queue import TaskDeadLetterRepository, TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
-from wiki.models import KnowledgeBase
 from wiki.settings import Settings, get_settings
-
-
-@dataclass(frozen=True)
-class Tunables:
-    """The effective ingest tunables of one KB: its ``wiki_config`` over the process settings."""
-
-    batch_size: int
-    map_parallel: int
-    reduce_parallel: int
 
 
 @dataclass
 class Deps:
-    """Repositories, Redis client, extractor and settings shared by the stage functions."""
+    """Repositories, Redis client, extractor and settings of one process; stages take its fields by name."""
 
     settings: Settings
     pool: ConnectionPool
@@ -48,17 +38,9 @@ class Deps:
     extractor: Extractor
     workers: WorkerRepository
     fences: LaneFenceRepository
-    #: This process's worker id while it runs as a heartbeating worker (``actors.heartbeat``);
+    #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
-
-    def tunables(self, kb: KnowledgeBase) -> Tunables:
-        cfg, s = kb.wiki_config, self.settings
-        return Tunables(
-            batch_size=cfg.ingest_batch_size or s.ingest_batch_size,
-            map_parallel=cfg.ingest_map_parallel or s.ingest_map_parallel,
-            reduce_parallel=cfg.ingest_reduce_parallel or s.ingest_reduce_parallel,
-        )
 
 
 def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor: Extractor | None = None) -> Deps:

@@ -11,7 +11,7 @@ page's row lock (version bumped, out-links rewritten): stale source refs are rem
 left with none is deleted and the pages linking to it are repaired at once), near-empty pages
 are archived (an entity/concept page stops being a link target, so the pages linking to it are
 relinked at once), and broken links and unlinked mentions are mended by :func:`relink_page`:
-dead links as cross-link repairs them (``actors.relink``) (fuzzy resolve else plain text), then
+dead links as cross-link repairs them (``stages.relink``) (fuzzy resolve else plain text), then
 mentions through ``wiki.lint.link_mentions``, the very function the check runs, so the fix
 links exactly what was reported and leaves the page where the check finds nothing more.
 Fixes never create a fixable issue on a page the walk has already passed, so a second
@@ -26,18 +26,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
+from actors.declare import actor
 from actors.deps import Deps, get_deps
-from actors.relink import dead_link_resolver, mentions_by_page
 from repos.lint import WINDOW, LintRepository
-from repos.pages import ITEM_TYPES
+from stages.relink import dead_link_resolver, mentions_by_page
 from wiki import lint as checks
 from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import LintIssue, LintPage, LintReport, LintTally
-from wiki.models import KnowledgeBase, PageLite
+from wiki.models import ITEM_TYPES, KnowledgeBase, PageLite
 from wiki.render import render_item_page
 
 log = structlog.get_logger(__name__)
@@ -255,7 +254,7 @@ def _relink_in_links(deps: Deps, repo: LintRepository, kb_id: str, slug: str, ta
         tally.pages_written += bool(linked or repaired)
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=3_600_000, throws=BAD_MESSAGE)
+@actor(max_retries=3, time_limit=3_600_000, throws=BAD_MESSAGE)
 def wiki_lint(**kwargs) -> None:
     """Lint a KB (``fix`` to mend what can be mended) and store the report as its latest."""
     args = LintArgs.model_validate(kwargs)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from actors import setup_broker
+from actors.deps import Deps, get_deps
 from wiki.settings import Settings, get_settings
 
 
@@ -111,9 +113,10 @@ def services() -> Iterator[Settings]:
             raise click.ClickException(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
         if embedded:  # on stderr: a command's own output (--json) stays clean
             click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
-        get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        get_settings.cache_clear()  # later reads (the process-wide Deps) see the servers' URLs
         _silence_pool_logs()
         _reachable(settings)
+        setup_broker(settings)  # the producer API sends triggers through it; it logs to stderr until:
         command_logs(settings)
         if embedded:
             apply_migrations(settings.database_url)
@@ -126,13 +129,9 @@ def services() -> Iterator[Settings]:
                 " `kbwiki status`") from None
 
 
-def _deps():
-    import actors  # noqa: F401  (builds the broker the producer API sends triggers through)
-    from actors.deps import get_deps
-
-    deps = get_deps()
-    command_logs(deps.settings)  # building the broker pointed the logs back at stderr
-    return deps
+def _deps() -> Deps:
+    """The process-wide Deps, on the servers ``services()`` made reachable."""
+    return get_deps()
 
 
 def lanes_timeout(kb_name: str, timeout: float) -> click.ClickException:
@@ -285,9 +284,11 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
         sys.exit(run_demo(_deps(), kb_name, out_dir, processes, threads))
 
 
-from kbwiki import dead_letters_cmd  # noqa: E402,F401  (registers the command)
-from kbwiki import delete_cmd  # noqa: E402,F401
-from kbwiki import lint_cmd  # noqa: E402,F401  (registers the command)
+from kbwiki import (
+    dead_letters_cmd,  # noqa: E402,F401  (registers the command)
+    delete_cmd,  # noqa: E402,F401
+    lint_cmd,  # noqa: E402,F401  (registers the command)
+)
 
 if __name__ == "__main__":
     main()

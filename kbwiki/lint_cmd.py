@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from actors.lint import run_lint
 from kbwiki.cli import _deps, _kb, kb_option, main, services, tenant_option
 
 #: Examples printed per issue type in the text output (the report keeps up to 20).
@@ -25,8 +26,6 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
     from wiki.lint import FIXABLE, ISSUE_TYPES, SEVERITY
 
     with services():
-        from actors.lint import run_lint  # after services(): importing actors needs the servers' URLs
-
         deps = _deps()
         report = run_lint(deps, tenant, _kb(deps, tenant, kb_name).id, fix=fix)
     if as_json:

@@ -3,12 +3,10 @@ documents were not written."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from actors.deps import Deps
+from repos.dead_letter_spool import DeadLetterSpool
+from wiki.lanes import SCOPE_KB
 from wiki.models import KnowledgeBase
-
-if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
-    from actors.deps import Deps
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
 NOT_WRITTEN_SAMPLE = 10
@@ -32,9 +30,6 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
     the number of further ones."""
-    from actors.lanes import SCOPE_KB
-    from repos.dead_letter_spool import DeadLetterSpool
-
     documents = deps.docs.count_by_status(kb.id)
     sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
     total = sum(documents.get(s, 0) for s in NOT_WRITTEN_STATUSES)

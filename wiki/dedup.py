@@ -16,7 +16,7 @@ from wiki.extract import lexicon
 from wiki.slugs import normalize_name
 
 # pg_trgm similarity a title or alias must reach for the similar-title lookup (link repair,
-# ``actors.relink``) to return it (the ``pg_trgm.similarity_threshold`` every pooled connection
+# ``stages.relink``) to return it (the ``pg_trgm.similarity_threshold`` every pooled connection
 # sets). 0.6 keeps the GIN lookup at a few ms at 40k pages (bench/scale.py).
 TRGM_THRESHOLD = 0.6
 

@@ -8,12 +8,41 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+)
 
-PageType = Literal["summary", "entity", "concept", "index"]
-PageStatus = Literal["draft", "published", "archived"]
+
+class PageType(StrEnum):
+    """``wiki_pages.page_type``. A str enum: its members are the stored strings, and compare
+    equal to them. Members are named as their values (a member is what PostgreSQL holds)."""
+
+    summary = "summary"  # one per document
+    entity = "entity"    # an entity page merged from the documents naming it
+    concept = "concept"  # a concept page, likewise
+    index = "index"      # the KB's index page
+
+
+#: The page types an extracted item (``ExtractedItem.kind``) makes: merged by name, link targets of mentions.
+ITEM_TYPES = (PageType.entity, PageType.concept)
+
+
+class PageStatus(StrEnum):
+    """``wiki_pages.status``: lint's fix archives a near-empty page (no longer a link target)."""
+
+    draft = "draft"
+    published = "published"
+    archived = "archived"
+
 ItemKind = Literal["entity", "concept"]
 
 
@@ -134,10 +163,13 @@ class SourceRef(BaseModel):
 class PageLite(BaseModel):
     """The narrow view of a page used for link resolution and dedup (no content)."""
 
+    # validated against the enums, held as their plain strings (what PostgreSQL, JSON and YAML see)
+    model_config = ConfigDict(use_enum_values=True)
+
     slug: str
     title: str
     page_type: PageType
-    status: PageStatus = "published"
+    status: PageStatus = PageStatus.published.value
     aliases: list[str] = Field(default_factory=list)
 
 

@@ -7,11 +7,14 @@ unset the ``kbwiki`` command starts local servers under ``home`` (see ``kbwiki.s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from wiki.models import KnowledgeBase
 
 
 class Settings(BaseSettings):
@@ -88,3 +91,22 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, read once from the environment."""
     return Settings()
+
+
+@dataclass(frozen=True)
+class Tunables:
+    """The effective ingest tunables of one KB: its ``wiki_config`` over the process settings."""
+
+    batch_size: int
+    map_parallel: int
+    reduce_parallel: int
+
+
+def kb_tunables(settings: Settings, kb: KnowledgeBase) -> Tunables:
+    """The KB's ``wiki_config`` where set, else the process ``settings``."""
+    cfg = kb.wiki_config
+    return Tunables(
+        batch_size=cfg.ingest_batch_size or settings.ingest_batch_size,
+        map_parallel=cfg.ingest_map_parallel or settings.ingest_map_parallel,
+        reduce_parallel=cfg.ingest_reduce_parallel or settings.ingest_reduce_parallel,
+    )

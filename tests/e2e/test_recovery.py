@@ -18,6 +18,7 @@ import redis
 
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.stages import run_stage
 from wiki.extract import ExtractionError
 
 pytestmark = pytest.mark.e2e
@@ -73,9 +74,9 @@ def _flush(client: redis.Redis, prefix: str) -> int:
 
 
 def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path):
-    from actors.ingest import submit_document
-    from actors.lanes import SCOPE_KB, WIKI_LANES
     from kbwiki.ingest import lane_rows
+    from stages.ingest import submit_document
+    from wiki.lanes import SCOPE_KB, WIKI_LANES
 
     prefix = pipeline_env["KBWIKI_KEY_PREFIX"]
     assert pipeline_env["KBWIKI_REDIS_NAMESPACE"].startswith(prefix)
@@ -90,7 +91,7 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
 
     ids = []
     for doc in _documents(deps.extractor, DOCS):
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+        result = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                                  source_uri=doc.source_uri)
         assert result.status == "queued"
         ids.append(result.knowledge_id)

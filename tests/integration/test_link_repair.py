@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from actors.relink import dead_link_resolver
+from stages.relink import dead_link_resolver
 from wiki.links import rewrite_links
 from wiki.models import Page, SourceRef
 
