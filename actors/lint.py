@@ -32,10 +32,11 @@ from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
 from actors.deps import Deps, get_deps
 from repos.lint import WINDOW, LintRepository
-from stages.relink import dead_link_resolver, mentions_by_page
+from stages.relink import dead_link_resolver
 from wiki import lint as checks
 from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import LintIssue, LintPage, LintReport, LintTally
+from wiki.mentions import mentions_by_page
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageLite
 from wiki.render import render_item_page
 

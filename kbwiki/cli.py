@@ -284,11 +284,9 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
         sys.exit(run_demo(_deps(), kb_name, out_dir, processes, threads))
 
 
-from kbwiki import (
-    dead_letters_cmd,  # noqa: E402,F401  (registers the command)
-    delete_cmd,  # noqa: E402,F401
-    lint_cmd,  # noqa: E402,F401  (registers the command)
-)
+from kbwiki import dead_letters_cmd  # noqa: E402,F401  (registers the command)
+from kbwiki import delete_cmd  # noqa: E402,F401
+from kbwiki import lint_cmd  # noqa: E402,F401  (registers the command)
 
 if __name__ == "__main__":
     main()

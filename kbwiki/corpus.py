@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from wiki.models import MAX_SOURCE_TITLE_CHARS
 from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
 #: Folder and module names never read from the standard library: tests, demos with side
@@ -33,7 +34,6 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 #: Extensions whose files may open with a YAML front matter block (lower case).
 FRONT_MATTER_EXTENSIONS = frozenset({".md", ".markdown"})
 #: A front-matter title is cut to this many characters (the length of a heading title).
-MAX_TITLE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -254,7 +254,7 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     ``...``; a ``---`` anywhere later, or an opening one never closed, is left alone. The block is
     dropped even when it is not valid YAML (it is metadata, not prose). The title is its
     ``title`` when the block is a YAML mapping whose ``title`` is a string: one line, clean (no
-    controls or lone surrogates), at most ``MAX_TITLE_CHARS``; None when empty. Never raises.
+    controls or lone surrogates), at most ``wiki.models.MAX_SOURCE_TITLE_CHARS``; None when empty. Never raises.
     """
     match = _FRONT_MATTER_RE.match(text)
     if match is None:
@@ -268,7 +268,7 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     if not isinstance(title, str):
         return None, body
     # YAML escapes can spell any code point ("\udce9", "\0"): clean like the document text.
-    title = cut(" ".join(clean_text(title).split()), MAX_TITLE_CHARS)[0]
+    title = cut(" ".join(clean_text(title).split()), MAX_SOURCE_TITLE_CHARS)[0]
     return title or None, body
 
 

@@ -20,12 +20,7 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from kbwiki.cli import _deps, _kb, _kb_name, main, services, tenant_option
-from stages.requeue import (
-    DeadLetterNotFound,
-    RequeueRefused,
-    requeue_dead_letter,
-    unspool,
-)
+from stages.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter, unspool
 
 #: Characters of the error headline ``list`` prints per row.
 HEADLINE_CHARS = 160

@@ -9,15 +9,7 @@ from __future__ import annotations
 
 import click
 
-from kbwiki.cli import (
-    _deps,
-    _kb,
-    kb_option,
-    lanes_timeout,
-    main,
-    services,
-    tenant_option,
-)
+from kbwiki.cli import _deps, _kb, kb_option, lanes_timeout, main, services, tenant_option
 from stages.delete import delete_document, delete_knowledge_base
 
 

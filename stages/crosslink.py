@@ -27,11 +27,12 @@ from repos.task_queue import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.delete import active_kb_or_drain
 from stages.pacing import ingest_running
-from stages.relink import dead_link_resolver, mentions_by_page
+from stages.relink import dead_link_resolver
 from stages.triggers import clear_trigger, send_trigger
 from wiki.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
 from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink
 from wiki.lint import mention_targets
+from wiki.mentions import mentions_by_page
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.render import listed_link_starts
 from wiki.settings import Settings, kb_tunables

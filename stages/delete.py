@@ -17,11 +17,7 @@ import structlog
 from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
-from repos.knowledge import (
-    KnowledgeBaseRepository,
-    KnowledgeRepository,
-    UnknownKnowledgeBase,
-)
+from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository, UnknownKnowledgeBase
 from repos.pages import WikiPageRepository
 from repos.task_queue import TaskPendingOpsRepository
 from stages.triggers import send_trigger

@@ -20,7 +20,7 @@ from stages.claims import claim_lane
 from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
-from wiki.models import Document
+from wiki.models import MAX_TITLE_CHARS, Document
 from wiki.settings import Settings, kb_tunables
 from wiki.text import clean_text, cut, prose_size
 
@@ -50,7 +50,7 @@ def submit_document(*, tenant_id: int, knowledge_base_id: str, title: str, conte
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = kbs.get_active(tenant_id, knowledge_base_id)
-    title = " ".join(clean_text(title).split())[:500] or "untitled"
+    title = " ".join(clean_text(title).split())[:MAX_TITLE_CHARS] or "untitled"
     content = clean_text(content)
     content, was_cut = cut(content, settings.max_document_chars)
     if was_cut:

@@ -17,11 +17,7 @@ from psycopg_pool import ConnectionPool
 from repos.coordination import tombstone_key
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeRepository
-from repos.task_queue import (
-    PendingOp,
-    TaskDeadLetterRepository,
-    TaskPendingOpsRepository,
-)
+from repos.task_queue import PendingOp, TaskDeadLetterRepository, TaskPendingOpsRepository
 from stages.claims import release_after_failure
 from stages.triggers import send_trigger
 from wiki.extract import ExtractionError, Extractor

@@ -32,11 +32,7 @@ from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import FenceLost, LaneFenceRepository
 from repos.pages import WikiPageRepository, title_keys
-from repos.task_queue import (
-    PendingOp,
-    TaskDeadLetterRepository,
-    TaskPendingOpsRepository,
-)
+from repos.task_queue import PendingOp, TaskDeadLetterRepository, TaskPendingOpsRepository
 from stages.backlink import enqueue_keys
 from stages.batch_context import BatchContext
 from stages.claims import claim_lane, release_after_failure, released_on_failure
@@ -48,15 +44,7 @@ from wiki.dedup import name_key
 from wiki.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
 from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, next_page
-from wiki.models import (
-    ITEM_TYPES,
-    Document,
-    ExtractedItem,
-    Extraction,
-    Page,
-    PageLite,
-    PageType,
-)
+from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
 from wiki.settings import Settings, Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug
 

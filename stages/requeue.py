@@ -27,11 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.dead_letter_spool import DeadLetterSpool
 from repos.knowledge import KnowledgeRepository
-from repos.task_queue import (
-    DeadLetter,
-    TaskDeadLetterRepository,
-    TaskPendingOpsRepository,
-)
+from repos.task_queue import DeadLetter, TaskDeadLetterRepository, TaskPendingOpsRepository
 from stages.triggers import get_actor, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
 from wiki.settings import Settings

@@ -11,15 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from wiki.models import (
-    ITEM_TYPES,
-    Document,
-    Extraction,
-    Page,
-    PageLite,
-    PageType,
-    SourceRef,
-)
+from wiki.models import ITEM_TYPES, MAX_SUMMARY_CHARS, Document, Extraction, Page, PageLite, PageType, SourceRef
 from wiki.render import render_item_page, render_summary_page
 from wiki.slugs import normalize_name, slugify
 
@@ -101,7 +93,7 @@ def next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | 
     else:
         content = render_item_page(title, facts, aliases, len(refs))
         first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
-        summary = first.get("description", "")[:500]
+        summary = first.get("description", "")[:MAX_SUMMARY_CHARS]
     new = Page(tenant_id=tenant_id, knowledge_base_id=kb_id, slug=slug, title=title, page_type=page_type,
                content=content, summary=summary, aliases=aliases,
                source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)

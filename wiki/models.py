@@ -11,15 +11,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    TypeAdapter,
-    field_validator,
-)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
+
+# Limits on titles and names, each defined once here (the columns are TEXT: the limits keep pages
+# and listings readable, and a runaway extractor or file from filling them).
+MAX_TITLE_CHARS = 500  # a document's title as stored: ``stages.ingest.submit_document`` cuts a longer one
+MAX_SOURCE_TITLE_CHARS = 200  # a title read from a file, its front matter or first heading (corpus, wiki.text)
+MAX_ITEM_NAME_CHARS = 200  # an extracted entity or concept name (``ExtractedItem.name``)
+MAX_SUMMARY_CHARS = 500  # a page's one-line summary (``wiki_pages.summary``)
 
 
 class PageType(StrEnum):
@@ -129,7 +128,7 @@ class ExtractedItem(BaseModel):
     from the document (at most 3) that the page cites.
     """
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=MAX_ITEM_NAME_CHARS)
     kind: ItemKind
     aliases: list[str] = Field(default_factory=list)
     description: str = ""

@@ -84,9 +84,9 @@ def test_the_backoff_schedule_doubles_with_jitter_up_to_its_cap(settings, pool):
     deps = build_deps(settings.model_copy(update={"document_retry_backoff_ms": 1000, "document_retry_backoff_max_ms": 60_000}), pool=pool)
     for fails in range(1, 6):
         low = 2 ** (fails - 1)
-        delays = {backoff_s(deps, fails) for _ in range(50)}
+        delays = {backoff_s(deps.settings, fails) for _ in range(50)}
         assert all(low <= d < 2 * low for d in delays), (fails, delays)
         assert len(delays) > 1  # jittered: documents failing together come back apart
-    assert all(30 <= backoff_s(deps, 20) <= 60 for _ in range(20))
+    assert all(30 <= backoff_s(deps.settings, 20) <= 60 for _ in range(20))
     off = build_deps(settings.model_copy(update={"document_retry_backoff_ms": 0}), pool=pool)
-    assert backoff_s(off, 3) == 0
+    assert backoff_s(off.settings, 3) == 0
