@@ -43,7 +43,7 @@ from stages.triggers import clear_trigger, send_trigger
 from wiki.dedup import name_key
 from wiki.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
-from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, next_page
+from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, new_page_slugs, next_page
 from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
 from wiki.settings import Settings, Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug
@@ -263,12 +263,8 @@ class _Planner:
         page = self.batch.pages.get(self.batch.by_key.get(key, ""))
         if page is None:
             page = next((p for p in self.ctx.by_name_keys([key])[key] if p.slug not in self.ghosts), None)
-        if page is None:
-            base = slug = slugify(item.name)
-            n = 1
-            while self._taken(slug):  # "C" has "c": "C++" (another key) takes "c-entity"
-                slug = f"{base}-{item.kind}" + (f"-{n}" if n > 1 else "")
-                n += 1
+        if page is None:  # "C" has "c": "C++" (another key) takes "c-entity"
+            slug = next(s for s in new_page_slugs(item.name, item.kind) if not self._taken(s))
             page = PageLite(slug=slug, title=item.name, page_type=item.kind)
         self.batch.add(key, page)
         return page.slug, page.page_type

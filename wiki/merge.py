@@ -8,7 +8,7 @@ sources arrived (or left) in, and the rules are tested without a database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from wiki.models import ITEM_TYPES, MAX_SUMMARY_CHARS, Document, Extraction, Page, PageLite, PageType, SourceRef
@@ -117,3 +117,14 @@ def canonical_name(names: Iterable[str]) -> str:
     names the page like a fresh ingest of the documents it has; singular forms win over plurals
     ("connection" before "connections") because a prefix sorts first."""
     return min(names, key=lambda n: (slugify(n), n))
+
+
+def new_page_slugs(name: str, kind: str) -> Iterator[str]:
+    """The slugs a new entity/concept page named ``name`` tries, in order, until one is free: its
+    name's slug, then that slug suffixed with its kind ("c", "c-entity", "c-entity-2", ...)."""
+    base = slugify(name)
+    yield base
+    n = 1
+    while True:
+        yield f"{base}-{kind}" + (f"-{n}" if n > 1 else "")
+        n += 1
