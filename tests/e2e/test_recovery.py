@@ -1,6 +1,6 @@
 """Redis flushed and every worker killed (``kill -9``) mid-run: restarted workers finish all the work.
 
-Real worker processes (``dramatiq actors``) run with the e2e environment, where claims go stale
+Real worker processes (``dramatiq actors:setup_broker``) run with the e2e environment, where claims go stale
 after ``KBWIKI_STALE_CLAIM_S`` = 10 s and the sweeper runs every ``KBWIKI_SWEEP_INTERVAL_S`` = 2 s.
 The flush deletes every key of this deployment (its Dramatiq namespace and kbwiki key prefix):
 for kbwiki that is what FLUSHALL does, without touching other tests or a demo on the same server.
