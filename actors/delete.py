@@ -9,7 +9,7 @@ import structlog
 from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
 from actors.declare import actor
 from actors.deps import get_deps
-from repos.knowledge import UnknownKnowledgeBase
+from wiki.errors import UnknownKnowledgeBase
 from stages.delete import delete_document, delete_knowledge_base
 
 log = structlog.get_logger(__name__)

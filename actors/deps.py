@@ -17,7 +17,8 @@ from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskDeadLetterRepository, TaskPendingOpsRepository
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
 from wiki.settings import Settings, get_settings
 

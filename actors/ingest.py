@@ -9,7 +9,7 @@ import structlog
 from actors.args import BAD_MESSAGE, KbArgs, SubmitArgs
 from actors.declare import actor
 from actors.deps import get_deps
-from repos.knowledge import UnknownKnowledgeBase
+from wiki.errors import UnknownKnowledgeBase
 from stages.ingest import ingest_step, submit_document
 
 log = structlog.get_logger(__name__)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from repos.bench import BenchKbRepository  # noqa: E402
 from repos.db import make_pool  # noqa: E402
 from repos.pages import WikiPageRepository  # noqa: E402
 from wiki.settings import get_settings  # noqa: E402
@@ -27,18 +28,17 @@ def main() -> None:
     args = parser.parse_args()
     pool = make_pool(get_settings().database_url, 1, 2)
     repo = WikiPageRepository(pool)
-    with pool.connection() as conn:
-        kb = conn.execute("SELECT id FROM knowledge_bases WHERE name = %s AND deleted_at IS NULL", (args.kb,)).fetchone()
-        if kb is None:
-            sys.exit(f"no knowledge base named {args.kb!r}")
-        keys = [r["key"] for r in conn.execute(
-            "SELECT DISTINCT key FROM wiki_title_keys WHERE knowledge_base_id = %s ORDER BY key", (kb["id"],))]
+    bench = BenchKbRepository(pool)
+    kb_id = bench.kb_id(args.kb)
+    if kb_id is None:
+        sys.exit(f"no knowledge base named {args.kb!r}")
+    keys = bench.title_keys(kb_id)
     for n in (int(x) for x in args.keys.split(",")):
         chosen = keys[:n] if n else keys
         best, found = float("inf"), []
         for _ in range(3):
             start = time.perf_counter()
-            found = repo.pages_mentioning(kb["id"], chosen)
+            found = repo.pages_mentioning(kb_id, chosen)
             best = min(best, time.perf_counter() - start)
         print(f"keys={len(chosen)} pages={len(found)} best_ms={best * 1000:.1f}")
     pool.close()

@@ -46,7 +46,6 @@ from pathlib import Path
 
 import psycopg
 import redis
-from psycopg import sql
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -60,7 +59,10 @@ from kbwiki.services import (  # noqa: E402
     pg_url,
 )
 from kbwiki.workers import worker_command  # noqa: E402
+from repos.bench import KbProbe  # noqa: E402
 from repos.db import apply_migrations, make_pool  # noqa: E402
+from repos.servers import create_database  # noqa: E402
+from wiki.errors import ServersUnreachable  # noqa: E402
 
 KB_NAME = "chaos"
 POLL_S = 0.5
@@ -121,9 +123,7 @@ class Servers:
 
     def database(self, name: str) -> str:
         """Create database ``name`` with every migration applied; returns its URL."""
-        with psycopg.connect(pg_url(self.pg["port"], "postgres"), autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        create_database(pg_url(self.pg["port"], "postgres"), name, replace=True)
         url = pg_url(self.pg["port"], name)
         apply_migrations(url)
         return url
@@ -147,7 +147,7 @@ def wait_for(condition, timeout_s: float, what: str):
     while time.monotonic() < deadline:
         try:
             value = condition()
-        except (psycopg.Error, redis.RedisError):
+        except (psycopg.Error, redis.RedisError, ServersUnreachable):
             value = None
         if value:
             return value
@@ -220,6 +220,7 @@ class Run:
         self.pool = make_pool(self.url, 1, 4)
         self.deps = build_deps(self.settings, pool=self.pool)
         self.kb = self.deps.kbs.get_or_create(1, KB_NAME)
+        self.probe = KbProbe(self.url, self.kb.id)
         self.threads = threads
         self.workers: list[Worker] = []
 
@@ -237,40 +238,26 @@ class Run:
                             ops=d.ops, extractions=d.extractions, extractor_name=d.extractor.name, redis=d.redis,
                             settings=d.settings)
 
-    def query(self, text: str, params=()) -> list[dict]:
-        with psycopg.connect(self.url, connect_timeout=3, row_factory=psycopg.rows.dict_row) as conn:
-            return conn.execute(text, params).fetchall()
-
     def done(self) -> int:
-        return self.query("SELECT count(*) AS n FROM knowledges WHERE knowledge_base_id = %s AND status = 'done'",
-                          (self.kb.id,))[0]["n"]
+        return self.probe.done()
 
     def settled(self, expected: int) -> bool:
         """Every expected document stored and settled, lanes empty, the index page written."""
-        row = self.query(
-            "SELECT (SELECT count(*) FROM knowledges WHERE knowledge_base_id = %(kb)s"
-            "         AND status IN ('done', 'skipped')) AS settled,"
-            " (SELECT count(*) FROM task_pending_ops WHERE scope_id = %(kb)s) AS rows,"
-            " (SELECT count(*) FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND slug = 'index'"
-            "         AND deleted_at IS NULL) AS index", {"kb": self.kb.id})[0]
+        row = self.probe.progress()
         return row["settled"] >= expected and row["rows"] == 0 and row["index"] == 1
 
     def wiki(self) -> dict:
         """Pages as {slug: (type, title, cited source URIs)} and links as sorted (from, to) pairs."""
-        uris = {r["id"]: r["source_uri"] for r in self.query(
-            "SELECT id, source_uri FROM knowledges WHERE knowledge_base_id = %s", (self.kb.id,))}
+        uris = {r["id"]: r["source_uri"] for r in self.probe.documents()}
         pages = {r["slug"]: (r["page_type"], r["title"],
                              sorted(uris.get(ref["knowledge_id"], "?") for ref in r["source_refs"]))
-                 for r in self.query("SELECT slug, page_type, title, source_refs FROM wiki_pages"
-                                     " WHERE knowledge_base_id = %s AND deleted_at IS NULL", (self.kb.id,))}
-        links = sorted((r["from_slug"], r["to_slug"]) for r in self.query(
-            "SELECT from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s", (self.kb.id,)))
+                 for r in self.probe.pages()}
+        links = sorted(self.probe.links())
         return {"pages": pages, "links": links}
 
     def outcome(self, expected_uris: list[str]) -> dict:
-        docs = {r["source_uri"]: r["status"] for r in self.query(
-            "SELECT source_uri, status FROM knowledges WHERE knowledge_base_id = %s", (self.kb.id,))}
-        dead = self.query("SELECT task_type, related_id, left(last_error, 200) AS error FROM task_dead_letters")
+        docs = {r["source_uri"]: r["status"] for r in self.probe.documents()}
+        dead = self.probe.dead_letters()
         return {
             "lost": sorted(u for u in expected_uris if u not in docs),
             "stuck": sorted(u for u, s in docs.items() if s not in ("done", "skipped")),
@@ -346,10 +333,9 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         before = run.done()
         pids = victim.kill9()
         t0 = time.monotonic()
-        ids = [r["worker_id"] for r in run.query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))]
-        held = run.query("SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)", (ids,))[0]["n"]
-        wait_for(lambda: run.query("SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)",
-                                   (ids,))[0]["n"] == 0, 300, "the dead worker's claims taken back")
+        ids = run.probe.worker_ids(pids)
+        held = run.probe.claims_held_by(ids)
+        wait_for(lambda: run.probe.claims_held_by(ids) == 0, 300, "the dead worker's claims taken back")
         reclaimed = time.monotonic() - t0
         try:
             wait_for(lambda: run.done() > before or run.settled(len(upfront)), 300, "progress after a kill")
@@ -434,7 +420,7 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
 def _safe(fn):
     try:
         return fn()
-    except psycopg.Error:
+    except (psycopg.Error, ServersUnreachable):
         return None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -37,9 +38,12 @@ def fetch_corpus() -> Path:
 
 
 def first_files(folder: Path, limit: int, into: Path) -> Path:
-    """A folder of symlinks to the first ``limit`` .rst files of ``folder`` (sorted by path)."""
+    """A folder of copies of the first ``limit`` .rst files of ``folder`` (sorted by path).
+
+    Copies, not symlinks: ingest skips a symlink that points outside the folder it reads.
+    """
     for i, path in enumerate(sorted(folder.rglob("*.rst"))[:limit]):
-        (into / f"{i:05d}-{path.name}").symlink_to(path)
+        shutil.copyfile(path, into / f"{i:05d}-{path.name}")
     return into
 
 

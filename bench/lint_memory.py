@@ -19,15 +19,11 @@ to the smallest. Targets (issue 5): peak <= 8 MiB and <= 1.2 x the 1,000-page wa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import time
 import tracemalloc
 import uuid
-
-import psycopg
-from psycopg import sql
 
 ADMIN_URL = os.environ.get("KBWIKI_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 DB_NAME = "kbwiki_bench_lint"
@@ -49,11 +45,9 @@ def _db_url() -> str:
 def ensure_database() -> str:
     """Create the scratch database if missing and apply migrations; returns its URL."""
     from repos.db import apply_migrations
+    from repos.servers import create_database
 
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone()
-        if not exists:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB_NAME)))
+    create_database(ADMIN_URL, DB_NAME)
     url = _db_url()
     apply_migrations(url)
     return url
@@ -157,63 +151,40 @@ class Corpus:
 
 def build_kb(url: str, n_pages: int, rebuild: bool) -> str:
     """The id of a KB named ``lint-<n>`` holding ``n_pages`` pages, built with COPY if needed."""
+    from repos.bench import BenchKbRepository, copy_kb
+    from repos.db import make_pool
+
     name = f"lint-{n_pages}"
-    with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT id FROM knowledge_bases WHERE tenant_id = %s AND name = %s AND deleted_at IS NULL",
-                           (TENANT, name)).fetchone()
-        if row and not rebuild:
-            n = conn.execute("SELECT count(*) FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
-                             (row[0],)).fetchone()[0]
+    pool = make_pool(url, 1, 1)
+    try:
+        bench = BenchKbRepository(pool)
+        kb_id = bench.kb_id(name, TENANT)
+        if kb_id and not rebuild:
+            n = bench.live_page_count(kb_id)
             if n == n_pages:
                 print(f"reusing KB {name} ({n:,} pages)")
-                return row[0]
-        if row:
-            for table in ("wiki_links", "wiki_pages", "knowledges", "wiki_lint_reports"):
-                conn.execute(sql.SQL("DELETE FROM {} WHERE knowledge_base_id = %s").format(sql.Identifier(table)),
-                             (row[0],))
-            conn.execute("DELETE FROM knowledge_bases WHERE id = %s", (row[0],))
-        kb_id = str(uuid.uuid4())
-        conn.execute("INSERT INTO knowledge_bases (id, tenant_id, name) VALUES (%s, %s, %s)", (kb_id, TENANT, name))
-        conn.commit()
+                return kb_id
+        if kb_id:
+            bench.drop_kb(kb_id)
+        kb_id = bench.create_kb(TENANT, name)
+    finally:
+        pool.close()
 
     t0 = time.monotonic()
     corpus = Corpus(n_pages)
-    docs_sql = ("COPY knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash,"
-                " status, deleted_at) FROM STDIN")
-    with psycopg.connect(url) as docs_conn, docs_conn.cursor().copy(docs_sql) as copy:
-        for d, doc_id in enumerate(corpus.doc_ids):
-            deleted = d % 100 == 42  # 1 % of the documents were deleted since their pages were written
-            copy.write_row((doc_id, TENANT, kb_id, corpus.pages[d][1], f"docs/{d}.md", "", "",
-                            "deleted" if deleted else "done", "now" if deleted else None))
-    # Pages and links go through two connections, each with its own COPY in flight.
-    pages_sql = ("COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, summary,"
-                 " aliases, source_refs) FROM STDIN")
-    links_sql = "COPY wiki_links (knowledge_base_id, from_slug, to_slug) FROM STDIN"
-    with psycopg.connect(url) as pages_conn, psycopg.connect(url) as links_conn, \
-            pages_conn.cursor().copy(pages_sql) as pages_copy, links_conn.cursor().copy(links_sql) as links_copy:
+    # 1 % of the documents were deleted since their pages were written
+    documents = ((doc_id, corpus.pages[d][1], f"docs/{d}.md", "deleted" if d % 100 == 42 else "done", d % 100 == 42)
+                 for d, doc_id in enumerate(corpus.doc_ids))
+
+    def pages():
         for i, (slug, title, page_type) in enumerate(corpus.pages):
             content, links = corpus.content(i)
             aliases = [title.lower() + " system"] if i % 13 == 0 and page_type != "summary" else []
-            pages_copy.write_row((TENANT, kb_id, slug, title, page_type, content, title[:100],
-                                  json.dumps(aliases), json.dumps(corpus.source_refs(i))))
-            for to in sorted(links):
-                links_copy.write_row((kb_id, slug, to))
-    with psycopg.connect(url, autocommit=True) as conn:
-        # Raw COPY bypasses WikiPageRepository: derive the title/alias keys it would have written.
-        conn.execute(TITLE_KEYS_SQL, (kb_id,))
-        # VACUUM also flushes the GIN pending lists COPY filled (autovacuum would, later).
-        for table in ("wiki_pages", "wiki_links", "knowledges", "wiki_title_keys"):
-            conn.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
+            yield (slug, title, page_type, content, title[:100], aliases, corpus.source_refs(i)), sorted(links)
+
+    copy_kb(url, TENANT, kb_id, documents, pages())
     print(f"built KB {name}: {n_pages:,} pages in {time.monotonic() - t0:.1f} s")
     return kb_id
-
-
-TITLE_KEYS_SQL = (
-    "INSERT INTO wiki_title_keys (knowledge_base_id, slug, key) SELECT DISTINCT p.knowledge_base_id, p.slug,"
-    " lower(k.key) FROM wiki_pages p, LATERAL (SELECT p.title UNION SELECT jsonb_array_elements_text(p.aliases))"
-    " AS k(key) WHERE p.knowledge_base_id = %s AND p.deleted_at IS NULL AND p.page_type IN ('entity', 'concept')"
-    " AND p.status <> 'archived'"
-)
 
 
 # --- the walk --------------------------------------------------------------------------------
@@ -221,12 +192,14 @@ TITLE_KEYS_SQL = (
 
 def walk(deps, kb_id: str, traced: bool) -> tuple[int, float, object]:
     """(peak bytes or 0, wall seconds, report) of one lint walk (no --fix)."""
-    from actors.lint import run_lint
+    from repos.lint import LintRepository
+    from stages.lint import run_lint
 
     if traced:
         tracemalloc.start()
     t0 = time.monotonic()
-    report = run_lint(deps, TENANT, kb_id, fix=False)
+    report = run_lint(TENANT, kb_id, kbs=deps.kbs, pages=deps.pages, lint=LintRepository(deps.pool), pool=deps.pool,
+                      min_chars=deps.settings.min_document_chars, fix=False)
     wall = time.monotonic() - t0
     peak = 0
     if traced:

@@ -36,14 +36,15 @@ from multiprocessing import Pool
 from pathlib import Path
 
 import psycopg
-from psycopg import sql
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kbwiki.corpus import Rejected, iter_folder_docs, iter_stdlib_docs  # noqa: E402
+from repos.bench import BenchKbRepository  # noqa: E402
 from repos.db import apply_migrations, make_pool  # noqa: E402
 from repos.pages import WikiPageRepository  # noqa: E402
+from repos.servers import create_database, vacuum_analyze  # noqa: E402
 from wiki.models import Extraction  # noqa: E402
 
 CACHE = ROOT / "bench/.cache"
@@ -131,9 +132,7 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
     from wiki.slugs import slugify, summary_slug
 
     kb = KnowledgeBaseRepository(pool).get_or_create(1, name)
-    with pool.connection() as conn:
-        built = conn.execute("SELECT 1 FROM wiki_pages WHERE knowledge_base_id = %s LIMIT 1", (kb.id,)).fetchone()
-    if built:
+    if BenchKbRepository(pool).live_page_count(kb.id):
         return kb.id
     t0 = time.monotonic()
     docs = KnowledgeRepository(pool)
@@ -166,8 +165,7 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
                           content=render_item_page(e["title"], e["facts"], [], len(e["refs"])), facts=e["facts"],
                           source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in e["refs"].items()]))
     WikiPageRepository(pool).bulk_insert(pages)
-    with psycopg.connect(bench_url(), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
+    vacuum_analyze(bench_url())
     print(f"built {name}: {len(corpus)} documents, {len(pages)} pages in {time.monotonic() - t0:.0f} s", flush=True)
     return kb.id
 
@@ -177,32 +175,13 @@ def clone_kb(pool, kb_id: str, name: str) -> str:
     from repos.knowledge import KnowledgeBaseRepository
 
     clone = KnowledgeBaseRepository(pool).get_or_create(1, name)
-    with pool.connection() as conn:
-        conn.execute(
-            "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash, status)"
-            " SELECT id || '~' || %s, tenant_id, %s, title, source_uri, content, content_hash, status"
-            " FROM knowledges WHERE knowledge_base_id = %s", (clone.id[:8], clone.id, kb_id))
-        conn.execute(
-            "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
-            " aliases, source_refs, facts, name_key) SELECT tenant_id, %s, slug, title, page_type, status, content,"
-            " summary, aliases, source_refs, facts, name_key FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
-            (clone.id, kb_id))
-        conn.execute("INSERT INTO wiki_links SELECT %s, from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s",
-                     (clone.id, kb_id))
-        conn.execute("INSERT INTO wiki_title_keys SELECT %s, slug, key FROM wiki_title_keys WHERE knowledge_base_id = %s",
-                     (clone.id, kb_id))
-    with psycopg.connect(bench_url(), autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")  # as autovacuum would have done for a KB that grew over time
+    BenchKbRepository(pool).clone_kb(kb_id, clone.id)
+    vacuum_analyze(bench_url())  # as autovacuum would have done for a KB that grew over time
     return clone.id
 
 
 def drop_kb(pool, kb_id: str) -> None:
-    with pool.connection() as conn:
-        for table in ("wiki_links", "wiki_title_keys", "wiki_pages", "wiki_extractions", "task_pending_ops"):
-            column = "scope_id" if table == "task_pending_ops" else "knowledge_base_id"
-            conn.execute(sql.SQL("DELETE FROM {} WHERE {} = %s").format(sql.Identifier(table), sql.Identifier(column)),
-                         (kb_id,))
-        conn.execute("DELETE FROM knowledge_bases WHERE id = %s", (kb_id,))
+    BenchKbRepository(pool).drop_kb(kb_id)
 
 
 # -- one measured batch (runs in its own process) ----------------------------------------------
@@ -251,9 +230,7 @@ def _naive_by_key(deps, kb_id: str):
 
     def by_name_keys(kb: str, keys) -> dict[str, list[PageLite]]:
         if not index:
-            with deps.pool.connection() as conn:
-                rows = conn.execute("SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
-                                    (kb,)).fetchall()
+            rows = BenchKbRepository(deps.pool).live_pages(kb)
             for r in sorted(rows, key=lambda r: r["slug"]):
                 if r["page_type"] in ("entity", "concept"):
                     index.setdefault(name_key(r["title"]), []).append(PageLite.model_validate(r))
@@ -370,9 +347,7 @@ def main() -> None:
     batch = corpus[sizes[-1]:need]
     batch_path.write_text(json.dumps([{"title": t, "text": x, "extraction": e.model_dump_json()} for t, x, e in batch]))
 
-    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DB_NAME,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DB_NAME)))
+    create_database(ADMIN_URL, DB_NAME)
     apply_migrations(bench_url())
     pool = make_pool(bench_url(), 1, 4)
     rows = []

@@ -1,4 +1,5 @@
-"""The ``kbwiki`` command: migrate, worker, ingest, status, export, dead-letters, demo.
+"""The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
+delete-kb and lint live in their own ``*_cmd`` modules, registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
 starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;
@@ -8,165 +9,14 @@ uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's r
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
 
-from actors import setup_broker
-from actors.deps import Deps, get_deps
-from wiki.settings import Settings, get_settings
-
-
-def checked_settings() -> Settings:
-    """The settings, or a one-line error per bad environment variable (not a pydantic traceback)."""
-    from pydantic import ValidationError
-
-    try:
-        return get_settings()
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            field = str(err["loc"][0]) if err["loc"] else "?"
-            var = "DATABASE_URL / REDIS_URL" if field in ("database_url", "redis_url") else f"KBWIKI_{field.upper()}"
-            lines.append(f"bad setting {var}={err.get('input')!r}: {err['msg']}")
-        raise click.ClickException("\n".join(lines)) from None
-
-
-def _reachable(settings: Settings) -> None:
-    """Fail with one clear line when a configured server does not answer within 5 s."""
-    import psycopg
-    import redis
-
-    try:
-        psycopg.connect(settings.database_url, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        raise click.ClickException(f"cannot connect to PostgreSQL (DATABASE_URL): {str(exc).strip()}") from None
-    try:
-        redis.Redis.from_url(settings.redis_url, socket_connect_timeout=5).ping()
-    except (redis.RedisError, ValueError) as exc:
-        raise click.ClickException(f"cannot connect to Redis (REDIS_URL): {exc}") from None
-
-
-def _server_gone() -> tuple[type[BaseException], ...]:
-    """The errors of a server that stopped or became unreachable while a command ran."""
-    import psycopg
-    import psycopg_pool
-    import redis
-
-    return psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
-
-
-#: Where a command's own log lines go, under the home (``KBWIKI_HOME``): never among its output.
-COMMAND_LOG = "commands.log"
-
-
-def command_logs(settings: Settings) -> None:
-    """Send this process's logs (JSON lines) to ``commands.log`` in the home
-    (``kbwiki.services.home_folder``, also with both URLs set) instead of stderr, so they never
-    land among the lines a command prints; stderr is kept when that file cannot be opened. The
-    ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
-    from kbwiki.services import ServiceError, home_folder
-    from middleware.logging import configure_logging
-
-    with contextlib.suppress(OSError, ServiceError):
-        configure_logging(settings.log_level, home_folder(settings) / COMMAND_LOG)
-
-
-def _silence_pool_logs() -> None:
-    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") in a
-    command's process. Unhandled, Python prints them as plain lines on stderr, in the middle of the
-    command's output, and the pool's threads go on logging after the command has failed (between
-    its end and its error line); every failure they warn of reaches the command as an exception,
-    which it reports in one line. Idempotent."""
-    import logging
-
-    logger = logging.getLogger("psycopg")
-    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
-        logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-
-
-@contextlib.contextmanager
-def services() -> Iterator[Settings]:
-    """Settings with servers reachable: the configured ones, or embedded ones started for this command.
-
-    Raises ``click.ClickException`` (one line, exit 1) for bad settings, a home folder that
-    cannot be made, a configured server that does not answer, or a server that goes away while
-    the command runs (the worker owning the local servers was stopped).
-    """
-    from kbwiki.services import ServiceError, describe_home, local_services
-    from repos.db import apply_migrations
-
-    base = checked_settings()
-    embedded = not (base.database_url and base.redis_url)
-    with contextlib.ExitStack() as stack:
-        try:
-            settings = stack.enter_context(local_services(base))
-        except ServiceError as exc:
-            raise click.ClickException(str(exc)) from None
-        except OSError as exc:  # e.g. KBWIKI_HOME names a file
-            raise click.ClickException(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
-        if embedded:  # on stderr: a command's own output (--json) stays clean
-            click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
-        get_settings.cache_clear()  # later reads (the process-wide Deps) see the servers' URLs
-        _silence_pool_logs()
-        _reachable(settings)
-        setup_broker(settings)  # the producer API sends triggers through it; it logs to stderr until:
-        command_logs(settings)
-        if embedded:
-            apply_migrations(settings.database_url)
-        try:
-            yield settings
-        except _server_gone() as exc:
-            raise click.ClickException(
-                f"the servers went away ({type(exc).__name__}: {str(exc).strip().splitlines()[0]}); was the worker"
-                " that owns the local servers stopped? Work queued so far is kept: start `kbwiki worker` and check"
-                " `kbwiki status`") from None
-
-
-def _deps() -> Deps:
-    """The process-wide Deps, on the servers ``services()`` made reachable."""
-    return get_deps()
-
-
-def lanes_timeout(kb_name: str, timeout: float) -> click.ClickException:
-    """The error of a ``--wait`` that ran out: work is only done while a worker runs."""
-    return click.ClickException(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s;"
-                                " is a worker running (`kbwiki worker`)?")
-
-
-def _kb(deps, tenant: int, name: str, create: bool = False):
-    kb = deps.kbs.get_or_create(tenant, name) if create else deps.kbs.get_by_name(tenant, name)
-    if kb is None:
-        raise click.ClickException(f"no knowledge base named {name!r} for tenant {tenant}")
-    return kb
-
-
-def _kb_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """A KB name as stored (``wiki.models.valid_kb_name``): stripped, 1-255 characters, no newline
-    or other control character."""
-    from pydantic import ValidationError
-
-    from wiki.models import valid_kb_name
-
-    try:
-        return valid_kb_name(value or "")
-    except ValidationError as exc:
-        raise click.BadParameter(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
-
-
-tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")
-kb_option = click.option("--kb", "kb_name", required=True, callback=_kb_name, help="Knowledge base name.")
-
-
-@click.group()
-def main() -> None:
-    """kbwiki: turn a knowledge base of documents into an interlinked, cited wiki."""
+from kbwiki.command import command_deps, find_kb, kb_name_param, kb_option, lanes_timeout, main, services, tenant_option
 
 
 @main.command()
@@ -218,8 +68,8 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) ->
         raise click.ClickException("\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored",
                                                *lines]))
     with services():
-        deps = _deps()
-        kb = _kb(deps, tenant, kb_name, create=True)
+        deps = command_deps()
+        kb = find_kb(deps, tenant, kb_name, create=True)
         report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs))
         click.echo(report.describe())
         if report.queued and (warning := no_worker_warning(deps)):
@@ -238,8 +88,8 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
     from kbwiki.status import kb_status, status_lines
 
     with services():
-        deps = _deps()
-        report = kb_status(deps, _kb(deps, tenant, kb_name))
+        deps = command_deps()
+        report = kb_status(deps, find_kb(deps, tenant, kb_name))
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return
@@ -259,20 +109,17 @@ def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
     OUT_DIR is new, empty or an earlier export; a re-export replaces only the files that export
     wrote (files you added are kept).
     """
-    from kbwiki.export import ExportRefused, export_vault
+    from kbwiki.export import export_vault
 
     with services():
-        deps = _deps()
-        kb = _kb(deps, tenant, kb_name)
-        try:
-            n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace)
-        except ExportRefused as exc:
-            raise click.ClickException(str(exc)) from None
+        deps = command_deps()
+        kb = find_kb(deps, tenant, kb_name)
+        n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace)
     click.echo(f"exported {n} pages to {out_dir}")
 
 
 @main.command()
-@click.option("--kb", "kb_name", default="python-stdlib", show_default=True, callback=_kb_name)
+@click.option("--kb", "kb_name", default="python-stdlib", show_default=True, callback=kb_name_param)
 @click.option("--out", "out_dir", default="wiki-out", show_default=True, type=click.Path(path_type=Path))
 @click.option("--processes", "-p", default=2, show_default=True, type=int)
 @click.option("--threads", "-t", default=4, show_default=True, type=int)
@@ -281,12 +128,11 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
     from kbwiki.demo import run_demo
 
     with services():
-        sys.exit(run_demo(_deps(), kb_name, out_dir, processes, threads))
+        sys.exit(run_demo(command_deps(), kb_name, out_dir, processes, threads))
 
 
-from kbwiki import dead_letters_cmd  # noqa: E402,F401  (registers the command)
-from kbwiki import delete_cmd  # noqa: E402,F401
-from kbwiki import lint_cmd  # noqa: E402,F401  (registers the command)
+# Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
+from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

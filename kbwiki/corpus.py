@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from wiki.models import MAX_SOURCE_TITLE_CHARS
+from wiki.markdown import front_matter
 from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
 #: Folder and module names never read from the standard library: tests, demos with side
@@ -34,6 +33,7 @@ MAX_FILE_BYTES = 20 * 1024 * 1024
 #: Extensions whose files may open with a YAML front matter block (lower case).
 FRONT_MATTER_EXTENSIONS = frozenset({".md", ".markdown"})
 #: A front-matter title is cut to this many characters (the length of a heading title).
+MAX_TITLE_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -242,33 +242,29 @@ def decode_strict(data: bytes) -> str:
         raise BadDocument(f"not UTF-8 text ({where}); convert it to UTF-8") from None
 
 
-# The first line is exactly "---"; the block ends at the first line "---" or "..." (Jekyll, Hugo,
-# Obsidian and Pandoc agree on this); \r? keeps CRLF files working.
-_FRONT_MATTER_RE = re.compile(r"\A---\r?\n(.*?)^(?:---|\.\.\.)\r?(?:\n|\Z)", re.DOTALL | re.MULTILINE)
-
-
 def split_front_matter(text: str) -> tuple[str | None, str]:
     """(title from the front matter or None, text without it) for Markdown text ``text``.
 
-    A front matter block opens the text (first line ``---``) and is closed by a line ``---`` or
-    ``...``; a ``---`` anywhere later, or an opening one never closed, is left alone. The block is
+    The block is ``wiki.markdown.front_matter``'s: it opens the text (first line ``---``) and is
+    closed by a line ``---`` or ``...``; a ``---`` anywhere later, or an opening one never closed,
+    is left alone. The block is
     dropped even when it is not valid YAML (it is metadata, not prose). The title is its
     ``title`` when the block is a YAML mapping whose ``title`` is a string: one line, clean (no
-    controls or lone surrogates), at most ``wiki.models.MAX_SOURCE_TITLE_CHARS``; None when empty. Never raises.
+    controls or lone surrogates), at most ``MAX_TITLE_CHARS``; None when empty. Never raises.
     """
-    match = _FRONT_MATTER_RE.match(text)
-    if match is None:
+    source, end = front_matter(text)
+    if source is None:
         return None, text
-    body = text[match.end() :]
+    body = text[end:]
     try:
-        meta = yaml.safe_load(match.group(1))
+        meta = yaml.safe_load(source)
     except (yaml.YAMLError, ValueError, RecursionError):  # ValueError: e.g. a date 2023-13-45
         return None, body
     title = meta.get("title") if isinstance(meta, dict) else None
     if not isinstance(title, str):
         return None, body
     # YAML escapes can spell any code point ("\udce9", "\0"): clean like the document text.
-    title = cut(" ".join(clean_text(title).split()), MAX_SOURCE_TITLE_CHARS)[0]
+    title = cut(" ".join(clean_text(title).split()), MAX_TITLE_CHARS)[0]
     return title or None, body
 
 

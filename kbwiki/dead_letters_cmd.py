@@ -19,8 +19,9 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from kbwiki.cli import _deps, _kb, _kb_name, main, services, tenant_option
-from stages.requeue import DeadLetterNotFound, RequeueRefused, requeue_dead_letter, unspool
+from kbwiki.command import command_deps, find_kb, kb_name_param, main, services, tenant_option
+from stages.requeue import requeue_dead_letter, unspool
+from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
 
 #: Characters of the error headline ``list`` prints per row.
 HEADLINE_CHARS = 160
@@ -66,7 +67,7 @@ class Filters:
 
 
 def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, since: datetime | None) -> Filters:
-    kb_id = _kb(deps, tenant, kb_name).id if kb_name else None
+    kb_id = find_kb(deps, tenant, kb_name).id if kb_name else None
     return Filters(tenant_id=tenant, scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type,
                    since=since)
 
@@ -91,7 +92,7 @@ def _row_line(row) -> str:
 
 
 kb_filter = click.option("--kb", "kb_name", default=None, help="Only dead letters of this knowledge base.",
-                         callback=lambda ctx, param, value: None if value is None else _kb_name(ctx, param, value))
+                         callback=lambda ctx, param, value: None if value is None else kb_name_param(ctx, param, value))
 type_filter = click.option("--task-type", default=None, help="Only this task type (actor name or wiki:ingest).")
 since_filter = click.option("--since", type=SinceType(), default=None,
                             help="Only dead letters since an ISO date/time (UTC) or an age: 30m, 2h, 3d, 1w.")
@@ -105,7 +106,7 @@ def dead_letters() -> None:
 def _dead_letter_deps(tenant: int):
     """The deps, once the tenant's dead letters waiting in the Redis spool are in the table
     (``stages.requeue.unspool``)."""
-    deps = _deps()
+    deps = command_deps()
     unspool(redis=deps.redis, settings=deps.settings, dead_letters=deps.dead_letters, tenant_id=tenant)
     return deps
 
@@ -124,7 +125,7 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
         filters = _filters(deps, tenant, kb_name, task_type, since)
         try:
             rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit)
-        except ValueError as exc:
+        except BadInput as exc:
             raise click.BadParameter(str(exc), param_hint="--cursor") from None
     for row in rows:
         click.echo(_row_line(row))
@@ -142,7 +143,7 @@ def show_cmd(dead_letter_id: int, tenant: int) -> None:
     with services():
         row = _dead_letter_deps(tenant).dead_letters.get(dead_letter_id, tenant_id=tenant)
     if row is None:
-        raise click.ClickException(f"no dead letter {dead_letter_id} of tenant {tenant}")
+        raise DeadLetterNotFound(f"no dead letter {dead_letter_id} of tenant {tenant}")
     for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
         value = getattr(row, field)
         click.echo(f"{field}: {value.isoformat() if isinstance(value, datetime) else value}")

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import click
 
-from kbwiki.cli import _deps, _kb, kb_option, lanes_timeout, main, services, tenant_option
+from kbwiki.command import command_deps, find_kb, kb_option, lanes_timeout, main, services, tenant_option
 from stages.delete import delete_document, delete_knowledge_base
+from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
 
 
 @main.command()
@@ -25,8 +26,8 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
     from kbwiki.ingest import wait_for_lanes
 
     with services():
-        deps = _deps()
-        kb = _kb(deps, tenant, kb_name)
+        deps = command_deps()
+        kb = find_kb(deps, tenant, kb_name)
         queued = missing = 0
         for ref in docs:
             doc = deps.docs.find(kb.id, ref)
@@ -41,7 +42,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
             raise lanes_timeout(kb_name, timeout)
     if missing:
-        raise click.ClickException(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
+        raise UnknownDocument(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
 
 
 @main.command("delete-kb")
@@ -53,10 +54,10 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
     if not yes:
         raise click.ClickException(f"deleting {kb_name!r} cannot be undone; pass --yes to confirm")
     with services():
-        deps = _deps()
-        kb = _kb(deps, tenant, kb_name)
+        deps = command_deps()
+        kb = find_kb(deps, tenant, kb_name)
         result = delete_knowledge_base(kb.tenant_id, kb.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops,
                                        pages=deps.pages)
     if not result.deleted:
-        raise click.ClickException(f"{kb_name!r} was already deleted")
+        raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
     click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")

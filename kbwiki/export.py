@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from repos.pages import WikiPageRepository
+from wiki.errors import ExportRefused
 from wiki.links import PAGE_FOLDERS
 from wiki.models import Page
 
@@ -45,10 +46,6 @@ def render_file(page: Page) -> str:
 
 MARKER = ".kbwiki-vault"
 MARKER_NOTE = "Written by `kbwiki export`. It replaces or removes only the files listed here; other files are kept."
-
-
-class ExportRefused(RuntimeError):
-    """The output folder holds files kbwiki did not write, or another KB's export; no such file was changed."""
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """``kbwiki lint --kb NAME [--json] [--fix]``: what is wrong with a KB's wiki, and its health score.
 
-Runs the lint walk in this process (``actors.lint.run_lint``), stores the report as the KB's
+Runs the lint walk in this process (``stages.lint.run_lint``), stores the report as the KB's
 latest and prints it: the one-line summary, issues by type with severity and whether ``--fix``
 can mend them, and a few examples per type. ``--json`` prints the whole report as JSON.
 """
@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import click
 
-from actors.lint import run_lint
-from kbwiki.cli import _deps, _kb, kb_option, main, services, tenant_option
+from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
+from repos.lint import LintRepository
+from stages.lint import run_lint
+from stages.lint_checks import CHECKS
 
 #: Examples printed per issue type in the text output (the report keeps up to 20).
 EXAMPLES_SHOWN = 5
@@ -23,19 +25,20 @@ EXAMPLES_SHOWN = 5
 @click.option("--fix", is_flag=True, help="Mend broken links, stale source refs, empty pages and unlinked mentions.")
 def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
     """Check a KB's wiki: broken links, orphans, empty pages, stale sources, unlinked mentions, duplicates."""
-    from wiki.lint import FIXABLE, ISSUE_TYPES, SEVERITY
-
     with services():
-        deps = _deps()
-        report = run_lint(deps, tenant, _kb(deps, tenant, kb_name).id, fix=fix)
+        deps = command_deps()
+        report = run_lint(tenant, find_kb(deps, tenant, kb_name).id, kbs=deps.kbs, pages=deps.pages,
+                          lint=LintRepository(deps.pool), pool=deps.pool,
+                          min_chars=deps.settings.min_document_chars, fix=fix)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
         return
     click.echo(report.summary)
-    for type_ in ISSUE_TYPES:
-        fixable = "fixable" if FIXABLE[type_] else "not fixable"
+    for check in CHECKS:
+        type_ = check.name
+        fixable = "fixable" if check.fixable else "not fixable"
         line = (f"  {type_:<17} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,} pages"
-                f"  [{SEVERITY[type_]}, {fixable}]")
+                f"  [{check.severity}, {fixable}]")
         if fix:
             line += f"  fixed {report.fixed[type_]:,}"
         click.echo(line)

@@ -50,10 +50,9 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import psycopg
-import redis
-from psycopg import sql
 
+from repos.servers import create_database, database_answers, extension_available, redis_answers
+from wiki.errors import ServiceError
 from wiki.settings import Settings
 
 DATABASE_NAME = "kbwiki"
@@ -67,10 +66,6 @@ BUILD_FILE = "build.json"
 
 # Redis servers this process started, kept so we can reap them (no zombies, no ResourceWarning).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-class ServiceError(RuntimeError):
-    """A local server could not be found, started, reached or stopped; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -379,12 +374,7 @@ def pg_url(port: int, dbname: str = DATABASE_NAME) -> str:
 
 
 def _pg_answers(port: int, timeout_s: float = 2.0) -> bool:
-    try:
-        with psycopg.connect(pg_url(port, "postgres"), connect_timeout=max(1, int(timeout_s))) as conn:
-            conn.execute("SELECT 1")
-        return True
-    except psycopg.Error:
-        return False
+    return database_answers(pg_url(port, "postgres"), timeout_s)
 
 
 def _pg_start(home: Path, build: Build) -> dict[str, Any]:
@@ -410,11 +400,9 @@ def _pg_start(home: Path, build: Build) -> dict[str, Any]:
 
 def _pg_create_database(port: int, log: Path) -> None:
     """Create database ``kbwiki`` if missing and check that pg_trgm can be installed."""
-    with psycopg.connect(pg_url(port, "postgres"), autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE_NAME,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE_NAME)))
-        if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'pg_trgm'").fetchone() is None:
-            raise ServiceError("this PostgreSQL has no pg_trgm extension (on Debian: apt-get install "
+    create_database(pg_url(port, "postgres"), DATABASE_NAME)
+    if not extension_available(pg_url(port, "postgres"), "pg_trgm"):
+        raise ServiceError("this PostgreSQL has no pg_trgm extension (on Debian: apt-get install "
                                f"postgresql-contrib); log: {log}")
 
 
@@ -456,14 +444,7 @@ def redis_url(port: int) -> str:
 
 
 def _redis_answers(port: int, timeout_s: float = 2.0) -> bool:
-    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=timeout_s,
-                         socket_connect_timeout=timeout_s)
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
-    finally:
-        client.close()
+    return redis_answers(redis_url(port), timeout_s)
 
 
 def _redis_start(home: Path, build: Build) -> dict[str, Any]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-_LINK = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
+from wiki.markdown import wiki_link_matches
 
 
 @dataclass(frozen=True)
@@ -19,12 +18,15 @@ class VaultCheck:
 
 
 def check_vault(root: Path) -> VaultCheck:
-    """Count files, links and dead links in a vault, the way Obsidian resolves ``[[name]]``."""
+    """Count files, links and dead links in a vault, the way Obsidian resolves ``[[name]]``: a link
+    is ``wiki.markdown``'s (one inside code is no link), to a file by relative path or name."""
     files = list(root.rglob("*.md"))
     names = {f.stem for f in files} | {str(f.relative_to(root))[:-3] for f in files}
     links = dead = 0
     for f in files:
-        for m in _LINK.finditer(f.read_text(encoding="utf-8")):
-            links += 1
-            dead += m.group(1).strip() not in names
+        for m in wiki_link_matches(f.read_text(encoding="utf-8")):
+            target = m.group(1).strip()
+            if target:  # "[[#heading]]" links within its own file
+                links += 1
+                dead += target not in names
     return VaultCheck(len(files), links, dead)

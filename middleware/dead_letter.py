@@ -14,7 +14,9 @@ from dramatiq.broker import Broker, MessageProxy
 from psycopg_pool import ConnectionPool
 
 from repos.dead_letter_spool import DeadLetterSpool
-from repos.task_queue import ERROR_LIMIT_BYTES, TaskDeadLetterRepository, truncate_error
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.queue_common import WIDTHS, truncate_error
+from wiki.errors import ERROR_LIMIT_BYTES
 
 log = structlog.get_logger(__name__)
 
@@ -23,8 +25,8 @@ KB_KEYS = ("knowledge_base_id", "kb_id", "source_kb_id")
 KNOWLEDGE_KEYS = ("knowledge_id",)
 TENANT_KEYS = ("tenant_id",)
 
-# Column widths of task_dead_letters (migrations/0001_task_queue.sql).
-_ID_WIDTH = 64
+# Width of task_dead_letters' id columns (scope_id, related_id, task_type).
+_ID_WIDTH = WIDTHS["scope_id"]
 
 
 @dataclass(frozen=True)

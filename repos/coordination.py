@@ -11,6 +11,8 @@ import uuid
 
 import redis
 
+from wiki.errors import LockLost  # noqa: F401  (what losing this lock raises; kept importable from here)
+
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end
 """
@@ -19,12 +21,6 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[
 """
 
 TOMBSTONE_TTL_S = 3600
-
-
-class LockLost(RuntimeError):
-    """The active-batch lock expired or was removed while its batch ran: the batch stops before
-    writing (the PostgreSQL fence would refuse a batch that was overtaken anyway; this is the
-    cheap early answer)."""
 
 
 class ActiveBatchLock:

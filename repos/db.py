@@ -2,25 +2,33 @@
 
 One ``psycopg_pool.ConnectionPool`` per process; borrow a connection with ``with pool.connection()``
 and never hold it across calls. Rows come back as dicts (``psycopg.rows.dict_row``).
+
+The pool is where PostgreSQL's connection failures become kbwiki's: a borrow that cannot get a
+connection, or a statement whose connection is lost, raises ``wiki.errors.DatabaseUnreachable``
+(the driver's error kept as ``__cause__``). Other database errors (a lock timeout, a unique
+violation) are the statement's own answer and pass unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+import psycopg
 from psycopg import Connection, sql
-
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 from yoyo import get_backend, read_migrations
 
+from wiki.errors import BadInput, BadSetting, DatabaseUnreachable
 from wiki.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
-_pool: ConnectionPool | None = None
+_pool: Pool | None = None
 _pool_lock = threading.Lock()
 
 
@@ -29,7 +37,7 @@ def yoyo_url(database_url: str) -> str:
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if database_url.startswith(prefix):
             return "postgresql+psycopg://" + database_url[len(prefix):]
-    raise ValueError(f"not a PostgreSQL URL: {database_url.split('@')[-1]!r}")
+    raise BadInput(f"not a PostgreSQL URL: {database_url.split('@')[-1]!r}")
 
 
 def apply_migrations(database_url: str) -> int:
@@ -60,13 +68,43 @@ def _configure(conn: Connection) -> None:
     conn.commit()
 
 
-def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_s: float = 30) -> ConnectionPool:
+#: SQLSTATEs of a lost server: class 08 (connection exception) and the shutdown codes of class 57.
+_LOST_STATES = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: psycopg.Error) -> bool:
+    """Whether ``exc`` says the server is gone (no SQLSTATE: the client lost it; 08xxx; 57P01-3),
+    not that a statement failed (a lock timeout 55P03 or a cancel 57014 keeps its own error)."""
+    if isinstance(exc, PoolTimeout):
+        return True
+    state = exc.sqlstate
+    return isinstance(exc, psycopg.OperationalError) and (state is None or state.startswith("08")
+                                                          or state in _LOST_STATES)
+
+
+class Pool(ConnectionPool):
+    """A ``ConnectionPool`` whose borrows raise ``DatabaseUnreachable`` for a lost server (:func:`connection_lost`)."""
+
+    @contextlib.contextmanager
+    def connection(self, timeout: float | None = None) -> Iterator[Connection]:
+        try:
+            with super().connection(timeout) as conn:
+                yield conn
+        except psycopg.Error as exc:
+            if not connection_lost(exc):
+                raise
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise DatabaseUnreachable(f"PostgreSQL: {type(exc).__name__}: {detail}") from exc
+
+
+def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_s: float = 30) -> Pool:
     """Open a pool of autocommit=False connections returning dict rows; waits until one connects.
 
-    ``timeout_s``: how long a borrower waits for a connection before ``psycopg_pool.PoolTimeout``
-    (psycopg_pool's default, 30 s). Raises ``PoolTimeout`` when the server cannot be reached within 30 s.
+    ``timeout_s``: how long a borrower waits for a connection before ``DatabaseUnreachable``
+    (psycopg_pool's default, 30 s). Raises ``DatabaseUnreachable`` when the server cannot be
+    reached within 30 s of opening.
     """
-    pool = ConnectionPool(
+    pool = Pool(
         database_url,
         min_size=min_size,
         max_size=max(min_size, max_size),
@@ -76,29 +114,24 @@ def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_
         open=False,
         name="kbwiki",
     )
-    pool.open(wait=True, timeout=30)
+    try:
+        pool.open(wait=True, timeout=30)
+    except PoolTimeout as exc:
+        pool.close()
+        raise DatabaseUnreachable(f"PostgreSQL did not answer within 30 s: {exc}") from exc
     return pool
 
 
-def get_pool(settings: Settings) -> ConnectionPool:
+def get_pool(settings: Settings) -> Pool:
     """The process-wide pool, opened on first use from ``settings``."""
     global _pool
     with _pool_lock:
         if _pool is None:
             if not settings.database_url:
-                raise RuntimeError("DATABASE_URL is not set (the kbwiki command sets it for embedded servers)")
+                raise BadSetting("DATABASE_URL is not set (the kbwiki command sets it for embedded servers)")
             _pool = make_pool(settings.database_url, settings.db_pool_min, settings.db_pool_max,
                               settings.db_pool_timeout_s)
         return _pool
-
-
-def close_pool() -> None:
-    """Close the process-wide pool (worker shutdown, end of a command); safe to call twice."""
-    global _pool
-    with _pool_lock:
-        if _pool is not None:
-            _pool.close()
-            _pool = None
 
 
 def borrow(pool: ConnectionPool, conn: Connection | None) -> AbstractContextManager[Connection]:

@@ -17,16 +17,28 @@ Dramatiq's delay queue.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 import redis
 
-from repos.task_queue import TaskDeadLetterRepository
+from repos.dead_letters import TaskDeadLetterRepository
+from wiki.errors import RedisUnreachable
 
 #: The fields of one spooled dead letter: ``TaskDeadLetterRepository.insert``'s keywords.
 FIELDS = ("task_type", "tenant_id", "scope", "scope_id", "related_id", "payload", "last_error", "fail_count",
           "failed_at")
+
+
+@contextmanager
+def _reached() -> Iterator[None]:
+    """Redis's connection failures as ``RedisUnreachable`` (the driver's error as ``__cause__``)."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise RedisUnreachable(f"Redis: {exc}") from exc
 
 
 def spool_key(key_prefix: str) -> str:
@@ -37,7 +49,8 @@ class DeadLetterSpool:
     """The Redis hash of dead letters waiting for PostgreSQL.
 
     Parameters: ``client`` a Redis client; ``key_prefix`` kbwiki's own key prefix
-    (``settings.key_prefix``). Methods raise ``redis.RedisError`` when Redis does not answer.
+    (``settings.key_prefix``). Methods raise ``wiki.errors.RedisUnreachable`` when Redis does not
+    answer (``drain_into`` also what the dead-letter repository raises).
     """
 
     def __init__(self, client: redis.Redis, key_prefix: str) -> None:
@@ -49,11 +62,14 @@ class DeadLetterSpool:
         message id; a second put of the same message replaces the first."""
         row = {k: letter[k] for k in FIELDS if k in letter}
         row.setdefault("failed_at", datetime.now(UTC).isoformat())
-        self.client.hset(self.key, message_id, json.dumps(row, default=repr))
+        with _reached():
+            self.client.hset(self.key, message_id, json.dumps(row, default=repr))
 
     def letters(self) -> dict[str, dict[str, Any]]:
         """Every spooled dead letter by message id (bounded by what failed during one outage)."""
-        return {k.decode(): json.loads(v) for k, v in self.client.hgetall(self.key).items()}
+        with _reached():
+            raw = self.client.hgetall(self.key)
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
 
     def count(self, *, tenant_id: int | None, scope_id: str | None = None) -> int:
         """Spooled dead letters of ``tenant_id`` (None: every tenant), of one scope id when given."""
@@ -76,6 +92,7 @@ class DeadLetterSpool:
                 continue
             failed_at = row.get("failed_at")
             dead_letters.insert(**{**row, "failed_at": datetime.fromisoformat(failed_at) if failed_at else None})
-            self.client.hdel(self.key, message_id)
+            with _reached():
+                self.client.hdel(self.key, message_id)
             moved += 1
         return moved

@@ -10,11 +10,8 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
+from wiki.errors import BadInput, StoreConflict, UnknownKnowledgeBase
 from wiki.models import Document, KnowledgeBase, valid_kb_name
-
-
-class UnknownKnowledgeBase(LookupError):
-    """The KB does not exist, is deleted, or belongs to another tenant."""
 
 
 def content_hash(content: str) -> str:
@@ -159,7 +156,7 @@ class KnowledgeRepository:
                     return Document.model_validate(row), True
                 # Another session's live row for this source_uri committed between our read and our
                 # insert: read it again (a fresh snapshot sees it unless it was deleted meanwhile).
-        raise RuntimeError(
+        raise StoreConflict(
             f"could not store document {source_uri!r} of KB {kb.id}: its live row kept changing under"
             f" {_UPSERT_ATTEMPTS} attempts"
         )
@@ -258,7 +255,7 @@ class KnowledgeRepository:
         Raises ValueError when ``limit`` < 0.
         """
         if limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit}")
+            raise BadInput(f"limit must be >= 0, got {limit}")
         with self.pool.connection() as conn:
             rows = conn.execute(
                 "SELECT status, source_uri, title, left(error, 500) AS reason FROM knowledges"

@@ -13,13 +13,10 @@ from dataclasses import dataclass
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
+from wiki.errors import FenceLost
+
 
 _LIVE = "SELECT worker_id FROM task_workers WHERE beat_at > now() - make_interval(secs => %(ttl)s)"
-
-
-class FenceLost(RuntimeError):
-    """A batch's fencing token is no longer current: a later batch of the lane started, so this
-    one must write nothing more (its claimed rows are left to the next batch)."""
 
 
 @dataclass(frozen=True)

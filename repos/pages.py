@@ -15,6 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock, borrow
 from wiki.dedup import name_key
+from wiki.errors import BadInput
 from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, Page, PageLite, PageStatus
 
@@ -325,11 +326,11 @@ class WikiPageRepository:
         source_refs jsonb_path_ops GIN index, or the legacy ``"<id>|<title>"`` string form through
         the ``to_tsvector`` GIN index. One statement for all the ids.
 
-        Raises ValueError for an id holding a newline (ids are the knowledge table's keys).
+        Raises ``BadInput`` (a ValueError) for an id holding a newline (ids are the knowledge table's keys).
         """
         ids = sorted(set(knowledge_ids))
         if any("\n" in kid for kid in ids):
-            raise ValueError("a knowledge id cannot hold a newline")
+            raise BadInput("a knowledge id cannot hold a newline")
         out: dict[str, list[str]] = {kid: [] for kid in ids}
         if not ids:
             return out
@@ -420,7 +421,7 @@ class WikiPageRepository:
         their number. Returns {slug: stored version}. ``out_links``: {slug: ``out_link_slugs`` of
         its content} for pages whose links the caller already parsed (the others are parsed here).
 
-        Raises ValueError when the pages belong to several KBs or two share a slug.
+        Raises ``BadInput`` (a ValueError) when the pages belong to several KBs or two share a slug.
         """
         pages = list(pages)
         if not pages:
@@ -428,7 +429,7 @@ class WikiPageRepository:
         kb_ids = {p.knowledge_base_id for p in pages}
         slugs = [p.slug for p in pages]
         if len(kb_ids) > 1 or len(set(slugs)) < len(slugs):
-            raise ValueError("save_many takes pages of one KB with distinct slugs")
+            raise BadInput("save_many takes pages of one KB with distinct slugs")
         kb_id = kb_ids.pop()
         rows = [{"tenant_id": p.tenant_id, "knowledge_base_id": kb_id, "slug": p.slug, "title": p.title,
                  "page_type": p.page_type, "status": p.status, "content": p.content, "summary": p.summary,

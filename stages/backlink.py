@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain

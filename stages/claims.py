@@ -11,7 +11,7 @@ import structlog
 from dramatiq.common import compute_backoff
 from psycopg import Connection
 
-from repos.task_queue import PendingOp, TaskPendingOpsRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from wiki.lanes import SCOPE_KB
 from wiki.settings import Settings
 

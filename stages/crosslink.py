@@ -8,7 +8,7 @@ Reads only the touched pages' content; other pages are seen through narrow (slug
 rows found by indexed lookups of the phrases the pages contain.
 Touched slugs are queued ``CHUNK`` per finalize op; a run claims one op and reads, links and
 writes its pages in a few statements (``stages.relink``). A run that leaves unclaimed ops sends
-the next run at once, before its own work, so up to ``ingest_reduce_parallel`` runs of a KB
+the next run at once, before its own work, so up to ``crosslink_parallel`` runs of a KB
 proceed together on any worker process (cross-linking is CPU work: one process is one core).
 """
 
@@ -23,7 +23,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.delete import active_kb_or_drain
 from stages.pacing import ingest_running
@@ -77,7 +77,7 @@ def run_crosslink(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPoo
     the KB are still coming in (``stages.pacing``).
 
     ``fan_out()`` is called after the claim when unclaimed ops remain and fewer than the KB's
-    ``reduce_parallel`` ops are being cross-linked (the actor sends the next run there).
+    ``crosslink_parallel`` ops are being cross-linked (the actor sends the next run there).
     Returns None when the KB is gone (its lanes drained).
     """
     kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
@@ -91,7 +91,7 @@ def run_crosslink(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPoo
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
     if claimed and fan_out is not None:
         in_flight = ops.claimed_count(FINALIZE, SCOPE_KB, kb.id, stale)
-        if ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < kb_tunables(settings, kb).reduce_parallel:
+        if ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < kb_tunables(settings, kb).crosslink_parallel:
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         for i in range(0, len(slugs), CHUNK):

@@ -17,9 +17,10 @@ import structlog
 from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository, UnknownKnowledgeBase
+from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from wiki.errors import UnknownKnowledgeBase
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.models import KnowledgeBase

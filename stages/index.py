@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 from repos.db import advisory_xact_lock
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send_trigger
 from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB

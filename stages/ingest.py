@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool
 from repos.db import advisory_xact_lock
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane
 from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger

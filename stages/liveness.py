@@ -13,7 +13,7 @@ import structlog
 
 from repos.coordination import active_key, release_if_held
 from repos.liveness import WorkerRepository
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.recovery import sweep
 from wiki.lanes import REDUCE
 from wiki.settings import Settings

@@ -7,7 +7,6 @@ costs no extractor call. A failing document is counted against its in-batch retr
 
 from __future__ import annotations
 
-import traceback
 from datetime import datetime, timezone
 
 import redis as redis_lib
@@ -17,10 +16,12 @@ from psycopg_pool import ConnectionPool
 from repos.coordination import tombstone_key
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeRepository
-from repos.task_queue import PendingOp, TaskDeadLetterRepository, TaskPendingOpsRepository
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages.claims import release_after_failure
 from stages.triggers import send_trigger
-from wiki.extract import ExtractionError, Extractor
+from wiki.errors import ExtractionError, error_text, fail_budget_spent
+from wiki.extract import Extractor
 from wiki.lanes import INGEST, REDUCE
 from wiki.settings import Settings
 
@@ -82,11 +83,11 @@ def map_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_i
 def _count_failure(op: PendingOp, exc: Exception, *, pool: ConnectionPool, docs: KnowledgeRepository,
                    ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, settings: Settings,
                    worker_id: str | None) -> str:
-    error = "".join(traceback.format_exception(exc))[-8192:]
+    error = error_text(exc)
     fails = ops.incr_fail_count(op.id)
     if fails is None:
         return "gone"
-    if fails > settings.wiki_max_fail_retries:
+    if fail_budget_spent(fails, settings.wiki_max_fail_retries):
         with pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)

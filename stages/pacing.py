@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 #: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway:

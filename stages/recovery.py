@@ -10,7 +10,7 @@ from __future__ import annotations
 import redis as redis_lib
 import structlog
 
-from repos.task_queue import TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, REDUCE, SCOPE_KB
 from wiki.settings import Settings

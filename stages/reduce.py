@@ -18,7 +18,6 @@ written is bounded by the batch, never by the KB.
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 
 import redis as redis_lib
@@ -26,13 +25,14 @@ import structlog
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from repos.coordination import ActiveBatchLock, LockLost, active_key, tombstone_key
+from repos.coordination import ActiveBatchLock, active_key, tombstone_key
 from repos.db import refresh_statistics
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
-from repos.liveness import FenceLost, LaneFenceRepository
+from repos.liveness import LaneFenceRepository
 from repos.pages import WikiPageRepository, title_keys
-from repos.task_queue import PendingOp, TaskDeadLetterRepository, TaskPendingOpsRepository
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages.backlink import enqueue_keys
 from stages.batch_context import BatchContext
 from stages.claims import claim_lane, release_after_failure, released_on_failure
@@ -41,6 +41,7 @@ from stages.delete import active_kb_or_drain
 from stages.index import request_index
 from stages.triggers import clear_trigger, send_trigger
 from wiki.dedup import name_key
+from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
 from wiki.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
 from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, new_page_slugs, next_page
@@ -351,11 +352,11 @@ def _count_failure(kb_id: str, failed: list[PendingOp], exc: Exception, conn: Co
                    worker_id: str | None) -> float:
     """Count a document's failure on its ops: dead-letter past the budget, else release them with
     their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
-    error = "".join(traceback.format_exception(exc))[-8192:]
+    error = error_text(exc)
     delay = 0.0
     for op in failed:
         fails = ops.incr_fail_count(op.id, conn=conn)
-        if fails is not None and fails > settings.wiki_max_fail_retries:
+        if fail_budget_spent(fails, settings.wiki_max_fail_retries):
             dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
                                                  task_type=INGEST, error=error, conn=conn)
             docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)

@@ -1,6 +1,6 @@
 """Requeue: give a dead letter another go, then remove it.
 
-Two kinds of dead letters exist (``repos.task_queue.TaskDeadLetterRepository``):
+Two kinds of dead letters exist (``repos.dead_letters.TaskDeadLetterRepository``):
 
 - ``wiki:ingest`` rows are document ops that used up their in-batch retry budget in map or
   reduce; their payload is the whole op. Requeue puts the op back in the ingest lane of its KB
@@ -26,9 +26,11 @@ from dramatiq.errors import ActorNotFound
 from psycopg_pool import ConnectionPool
 
 from repos.dead_letter_spool import DeadLetterSpool
+from repos.dead_letters import DeadLetter, TaskDeadLetterRepository
 from repos.knowledge import KnowledgeRepository
-from repos.task_queue import DeadLetter, TaskDeadLetterRepository, TaskPendingOpsRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor, send_trigger
+from wiki.errors import DeadLetterNotFound, RequeueRefused
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
 from wiki.settings import Settings
 
@@ -42,14 +44,6 @@ DELIVERY_OPTIONS = frozenset({"retries", "traceback", "requeue_timestamp", "eta"
 #: Outcomes of ``requeue_dead_letter``.
 REINSERTED = "reinserted"
 RESENT = "resent"
-
-
-class DeadLetterNotFound(LookupError):
-    """No dead letter has this id (never existed, already requeued or purged)."""
-
-
-class RequeueRefused(RuntimeError):
-    """The dead letter cannot be requeued as stored; it is kept. The message says why."""
 
 
 def unspool(*, redis: redis_lib.Redis, settings: Settings, dead_letters: TaskDeadLetterRepository,

@@ -1,6 +1,8 @@
 """Names of the durable lanes (``task_pending_ops.task_type``) the wiki pipeline moves ops through."""
 
+#: The ``scope`` of every lane of a knowledge base (``scope_id`` is the KB id).
 SCOPE_KB = "knowledge_base"
+
 INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
 REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch
 FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair

@@ -1,10 +1,9 @@
 """Wiki links: parse ``[[slug|display]]``, add links to mentions, rewrite and repair dead links.
 
-All functions are pure and work on Markdown text. "Protected" regions are never changed nor read
-as prose: fenced code blocks, inline code, existing ``[[...]]`` links, Markdown links and images
-(text and URL), reference definitions, autolinks, bare URLs, e-mail addresses, HTML tags,
-heading lines and table rows (``| ... |``). Indented code blocks are not detected (they cannot
-be told from list continuations without a full Markdown parser).
+All functions are pure and work on Markdown text. What is a link, and which "protected" regions
+are never changed nor read as prose (front matter, fenced and inline code, existing links,
+Markdown links and images, reference definitions, autolinks, URLs, e-mail addresses, HTML tags,
+heading lines and table rows), is ``wiki.markdown``'s to say.
 """
 
 from __future__ import annotations
@@ -14,8 +13,10 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from wiki.markdown import prose_segments, wiki_link_matches
 from wiki.models import PageLite
 from wiki.slugs import CJK_CLASS, has_cjk, normalize_name, normalize_slug
+from wiki.stopwords import english_stopwords
 
 #: Minimum bigram Jaccard similarity of normalized slugs for a fuzzy dead-link match. From the
 #: issue that introduced dead-link repair: 0.8 accepts one-letter typos and romanization
@@ -27,33 +28,11 @@ FUZZY_JACCARD_THRESHOLD = 0.8
 #: ambiguous in prose).
 MIN_TITLE_CHARS = 3
 
-_LINK_RE = re.compile(r"\[\[([^\[\]\n|#]*)(?:#([^\[\]\n|]*))?(?:\|([^\[\]\n]*))?\]\]")
-
 #: The folders an exported vault keeps pages in, one per page type (the index page sits at its
 #: root). Obsidian writes a link to a page in one as ``[[entity/x]]``; a slug never holds "/", so
 #: the folder is read off and the link is to the page ``x``.
 PAGE_FOLDERS = ("summary", "entity", "concept")
 _FOLDER_PREFIX_RE = re.compile(f"^(?:{'|'.join(PAGE_FOLDERS)})/(?=[^/])")
-
-_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADING_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_REF_DEF_RE = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]")
-# A link's "|" would split a table cell, so table rows are not linkified.
-_TABLE_ROW_RE = re.compile(r"^ {0,3}\|")
-
-_INLINE_PROTECTED_RE = re.compile(
-    r"""
-      (?P<code>(?<!`)(`+)(?!`)(?:[^`\n]|`(?!\2)|\n(?![ \t]*\n))+?(?<!`)\2(?!`))
-    | (?P<wiki>\[\[[^\[\]\n]*\]\])
-    | (?P<mdlink>!?\[(?:[^\[\]\n]|\[[^\[\]\n]*\])*\]\((?:[^()\s]|\([^()\s]*\))*(?:[ \t]+"[^"\n]*")?\))
-    | (?P<reflink>\[[^\[\]\n]+\]\[[^\[\]\n]*\])
-    | (?P<autolink><(?:[a-zA-Z][a-zA-Z0-9+.-]*:|mailto:)[^<>\s]+>)
-    | (?P<url>(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\[\]]+)
-    | (?P<email>(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+)  # only where a run starts: retrying inside every word was a third of the scan
-    | (?P<html></?[a-zA-Z][^<>\n]*>)
-    """,
-    re.VERBOSE,
-)
 
 # A "word character" for boundary checks: a letter, digit or underscore that is not CJK.
 # CJK text has no spaces between words, so a Latin title right after a Han character still
@@ -89,62 +68,6 @@ class LinkTarget:
     aliases: tuple[str, ...] = ()
 
 
-# --- protected regions -------------------------------------------------------------------
-
-
-def _block_spans(text: str) -> list[tuple[int, int, bool]]:
-    """(start, end, is_code) of fenced code blocks (an unclosed fence runs to the end),
-    heading lines and reference definitions, in order."""
-    spans: list[tuple[int, int, bool]] = []
-    pos = 0
-    fence: str | None = None
-    fence_start = 0
-    for line in text.splitlines(keepends=True):
-        end = pos + len(line)
-        if fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
-                spans.append((fence_start, end, True))
-                fence = None
-        else:
-            m = _FENCE_OPEN_RE.match(line)
-            if m:
-                fence, fence_start = m.group(1), pos
-            elif _HEADING_RE.match(line) or _REF_DEF_RE.match(line) or _TABLE_ROW_RE.match(line):
-                spans.append((pos, end, False))
-        pos = end
-    if fence is not None:
-        spans.append((fence_start, len(text), True))
-    return spans
-
-
-def _scan(text: str, code_only: bool) -> list[tuple[int, int]]:
-    """Sorted, non-overlapping protected spans; with ``code_only`` just fenced and inline code."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for b_start, b_end, is_code in _block_spans(text) + [(len(text), len(text), True)]:
-        if code_only and not is_code:
-            continue
-        for m in _INLINE_PROTECTED_RE.finditer(text, pos, b_start):
-            if not code_only or m.lastgroup == "code":
-                spans.append(m.span())
-        if b_end > b_start:
-            spans.append((b_start, b_end))
-        pos = b_end
-    return spans
-
-
-def _prose_segments(text: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of the gaps between protected spans."""
-    pos = 0
-    for start, end in _scan(text, code_only=False):
-        if start > pos:
-            yield pos, start
-        pos = max(pos, end)
-    if pos < len(text):
-        yield pos, len(text)
-
-
 # --- parsing -----------------------------------------------------------------------------
 
 
@@ -154,14 +77,8 @@ def parse_links(text: str) -> list[Link]:
     ``[[#heading]]`` (a link within the same page) and ``[[ ]]`` have no slug and are skipped.
     A folder prefix of :data:`PAGE_FOLDERS` is not part of the slug: ``[[entity/x]]`` links to ``x``.
     """
-    code = _scan(text, code_only=True)
     links: list[Link] = []
-    ci = 0
-    for m in _LINK_RE.finditer(text):
-        while ci < len(code) and code[ci][1] <= m.start():
-            ci += 1
-        if ci < len(code) and code[ci][0] < m.end():
-            continue
+    for m in wiki_link_matches(text):
         # Inside Markdown tables the pipe is escaped: [[slug\\|display]].
         slug = _FOLDER_PREFIX_RE.sub("", m.group(1).strip().removesuffix("\\").strip(), count=1)
         if not slug:
@@ -331,7 +248,7 @@ def linkify(
     # Every target's phrase takes part in matching, even those that will not be linked, so a
     # longer mention ("Acme Cloud" on its own page) is never split to link a shorter one.
     edits: list[tuple[int, int, str, str]] = []
-    for seg_start, seg_end in _prose_segments(text):
+    for seg_start, seg_end in prose_segments(text):
         for start, end, phrase in _best_matches(trie, haystack, seg_start, seg_end):
             slug = by_phrase[phrase]
             if normalize_slug(slug) in linked:
@@ -355,10 +272,6 @@ def linkify(
 
 # --- candidate phrases -------------------------------------------------------------------
 
-_STOPWORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the this to was "
-    "were will with which who not but can if into than then there these those also such".split()
-)
 _TOKEN_RE = re.compile(
     f"(?P<cjk>[{CJK_CLASS}]+)"
     f"|(?P<word>(?:(?![{CJK_CLASS}])[^\\W_])+(?:[.'’&/+#-](?:(?![{CJK_CLASS}])[^\\W_])+)*[+#]*)"
@@ -379,13 +292,14 @@ def candidate_phrases(text: str, max_words: int = 4, limit: int = 2000) -> list[
     text order and stop at ``limit``, so the first mentions — the ones linkify links — count.
     """
     out: dict[str, None] = {}
+    stopwords = english_stopwords()
 
     def add(phrase: str) -> bool:
         if phrase not in out and (len(phrase) >= MIN_TITLE_CHARS or has_cjk(phrase)):
             out[phrase] = None
         return len(out) >= limit
 
-    for seg_start, seg_end in _prose_segments(text):
+    for seg_start, seg_end in prose_segments(text):
         # the phrases of 1..max_words-1 words ending at the previous word (shortest first), and
         # how many stop words end the run: an n-gram of no more than that many is only stop words
         tails: list[str] = []
@@ -408,14 +322,14 @@ def candidate_phrases(text: str, max_words: int = 4, limit: int = 2000) -> list[
                 tails, stops = [], 0
             prev_end = m.end()
             grams = [word, *(tail + " " + word for tail in tails)]
-            stops = stops + 1 if word in _STOPWORDS else 0
+            stops = stops + 1 if word in stopwords else 0
             for n in range(len(grams), stops, -1):  # longest first
                 if add(grams[n - 1]):
                     return list(out)
             tails = grams[: max_words - 1]
             if _WORD_PARTS_RE.search(word):
                 for part in _WORD_PARTS_RE.split(word):
-                    if part and part not in _STOPWORDS and add(part):
+                    if part and part not in stopwords and add(part):
                         return list(out)
     return list(out)
 

@@ -1,64 +1,62 @@
-"""Lint checks of wiki pages, the running tally of a walk, and the health score. No I/O.
+"""The pure rules of the lint checks, the running tally of a walk, and the health score. No I/O.
 
-The walk (``actors.lint``) reads a KB's pages in windows and hands each page, with the few
-facts about its neighbours that bounded queries returned, to the pure checks below. Every
-check returns ``LintIssue`` values; ``LintTally`` keeps counters and at most
-``SAMPLE_PER_TYPE`` issues of each type, so its size does not grow with the KB.
+The checks themselves (name, query, weight, fix) are objects in ``stages.lint_checks``; the walk
+(``stages.lint``) reads a KB's pages in windows and hands each page, with the few facts about
+its neighbours that the checks' bounded queries returned, to the rules below. A rule returns
+``Finding`` values, which its check turns into ``LintIssue`` values (adding the type, severity
+and whether ``--fix`` mends it); ``LintTally`` keeps counters and at most ``SAMPLE_PER_TYPE``
+issues of each type, so its size does not grow with the KB.
+
+The health score (:func:`health_score`) is a weighted mean over the checks that ran, with the
+weights normalised by their sum, so a check added later rescales the others instead of pushing
+the total past 100. A report records the checks and weights it was scored with
+(``LintReport.score_version``) and, per check, the pages it found affected, so two reports of
+different check sets stay comparable: rescore both over the checks they share (``health_score``
+with those checks).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
+from wiki.markdown import HEADING_LINE_RE
 from wiki.models import PageLite
 from wiki.slugs import normalize_name, normalize_slug
 from wiki.text import prose_size
 
-IssueType = Literal["broken_link", "orphan", "empty_page", "stale_source", "unlinked_mention", "duplicate"]
+#: How bad an issue is: an error misleads a reader (a link to nothing, a citation of a deleted
+#: document), a warning makes the wiki harder to use, info is a missed opportunity.
 Severity = Literal["error", "warning", "info"]
 
-ISSUE_TYPES: tuple[IssueType, ...] = (
-    "broken_link", "stale_source", "orphan", "duplicate", "empty_page", "unlinked_mention",
-)
 
-#: How bad each type is: errors mislead a reader (a link to nothing, a citation of a deleted
-#: document), warnings make the wiki harder to use, info is a missed opportunity.
-SEVERITY: dict[IssueType, Severity] = {
-    "broken_link": "error",
-    "stale_source": "error",
-    "orphan": "warning",
-    "duplicate": "warning",
-    "empty_page": "warning",
-    "unlinked_mention": "info",
-}
+@dataclass(frozen=True)
+class CheckInfo:
+    """What the tally, the score and the summary know of a check: its issue type (``name``), the
+    plural ``label`` of the summary line, its ``severity``, its ``weight`` in the health score
+    (relative: the score divides by the sum of the weights) and whether ``--fix`` mends it."""
 
-#: Whether ``kbwiki lint --fix`` can mend an issue of the type. Orphans need a page to link
-#: them from and duplicates need a merge decision: both are left to people.
-FIXABLE: dict[IssueType, bool] = {
-    "broken_link": True,
-    "stale_source": True,
-    "orphan": False,
-    "duplicate": False,
-    "empty_page": True,
-    "unlinked_mention": True,
-}
+    name: str
+    label: str
+    severity: Severity
+    weight: float
+    fixable: bool
 
-#: Weights of the health score (they sum to 1): the two errors weigh most, the missed link least.
-SCORE_WEIGHTS: dict[IssueType, float] = {
-    "broken_link": 0.25,
-    "stale_source": 0.20,
-    "orphan": 0.15,
-    "duplicate": 0.15,
-    "empty_page": 0.15,
-    "unlinked_mention": 0.10,
-}
+
+class Finding(NamedTuple):
+    """What a rule found on one page: ``page`` its slug, ``target`` the slug linked, the knowledge
+    id cited or the other page's slug when there is one. Its check makes it a ``LintIssue``."""
+
+    page: str
+    description: str
+    target: str | None = None
 
 #: Issues of each type kept as examples in a report; the rest are only counted.
 SAMPLE_PER_TYPE = 20
@@ -71,8 +69,6 @@ STALE_SAMPLE_PER_PAGE = 3
 # design (summary slugs carry the "doc-" prefix for exactly that case).
 _FAMILY = {"entity": "item", "concept": "item", "summary": "summary", "index": "index"}
 
-_HEADING_LINE_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
-
 
 class LintIssue(BaseModel):
     """One problem found on one page.
@@ -81,7 +77,7 @@ class LintIssue(BaseModel):
     id cited or the other page's slug, when there is one.
     """
 
-    type: IssueType
+    type: str
     severity: Severity
     page: str
     target: str | None = None
@@ -108,7 +104,8 @@ class LintReport(BaseModel):
     per type (0 without it), never more than ``counts``; ``score``: :func:`health_score` as found;
     ``score_after_fix``: the score of the KB as the fixes left it, from a check-only walk run after
     them (equal to ``score`` without ``--fix`` or when nothing was written). ``duration_ms`` is the
-    wall time of the walk (both walks with ``--fix``).
+    wall time of the walk (both walks with ``--fix``). ``score_version``: the checks and weights
+    the score was computed with (:func:`score_version`; "" in reports stored before it was kept).
     """
 
     knowledge_base_id: str
@@ -124,18 +121,14 @@ class LintReport(BaseModel):
     fix: bool
     created_at: datetime
     duration_ms: int = Field(ge=0)
-
-
-def _issue(type_: IssueType, page: str, description: str, target: str | None = None) -> LintIssue:
-    return LintIssue(type=type_, severity=SEVERITY[type_], page=page, target=target,
-                     description=description, fixable=FIXABLE[type_])
+    score_version: str = ""
 
 
 # --- checks ----------------------------------------------------------------------------------
 
 
-def broken_links(page: LintPage, live_slugs: set[str]) -> list[LintIssue]:
-    """One issue per distinct slug ``page`` links to that is not in ``live_slugs``.
+def broken_links(page: LintPage, live_slugs: set[str]) -> list[Finding]:
+    """One finding per distinct slug ``page`` links to that is not in ``live_slugs``.
 
     Only the slug decides: ``[[slug]]``, ``[[slug|display]]`` and ``[[slug#heading|display]]``
     to a live page are all fine, whatever the display text says. ``live_slugs`` must hold at
@@ -147,16 +140,15 @@ def broken_links(page: LintPage, live_slugs: set[str]) -> list[LintIssue]:
         if link.slug in live_slugs or link.slug in seen:
             continue
         seen.add(link.slug)
-        issues.append(_issue("broken_link", page.slug, f"links to [[{link.slug}]], which is not a live page",
-                             link.slug))
+        issues.append(Finding(page.slug, f"links to [[{link.slug}]], which is not a live page", link.slug))
     return issues
 
 
-def orphan(page: LintPage, has_in_link: bool) -> list[LintIssue]:
-    """An issue when no other page links to ``page``; the index page is the entry point, never an orphan."""
+def orphan(page: LintPage, has_in_link: bool) -> list[Finding]:
+    """A finding when no other page links to ``page``; the index page is the entry point, never an orphan."""
     if has_in_link or page.page_type == "index":
         return []
-    return [_issue("orphan", page.slug, "no other page links here")]
+    return [Finding(page.slug, "no other page links here")]
 
 
 def prose_length(content: str) -> int:
@@ -164,12 +156,12 @@ def prose_length(content: str) -> int:
     its display text (or its slug as words), runs of whitespace counted as one space, a CJK
     character counting 3 as it does for documents (``wiki.text.prose_size``)."""
     text, _ = rewrite_links(content, lambda slug, display: None)
-    text = _HEADING_LINE_RE.sub("", text)
+    text = HEADING_LINE_RE.sub("", text)
     return prose_size(" ".join(text.split()))
 
 
-def empty_page(page: LintPage, min_chars: int) -> list[LintIssue]:
-    """An issue when ``page`` has fewer than ``min_chars`` characters of prose (:func:`prose_length`).
+def empty_page(page: LintPage, min_chars: int) -> list[Finding]:
+    """A finding when ``page`` has fewer than ``min_chars`` characters of prose (:func:`prose_length`).
 
     The caller passes ``Settings.min_document_chars`` (40 by default): a page saying less than
     a document must say to be ingested at all is near-empty. The index page is never empty.
@@ -179,24 +171,22 @@ def empty_page(page: LintPage, min_chars: int) -> list[LintIssue]:
     n = prose_length(page.content)
     if n >= min_chars:
         return []
-    return [_issue("empty_page", page.slug, f"{n} characters of prose (fewer than {min_chars})")]
+    return [Finding(page.slug, f"{n} characters of prose (fewer than {min_chars})")]
 
 
-def stale_sources(page: LintPage, count: int, sample: Sequence[tuple[str, str]]) -> list[LintIssue]:
-    """Issues for the ``count`` source refs of ``page`` whose document no longer exists.
+def stale_sources(page: LintPage, count: int, sample: Sequence[tuple[str, str]]) -> list[Finding]:
+    """Findings for the ``count`` source refs of ``page`` whose document no longer exists.
 
     ``sample`` holds (knowledge id, title) of a few of them (the query returns at most
-    ``STALE_SAMPLE_PER_PAGE``); issues beyond the sample are described together in the last one,
-    so ``len(result) <= len(sample)`` while :meth:`LintTally.add_stale` counts all ``count``.
+    ``STALE_SAMPLE_PER_PAGE``); refs beyond the sample are described together in the last one,
+    so ``len(result) <= len(sample)`` while the tally counts all ``count`` (the check's ``count``).
     """
-    issues = [
-        _issue("stale_source", page.slug, f"cites document {title!r} ({kid}), which no longer exists", kid)
-        for kid, title in sample
-    ]
+    issues = [Finding(page.slug, f"cites document {title!r} ({kid}), which no longer exists", kid)
+              for kid, title in sample]
     if count > len(sample) and issues:
         last = issues[-1]
-        issues[-1] = last.model_copy(update={
-            "description": last.description + f"; {count - len(sample)} more stale source refs on this page"})
+        issues[-1] = last._replace(
+            description=last.description + f"; {count - len(sample)} more stale source refs on this page")
     return issues
 
 
@@ -257,7 +247,7 @@ def link_mentions(content: str, self_slug: str, first: Iterable[PageLite],
     return content, linked_all
 
 
-def unlinked_mentions(page: LintPage, first: Iterable[PageLite], lookup: MentionLookup) -> list[LintIssue]:
+def unlinked_mentions(page: LintPage, first: Iterable[PageLite], lookup: MentionLookup) -> list[Finding]:
     """The pages :func:`link_mentions` would link in ``page``: mentioned by title or alias, not linked.
 
     ``first``: the pages whose title keys are among the page's candidate phrases; ``lookup``
@@ -268,8 +258,7 @@ def unlinked_mentions(page: LintPage, first: Iterable[PageLite], lookup: Mention
     if page.page_type == "index":
         return []
     _, linked = link_mentions(page.content, page.slug, first, lookup)
-    return [_issue("unlinked_mention", page.slug, f"mentions [[{slug}]] without linking it", slug)
-            for slug in sorted(set(linked))]
+    return [Finding(page.slug, f"mentions [[{slug}]] without linking it", slug) for slug in sorted(set(linked))]
 
 
 def duplicate_keys(title: str) -> set[str]:
@@ -277,8 +266,8 @@ def duplicate_keys(title: str) -> set[str]:
     return {k for k in (title.lower().strip(), normalize_name(title)) if k}
 
 
-def duplicates(page: LintPage, same_title: Iterable[PageLite], alias_holders: Iterable[PageLite]) -> list[LintIssue]:
-    """Issues when another live page names the same thing as ``page``.
+def duplicates(page: LintPage, same_title: Iterable[PageLite], alias_holders: Iterable[PageLite]) -> list[Finding]:
+    """Findings when another live page names the same thing as ``page``.
 
     ``same_title``: candidates whose lower(title) is one of :func:`duplicate_keys`; a candidate
     of the same family (entity/concept together, summaries together) with an equal
@@ -291,106 +280,118 @@ def duplicates(page: LintPage, same_title: Iterable[PageLite], alias_holders: It
     if not key or page.page_type == "index":
         return []
     family = _FAMILY[page.page_type]
-    issues: dict[str, LintIssue] = {}
+    issues: dict[str, Finding] = {}
     for cand in same_title:
         if (cand.slug < page.slug and cand.status != "archived" and _FAMILY[cand.page_type] == family
                 and normalize_name(cand.title) == key and cand.slug not in issues):
-            issues[cand.slug] = _issue("duplicate", page.slug,
-                                       f"same title as [[{cand.slug}]] ({cand.title!r})", cand.slug)
+            issues[cand.slug] = Finding(page.slug, f"same title as [[{cand.slug}]] ({cand.title!r})", cand.slug)
     if family == "item":
         for cand in alias_holders:
             if (cand.slug != page.slug and cand.status != "archived" and _FAMILY[cand.page_type] == "item"
                     and cand.slug not in issues and any(normalize_name(a) == key for a in cand.aliases)):
-                issues[cand.slug] = _issue("duplicate", page.slug,
-                                           f"title is an alias of [[{cand.slug}]] ({cand.title!r})", cand.slug)
+                issues[cand.slug] = Finding(page.slug, f"title is an alias of [[{cand.slug}]] ({cand.title!r})",
+                                            cand.slug)
     return [issues[s] for s in sorted(issues)]
 
 
 # --- tally, score, summary -------------------------------------------------------------------
 
 
-def health_score(pages_checked: int, pages_affected: dict[str, int]) -> int:
+def score_version(checks: Sequence[CheckInfo]) -> str:
+    """The checks and weights a score is computed with, e.g. ``"broken_link:25,orphan:15"``: two
+    scores are directly comparable only when their versions are equal (else rescore, see the
+    module docstring)."""
+    return ",".join(f"{c.name}:{c.weight:g}" for c in checks)
+
+
+def health_score(pages_checked: int, pages_affected: Mapping[str, int], checks: Sequence[CheckInfo]) -> int:
     """The health of a wiki from 0 (every page has every problem) to 100 (no problem found).
 
-    ``score = floor(100 * sum(w[t] * (1 - affected[t] / pages)))`` over the issue types, with
-    the weights of :data:`SCORE_WEIGHTS`: the weighted share of pages free of each kind of
-    problem. A page counts once per type however many issues of that type it has, so one
-    page with fifty broken links weighs as much as one with a single broken link. Rounded
-    down, so 100 means nothing was found (2 orphans among 3,920 pages rounded up to 100 and
-    read as a clean bill). A KB without pages scores 100.
+    ``score = floor(100 * sum(w[t] * (1 - affected[t] / pages)) / sum(w))`` over ``checks``: the
+    weighted share of pages free of each kind of problem, the weights normalised by their sum
+    (so adding a check never lets the score pass 100, and rescoring a report over a subset of its
+    checks gives what a walk of only those would have). A page counts once per type however many
+    issues of that type it has, so one page with fifty broken links weighs as much as one with a
+    single broken link. Rounded down, so 100 means nothing was found (2 orphans among 3,920
+    pages rounded up to 100 and read as a clean bill). A KB without pages, or no check, scores 100.
     """
-    if pages_checked <= 0:
+    total_weight = sum(c.weight for c in checks)
+    if pages_checked <= 0 or total_weight <= 0:
         return 100
     total = 0.0
-    for type_, weight in SCORE_WEIGHTS.items():
-        share = min(pages_affected.get(type_, 0), pages_checked) / pages_checked
-        total += weight * (1.0 - share)
-    return max(0, min(100, math.floor(100 * total + 1e-9)))  # 1e-9: the weights' float sum
+    for check in checks:
+        share = min(pages_affected.get(check.name, 0), pages_checked) / pages_checked
+        total += check.weight * (1.0 - share)
+    return max(0, min(100, math.floor(100 * total / total_weight + 1e-9)))  # 1e-9: the weights' float sum
 
 
 class LintTally:
-    """Counters and bounded samples of one walk: its memory does not depend on the KB's size."""
+    """Counters and bounded samples of one walk over ``checks``: its memory does not depend on the KB's size."""
 
-    def __init__(self) -> None:
+    def __init__(self, checks: Sequence[CheckInfo]) -> None:
+        self.checks = tuple(checks)
+        names = [c.name for c in self.checks]
         self.pages_checked = 0
-        self.counts: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
-        self.pages_affected: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
-        self.fixed: dict[str, int] = dict.fromkeys(ISSUE_TYPES, 0)
+        self.counts: dict[str, int] = dict.fromkeys(names, 0)
+        self.pages_affected: dict[str, int] = dict.fromkeys(names, 0)
+        self.fixed: dict[str, int] = dict.fromkeys(names, 0)
         self.pages_written = 0  # page writes by --fix, reported issues or not
-        self.samples: dict[str, list[LintIssue]] = {t: [] for t in ISSUE_TYPES}
+        self.samples: dict[str, list[LintIssue]] = {t: [] for t in names}
 
-    def add_page(self, issues: Sequence[LintIssue], stale_count: int = 0) -> None:
-        """Count one checked page and its issues; ``stale_count`` is the page's number of stale
-        source refs when ``issues`` holds only a sample of them."""
+    def add_page(self, issues: Sequence[LintIssue], counts: Mapping[str, int] | None = None) -> None:
+        """Count one checked page and its issues. ``counts`` gives, for a type whose ``issues`` are
+        only a sample (stale source refs), how many there are on the page."""
+        counts = counts or {}
         self.pages_checked += 1
         types = set()
         for issue in issues:
-            if issue.type != "stale_source":
+            if issue.type not in counts:
                 self.counts[issue.type] += 1
             types.add(issue.type)
             sample = self.samples[issue.type]
             if len(sample) < SAMPLE_PER_TYPE:
                 sample.append(issue)
-        if stale_count:
-            self.counts["stale_source"] += stale_count
-            types.add("stale_source")
+        for type_, n in counts.items():
+            if n:
+                self.counts[type_] += n
+                types.add(type_)
         for type_ in types:
             self.pages_affected[type_] += 1
 
-    def add_fixed(self, type_: IssueType, n: int) -> None:
+    def add_fixed(self, type_: str, n: int) -> None:
         """Record ``n`` reported issues of a type mended by ``--fix`` (never more than were reported:
         what a fix mends beyond them, such as a link that only appeared when a dead one became
         text, is no issue found)."""
         if n > 0:
             self.fixed[type_] += n
 
+    def score(self) -> int:
+        """:func:`health_score` of the walk so far."""
+        return health_score(self.pages_checked, self.pages_affected, self.checks)
+
     def report(self, kb_id: str, kb_name: str, fix: bool, created_at: datetime, duration_ms: int,
                after: LintTally | None = None) -> LintReport:
         """The report of the walk so far; ``after`` is the tally of a check-only walk run after the
         fixes (its score is ``score_after_fix``; without it, ``score`` is)."""
-        score = health_score(self.pages_checked, self.pages_affected)
-        score_after = health_score(after.pages_checked, after.pages_affected) if fix and after else score
+        score = self.score()
+        score_after = after.score() if fix and after else score
         report = LintReport(
             knowledge_base_id=kb_id, knowledge_base_name=kb_name, pages_checked=self.pages_checked,
             counts=dict(self.counts), pages_affected=dict(self.pages_affected), fixed=dict(self.fixed),
             samples={t: list(s) for t, s in self.samples.items()}, score=score, score_after_fix=score_after,
             summary="", fix=fix, created_at=created_at, duration_ms=duration_ms,
+            score_version=score_version(self.checks),
         )
-        return report.model_copy(update={"summary": summary_line(report)})
+        return report.model_copy(update={"summary": summary_line(report, self.checks)})
 
 
-_LABELS = {
-    "broken_link": "broken links", "stale_source": "stale source refs", "orphan": "orphans",
-    "duplicate": "duplicates", "empty_page": "empty pages", "unlinked_mention": "unlinked mentions",
-}
-
-
-def summary_line(report: LintReport) -> str:
-    """One line: the score, pages checked, issues by type and, with ``--fix``, what was fixed.
+def summary_line(report: LintReport, checks: Sequence[CheckInfo]) -> str:
+    """One line: the score, pages checked, issues by type (in the order of ``checks``) and, with
+    ``--fix``, what was fixed.
 
     Example: ``health 91/100 · 1,204 pages · 3 broken links, 12 orphans, 0 ... · fixed 3``.
     """
-    parts = ", ".join(f"{report.counts.get(t, 0):,} {_LABELS[t]}" for t in ISSUE_TYPES)
+    parts = ", ".join(f"{report.counts.get(c.name, 0):,} {c.label}" for c in checks)
     line = f"health {report.score}/100 · {report.pages_checked:,} pages · {parts}"
     if report.fix:
         line += f" · fixed {sum(report.fixed.values()):,} (health after fix {report.score_after_fix}/100)"

@@ -11,7 +11,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
+                      field_validator)
 
 # Limits on titles and names, each defined once here (the columns are TEXT: the limits keep pages
 # and listings readable, and a runaway extractor or file from filling them).
@@ -55,7 +56,9 @@ class WikiConfig(BaseModel):
 
     ingest_batch_size: int | None = Field(default=None, ge=1, le=1000)
     ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
-    ingest_reduce_parallel: int | None = Field(default=None, ge=1, le=64)
+    #: Stored as ``ingest_reduce_parallel`` before it was named for what it bounds: still read.
+    crosslink_parallel: int | None = Field(
+        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel"))
 
 
 #: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and

@@ -7,14 +7,19 @@ unset the ``kbwiki`` command starts local servers under ``home`` (see ``kbwiki.s
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+import structlog
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from wiki.models import KnowledgeBase
+
+#: The old name of ``KBWIKI_CROSSLINK_PARALLEL``, still read.
+DEPRECATED_CROSSLINK_VAR = "KBWIKI_INGEST_REDUCE_PARALLEL"
 
 
 class Settings(BaseSettings):
@@ -43,8 +48,11 @@ class Settings(BaseSettings):
     # on 2 cores linux-doc's first 800 documents took 121 s at 3, 103 s at 6, with less CPU in
     # all (fuller reduce batches). Many more take the GIL from reduce and cross-link threads.
     ingest_map_parallel: int = Field(default=6, ge=1, le=256, description="Map ops claimed per KB at once.")
-    ingest_reduce_parallel: int = Field(default=4, ge=1, le=64,
-                                        description="Cross-link runs (one 100-page op each) of a KB at once.")
+    # Was KBWIKI_INGEST_REDUCE_PARALLEL (it never bounded reduce, which runs one batch per KB at a
+    # time): still read, with a deprecation line in the log (get_settings).
+    crosslink_parallel: int = Field(
+        default=4, ge=1, le=64, description="Cross-link runs (one 100-page op each) of a KB at once.",
+        validation_alias=AliasChoices("KBWIKI_CROSSLINK_PARALLEL", DEPRECATED_CROSSLINK_VAR))
     wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
     # A failed op waits document_retry_backoff_ms * 2**(fails-1) times a jitter in [1, 2) (capped at the max)
     # before it is claimed again: with 5 retries about 31-62 s in all, not 1.4 s as back to back.
@@ -89,8 +97,15 @@ class Settings(BaseSettings):
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment."""
-    return Settings()
+    """The process-wide settings, read once from the environment.
+
+    Logs ``settings.deprecated`` (a warning) when a deprecated variable is set and its new name is not.
+    """
+    settings = Settings()
+    if DEPRECATED_CROSSLINK_VAR in os.environ and "KBWIKI_CROSSLINK_PARALLEL" not in os.environ:
+        structlog.get_logger(__name__).warning("settings.deprecated", variable=DEPRECATED_CROSSLINK_VAR,
+                                               use="KBWIKI_CROSSLINK_PARALLEL")
+    return settings
 
 
 @dataclass(frozen=True)
@@ -99,7 +114,7 @@ class Tunables:
 
     batch_size: int
     map_parallel: int
-    reduce_parallel: int
+    crosslink_parallel: int
 
 
 def kb_tunables(settings: Settings, kb: KnowledgeBase) -> Tunables:
@@ -108,5 +123,5 @@ def kb_tunables(settings: Settings, kb: KnowledgeBase) -> Tunables:
     return Tunables(
         batch_size=cfg.ingest_batch_size or settings.ingest_batch_size,
         map_parallel=cfg.ingest_map_parallel or settings.ingest_map_parallel,
-        reduce_parallel=cfg.ingest_reduce_parallel or settings.ingest_reduce_parallel,
+        crosslink_parallel=cfg.crosslink_parallel or settings.crosslink_parallel,
     )

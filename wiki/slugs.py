@@ -14,6 +14,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from wiki.errors import BadInput
+
 #: Code point ranges treated as CJK: Han (with extensions and compatibility ideographs),
 #: Hiragana, Katakana, Hangul (syllables and jamo), Bopomofo and the iteration marks.
 CJK_RANGES: tuple[tuple[int, int], ...] = (
@@ -150,7 +152,7 @@ def slugify(text: str, max_len: int = 80) -> str:
     ``max_len`` < 20 (too short to hold a prefix and the hash).
     """
     if max_len < _MIN_MAX_LEN:
-        raise ValueError(f"max_len must be >= {_MIN_MAX_LEN}, got {max_len}")
+        raise BadInput(f"max_len must be >= {_MIN_MAX_LEN}, got {max_len}")
     slug = _HYPHENS.sub("-", _words(text, "-")).strip("-")
     if not slug:
         return "page-" + _sha1(text)[:10]

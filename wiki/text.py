@@ -13,6 +13,9 @@ from pathlib import PurePosixPath
 
 import html2text
 
+from wiki.errors import BadDocument
+from wiki.markdown import MD_LINK_RE, WIKI_LINK_RE, fenced_code_lines, front_matter, wiki_link_text
+
 _SNIFF_BYTES = 8192
 #: Share of control bytes above which data is binary (text rarely has any besides \t \n \r).
 CONTROL_BYTE_RATIO = 0.30
@@ -45,17 +48,6 @@ _RST_EXTENSIONS = frozenset({".rst"})
 _HTML_EXTENSIONS = frozenset({".html", ".htm"})
 
 from wiki.models import MAX_SOURCE_TITLE_CHARS as _MAX_TITLE_CHARS  # noqa: E402
-
-
-class BadDocument(ValueError):
-    """A document that cannot become wiki text. ``reason`` is a short stable code
-    ("binary", "unsupported type", ...) for logs and the documents' ``error`` column; the
-    message adds ``detail`` when given."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 # --- bytes -------------------------------------------------------------------------------
@@ -395,86 +387,15 @@ def document_text(name: str, data: bytes) -> str:
     return clean_text(text)
 
 
-# A fence line: indentation, a run of 3+ backticks or tildes, the rest (info string or nothing).
-_FENCE_LINE_RE = re.compile(r"^([ \t]*)(`{3,}|~{3,})(.*)$")
-
-
-def _fence_run(line: str) -> tuple[str, int, bool, bool] | None:
-    """(char, run length, bare, indented) of a fence line, or None. ``bare``: nothing after the
-    run but spaces (only a bare run can close a fence or underline a title)."""
-    m = _FENCE_LINE_RE.match(line)
-    if m is None:
-        return None
-    run, rest = m.group(2), m.group(3)
-    if run[0] == "`" and "`" in rest:
-        return None  # "```x``` and more" is inline code at a line start, not a fence
-    return run[0], len(run), not rest.strip(), bool(m.group(1))
-
-
-def _is_underline(run: tuple[str, int, bool, bool], title: str) -> bool:
-    """Whether a bare, unindented run directly under the text line ``title`` underlines it.
-
-    RST titles sit at the line start and their underline is about as long: tildes may be up to
-    2 characters short (a common ``tilde`` / ``~~~`` sloppiness), backticks, which Markdown
-    fences use far more, must be at least as long. A line ending in ":" introduces its block.
-    """
-    char, length, bare, indented = run
-    stripped = title.strip()
-    if not bare or indented or not stripped or title[:1] in (" ", "\t") or stripped.endswith(":"):
-        return False
-    slack = 2 if char == "~" else 0
-    return length + slack >= len(stripped)
-
-
-def fenced_code_lines(lines: list[str]) -> list[bool]:
-    """For each of ``lines``, whether it belongs to a fenced code block (its fence lines included).
-
-    A fence opens at a line starting, after any indentation, with 3 or more backticks or tildes
-    and closes at the next line holding only at least as many of the same character. Two kinds of
-    would-be opener are ordinary text: one that is never closed (a stray or half-typed fence, or
-    an RST ``~~~`` underline, must not turn the rest of the document into code) and a bare run
-    directly under a text line that it underlines (``ast`` / ``~~~``, see ``_is_underline``).
-    Linear in the number of lines.
-    """
-    runs = [_fence_run(line) for line in lines]
-    # closable[char][i]: the longest bare run of ``char`` after line i; an opener at i longer
-    # than that is never closed. One reverse pass keeps the whole function linear.
-    closable = {"`": [0] * len(lines), "~": [0] * len(lines)}
-    longest = {"`": 0, "~": 0}
-    for i in range(len(lines) - 1, -1, -1):
-        closable["`"][i], closable["~"][i] = longest["`"], longest["~"]
-        run = runs[i]
-        if run is not None and run[2]:
-            longest[run[0]] = max(longest[run[0]], run[1])
-    code = [False] * len(lines)
-    fence: tuple[str, int] | None = None
-    for i, run in enumerate(runs):
-        if fence is not None:
-            code[i] = True
-            if run is not None and run[2] and run[0] == fence[0] and run[1] >= fence[1]:
-                fence = None
-            continue
-        if run is None or closable[run[0]][i] < run[1]:
-            continue
-        if i and not code[i - 1] and runs[i - 1] is None and _is_underline(run, lines[i - 1]):
-            continue
-        code[i] = True
-        fence = (run[0], run[1])
-    return code
-
-
 _ATX_TITLE_RE = re.compile(r"^ {0,3}#{1,2}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 _SETEXT_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_MD_LINK_TEXT_RE = re.compile(r"\[\[([^\]|]*)\|([^\]]*)\]\]|\[\[([^\]]*)\]\]|!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS_RE = re.compile(r"(\*{1,3}|_{1,3}|`)(\S(?:.*?\S)?)\1")
 _EDGE_MARKUP = "*_` \t"
 
 
 def _title_line(raw: str) -> str:
-    def link_text(m: re.Match[str]) -> str:
-        return m.group(2) or m.group(3) or m.group(4) or ""
-
-    title = _EMPHASIS_RE.sub(r"\2", _MD_LINK_TEXT_RE.sub(link_text, raw))
+    title = MD_LINK_RE.sub(r"\g<text>", WIKI_LINK_RE.sub(wiki_link_text, raw))
+    title = _EMPHASIS_RE.sub(r"\2", title)
     title = " ".join(title.split()).strip(_EDGE_MARKUP)
     if len(title) > _MAX_TITLE_CHARS:
         head = title[:_MAX_TITLE_CHARS]
@@ -488,12 +409,9 @@ def document_title(name: str, text: str) -> str:
     code blocks, else the file name's stem with ``_`` and ``-`` read as spaces, else
     "Untitled". One line, at most 200 characters, never empty."""
     prev = ""
-    lines = text.replace("\r\n", "\n").split("\n")
-    if lines and lines[0].strip() == "---":
-        # YAML front matter: its closing "---" would read as a setext underline.
-        close = next((k for k in range(1, len(lines)) if lines[k].strip() in ("---", "...")), None)
-        if close is not None:
-            lines = lines[close + 1 :]
+    text = text.replace("\r\n", "\n")
+    # YAML front matter: its closing "---" would read as a setext underline.
+    lines = text[front_matter(text)[1] :].split("\n")
     for line, is_code in zip(lines, fenced_code_lines(lines)):
         if is_code:
             prev = ""

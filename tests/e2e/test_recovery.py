@@ -73,6 +73,10 @@ def _flush(client: redis.Redis, prefix: str) -> int:
     return len(keys)
 
 
+def _has_keys(client: redis.Redis, prefix: str) -> bool:
+    return next(client.scan_iter(f"{prefix}*", count=1000), None) is not None
+
+
 def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path):
     from kbwiki.ingest import lane_rows
     from stages.ingest import submit_document
@@ -104,7 +108,10 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
         after_flush = done()
         wait_until(lambda: done() > after_flush, 30, "progress after a flush under running workers")
         # 2. Every worker killed mid-run, Redis flushed again, workers restarted.
-        wait_until(lambda: done() <= 2 * DOCS // 3 and claims() > 0, 30, "work claimed before the kill")
+        # Redis holds keys again only once a worker has talked to it since the flush (a fetch, an ack or a
+        # trigger): kill after that, so the second flush takes state away rather than finding none.
+        wait_until(lambda: done() <= 2 * DOCS // 3 and claims() > 0 and _has_keys(client, prefix), 30,
+                   "work claimed and Redis state rebuilt before the kill")
         killed = _kill_tree(workers)
         abandoned = claims()
         second_flush = _flush(client, prefix)

@@ -19,11 +19,9 @@ from structlog.testing import capture_logs
 
 from middleware.dead_letter import DeadLetterMiddleware, probe_scope
 from middleware.logging import StructlogMiddleware, configure_logging
-from repos.task_queue import (
-    ERROR_LIMIT_BYTES,
-    TRUNCATED_SUFFIX,
-    TaskDeadLetterRepository,
-)
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.queue_common import TRUNCATED_SUFFIX
+from wiki.errors import ERROR_LIMIT_BYTES
 from tests.conftest import REDIS_URL
 
 DEADLINE_S = 30

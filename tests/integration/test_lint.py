@@ -15,9 +15,12 @@ import pytest
 
 from actors.deps import Deps, build_deps
 from repos.lint import LintRepository
+from stages.lint_checks import CHECKS, check_named
 from wiki.extract.offline import OfflineExtractor
-from wiki.lint import ISSUE_TYPES, SCORE_WEIGHTS, health_score, prose_length
+from wiki.lint import health_score, prose_length
 from wiki.models import Page, SourceRef
+
+ISSUE_TYPES = tuple(c.name for c in CHECKS)
 
 PROSE = "This page explains what it is about in a few plain sentences that are long enough."
 
@@ -43,9 +46,14 @@ class Wiki:
             page_type=page_type, content=content, aliases=list(aliases), source_refs=refs, facts=facts or {}))
 
     def lint(self, fix: bool = False):
-        from actors.lint import run_lint
+        return self.lint_with(CHECKS, fix)
 
-        return run_lint(self.deps, self.kb.tenant_id, self.kb.id, fix=fix)
+    def lint_with(self, checks, fix: bool = False):
+        from stages.lint import run_lint
+
+        return run_lint(self.kb.tenant_id, self.kb.id, kbs=self.deps.kbs, pages=self.deps.pages,
+                        lint=LintRepository(self.deps.pool), pool=self.deps.pool,
+                        min_chars=self.deps.settings.min_document_chars, fix=fix, checks=checks)
 
     def get(self, slug: str) -> Page | None:
         return self.deps.pages.get(self.kb.id, slug)
@@ -71,9 +79,9 @@ def wiki(settings, pool) -> Wiki:
 
 @pytest.fixture()
 def small_windows(monkeypatch):
-    import actors.lint
+    import stages.lint
 
-    monkeypatch.setattr(actors.lint, "WINDOW", 2)
+    monkeypatch.setattr(stages.lint, "WINDOW", 2)
 
 
 def _issues(report, type_: str) -> set[tuple[str, str | None]]:
@@ -192,10 +200,14 @@ def test_health_score_follows_its_formula_and_the_report_is_stored(wiki):
 
     report = wiki.lint()
 
-    expected = math.floor(100 * (1 - SCORE_WEIGHTS["orphan"] / 5 - SCORE_WEIGHTS["broken_link"] / 5) + 1e-9)
-    assert report.score == expected == health_score(5, {"orphan": 1, "broken_link": 1})
-    assert health_score(0, {}) == 100 and health_score(3, dict.fromkeys(ISSUE_TYPES, 3)) == 0
-    assert health_score(3920, {"orphan": 2}) == 99  # any finding keeps the score below 100
+    total = sum(c.weight for c in CHECKS)
+    weight = {c.name: c.weight / total for c in CHECKS}
+    expected = math.floor(100 * (1 - weight["orphan"] / 5 - weight["broken_link"] / 5) + 1e-9)
+    assert report.score == expected == health_score(5, {"orphan": 1, "broken_link": 1}, CHECKS)
+    assert health_score(0, {}, CHECKS) == 100 and health_score(3, dict.fromkeys(ISSUE_TYPES, 3), CHECKS) == 0
+    assert health_score(3920, {"orphan": 2}, CHECKS) == 99  # any finding keeps the score below 100
+    # a report rescored over a subset of its checks is what a walk of only those would score
+    assert health_score(5, report.pages_affected, [check_named("broken_link")]) == 80
     stored = LintRepository(wiki.deps.pool).latest_report(wiki.kb.id)
     assert stored == report
     wiki.deps.pages.delete(wiki.kb.id, "lonely")

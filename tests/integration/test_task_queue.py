@@ -8,13 +8,10 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
-from repos.task_queue import (
-    ERROR_LIMIT_BYTES,
-    TRUNCATED_SUFFIX,
-    PendingOp,
-    TaskDeadLetterRepository,
-    TaskPendingOpsRepository,
-)
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from repos.queue_common import TRUNCATED_SUFFIX
+from wiki.errors import ERROR_LIMIT_BYTES
 
 INGEST = "wiki:ingest"
 REDUCE = "wiki:reduce"

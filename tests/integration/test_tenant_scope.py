@@ -17,7 +17,8 @@ from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository, UnknownKnowledgeBase
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
-from repos.task_queue import TaskDeadLetterRepository, TaskPendingOpsRepository
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from wiki.lint import LintReport
 from wiki.models import Document, Extraction, ExtractedItem, KnowledgeBase, Page, SourceRef
 

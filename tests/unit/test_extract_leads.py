@@ -155,14 +155,18 @@ def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> 
     assert write is not None and write.evidence[0] == "Compress a bytes object and append it to the file."
 
 
-def test_a_noun_phrase_docstring_is_left_as_written() -> None:
+def test_a_noun_phrase_docstring_gets_the_subject_it_leaves_out() -> None:
     from wiki.extract.offline import _subject_lead
 
     assert _subject_lead("heapq", "Heap queue algorithm (a.k.a. priority queue).", "heapq") == \
-        "Heap queue algorithm (a.k.a. priority queue)."
-    assert _subject_lead("aifc", "Stuff to parse AIFF-C and AIFF files.", "aifc") == "Stuff to parse AIFF-C and AIFF files."
+        "`heapq` is a module: heap queue algorithm (a.k.a. priority queue)."
     assert _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq") == \
-        "Fast version of a heappush followed by a heappop."
+        "`heappushpop` is a function of `heapq`: fast version of a heappush followed by a heappop."
+    assert _subject_lead("MetaPathFinder", "Abstract base class for import finders on sys.meta_path.",
+                         "importlib.abc") == "`MetaPathFinder` is an abstract base class for import finders on sys.meta_path."
+    assert _subject_lead("code_info", "Formatted details of methods, functions, or code.", "dis") == \
+        "`code_info` is a function of `dis`: formatted details of methods, functions, or code."
+    # a sentence with its own verb keeps its words
     assert _subject_lead("SSLContext", "An SSLContext holds various configuration options.", "ssl") == \
         "An SSLContext holds various configuration options."
     # a comparison joins as an aside, never copied subjectless
@@ -296,3 +300,36 @@ def test_an_event_or_caveat_about_a_code_name_is_not_its_lead() -> None:
         "The runner retries slow_job() once, then gives up.\n"
     )
     assert _item(_extract(text, "jobs"), "slow_job") is None
+
+
+def test_a_comparison_or_a_status_never_leads_a_page() -> None:
+    needles = ["Enhanced IBRS"]
+    for sentence in ("Enhanced IBRS is more efficient than retpoline.",
+                     "Enhanced IBRS is faster than the software mitigation.",
+                     "Enhanced IBRS is the same as the older IBRS on these parts.",
+                     "Enhanced IBRS is being implemented for newer processors."):
+        assert _lead_rank(needles, False, sentence) == 0, sentence
+    assert _lead_rank(needles, False, "Enhanced IBRS is a hardware mitigation for Spectre variant 2.") == 3
+
+
+def test_the_defining_sentence_wins_over_a_comparison_before_it() -> None:
+    text = ("# mitigations\n\nEnhanced IBRS is more efficient than retpoline on recent processors.\n\n"
+            "Enhanced IBRS is a hardware feature that restricts indirect branch speculation.\n")
+    assert _descriptions(text, "mitigations")["Enhanced IBRS"].startswith("Enhanced IBRS is a hardware feature")
+
+
+def test_a_wrapped_line_that_opens_with_a_path_continues_the_sentence() -> None:
+    text = ("SRBDS is a hardware vulnerability that allows MDS\n"
+            "Documentation/admin-guide/hw-vuln/mds.rst techniques to\n"
+            "infer values returned from special register accesses.  Special register\n"
+            "accesses are accesses to off core registers.\n")
+    blocks = _prose_blocks(text)[0]
+    assert blocks[0].startswith("SRBDS is a hardware vulnerability that allows MDS Documentation/")
+    assert "special register accesses. Special register accesses" in blocks[0]
+
+
+def test_a_parameter_table_row_is_not_quoted_as_a_sentence() -> None:
+    from wiki.extract.offline import _whole_sentence
+
+    assert not _whole_sentence("filename Specifies that a FileHandler be created, using the specified filename.")
+    assert _whole_sentence("kmalloc() returns physically contiguous memory.")

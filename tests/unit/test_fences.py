@@ -1,4 +1,5 @@
-"""Fenced code versus text: an unclosed fence or an RST ``~~~`` underline must not swallow prose.
+"""Fenced code versus text: an RST ``~~~`` underline must not swallow prose; an unclosed fence runs
+to the end of the document (``wiki.markdown``'s one rule, CommonMark's).
 
 Seen in a new-user trial: a Markdown file with a tilde-underlined heading, and the stdlib ``ast``
 module's docstring in the demo, were skipped as "no wiki content: the document has no usable
@@ -13,7 +14,8 @@ import pytest
 
 from wiki.extract import ExtractionError
 from wiki.extract.offline import OfflineExtractor
-from wiki.text import document_title, fenced_code_lines
+from wiki.markdown import fenced_code_lines
+from wiki.text import document_title
 
 TILDE_DOC = ("# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum. "
              "Python is a programming language.\n")
@@ -33,11 +35,11 @@ def test_closed_fences_are_code_fences_included() -> None:
     assert _code("```\n~~~\n```") == [0, 1, 2]  # the other character does not close
 
 
-def test_unclosed_fence_is_text() -> None:
-    assert _code("intro\n\n```python\nprose that follows\nmore prose") == []
-    assert _code("a\n\n````\ncode\n```\nb") == []  # a shorter run does not close
-    # A later unclosed opener does not undo an earlier closed block.
-    assert _code("```\ncode\n```\n\ntext\n\n```\nnot code") == [0, 1, 2]
+def test_unclosed_fence_runs_to_the_end() -> None:
+    assert _code("intro\n\n```python\nwhat follows\nmore") == [2, 3, 4]
+    assert _code("a\n\n````\ncode\n```\nb") == [2, 3, 4, 5]  # a shorter run does not close
+    # A later unclosed opener keeps the earlier closed block and the text between them.
+    assert _code("```\ncode\n```\n\ntext\n\n```\ncode") == [0, 1, 2, 6, 7]
 
 
 def test_tilde_underline_is_not_a_fence() -> None:
@@ -59,13 +61,16 @@ def test_fence_after_a_text_line_is_still_a_fence() -> None:
 
 
 def test_inline_code_at_line_start_is_not_a_fence() -> None:
-    assert _code("```x``` is inline\n\ntext\n```") == []
+    assert _code("```x``` is inline\n\ntext") == []
+    assert _code("```x``` is inline\n\ntext\n```") == [3]  # the bare run opens a fence
 
 
-def test_many_unclosed_fences_stay_linear() -> None:
+def test_many_fences_stay_linear() -> None:
     # Openers with an info string cannot close each other: a naive look-ahead is quadratic here.
     lines = ["```python", "text"] * 20_000
     started = time.perf_counter()
+    assert all(fenced_code_lines(lines))
+    lines = ["title", "~~~"] * 20_000  # underlines all, never a fence
     assert not any(fenced_code_lines(lines))
     assert time.perf_counter() - started < 1.0
 
@@ -73,8 +78,8 @@ def test_many_unclosed_fences_stay_linear() -> None:
 # --- titles and extraction ---------------------------------------------------------------------
 
 
-def test_title_after_an_unclosed_fence_is_found() -> None:
-    assert document_title("x.md", "```\nstray fence\n\n# Real title\n\nText.") == "Real title"
+def test_title_inside_an_unclosed_fence_is_not_found() -> None:
+    assert document_title("x.md", "```\nstray fence\n\n# Not a title\n\nText.") == "x"
     assert document_title("x.md", "```\n# not a title\n```\n\n# Title") == "Title"
 
 
@@ -94,11 +99,12 @@ def test_ast_docstring_shape_yields_wiki_content() -> None:
     assert "process trees of the Python abstract syntax grammar" in extraction.summary
 
 
-def test_unclosed_fence_marker_is_not_prose() -> None:
+def test_unclosed_fence_is_not_prose() -> None:
     text = "Intro text about the widget library for everyone.\n\n```python\nThe widget library draws widgets on screens.\n"
     extraction = OfflineExtractor().extract("Widgets", text)
     assert "`" not in extraction.body
-    assert "draws widgets on screens" in extraction.body
+    assert "Intro text about the widget library" in extraction.body
+    assert "draws widgets on screens" not in extraction.body
 
 
 def test_only_code_still_has_no_usable_sentence() -> None:

@@ -18,6 +18,7 @@ from wiki.links import (
     rewrite_links,
 )
 from wiki.models import PageLite
+from wiki.stopwords import is_stopword
 
 # --- parse -------------------------------------------------------------------------------
 
@@ -268,6 +269,15 @@ def test_candidate_phrases_ngrams_and_exclusions() -> None:
     assert "of" not in phrases and "in" not in phrases
     assert len(phrases) == len(set(phrases))
     assert all(p == p.lower() for p in phrases)
+
+
+def test_candidate_phrases_skip_the_extractors_stopwords() -> None:
+    # One stopword list (yake's): a phrase of stop words only can never be an item's name
+    # (validate_item_name refuses it), so it is no candidate either.
+    phrases = candidate_phrases("Use the value as an example of Acme Cloud.")
+    assert "acme cloud" in phrases and "example of acme cloud" in phrases
+    for only_stops in ("use the", "value", "example", "the value", "use"):
+        assert is_stopword(only_stops.split()[0]) and only_stops not in phrases
 
 
 def test_candidate_phrases_max_words() -> None:

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from wiki.errors import ExtractionError, ExtractionUnavailable
 from wiki.models import Extraction
+from wiki.stopwords import is_stopword
 
 if TYPE_CHECKING:
     from wiki.settings import Settings
 
 __all__ = [
     "ExtractionError",
+    "ExtractionUnavailable",
     "Extractor",
     "MAX_NAME_CHARS",
     "MAX_NAME_WORDS",
@@ -30,10 +32,6 @@ __all__ = [
 
 MAX_NAME_CHARS = 80
 MAX_NAME_WORDS = 6
-
-
-class ExtractionError(Exception):
-    """The extractor's output for a document cannot be made valid (e.g. no usable sentence)."""
 
 
 @runtime_checkable
@@ -49,7 +47,9 @@ class Extractor(Protocol):
     def extract(self, title: str, text: str) -> Extraction:
         """Extract summary, body and items from ``text``.
 
-        Raises ``ExtractionError`` when no valid extraction can be produced.
+        Raises ``ExtractionError`` when the document cannot give a valid extraction (for good: it
+        is skipped) and ``ExtractionUnavailable`` when the extractor could not run (for now: the
+        document is tried again within its fail budget).
         """
         ...
 
@@ -81,19 +81,6 @@ _HASH_OK = re.compile(r"^[A-Za-z]{1,3}#$")
 _WRAPPERS = (("**", "**"), ("__", "__"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"),
              ("\u201c", "\u201d"), ("\u2018", "\u2019"))
 _TRAILING = " \t.,;:!?"
-
-
-@lru_cache(maxsize=1)
-def _stopwords() -> frozenset[str]:
-    """yake's English stopword list (574 words), loaded once."""
-    import yake
-
-    return frozenset(w for w in yake.KeywordExtractor(lan="en").stopword_set if w)
-
-
-def is_stopword(word: str) -> bool:
-    """Whether ``word`` (any case) is in yake's English stopword list."""
-    return word.lower() in _stopwords()
 
 
 def _clean(name: str) -> str:

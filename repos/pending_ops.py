@@ -1,4 +1,4 @@
-"""The durable pending-op queue (``task_pending_ops``) and the dead-letter archive (``task_dead_letters``).
+"""The durable pending-op queue (``task_pending_ops``): enqueue, claim, release, move between lanes, delete.
 
 A lane is ``(task_type, scope, scope_id)``, e.g. ``("wiki:ingest", "knowledge_base", <kb id>)``.
 Rows are the work; a Dramatiq message only says "drain this lane". Every write method takes an
@@ -6,37 +6,28 @@ optional ``conn``: given, it runs inside the caller's transaction and does not c
 moves are one transaction); omitted, it borrows a pooled connection committed on exit.
 
 Limits follow the column sizes of ``migrations/0001_task_queue.sql``; values that do not fit raise
-``ValueError`` before anything is written.
+``wiki.errors.BadInput`` (a ``ValueError``) before anything is written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from psycopg import Connection, sql
+from psycopg import Connection
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
 
 from repos.db import borrow
+from repos.queue_common import SCOPE_KB, check_width, int_ids, require
+from wiki.errors import BadInput
 
-#: ``task_dead_letters.last_error`` holds at most this many bytes of UTF-8 (the migration's "8 KiB").
-ERROR_LIMIT_BYTES = 8192
-TRUNCATED_SUFFIX = "...(truncated)"
-
-#: Bounds of ``peek``/``claim`` page sizes and of dead-letter pages (a page never grows with the KB).
+#: Bounds of ``peek``/``claim`` page sizes (a page never grows with the KB) and of ``lanes_with_rows``.
 MAX_PEEK = 1000
 MAX_CLAIM = 1000
-DEFAULT_DEAD_LETTER_PAGE = 50
-MAX_DEAD_LETTER_PAGE = 200
 MAX_LANES = 10_000
-
-# Column widths (VARCHAR(n)) of the migration.
-_WIDTHS = {"task_type": 64, "scope": 32, "scope_id": 64, "op": 32, "dedup_key": 128, "related_id": 64}
-
-KB_SCOPE = "knowledge_base"
 
 
 class PendingOp(BaseModel):
@@ -57,21 +48,6 @@ class PendingOp(BaseModel):
     not_before: datetime | None = None
 
 
-class DeadLetter(BaseModel):
-    """One ``task_dead_letters`` row; ``payload`` is the failed message or op, ready to be re-sent."""
-
-    id: int
-    tenant_id: int
-    task_type: str
-    scope: str
-    scope_id: str
-    related_id: str
-    payload: dict[str, Any]
-    last_error: str
-    fail_count: int
-    failed_at: datetime
-
-
 class Lane(BaseModel):
     """A lane that has rows; ``tenant_id`` is the smallest tenant seen in it, ``rows`` counts claimed rows too."""
 
@@ -82,52 +58,9 @@ class Lane(BaseModel):
     rows: int
 
 
-def truncate_error(text: str, limit_bytes: int = ERROR_LIMIT_BYTES) -> str:
-    """``text`` cut to at most ``limit_bytes`` bytes of UTF-8, ending in ``...(truncated)`` when cut.
-
-    Cuts on a character boundary, so the result is always valid UTF-8. NUL characters (which a
-    PostgreSQL TEXT column refuses) are removed first.
-    """
-    text = text.replace("\x00", "")
-    raw = text.encode("utf-8")
-    if len(raw) <= limit_bytes:
-        return text
-    keep = max(0, limit_bytes - len(TRUNCATED_SUFFIX.encode("utf-8")))
-    return raw[:keep].decode("utf-8", errors="ignore") + TRUNCATED_SUFFIX
-
-
-def _strip_nul(value: Any) -> Any:
-    """JSONB refuses ``\\u0000`` in strings; dead letters must store whatever bad input failed."""
-    if isinstance(value, str):
-        return value.replace("\x00", "")
-    if isinstance(value, dict):
-        return {_strip_nul(str(k)): _strip_nul(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_strip_nul(v) for v in value]
-    return value
-
-
-def _require(**fields: str) -> None:
-    """Raise ValueError when a required text field is empty or wider than its column."""
-    for name, value in fields.items():
-        if not isinstance(value, str) or not value:
-            raise ValueError(f"{name} is required (got {value!r})")
-        _check_width(name, value)
-
-
-def _check_width(name: str, value: str) -> None:
-    width = _WIDTHS.get(name)
-    if width is not None and len(value) > width:
-        raise ValueError(f"{name} is longer than {width} characters")
-
-
-def _ids(ids: Iterable[int]) -> list[int]:
-    return [int(i) for i in ids]
-
-
 def _stale_s(stale_after_s: float) -> float:
     if stale_after_s < 0:
-        raise ValueError("stale_after_s must be >= 0")
+        raise BadInput("stale_after_s must be >= 0")
     return float(stale_after_s)
 
 
@@ -206,7 +139,7 @@ class TaskPendingOpsRepository:
     ) -> PendingOp:
         """Append one op to the lane ``(task_type, scope, scope_id)``; returns the stored row.
 
-        Raises ValueError (nothing written) when task_type, scope, scope_id or op is empty or any
+        Raises ``BadInput`` (nothing written) when task_type, scope, scope_id or op is empty or any
         text is wider than its column.
         """
         params = self._op_params(tenant_id, task_type, scope, scope_id, op, dedup_key, payload)
@@ -229,12 +162,12 @@ class TaskPendingOpsRepository:
         """Like ``enqueue``, but only into a live KB (id = scope_id) of ``tenant_id``; None when refused.
 
         One statement that locks the KB row FOR SHARE for the rest of the transaction, so a KB
-        deleted concurrently either refuses the op or sees it. Raises ValueError when ``scope`` is
+        deleted concurrently either refuses the op or sees it. Raises ``BadInput`` when ``scope`` is
         not ``"knowledge_base"`` or a field is invalid (as ``enqueue``).
         """
         params = self._op_params(tenant_id, task_type, scope, scope_id, op, dedup_key, payload)
-        if scope != KB_SCOPE:
-            raise ValueError(f"enqueue_if_kb_active needs scope={KB_SCOPE!r}, got {scope!r}")
+        if scope != SCOPE_KB:
+            raise BadInput(f"enqueue_if_kb_active needs scope={SCOPE_KB!r}, got {scope!r}")
         with borrow(self.pool, conn) as c:
             row = c.execute(_INSERT_OP_IF_KB_ACTIVE, params).fetchone()
         return PendingOp.model_validate(row) if row else None
@@ -249,8 +182,8 @@ class TaskPendingOpsRepository:
         dedup_key: str,
         payload: dict[str, Any] | None,
     ) -> dict[str, Any]:
-        _require(task_type=task_type, scope=scope, scope_id=scope_id, op=op)
-        _check_width("dedup_key", dedup_key or "")
+        require(task_type=task_type, scope=scope, scope_id=scope_id, op=op)
+        check_width("dedup_key", dedup_key or "")
         return {
             "tenant_id": int(tenant_id),
             "task_type": task_type,
@@ -333,7 +266,7 @@ class TaskPendingOpsRepository:
         from it and claimed by another worker meanwhile stays. ``not_before_s`` > 0 keeps the rows
         from being claimed again for that many seconds (a failed op's backoff).
         """
-        ids = _ids(ids)
+        ids = int_ids(ids)
         if not ids:
             return 0
         query = ("UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL,"
@@ -348,7 +281,7 @@ class TaskPendingOpsRepository:
         """Make ``owner`` (a worker id) the holder of these rows' claims, keeping rows that are not
         claimed unclaimed; returns rows changed. For the worker that runs a message another worker's
         claim sent: liveness then takes the claim back when the runner dies, not its sender."""
-        ids = _ids(ids)
+        ids = int_ids(ids)
         if not ids:
             return 0
         with borrow(self.pool, conn) as c:
@@ -357,7 +290,7 @@ class TaskPendingOpsRepository:
 
     def delete_by_ids(self, ids: Sequence[int], conn: Connection | None = None) -> int:
         """Delete these rows (work done); returns rows deleted. Empty input is a no-op."""
-        ids = _ids(ids)
+        ids = int_ids(ids)
         if not ids:
             return 0
         with borrow(self.pool, conn) as c:
@@ -376,10 +309,10 @@ class TaskPendingOpsRepository:
         The moved rows start fresh there: unclaimed, ``fail_count`` 0, ``enqueued_at`` now, payload
         merged with ``payload_patch`` (JSONB ``||``: top-level keys of the patch win). With
         ``from_task_type`` only rows still in that lane move (a second handler of the same op moves
-        nothing). Raises ValueError on an empty or too long ``to_task_type``.
+        nothing). Raises ``BadInput`` on an empty or too long ``to_task_type``.
         """
-        _require(task_type=to_task_type)
-        ids = _ids(ids)
+        require(task_type=to_task_type)
+        ids = int_ids(ids)
         if not ids:
             return 0
         query = ("UPDATE task_pending_ops SET task_type = %(to)s, claimed_at = NULL, claimed_by = NULL,"
@@ -443,10 +376,10 @@ class TaskPendingOpsRepository:
     ) -> int:
         """Delete the lane's rows of one dedup key (only those of ``op`` when given); returns rows deleted.
 
-        Raises ValueError, deleting nothing, when ``dedup_key`` or a lane field is empty: an empty
+        Raises ``EmptyDedupKey`` (or ``BadInput`` for a lane field), deleting nothing, when ``dedup_key`` or a lane field is empty: an empty
         key must never mean "every row".
         """
-        _require(task_type=task_type, scope=scope, scope_id=scope_id, dedup_key=dedup_key)
+        require(task_type=task_type, scope=scope, scope_id=scope_id, dedup_key=dedup_key)
         query = f"DELETE FROM task_pending_ops WHERE {_LANE} AND dedup_key = %(dedup_key)s"
         params = {"task_type": task_type, "scope": scope, "scope_id": scope_id, "dedup_key": dedup_key}
         if op is not None:
@@ -456,8 +389,8 @@ class TaskPendingOpsRepository:
             return c.execute(query, params).rowcount
 
     def delete_by_scope(self, scope: str, scope_id: str, conn: Connection | None = None) -> int:
-        """Delete every row of the scope in all lanes (KB deleted); returns rows deleted. ValueError on empty args."""
-        _require(scope=scope, scope_id=scope_id)
+        """Delete every row of the scope in all lanes (KB deleted); returns rows deleted. ``BadInput`` on empty args."""
+        require(scope=scope, scope_id=scope_id)
         with borrow(self.pool, conn) as c:
             return c.execute(
                 "DELETE FROM task_pending_ops WHERE scope = %s AND scope_id = %s", (scope, scope_id)
@@ -490,214 +423,3 @@ class TaskPendingOpsRepository:
                 f"UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_at <= {_CUTOFF}",
                 {"stale": _stale_s(stale_after_s)},
             ).rowcount
-
-
-class TaskDeadLetterRepository:
-    """Reads and writes ``task_dead_letters``: work that failed for good, kept so it can be re-sent."""
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
-
-    def insert(
-        self,
-        *,
-        task_type: str,
-        tenant_id: int = 0,
-        scope: str = "unknown",
-        scope_id: str = "",
-        related_id: str = "",
-        payload: dict[str, Any] | None = None,
-        last_error: str = "",
-        fail_count: int = 0,
-        failed_at: datetime | None = None,
-        conn: Connection | None = None,
-    ) -> DeadLetter:
-        """Store one dead letter and return it.
-
-        ``last_error`` is cut to 8 KiB of UTF-8 (``truncate_error``); NUL characters are dropped from
-        the error and the payload (PostgreSQL refuses them). ``failed_at`` defaults to now (a letter
-        kept elsewhere while the database was down brings its own). Raises ValueError when
-        ``task_type`` or ``scope`` is empty or a field is wider than its column.
-        """
-        _require(task_type=task_type, scope=scope)
-        _check_width("scope_id", scope_id)
-        _check_width("related_id", related_id)
-        with borrow(self.pool, conn) as c:
-            row = c.execute(
-                "INSERT INTO task_dead_letters"
-                " (tenant_id, task_type, scope, scope_id, related_id, payload, last_error, fail_count, failed_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now())) RETURNING *",
-                (
-                    int(tenant_id),
-                    task_type,
-                    scope,
-                    scope_id,
-                    related_id,
-                    Jsonb(_strip_nul(payload or {})),
-                    truncate_error(last_error),
-                    int(fail_count),
-                    failed_at,
-                ),
-            ).fetchone()
-        return DeadLetter.model_validate(row)
-
-    def list(
-        self,
-        *,
-        tenant_id: int | None,
-        scope: str | None = None,
-        scope_id: str | None = None,
-        task_type: str | None = None,
-        since: datetime | None = None,
-        cursor: int | str | None = None,
-        limit: int = DEFAULT_DEAD_LETTER_PAGE,
-    ) -> list[DeadLetter]:
-        """One page of dead letters, newest first (id descending), filtered by the given fields.
-
-        ``tenant_id`` keeps that tenant's rows only (None: every tenant's, for operators of the
-        whole deployment; 0 is the tenant of messages that named none). ``cursor`` is the last id
-        of the previous page (rows with a smaller id follow); ``since`` keeps rows with
-        ``failed_at >= since``; ``limit`` is clamped to 1..200. Raises ValueError when ``cursor``
-        is not a positive integer.
-        """
-        conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
-        _tenant_condition(tenant_id, conditions, params)
-        if cursor is not None:
-            conditions.append(sql.SQL("id < %s"))
-            params.append(_parse_cursor(cursor))
-        where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
-        query = sql.SQL("SELECT * FROM task_dead_letters{} ORDER BY id DESC LIMIT %s").format(where)
-        params.append(min(max(int(limit), 1), MAX_DEAD_LETTER_PAGE))
-        with self.pool.connection() as conn:
-            rows = conn.execute(query, params).fetchall()
-        return [DeadLetter.model_validate(r) for r in rows]
-
-    def get(self, id: int, *, tenant_id: int | None) -> DeadLetter | None:
-        """The dead letter with this id, or None (also when it belongs to another tenant than
-        ``tenant_id``; None: any tenant)."""
-        conditions, params = [sql.SQL("id = %s")], [int(id)]
-        _tenant_condition(tenant_id, conditions, params)
-        query = sql.SQL("SELECT * FROM task_dead_letters WHERE {}").format(sql.SQL(" AND ").join(conditions))
-        with self.pool.connection() as conn:
-            row = conn.execute(query, params).fetchone()
-        return DeadLetter.model_validate(row) if row else None
-
-    def delete(self, id: int, *, tenant_id: int | None, conn: Connection | None = None) -> bool:
-        """Delete one dead letter (after it was re-sent or dismissed); False when it was already gone
-        or belongs to another tenant than ``tenant_id`` (None: any tenant).
-
-        With ``conn`` the row stays locked until the caller's transaction ends, so of two concurrent
-        callers exactly one gets True.
-        """
-        conditions, params = [sql.SQL("id = %s")], [int(id)]
-        _tenant_condition(tenant_id, conditions, params)
-        query = sql.SQL("DELETE FROM task_dead_letters WHERE {}").format(sql.SQL(" AND ").join(conditions))
-        with borrow(self.pool, conn) as c:
-            return c.execute(query, params).rowcount > 0
-
-    def purge(
-        self,
-        *,
-        tenant_id: int | None,
-        ids: Sequence[int] | None = None,
-        scope: str | None = None,
-        scope_id: str | None = None,
-        task_type: str | None = None,
-        since: datetime | None = None,
-        everything: bool = False,
-    ) -> int:
-        """Delete the dead letters matching every given filter; returns rows deleted.
-
-        ``tenant_id`` confines every form (ids and ``everything`` included) to that tenant's rows
-        (None: every tenant's); it is a scope, not a filter. ``ids`` restricts to those ids (an
-        empty list deletes nothing); the other filters are those of ``list``. Raises ValueError,
-        deleting nothing, when no filter is given and ``everything`` is False: no filter must never
-        silently mean "every row".
-        """
-        conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
-        if ids is not None:
-            conditions.append(sql.SQL("id = ANY(%s)"))
-            params.append(_ids(ids))
-        if not conditions and not everything:
-            raise ValueError("purge needs a filter (ids, scope, task_type or since) or everything=True")
-        _tenant_condition(tenant_id, conditions, params)
-        where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
-        with self.pool.connection() as conn:
-            return conn.execute(sql.SQL("DELETE FROM task_dead_letters{}").format(where), params).rowcount
-
-    def move_op_to_dead_letters(
-        self, op: PendingOp, *, task_type: str, error: str, conn: Connection | None = None
-    ) -> DeadLetter:
-        """Archive a pending op that passed its in-batch retry budget and delete its row, atomically.
-
-        ``task_type`` is the op's original lane (e.g. ``"wiki:ingest"``) even if the op has since
-        moved; ``related_id`` is the op's dedup key, the payload the whole op as JSON, ``fail_count``
-        the op's. One statement, so it is atomic even without the caller's transaction. The dead
-        letter is written even when the row was already deleted by someone else (the failure still
-        happened).
-        """
-        _require(task_type=task_type)
-        with borrow(self.pool, conn) as c:
-            row = c.execute(
-                "WITH gone AS (DELETE FROM task_pending_ops WHERE id = %s)"
-                " INSERT INTO task_dead_letters"
-                " (tenant_id, task_type, scope, scope_id, related_id, payload, last_error, fail_count)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s) RETURNING *",
-                (
-                    op.id,
-                    op.tenant_id,
-                    task_type,
-                    op.scope,
-                    op.scope_id,
-                    op.dedup_key[: _WIDTHS["related_id"]],
-                    Jsonb(_strip_nul(op.model_dump(mode="json"))),
-                    truncate_error(error),
-                    op.fail_count,
-                ),
-            ).fetchone()
-        return DeadLetter.model_validate(row)
-
-    def count(self, *, tenant_id: int | None, scope: str | None = None, scope_id: str | None = None) -> int:
-        """Dead letters of ``tenant_id`` (None: every tenant), of a scope (and scope_id) when given."""
-        conditions, params = _dead_letter_filters(scope, scope_id, None, None)
-        _tenant_condition(tenant_id, conditions, params)
-        where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
-        with self.pool.connection() as conn:
-            row = conn.execute(sql.SQL("SELECT count(*) AS n FROM task_dead_letters{}").format(where), params).fetchone()
-        return int(row["n"])
-
-
-def _dead_letter_filters(
-    scope: str | None, scope_id: str | None, task_type: str | None, since: datetime | None
-) -> tuple[list[sql.Composable], list[Any]]:
-    """WHERE conditions (joined with AND by the caller) and their parameters for the given filters."""
-    conditions: list[sql.Composable] = []
-    params: list[Any] = []
-    for column, value in (("scope", scope), ("scope_id", scope_id), ("task_type", task_type)):
-        if value is not None:
-            conditions.append(sql.SQL("{} = %s").format(sql.Identifier(column)))
-            params.append(value)
-    if since is not None:
-        conditions.append(sql.SQL("failed_at >= %s"))
-        params.append(since)
-    return conditions, params
-
-
-def _tenant_condition(tenant_id: int | None, conditions: list[sql.Composable], params: list[Any]) -> None:
-    """Confine a dead-letter statement to one tenant's rows (None: leave it across tenants)."""
-    if tenant_id is not None:
-        conditions.append(sql.SQL("tenant_id = %s"))
-        params.append(int(tenant_id))
-
-
-def _parse_cursor(cursor: int | str) -> int:
-    """A page cursor is a positive integer id (as int or decimal text). Raises ValueError otherwise."""
-    if isinstance(cursor, bool):
-        raise ValueError(f"invalid cursor {cursor!r}")
-    try:
-        value = int(cursor)
-    except (TypeError, ValueError):
-        raise ValueError(f"invalid cursor {cursor!r}: expected a dead-letter id") from None
-    if isinstance(cursor, float) or value <= 0:
-        raise ValueError(f"invalid cursor {cursor!r}: expected a positive integer id")
-    return value

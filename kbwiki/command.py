@@ -1,0 +1,213 @@
+"""What every ``kbwiki`` command shares: the command group, its options, the servers it runs
+against, and how a refusal ends it (one line and an exit code, :data:`EXIT_CODES`).
+
+Command modules (``kbwiki.cli`` and the ``*_cmd`` modules) import from here; ``kbwiki.cli``
+imports them to register their commands, so no module imports the one that imports it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from wiki.errors import (
+    BadInput,
+    BadSetting,
+    DatabaseUnreachable,
+    KbwikiError,
+    RedisUnreachable,
+    ServersUnreachable,
+    ServiceError,
+    UnknownKnowledgeBase,
+    WaitTimedOut,
+)
+from actors import setup_broker
+from actors.deps import Deps, get_deps
+from wiki.settings import Settings, get_settings
+
+#: The exit code of a command that ends on each kind of refusal (the most specific class listed in
+#: the error's MRO wins). The line printed is ``Error: <the error's message>``. 2 is click's own
+#: code for a usage error; every other refusal exits 1.
+EXIT_CODES: dict[type[KbwikiError], int] = {
+    BadInput: 2,
+    BadSetting: 1,
+    UnknownKnowledgeBase: 1,
+    ServersUnreachable: 1,
+    WaitTimedOut: 1,
+    KbwikiError: 1,
+}
+
+
+def exit_code(exc: KbwikiError) -> int:
+    """The exit code :data:`EXIT_CODES` gives ``exc``'s kind."""
+    return next(EXIT_CODES[kind] for kind in type(exc).__mro__ if kind in EXIT_CODES)
+
+
+def click_error(exc: KbwikiError) -> click.ClickException:
+    """``exc`` as the ``click.ClickException`` that prints ``Error: <message>`` and exits with its code."""
+    error = click.ClickException(str(exc))
+    error.exit_code = exit_code(exc)
+    return error
+
+
+class KbwikiGroup(click.Group):
+    """A click group that ends any command (and subcommand) raising a ``KbwikiError`` with
+    :func:`click_error`: one line on stderr, no traceback."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KbwikiError as exc:
+            raise click_error(exc) from None
+
+
+@click.group(cls=KbwikiGroup)
+def main() -> None:
+    """kbwiki: turn a knowledge base of documents into an interlinked, cited wiki."""
+
+
+def checked_settings() -> Settings:
+    """The settings, or ``BadSetting`` with one line per bad environment variable (not a pydantic traceback)."""
+    from pydantic import ValidationError
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            field = str(err["loc"][0]) if err["loc"] else "?"
+            var = "DATABASE_URL / REDIS_URL" if field in ("database_url", "redis_url") else f"KBWIKI_{field.upper()}"
+            lines.append(f"bad setting {var}={err.get('input')!r}: {err['msg']}")
+        raise BadSetting("\n".join(lines)) from None
+
+
+def _reachable(settings: Settings) -> None:
+    """Raise ``ServersUnreachable`` with one clear line when a configured server does not answer within 5 s."""
+    from repos.servers import check_database, check_redis
+
+    try:
+        check_database(settings.database_url, timeout_s=5)
+    except DatabaseUnreachable as exc:
+        raise DatabaseUnreachable(f"cannot connect to PostgreSQL (DATABASE_URL): {exc}") from exc.__cause__
+    try:
+        check_redis(settings.redis_url, timeout_s=5)
+    except RedisUnreachable as exc:
+        raise RedisUnreachable(f"cannot connect to Redis (REDIS_URL): {exc}") from exc.__cause__
+
+
+def _server_gone() -> tuple[type[BaseException], ...]:
+    """The errors of a server that stopped or became unreachable while a command ran: ours, and
+    the drivers' own where code below the repositories still lets them through (Redis clients)."""
+    import psycopg
+    import psycopg_pool
+    import redis
+
+    return ServersUnreachable, psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
+
+
+#: Where a command's own log lines go, under the home (``KBWIKI_HOME``): never among its output.
+COMMAND_LOG = "commands.log"
+
+
+def command_logs(settings: Settings) -> None:
+    """Send this process's logs (JSON lines) to ``commands.log`` in the home
+    (``kbwiki.services.home_folder``, also with both URLs set) instead of stderr, so they never
+    land among the lines a command prints; stderr is kept when that file cannot be opened. The
+    ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
+    from kbwiki.services import home_folder
+    from middleware.logging import configure_logging
+
+    with contextlib.suppress(OSError, ServiceError):
+        configure_logging(settings.log_level, home_folder(settings) / COMMAND_LOG)
+
+
+def _silence_pool_logs() -> None:
+    """Drop psycopg's own log records (pool warnings such as "error connecting in 'kbwiki'") in a
+    command's process. Unhandled, Python prints them as plain lines on stderr, in the middle of the
+    command's output, and the pool's threads go on logging after the command has failed (between
+    its end and its error line); every failure they warn of reaches the command as an exception,
+    which it reports in one line. Idempotent."""
+    import logging
+
+    logger = logging.getLogger("psycopg")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+
+
+@contextlib.contextmanager
+def services() -> Iterator[Settings]:
+    """Settings with servers reachable: the configured ones, or embedded ones started for this command.
+
+    Raises ``BadSetting`` for bad settings, ``ServiceError`` for local servers that cannot be
+    started or a home folder that cannot be made, and ``ServersUnreachable`` for a configured
+    server that does not answer or a server that goes away while the command runs (the worker
+    owning the local servers was stopped); the command group prints each as one line.
+    """
+    from kbwiki.services import describe_home, local_services
+    from repos.db import apply_migrations
+
+    base = checked_settings()
+    embedded = not (base.database_url and base.redis_url)
+    with contextlib.ExitStack() as stack:
+        try:
+            settings = stack.enter_context(local_services(base))
+        except OSError as exc:  # e.g. KBWIKI_HOME names a file
+            raise ServiceError(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
+        if embedded:  # on stderr: a command's own output (--json) stays clean
+            click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
+        get_settings.cache_clear()  # later reads (the process-wide Deps) see the servers' URLs
+        _silence_pool_logs()
+        _reachable(settings)
+        setup_broker(settings)  # the producer API sends triggers through it; it logs to stderr until:
+        command_logs(settings)
+        if embedded:
+            apply_migrations(settings.database_url)
+        try:
+            yield settings
+        except _server_gone() as exc:
+            cause = exc.__cause__ if isinstance(exc, ServersUnreachable) and exc.__cause__ else exc
+            raise ServersUnreachable(
+                f"the servers went away ({type(cause).__name__}: {str(cause).strip().splitlines()[0]}); was the"
+                " worker that owns the local servers stopped? Work queued so far is kept: start `kbwiki worker`"
+                " and check `kbwiki status`") from None
+
+
+def command_deps() -> Deps:
+    """The process-wide ``actors.deps.Deps``, on the servers :func:`services` made reachable (and
+    whose broker it built); call inside :func:`services`."""
+    return get_deps()
+
+
+def lanes_timeout(kb_name: str, timeout: float) -> WaitTimedOut:
+    """The error of a ``--wait`` that ran out: work is only done while a worker runs."""
+    return WaitTimedOut(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s;"
+                        " is a worker running (`kbwiki worker`)?")
+
+
+def find_kb(deps, tenant: int, name: str, create: bool = False):
+    """The live KB ``name`` of ``tenant`` (created when ``create``); ``UnknownKnowledgeBase`` otherwise."""
+    kb = deps.kbs.get_or_create(tenant, name) if create else deps.kbs.get_by_name(tenant, name)
+    if kb is None:
+        raise UnknownKnowledgeBase(f"no knowledge base named {name!r} for tenant {tenant}")
+    return kb
+
+
+def kb_name_param(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A KB name as stored (``wiki.models.valid_kb_name``): stripped, 1-255 characters, no newline
+    or other control character. A click callback: a refused name is a usage error (exit 2)."""
+    from pydantic import ValidationError
+
+    from wiki.models import valid_kb_name
+
+    try:
+        return valid_kb_name(value or "")
+    except ValidationError as exc:
+        raise click.BadParameter(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
+
+
+tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")
+kb_option = click.option("--kb", "kb_name", required=True, callback=kb_name_param, help="Knowledge base name.")

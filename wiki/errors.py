@@ -1,0 +1,157 @@
+"""Every refusal kbwiki makes, as a named exception under one base class, ``KbwikiError``.
+
+Importable from every layer (it imports nothing of kbwiki). The rules:
+
+- A repository or ``kbwiki.services`` turns a driver error into one of these where it is raised
+  (``repos.db``'s pool for PostgreSQL connection failures, ``repos.servers`` and
+  ``repos.dead_letter_spool`` for their own PostgreSQL and Redis connections),
+  keeping the driver error as ``__cause__``, so callers catch these, not psycopg's or redis's (the
+  Redis calls the actors make on their own client still raise redis errors).
+- Errors that callers already catch by a builtin kind keep it as a second base (``BadInput`` is a
+  ``ValueError``, ``UnknownKnowledgeBase`` a ``LookupError``), so ``except ValueError`` still works.
+- The ``kbwiki`` command maps each kind to one line and an exit code in one place
+  (``kbwiki.command.EXIT_CODES``).
+
+Also defined here, once: the error cut (``ERROR_LIMIT_BYTES``, 8 KiB), the per-document fail
+budget (:func:`fail_budget_spent`) and the text of a failure kept with a document or dead letter
+(:func:`error_text`).
+"""
+
+from __future__ import annotations
+
+import traceback
+
+#: Bytes of UTF-8 kept of an error: ``task_dead_letters.last_error`` holds at most this much (the
+#: migration's "8 KiB"), and the traceback tail a failed op keeps is cut to this many characters
+#: first (the dead-letter write then cuts it to bytes).
+ERROR_LIMIT_BYTES = 8192
+
+
+def error_text(exc: BaseException) -> str:
+    """The traceback of ``exc``, its last ``ERROR_LIMIT_BYTES`` characters (the end says where it failed)."""
+    return "".join(traceback.format_exception(exc))[-ERROR_LIMIT_BYTES:]
+
+
+def fail_budget_spent(fails: int | None, max_fail_retries: int) -> bool:
+    """Whether a document op that failed ``fails`` times has used up its in-batch retry budget.
+
+    ``max_fail_retries`` is ``Settings.wiki_max_fail_retries`` (5 by default): the op is tried that
+    many times again after its first failure, then it becomes a ``wiki:ingest`` dead letter and
+    its document ``failed``. ``fails`` None (the op is gone) never spends it.
+    """
+    return fails is not None and fails > max_fail_retries
+
+
+class KbwikiError(Exception):
+    """Base of every error kbwiki raises on purpose; the message is one line a user can act on."""
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+
+class BadInput(KbwikiError, ValueError):
+    """An argument kbwiki refuses before writing anything: empty where required, wider than its
+    column, a malformed cursor, an unknown option value."""
+
+
+class EmptyDedupKey(BadInput):
+    """An empty dedup key where one must name a document: it must never mean "every row"."""
+
+
+class BadDocument(BadInput):
+    """A document that cannot become wiki text. ``reason`` is a short stable code
+    ("binary", "unsupported type", ...) for logs and the documents' ``error`` column; the
+    message adds ``detail`` when given."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class BadSetting(KbwikiError, RuntimeError):
+    """A setting is refused (an environment variable with a bad value) or unset where a process
+    needs it (DATABASE_URL outside the ``kbwiki`` command, which starts local servers instead)."""
+
+
+# --- knowledge bases and dead letters ---------------------------------------------------------
+
+
+class UnknownKnowledgeBase(KbwikiError, LookupError):
+    """The KB does not exist, is deleted, or belongs to another tenant (the three look alike to a
+    caller on purpose: a tenant learns nothing of another's KBs)."""
+
+
+class KnowledgeBaseDeleted(UnknownKnowledgeBase):
+    """The KB was live when the work started and was deleted meanwhile (or was already deleted)."""
+
+
+class UnknownDocument(KbwikiError, LookupError):
+    """No document with this knowledge id or source URI in the KB."""
+
+
+class DeadLetterNotFound(KbwikiError, LookupError):
+    """No dead letter with this id (of this tenant)."""
+
+
+class RequeueRefused(KbwikiError):
+    """The dead letter cannot be re-sent (its KB is gone, its actor is unknown, it holds no message)."""
+
+
+class ExportRefused(KbwikiError):
+    """The export folder cannot be written without destroying files kbwiki did not write."""
+
+
+class WaitTimedOut(KbwikiError, TimeoutError):
+    """A ``--wait`` ran out before the KB's lanes were empty (work is only done while a worker runs)."""
+
+
+class StoreConflict(KbwikiError, RuntimeError):
+    """A row kept changing under concurrent writers for more attempts than a write makes."""
+
+
+# --- servers -----------------------------------------------------------------------------------
+
+
+class ServersUnreachable(KbwikiError, ConnectionError):
+    """PostgreSQL or Redis does not answer (down, wrong URL, or gone while a command ran)."""
+
+
+class DatabaseUnreachable(ServersUnreachable):
+    """PostgreSQL refused or lost the connection, or the pool had none within its timeout."""
+
+
+class RedisUnreachable(ServersUnreachable):
+    """Redis refused or lost the connection or timed out."""
+
+
+class ServiceError(KbwikiError):
+    """A local (embedded) server could not be found, started, reached or stopped; the message says why."""
+
+
+# --- extraction --------------------------------------------------------------------------------
+
+
+class ExtractionError(KbwikiError):
+    """Extraction failed for good: the document itself cannot give a valid extraction (e.g. no
+    usable sentence). Retrying cannot help: the document ends ``skipped`` with the reason."""
+
+
+class ExtractionUnavailable(KbwikiError):
+    """Extraction failed for now: the extractor could not run (a model server timed out or refused).
+    The op counts the failure against the document's fail budget (:func:`fail_budget_spent`) and
+    is tried again after a backoff."""
+
+
+# --- ownership of a batch (internal: the stage gives up its batch and another run finishes it) ----
+
+
+class LockLost(KbwikiError, RuntimeError):
+    """The active-batch lock expired or was removed while its batch ran: the batch stops before
+    writing (the PostgreSQL fence would refuse a batch that was overtaken anyway; this is the
+    cheap early answer)."""
+
+
+class FenceLost(KbwikiError, RuntimeError):
+    """A batch's fencing token is no longer current: a later batch of the lane started, so this
+    one must write nothing more (its claimed rows are left to the next batch)."""
