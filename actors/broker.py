@@ -1,8 +1,15 @@
-"""The Redis broker every actor is declared on, built from settings.
+"""The one place kbwiki's Redis broker is built: ``setup_broker`` builds it from settings, makes it
+Dramatiq's global broker and declares every actor of the ``actors`` package on it.
+
+Importing ``actors`` builds nothing and connects to nothing; whoever runs or sends calls
+``setup_broker`` once: the ``dramatiq`` command (``dramatiq actors:setup_broker``: the Procfile and
+``kbwiki worker``), the ``kbwiki`` command once its servers answer (``kbwiki.cli.services``), and a
+producer app before its first ``send`` (README, "Sending work from a producer app").
 
 Middleware order matters: Dramatiq's defaults first (Retries decides whether a failed message is
 retried or failed for good), then structlog context, then dead letters (it reads the decision
-Retries made), then the recovery sweeper.
+Retries made), then the recovery sweeper and the worker heartbeat. The last two act only in
+worker processes (on worker boot), so a producer's broker is the workers' broker.
 """
 
 from __future__ import annotations
@@ -14,22 +21,44 @@ import redis
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import default_middleware
 
+from actors.declare import DECLARED
+from actors.deps import get_deps
+from actors.liveness import Liveness
 from middleware.dead_letter import DeadLetterMiddleware
+from middleware.heartbeat import HeartbeatMiddleware
 from middleware.logging import StructlogMiddleware, configure_logging
+from middleware.periodic import PeriodicMiddleware
 from repos.db import get_pool
 from repos.dead_letter_spool import DeadLetterSpool
-from wiki.settings import Settings
-
+from stages.recovery import sweep
+from stages.requeue import unspool
+from wiki.settings import Settings, get_settings
 
 #: Out of a million broker commands, how many also run Dramatiq's maintenance (requeue the messages
 #: of dead workers): 2 %, so a few seconds of polling after a worker died, not minutes.
 REQUEUE_MAINTENANCE_CHANCE = 20_000
 
 
-def build_broker(settings: Settings) -> RedisBroker:
-    """A RedisBroker on ``settings.redis_url`` with kbwiki's middleware; also made the global broker.
+def setup_broker(settings: Settings | None = None) -> RedisBroker:
+    """Build the broker from ``settings`` (default: the environment's), make it Dramatiq's global
+    broker and declare every actor on it; returns it. Opens no connection (Redis is reached at the
+    first command). Calling it again builds a new broker and moves the actors to it.
 
     Raises RuntimeError when REDIS_URL is unset (the ``kbwiki`` command sets it for embedded servers).
+    """
+    # every actor module is imported already: importing this module imported the ``actors`` package
+    settings = settings or get_settings()
+    broker = build_broker(settings)
+    dramatiq.set_broker(broker)
+    for lazy in DECLARED.values():
+        lazy.bind(broker, settings)
+    return broker
+
+
+def build_broker(settings: Settings) -> RedisBroker:
+    """A RedisBroker on ``settings.redis_url`` with kbwiki's middleware (no actor declared on it).
+
+    Raises RuntimeError when REDIS_URL is unset.
     """
     if not settings.redis_url:
         raise RuntimeError("REDIS_URL is not set (the kbwiki command sets it for embedded servers)")
@@ -44,5 +73,15 @@ def build_broker(settings: Settings) -> RedisBroker:
     broker = RedisBroker(url=settings.redis_url, namespace=settings.redis_namespace, middleware=middleware,
                          heartbeat_timeout=int(max(settings.worker_ttl_s, 10.0) * 1000),
                          maintenance_chance=REQUEUE_MAINTENANCE_CHANCE)
-    dramatiq.set_broker(broker)
+    broker.add_middleware(PeriodicMiddleware(_recover, settings.sweep_interval_s, "sweeper"))
+    liveness = Liveness(get_deps)
+    broker.add_middleware(HeartbeatMiddleware(liveness.start, liveness.beat, liveness.stop,
+                                              settings.heartbeat_interval_s))
     return broker
+
+
+def _recover() -> None:
+    """The sweeper's pass: re-trigger lanes with rows, then move spooled dead letters into the table."""
+    d = get_deps()
+    sweep(ops=d.ops, redis=d.redis, settings=d.settings)
+    unspool(redis=d.redis, settings=d.settings, dead_letters=d.dead_letters)

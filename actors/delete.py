@@ -1,154 +1,43 @@
-"""Deleting documents and knowledge bases, and what every handler does when its KB is gone.
-
-A document delete is one transaction: the document goes to ``deleting``, its pending ingest ops
-leave every lane (scoped by its dedup key), the Redis tombstone is set, and one ``retract`` op
-enters the ingest lane; the pump moves it straight to reduce, which removes the document's
-facts, citations and doc-only pages. A KB delete removes every lane row and page of the KB at
-once; handlers that later find the KB gone drain its lanes and succeed (no retries, no dead
-letters).
-"""
+"""Producer entry points that remove work: ``wiki_retract`` (one document), ``wiki_delete_kb``
+(a whole KB). Their messages are the delete itself: they retry through outages
+(``carries_data``, ``actors.retry_policy``). The stages are in ``stages.delete``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import dramatiq
-import redis
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
-from actors.coordination import TOMBSTONE_TTL_S, tombstone_key
-from actors.deps import Deps, get_deps
-from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
-from actors.retry_policy import data_retries
-from actors.triggers import send_trigger
-from repos.knowledge import UnknownKnowledgeBase
-from wiki.models import KnowledgeBase
-from wiki.settings import get_settings
+from actors.declare import actor
+from actors.deps import get_deps
+from wiki.errors import UnknownKnowledgeBase
+from stages.delete import delete_document, delete_knowledge_base
 
 log = structlog.get_logger(__name__)
 
-#: Lanes that can hold a document's ingest op (the finalize lane holds slugs, keyed by nothing).
-DOCUMENT_LANES = (INGEST, REDUCE)
 
-
-@dataclass(frozen=True)
-class DeleteResult:
-    """Outcome of one document delete: ``deleting`` (retract queued), ``already_deleted`` or ``unknown``."""
-
-    knowledge_id: str
-    status: str
-
-
-@dataclass(frozen=True)
-class KbDeleteResult:
-    """Outcome of a KB delete: whether it was live, and the rows removed."""
-
-    deleted: bool
-    ops: int = 0
-    pages: int = 0
-    documents: int = 0
-
-
-def delete_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_id: str) -> DeleteResult:
-    """Delete one document of a live KB; the retract then runs in the KB's next reduce batch.
-
-    One transaction: status ``deleting``, its ingest ops removed from the ingest and reduce
-    lanes, the tombstone ``<prefix>:deleted:<kb>:<knowledge id>`` set (``TOMBSTONE_TTL_S``, 1 h:
-    longer than any op waits in a healthy pipeline; the durable status covers the rest), one
-    ``retract`` op enqueued; then the pump is triggered. Idempotent: a document already deleting
-    or deleted gives ``already_deleted`` and queues nothing. Raises
-    ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB, and
-    ``redis.RedisError`` (nothing changed) when the tombstone cannot be set.
-    """
-    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
-    key = tombstone_key(deps.settings.key_prefix, kb.id, knowledge_id)
-    tombstoned = False
-    try:
-        with deps.pool.connection() as conn:
-            doc = deps.docs.mark_deleting(kb.id, knowledge_id, conn=conn)
-            if doc is None:
-                known = deps.docs.find(kb.id, knowledge_id)
-                return DeleteResult(knowledge_id, "already_deleted" if known and known.id == knowledge_id else "unknown")
-            for lane in DOCUMENT_LANES:
-                deps.ops.delete_by_dedup_key(lane, SCOPE_KB, kb.id, doc.id, op=OP_INGEST, conn=conn)
-            op = deps.ops.enqueue_if_kb_active(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB,
-                                               scope_id=kb.id, op=OP_RETRACT, dedup_key=doc.id,
-                                               payload={"knowledge_id": doc.id}, conn=conn)
-            if op is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
-                raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
-            # last, so a Redis failure rolls the transaction back and nothing is half deleted
-            deps.redis.set(key, "1", ex=TOMBSTONE_TTL_S)
-            tombstoned = True
-    except BaseException:
-        if tombstoned:  # the commit failed after the tombstone was set: a live document keeps no tombstone
-            try:
-                deps.redis.delete(key)
-            except redis.RedisError:
-                log.warning("document.tombstone_left", knowledge_id=knowledge_id)
-        raise
-    send_trigger(deps, "wiki_ingest", tenant_id=kb.tenant_id, knowledge_base_id=kb.id)
-    return DeleteResult(knowledge_id, "deleting")
-
-
-def delete_knowledge_base(deps: Deps, tenant_id: int, knowledge_base_id: str) -> KbDeleteResult:
-    """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
-    and mark its documents deleted. ``deleted=False`` when it was not a live KB of the tenant.
-
-    The KB row update waits for writers holding it FOR SHARE (op enqueues, index rebuilds,
-    reduce settles), so their rows are removed here or refused afterwards. Work already in
-    flight finds the KB gone (``active_kb_or_drain``) and drops what it left behind.
-    """
-    with deps.pool.connection() as conn:
-        kb = deps.kbs.mark_deleted(tenant_id, knowledge_base_id, conn=conn)
-        if kb is None:
-            return KbDeleteResult(False)
-        ops = deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
-        pages = deps.pages.delete_kb(kb.id, conn=conn)
-        documents = deps.docs.mark_kb_deleted(kb.id, conn=conn)
-    return KbDeleteResult(True, ops, pages, documents)
-
-
-def active_kb_or_drain(deps: Deps, tenant_id: int, knowledge_base_id: str) -> KnowledgeBase | None:
-    """The live KB for a handler, or None when the handler has nothing to do.
-
-    A deleted or unknown KB: every lane row left for it (ops that raced the deletion) is deleted
-    and None returned, so the handler succeeds instead of retrying into a dead letter. A live KB
-    of another tenant: None, and its lanes are left alone (the message is wrong, not the work).
-    """
-    try:
-        return deps.kbs.get_active(tenant_id, knowledge_base_id)
-    except UnknownKnowledgeBase:
-        kb = deps.kbs.get(knowledge_base_id)
-        if kb is not None and kb.deleted_at is None:
-            log.warning("kb.tenant_mismatch", knowledge_base_id=knowledge_base_id, tenant_id=tenant_id)
-            return None
-        drained = deps.ops.delete_by_scope(SCOPE_KB, knowledge_base_id)
-        log.info("kb.gone", knowledge_base_id=knowledge_base_id, drained=drained)
-        return None
-
-
-@dramatiq.actor(queue_name="wiki", time_limit=60_000, throws=BAD_MESSAGE, **data_retries(get_settings()))
+@actor(time_limit=60_000, throws=BAD_MESSAGE, carries_data=True)
 def wiki_retract(**kwargs) -> None:
     """Producer entry point: ``wiki_retract.send(tenant_id=, knowledge_base_id=, knowledge_id=)``.
 
-    Retries through outages like ``wiki_submit`` (``actors.retry_policy``). A KB that is gone has
-    nothing left to retract: logged, not retried.
+    A KB that is gone has nothing left to retract: logged, not retried.
     """
     args = RetractArgs.model_validate(kwargs)
+    d = get_deps()
     try:
-        result = delete_document(get_deps(), args.tenant_id, args.knowledge_base_id, args.knowledge_id)
+        result = delete_document(args.tenant_id, args.knowledge_base_id, args.knowledge_id, pool=d.pool, kbs=d.kbs,
+                                 docs=d.docs, ops=d.ops, redis=d.redis, settings=d.settings)
     except UnknownKnowledgeBase as exc:
         log.warning("document.retract_refused", knowledge_id=args.knowledge_id, reason=str(exc))
         return
     log.info("document.retracted", knowledge_id=args.knowledge_id, status=result.status)
 
 
-@dramatiq.actor(queue_name="wiki", time_limit=120_000, throws=BAD_MESSAGE, **data_retries(get_settings()))
+@actor(time_limit=120_000, throws=BAD_MESSAGE, carries_data=True)
 def wiki_delete_kb(**kwargs) -> None:
-    """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``; retries through
-    outages like ``wiki_submit`` (``actors.retry_policy``)."""
+    """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``."""
     args = KbArgs.model_validate(kwargs)
-    result = delete_knowledge_base(get_deps(), args.tenant_id, args.knowledge_base_id)
+    d = get_deps()
+    result = delete_knowledge_base(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, docs=d.docs,
+                                   ops=d.ops, pages=d.pages)
     log.info("kb.deleted", knowledge_base_id=args.knowledge_base_id, deleted=result.deleted, ops=result.ops,
              pages=result.pages, documents=result.documents)

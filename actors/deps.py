@@ -1,7 +1,7 @@
-"""What the stage functions need, built once per process from settings.
+"""The process-wide repositories, Redis client, extractor and settings, built once from settings.
 
-Stage functions take a ``Deps`` argument instead of reaching for globals, so tests can hand
-them a ``Deps`` built on the test database and Redis prefix.
+Actors fetch them with ``get_deps()`` and pass the fields a stage names (``stages``); tests and
+commands build their own with ``build_deps`` on their database and Redis prefix.
 """
 
 from __future__ import annotations
@@ -16,26 +16,17 @@ from repos.db import get_pool
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
+from repos.llm_errors import LLMConfigErrorRepository
 from repos.pages import WikiPageRepository
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
-from wiki.models import KnowledgeBase
 from wiki.settings import Settings, get_settings
-
-
-@dataclass(frozen=True)
-class Tunables:
-    """The effective ingest tunables of one KB: its ``wiki_config`` over the process settings."""
-
-    batch_size: int
-    map_parallel: int
-    crosslink_parallel: int
 
 
 @dataclass
 class Deps:
-    """Repositories, Redis client, extractor and settings shared by the stage functions."""
+    """Repositories, Redis client, extractor and settings of one process; stages take its fields by name."""
 
     settings: Settings
     pool: ConnectionPool
@@ -49,17 +40,10 @@ class Deps:
     extractor: Extractor
     workers: WorkerRepository
     fences: LaneFenceRepository
+    llm_errors: LLMConfigErrorRepository
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
-
-    def tunables(self, kb: KnowledgeBase) -> Tunables:
-        cfg, s = kb.wiki_config, self.settings
-        return Tunables(
-            batch_size=cfg.ingest_batch_size or s.ingest_batch_size,
-            map_parallel=cfg.ingest_map_parallel or s.ingest_map_parallel,
-            crosslink_parallel=cfg.crosslink_parallel or s.crosslink_parallel,
-        )
 
 
 def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor: Extractor | None = None) -> Deps:
@@ -78,6 +62,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         extractor=extractor or get_extractor(settings),
         workers=WorkerRepository(pool),
         fences=LaneFenceRepository(pool),
+        llm_errors=LLMConfigErrorRepository(pool),
     )
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import dramatiq
 import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
+from actors.declare import actor
 from actors.deps import get_deps
 from repos.lint import LintRepository
 from stages.lint import run_lint
@@ -19,7 +19,7 @@ class LintArgs(KbArgs):
     fix: bool = False
 
 
-@dramatiq.actor(queue_name="wiki", max_retries=3, time_limit=3_600_000, throws=BAD_MESSAGE)
+@actor(max_retries=3, time_limit=3_600_000, throws=BAD_MESSAGE)
 def wiki_lint(**kwargs) -> None:
     """Lint a KB (``fix`` to mend what can be mended) and store the report as its latest."""
     args = LintArgs.model_validate(kwargs)

@@ -13,7 +13,7 @@ a fixed cast of tools, people and ideas, each naming a few of them, so documents
 way a real KB's do.
 
 Two runs on the same documents, each in a database of its own, each with two worker processes
-(``dramatiq actors --processes 1``, defaults for every setting):
+(``dramatiq actors:setup_broker --processes 1``, defaults for every setting):
 
 1. clean: every document submitted, workers drain, nothing is disturbed;
 2. chaos: the same documents but ``--producer-docs`` of them, then, as the wiki fills, ``--kills``
@@ -50,7 +50,14 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbwiki.services import _pg_cleanup, _read_state, _run, _RunAs, local_services, pg_url  # noqa: E402
+from kbwiki.services import (  # noqa: E402
+    _pg_cleanup,
+    _read_state,
+    _run,
+    _RunAs,
+    local_services,
+    pg_url,
+)
 from kbwiki.workers import worker_command  # noqa: E402
 from repos.bench import KbProbe  # noqa: E402
 from repos.db import apply_migrations, make_pool  # noqa: E402
@@ -152,7 +159,7 @@ def wait_for(condition, timeout_s: float, what: str):
 
 
 class Worker:
-    """One ``dramatiq actors --processes 1`` command in a process group of its own (kill -9 of
+    """One ``dramatiq actors:setup_broker --processes 1`` command in a process group of its own (kill -9 of
     the group kills the command and its worker process at once)."""
 
     def __init__(self, name: str, env: dict, threads: int, logs: Path) -> None:
@@ -221,10 +228,15 @@ class Run:
         self.workers = [Worker(f"w{i}", self.env, self.threads, self.logs) for i in (1, 2)]
 
     def submit(self, docs: list[dict]) -> None:
-        from actors.ingest import submit_document
+        import actors
+        from stages.ingest import submit_document
 
+        actors.setup_broker(self.settings)  # the triggers go to the private Redis
+        d = self.deps
         for doc in docs:
-            submit_document(self.deps, tenant_id=1, knowledge_base_id=self.kb.id, **doc)
+            submit_document(tenant_id=1, knowledge_base_id=self.kb.id, **doc, pool=d.pool, kbs=d.kbs, docs=d.docs,
+                            ops=d.ops, extractions=d.extractions, extractor_name=d.extractor.name, redis=d.redis,
+                            settings=d.settings)
 
     def done(self) -> int:
         return self.probe.done()
@@ -354,8 +366,10 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         note("PostgreSQL restart")
 
     def outage() -> None:
-        import actors  # noqa: F401  (the broker on the private Redis; DATABASE_URL is not needed to send)
+        import actors
         from actors.ingest import wiki_submit
+
+        actors.setup_broker(run.settings)  # the broker on the private Redis; sending needs no DATABASE_URL
 
         servers.stop_pg()
         note("PostgreSQL stopped", seconds=args.outage_s)

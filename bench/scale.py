@@ -241,9 +241,9 @@ def _naive_by_key(deps, kb_id: str):
 
 def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     from actors.deps import build_deps
-    from actors.lanes import REDUCE, SCOPE_KB
-    from actors.reduce import run_reduce_batch
+    from stages.reduce import run_reduce_batch
     from wiki.extract.offline import OfflineExtractor
+    from wiki.lanes import REDUCE, SCOPE_KB
     from wiki.settings import Settings
 
     settings = Settings(database_url=bench_url(), redis_url="redis://127.0.0.1:6379/15", ingest_batch_size=1000)
@@ -269,7 +269,10 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     deps.pages.by_name_keys = lookup_many
     _instrument()
     t0 = time.perf_counter()
-    result = run_reduce_batch(deps, 1, kb.id)
+    result = run_reduce_batch(1, kb.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops,
+                              dead_letters=deps.dead_letters, pages=deps.pages, extractions=deps.extractions,
+                              fences=deps.fences, extractor_name=deps.extractor.name, redis=deps.redis,
+                              settings=deps.settings, worker_id=None)
     wall = time.perf_counter() - t0
     stats = {"statements": Counter.statements, "rows": Counter.rows}
     rows_by_sql = dict(Counter.rows_by_sql)

@@ -24,6 +24,8 @@ from wiki.errors import (
     UnknownKnowledgeBase,
     WaitTimedOut,
 )
+from actors import setup_broker
+from actors.deps import Deps, get_deps
 from wiki.settings import Settings, get_settings
 
 #: The exit code of a command that ends on each kind of refusal (the most specific class listed in
@@ -157,9 +159,10 @@ def services() -> Iterator[Settings]:
             raise ServiceError(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
         if embedded:  # on stderr: a command's own output (--json) stays clean
             click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
-        get_settings.cache_clear()  # later imports (the broker) read the servers' URLs
+        get_settings.cache_clear()  # later reads (the process-wide Deps) see the servers' URLs
         _silence_pool_logs()
         _reachable(settings)
+        setup_broker(settings)  # the producer API sends triggers through it; it logs to stderr until:
         command_logs(settings)
         if embedded:
             apply_migrations(settings.database_url)
@@ -173,15 +176,10 @@ def services() -> Iterator[Settings]:
                 " and check `kbwiki status`") from None
 
 
-def command_deps():
-    """The producer side's ``actors.deps.Deps`` (builds the broker the triggers are sent through);
-    call inside :func:`services`."""
-    import actors  # noqa: F401  (builds the broker the producer API sends triggers through)
-    from actors.deps import get_deps
-
-    deps = get_deps()
-    command_logs(deps.settings)  # building the broker pointed the logs back at stderr
-    return deps
+def command_deps() -> Deps:
+    """The process-wide ``actors.deps.Deps``, on the servers :func:`services` made reachable (and
+    whose broker it built); call inside :func:`services`."""
+    return get_deps()
 
 
 def lanes_timeout(kb_name: str, timeout: float) -> WaitTimedOut:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 import click
 
 from kbwiki.command import command_deps, find_kb, kb_name_param, main, services, tenant_option
+from stages.requeue import requeue_dead_letter, unspool
 from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
 
 #: Characters of the error headline ``list`` prints per row.
@@ -104,11 +105,9 @@ def dead_letters() -> None:
 
 def _dead_letter_deps(tenant: int):
     """The deps, once the tenant's dead letters waiting in the Redis spool are in the table
-    (``actors.requeue.unspool``)."""
-    from actors.requeue import unspool  # after services(): importing actors needs the URLs
-
+    (``stages.requeue.unspool``)."""
     deps = command_deps()
-    unspool(deps, tenant)
+    unspool(redis=deps.redis, settings=deps.settings, dead_letters=deps.dead_letters, tenant_id=tenant)
     return deps
 
 
@@ -174,13 +173,13 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
         raise click.UsageError("--kb, --task-type and --since only apply with --all")
     done = failed = 0
     with services():
-        from actors.requeue import requeue_dead_letter  # needs the URLs
-
         deps = _dead_letter_deps(tenant)
         targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:
             try:
-                outcome = requeue_dead_letter(deps, dead_letter_id, tenant_id=tenant)
+                outcome = requeue_dead_letter(dead_letter_id, tenant_id=tenant, pool=deps.pool,
+                                              dead_letters=deps.dead_letters, ops=deps.ops, docs=deps.docs,
+                                              redis=deps.redis, settings=deps.settings)
             except (DeadLetterNotFound, RequeueRefused) as exc:
                 failed += 1
                 click.echo(f"{dead_letter_id}\tnot requeued: {exc}", err=True)

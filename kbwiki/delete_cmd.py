@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from kbwiki.command import command_deps, find_kb, kb_option, lanes_timeout, main, services, tenant_option
+from stages.delete import delete_document, delete_knowledge_base
 from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
 
 
@@ -25,8 +26,6 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
     from kbwiki.ingest import wait_for_lanes
 
     with services():
-        from actors.delete import delete_document  # after services(): importing actors needs the servers' URLs
-
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
         queued = missing = 0
@@ -36,7 +35,8 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
                 click.echo(f"unknown {ref}")
                 missing += 1
                 continue
-            result = delete_document(deps, kb.tenant_id, kb.id, doc.id)
+            result = delete_document(kb.tenant_id, kb.id, doc.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs,
+                                     ops=deps.ops, redis=deps.redis, settings=deps.settings)
             queued += result.status == "deleting"
             click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
@@ -54,11 +54,10 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
     if not yes:
         raise click.ClickException(f"deleting {kb_name!r} cannot be undone; pass --yes to confirm")
     with services():
-        from actors.delete import delete_knowledge_base  # after services(): importing actors needs the URLs
-
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        result = delete_knowledge_base(deps, kb.tenant_id, kb.id)
+        result = delete_knowledge_base(kb.tenant_id, kb.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops,
+                                       pages=deps.pages)
     if not result.deleted:
         raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
     click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")

@@ -5,19 +5,16 @@ from __future__ import annotations
 import shlex
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from actors.deps import Deps
 from kbwiki.corpus import iter_stdlib_docs
 from kbwiki.export import export_vault
 from kbwiki.ingest import ingest_docs, wait_for_lanes
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers
-
-if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
-    from actors.deps import Deps
 
 DEMO_TIMEOUT_S = 900
 

@@ -6,15 +6,14 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
+from actors.deps import Deps
 from kbwiki.corpus import CorpusDoc, Rejected
+from stages.ingest import submit_document
+from wiki.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
 from wiki.models import KnowledgeBase
-
-if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
-    from actors.deps import Deps
 
 POLL_S = 0.5
 
@@ -37,16 +36,16 @@ class IngestReport:
 
 def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
     """Submit every document; rejected inputs (binary, undecodable) are reported, never stored."""
-    from actors.ingest import submit_document
-
     report = IngestReport()
     for doc in docs:
         if isinstance(doc, Rejected):
             report.counts["rejected"] += 1
             report.problems.append(f"rejected {doc.path}: {doc.reason}")
             continue
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
-                                 content=doc.text, source_uri=doc.source_uri)
+        result = submit_document(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+                                 source_uri=doc.source_uri, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops,
+                                 extractions=deps.extractions, extractor_name=deps.extractor.name, redis=deps.redis,
+                                 settings=deps.settings)
         report.counts[result.status] += 1
         if result.reason:
             report.problems.append(f"{result.status} {doc.source_uri}: {result.reason}")
@@ -55,8 +54,6 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
 
 def lane_rows(deps: Deps, kb_id: str) -> int:
     """Rows in every wiki lane of the KB (claimed ones included)."""
-    from actors.lanes import SCOPE_KB, WIKI_LANES
-
     counts = deps.ops.counts_by_lane(SCOPE_KB, kb_id)
     return sum(counts.get(lane, 0) for lane in WIKI_LANES)
 
@@ -66,11 +63,9 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
 
     Complete is every lane of the KB empty: documents mapped and reduced (``wiki:ingest``,
     ``wiki:reduce``), cross-links done (``wiki:finalize``) and the index page rebuilt after the last
-    batch (``wiki:index``, see ``actors.index``); a running batch still holds its reduce-lane rows.
+    batch (``wiki:index``, see ``stages.index``); a running batch still holds its reduce-lane rows.
     Returns False when ``timeout_s`` passes first. Needs running workers (``kbwiki worker``).
     """
-    from actors.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
-
     deadline = time.monotonic() + timeout_s
     bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0,
                mininterval=1.0)

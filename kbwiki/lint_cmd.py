@@ -10,6 +10,9 @@ from __future__ import annotations
 import click
 
 from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
+from repos.lint import LintRepository
+from stages.lint import run_lint
+from stages.lint_checks import CHECKS
 
 #: Examples printed per issue type in the text output (the report keeps up to 20).
 EXAMPLES_SHOWN = 5
@@ -23,10 +26,6 @@ EXAMPLES_SHOWN = 5
 def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
     """Check a KB's wiki: broken links, orphans, empty pages, stale sources, unlinked mentions, duplicates."""
     with services():
-        from repos.lint import LintRepository
-        from stages.lint import run_lint
-        from stages.lint_checks import CHECKS
-
         deps = command_deps()
         report = run_lint(tenant, find_kb(deps, tenant, kb_name).id, kbs=deps.kbs, pages=deps.pages,
                           lint=LintRepository(deps.pool), pool=deps.pool,

@@ -3,12 +3,10 @@ documents were not written."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from actors.deps import Deps
+from repos.dead_letter_spool import DeadLetterSpool
+from wiki.lanes import SCOPE_KB
 from wiki.models import KnowledgeBase
-
-if TYPE_CHECKING:  # importing actors builds the broker: only once the servers are known
-    from actors.deps import Deps
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
 NOT_WRITTEN_SAMPLE = 10
@@ -33,9 +31,6 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
     the number of further ones; ``llm_paused``: the model endpoint's refusal that paused the KB's
     model work (``{"status", "message", "base_url", "model", "created_at", "last_seen_at"}``) or None."""
-    from actors.lanes import SCOPE_KB
-    from repos.dead_letter_spool import DeadLetterSpool
-
     documents = deps.docs.count_by_status(kb.id)
     sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
     total = sum(documents.get(s, 0) for s in NOT_WRITTEN_STATUSES)
@@ -59,9 +54,7 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
 
 def _llm_paused(deps: Deps, kb: KnowledgeBase) -> dict | None:
     """The configuration error that paused the KB's model work (``wiki_llm_config_errors``), or None."""
-    from repos.llm_errors import LLMConfigErrorRepository
-
-    row = LLMConfigErrorRepository(deps.pool).get(kb.id)
+    row = deps.llm_errors.get(kb.id)
     return None if row is None else row.model_dump(mode="json", exclude={"knowledge_base_id", "fingerprint"})
 
 

@@ -1,4 +1,4 @@
-"""Running Dramatiq worker processes on the ``actors`` package."""
+"""Running Dramatiq worker processes on the ``actors`` package (``dramatiq actors:setup_broker``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: What the ``dramatiq`` command loads (as the Procfile does): the ``actors`` package, then the broker
+#: its ``setup_broker`` builds from the environment, in each worker process.
+BROKER = "actors:setup_broker"
+
+
 def worker_command(processes: int, threads: int, watch: bool = False) -> list[str]:
     """The ``dramatiq`` command line for ``processes`` × ``threads`` workers."""
-    cmd = [sys.executable, "-m", "dramatiq", "actors", "--processes", str(processes), "--threads", str(threads)]
+    cmd = [sys.executable, "-m", "dramatiq", BROKER, "--processes", str(processes), "--threads", str(threads)]
     if watch:
         cmd += ["--watch", str(ROOT)]
     return cmd

@@ -17,7 +17,7 @@ from repos.db import advisory_xact_lock, borrow
 from wiki.dedup import name_key
 from wiki.errors import BadInput
 from wiki.links import out_link_slugs
-from wiki.models import Page, PageLite
+from wiki.models import ITEM_TYPES, Page, PageLite, PageStatus
 
 LITE_COLUMNS = "slug, title, page_type, status, aliases"
 MAX_RECENT = 1000
@@ -25,7 +25,6 @@ MAX_RECENT = 1000
 # Similar-title lookups use wiki.dedup.TRGM_THRESHOLD (pg_trgm's `%`, set per connection by
 # repos.db): a high threshold lets the GIN index drop nearly every row before the recheck, which is
 # what kept the lookup flat from 1k to 40k documents.
-ITEM_TYPES = ("entity", "concept")
 
 # The planner prices `%` like a cheap comparison and picks a sequential scan of the key table up
 # to tens of thousands of rows (24 ms at 12k keys, growing with the KB); the GIN index answers in
@@ -125,7 +124,7 @@ DELETE_KEYS_SQL = "DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND 
 
 def title_keys(page: Page) -> list[str]:
     """The lookup keys of a page: lower(title) and lower(alias), for live item pages only."""
-    if page.page_type not in ITEM_TYPES or page.status == "archived":
+    if page.page_type not in ITEM_TYPES or page.status == PageStatus.archived:
         return []
     return sorted({k.lower() for k in [page.title, *page.aliases] if k.strip()})
 

@@ -10,9 +10,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from wiki.errors import ERROR_LIMIT_BYTES, BadInput, EmptyDedupKey
+from wiki.lanes import SCOPE_KB  # noqa: F401  (defined once, with the lane names)
 
-#: The ``scope`` of every lane of a knowledge base (``scope_id`` is the KB id).
-SCOPE_KB = "knowledge_base"
 
 TRUNCATED_SUFFIX = "...(truncated)"
 

@@ -28,7 +28,8 @@ from typing import Any
 
 from repos.lint import LintRepository
 from repos.pages import ITEM_TYPES, WikiPageRepository
-from stages.relink import dead_link_resolver, mentions_by_page
+from stages.relink import dead_link_resolver
+from wiki.mentions import mentions_by_page
 from wiki import lint as rules
 from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import CheckInfo, Finding, LintIssue, LintPage

@@ -1,5 +1,5 @@
-"""Batched lookups for relinking pages: which link targets are dead and where they should point,
-and which pages the phrases of each page mention.
+"""Batched lookups for relinking pages: which link targets are dead and where they should point
+(which pages the phrases of each page mention is ``wiki.mentions.mentions_by_page``).
 
 Cross-link (a batch's touched pages) and lint (a window of the walk, or one page under ``--fix``)
 ask the same questions about many pages at once; these answer them in a few statements whatever
@@ -9,20 +9,16 @@ the number of pages, so a caller never pays one round trip per page or per link.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 from psycopg import Connection
 
 from repos.pages import WikiPageRepository
-from wiki.links import candidate_phrases, fuzzy_resolve, parse_links
+from wiki.links import fuzzy_resolve, parse_links
 from wiki.models import PageLite
 from wiki.slugs import normalize_name, normalize_slug
 
 SIMILAR_K = 5
-
-#: Distinct candidate phrases sent in one title-key lookup. A 3 KB page yields a few hundred; the
-#: cap keeps the query's text and the phrase sets held for it to about a megabyte.
-MENTION_PHRASES_PER_QUERY = 5000
 
 Resolver = Callable[[str, str | None], str | None]
 
@@ -66,36 +62,3 @@ def dead_link_resolver(pages: WikiPageRepository, kb_id: str, contents: Iterable
         return fuzzy_resolve(target, display, candidates)
 
     return resolve, dead
-
-
-def mentions_by_page(title_matches: Callable[[set[str]], list[tuple[str, PageLite]]],
-                     contents: Mapping[str, str]) -> dict[str, dict[str, list[PageLite]]]:
-    """Per page slug: {title key: pages} for the keys of entity/concept pages (titles and aliases)
-    that are among the page's ``candidate_phrases``.
-
-    Phrases of consecutive pages go into one ``title_matches`` query of about
-    ``MENTION_PHRASES_PER_QUERY`` phrases. Keyed by the matched key so that a page gets exactly
-    what a query of its own phrases returns.
-    """
-    out: dict[str, dict[str, list[PageLite]]] = {}
-    pending: list[tuple[str, set[str]]] = []
-    union: set[str] = set()
-
-    def flush() -> None:
-        by_key: dict[str, list[PageLite]] = defaultdict(list)
-        for key, page in title_matches(union):
-            by_key[key].append(page)
-        for slug, phrases in pending:
-            out[slug] = {key: found for key, found in by_key.items() if key in phrases}
-        pending.clear()
-        union.clear()
-
-    for slug, content in contents.items():
-        phrases = set(candidate_phrases(content))
-        pending.append((slug, phrases))
-        union.update(phrases)
-        if len(union) >= MENTION_PHRASES_PER_QUERY:
-            flush()
-    if pending:
-        flush()
-    return out

@@ -23,12 +23,20 @@ ADMIN_URL = os.environ.get("KBWIKI_TEST_DATABASE_URL", "postgresql://postgres@12
 REDIS_URL = os.environ.get("KBWIKI_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
 SESSION_PREFIX = f"kbwiki-test-{uuid.uuid4().hex[:8]}"
 
-# Importing the ``actors`` package builds its broker from the environment, so the whole test
-# session points it at the test Redis db under a key namespace of its own before any import.
+# The broker ``actors.setup_broker()`` builds reads the environment: the whole test session points
+# it at the test Redis db under a key namespace of its own.
 os.environ["REDIS_URL"] = REDIS_URL
 os.environ["KBWIKI_REDIS_NAMESPACE"] = f"{SESSION_PREFIX}-dramatiq"
 os.environ["KBWIKI_KEY_PREFIX"] = SESSION_PREFIX
 os.environ.pop("DATABASE_URL", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def broker():
+    """The broker stage functions send their triggers through (no connection until a send)."""
+    import actors
+
+    return actors.setup_broker()
 
 
 def _with_dbname(url: str, dbname: str) -> str:

@@ -176,7 +176,7 @@ class LLMConfigError(LLMError):
     """The endpoint refused the request (``status``: 400, 401, 403, 404 or 422); ``message`` is the
     provider's own words. Not retried: the KB waits until its configuration changes."""
 
-    def __init__(self, status: int, message: str, base_url: str | None, model: str) -> None:
+    def __init__(self, status: int, message: str = "", base_url: str | None = None, model: str = "") -> None:
         self.status, self.message, self.base_url, self.model = status, message, base_url, model
         super().__init__(f"the model endpoint refused the request with HTTP {status} "
                          f"(base URL {base_url or 'default'}, model {model}): {message}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
@@ -15,8 +16,35 @@ from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, 
 
 from wiki.llm_config import LLMOverride
 
-PageType = Literal["summary", "entity", "concept", "index"]
-PageStatus = Literal["draft", "published", "archived"]
+# Limits on titles and names, each defined once here (the columns are TEXT: the limits keep pages
+# and listings readable, and a runaway extractor or file from filling them).
+MAX_TITLE_CHARS = 500  # a document's title as stored: ``stages.ingest.submit_document`` cuts a longer one
+MAX_SOURCE_TITLE_CHARS = 200  # a title read from a file, its front matter or first heading (corpus, wiki.text)
+MAX_ITEM_NAME_CHARS = 200  # an extracted entity or concept name (``ExtractedItem.name``)
+MAX_SUMMARY_CHARS = 500  # a page's one-line summary (``wiki_pages.summary``)
+
+
+class PageType(StrEnum):
+    """``wiki_pages.page_type``. A str enum: its members are the stored strings, and compare
+    equal to them. Members are named as their values (a member is what PostgreSQL holds)."""
+
+    summary = "summary"  # one per document
+    entity = "entity"    # an entity page merged from the documents naming it
+    concept = "concept"  # a concept page, likewise
+    index = "index"      # the KB's index page
+
+
+#: The page types an extracted item (``ExtractedItem.kind``) makes: merged by name, link targets of mentions.
+ITEM_TYPES = (PageType.entity, PageType.concept)
+
+
+class PageStatus(StrEnum):
+    """``wiki_pages.status``: lint's fix archives a near-empty page (no longer a link target)."""
+
+    draft = "draft"
+    published = "published"
+    archived = "archived"
+
 ItemKind = Literal["entity", "concept"]
 
 
@@ -107,7 +135,7 @@ class ExtractedItem(BaseModel):
     from the document (at most 3) that the page cites.
     """
 
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=MAX_ITEM_NAME_CHARS)
     kind: ItemKind
     aliases: list[str] = Field(default_factory=list)
     description: str = ""
@@ -141,10 +169,13 @@ class SourceRef(BaseModel):
 class PageLite(BaseModel):
     """The narrow view of a page used for link resolution and dedup (no content)."""
 
+    # validated against the enums, held as their plain strings (what PostgreSQL, JSON and YAML see)
+    model_config = ConfigDict(use_enum_values=True)
+
     slug: str
     title: str
     page_type: PageType
-    status: PageStatus = "published"
+    status: PageStatus = PageStatus.published.value
     aliases: list[str] = Field(default_factory=list)
 
 

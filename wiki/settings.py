@@ -8,12 +8,15 @@ unset the ``kbwiki`` command starts local servers under ``home`` (see ``kbwiki.s
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 import structlog
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from wiki.models import KnowledgeBase
 
 #: The old name of ``KBWIKI_CROSSLINK_PARALLEL``, still read.
 DEPRECATED_CROSSLINK_VAR = "KBWIKI_INGEST_REDUCE_PARALLEL"
@@ -118,3 +121,22 @@ def get_settings() -> Settings:
         structlog.get_logger(__name__).warning("settings.deprecated", variable=DEPRECATED_CROSSLINK_VAR,
                                                use="KBWIKI_CROSSLINK_PARALLEL")
     return settings
+
+
+@dataclass(frozen=True)
+class Tunables:
+    """The effective ingest tunables of one KB: its ``wiki_config`` over the process settings."""
+
+    batch_size: int
+    map_parallel: int
+    crosslink_parallel: int
+
+
+def kb_tunables(settings: Settings, kb: KnowledgeBase) -> Tunables:
+    """The KB's ``wiki_config`` where set, else the process ``settings``."""
+    cfg = kb.wiki_config
+    return Tunables(
+        batch_size=cfg.ingest_batch_size or settings.ingest_batch_size,
+        map_parallel=cfg.ingest_map_parallel or settings.ingest_map_parallel,
+        crosslink_parallel=cfg.crosslink_parallel or settings.crosslink_parallel,
+    )

@@ -47,7 +47,7 @@ _TEXT_EXTENSIONS = frozenset({".md", ".markdown", ".txt"})
 _RST_EXTENSIONS = frozenset({".rst"})
 _HTML_EXTENSIONS = frozenset({".html", ".htm"})
 
-_MAX_TITLE_CHARS = 200
+from wiki.models import MAX_SOURCE_TITLE_CHARS as _MAX_TITLE_CHARS  # noqa: E402
 
 
 # --- bytes -------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """End-to-end fixtures: the real ``actors`` package on a RedisBroker, with real worker threads.
 
-The ``actors`` package builds its broker from the environment when first imported, so the
-environment is pointed at the session database and a private Redis namespace first.
+The broker (``actors.setup_broker``) and the process-wide Deps read the environment, so it is
+pointed at the session database and a private Redis namespace first.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ def pipeline_env(database_url: str) -> Iterator[dict]:
 
 @pytest.fixture(scope="session")
 def actors_broker(pipeline_env):
-    """The broker of the real ``actors`` package (imported once per test session)."""
+    """The broker of the real ``actors`` package, built from the pipeline's environment."""
     import actors
 
-    dramatiq.set_broker(actors.broker)
-    yield actors.broker
-    actors.broker.flush_all()
-    for key in actors.broker.client.scan_iter(f"{SESSION_PREFIX}*"):  # heartbeats have no TTL
-        actors.broker.client.delete(key)
+    broker = actors.setup_broker()
+    yield broker
+    broker.flush_all()
+    for key in broker.client.scan_iter(f"{SESSION_PREFIX}*"):  # heartbeats have no TTL
+        broker.client.delete(key)
 
 
 @pytest.fixture()

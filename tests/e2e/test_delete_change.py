@@ -10,6 +10,7 @@ import pytest
 from kbwiki.corpus import CorpusDoc
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.stages import run_stage
 from wiki.links import parse_links
 from wiki.slugs import summary_slug
 
@@ -27,11 +28,11 @@ def _edited(doc: CorpusDoc) -> CorpusDoc:
 
 
 def _submit_all(deps, kb, docs) -> dict[str, str]:
-    from actors.ingest import submit_document
+    from stages.ingest import submit_document
 
     ids = {}
     for doc in docs:
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
+        result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
                                  content=doc.text, source_uri=doc.source_uri)
         assert result.status == "queued", (doc.title, result)
         ids[doc.source_uri] = result.knowledge_id
@@ -77,7 +78,7 @@ def _differences(deps, kb, fresh, changed, expected) -> str:
 
 
 def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, worker):
-    from actors.delete import delete_document
+    from stages.delete import delete_document
 
     # the whole corpus: pages must earn their place, so its first 30 modules shared one page only
     docs = shipped_docs()[:N_DOCS]
@@ -98,11 +99,11 @@ def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, wor
     assert any(gone & set(refs) and set(refs) - gone for refs in shared.values()), shared
 
     for doc in deleted:
-        assert delete_document(deps, kb.tenant_id, kb.id, ids[doc.source_uri]).status == "deleting"
-    from actors.ingest import submit_document
+        assert run_stage(delete_document, deps, kb.tenant_id, kb.id, ids[doc.source_uri]).status == "deleting"
+    from stages.ingest import submit_document
 
     for doc in edited.values():
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
+        result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
                                  content=doc.text, source_uri=doc.source_uri)
         assert result.status == "queued" and result.knowledge_id == ids[doc.source_uri]
     _wait_settled(deps, kb, "deletes and edits applied")

@@ -15,9 +15,10 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from actors.lanes import INGEST, REDUCE, SCOPE_KB
 from kbwiki.cli import main
 from tests.e2e.conftest import wait_until
+from tests.support.stages import run_stage
+from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 pytestmark = pytest.mark.e2e
 
@@ -30,8 +31,8 @@ def _ops(deps, kb, n: int):
 
 
 def test_a_silent_workers_claims_and_batch_lock_are_taken_back(deps, actors_broker, clean_db):
-    from actors.coordination import active_key
-    from actors.liveness import reap
+    from repos.coordination import active_key
+    from stages.liveness import reap
 
     fast = dataclasses.replace(deps, settings=deps.settings.model_copy(update={"worker_ttl_s": TTL_S}))
     kb = deps.kbs.get_or_create(1, f"live-{uuid.uuid4().hex[:6]}")
@@ -46,7 +47,7 @@ def test_a_silent_workers_claims_and_batch_lock_are_taken_back(deps, actors_brok
 
     def reaped() -> int:
         deps.workers.beat("live-worker")  # the live worker keeps beating; the dead one fell silent
-        return reap(fast)
+        return run_stage(reap, fast)
 
     assert reaped() == 0  # within the TTL nothing is taken back
     assert wait_until(reaped, 10, "the silent worker's claims taken back") == len(dead)
@@ -58,8 +59,8 @@ def test_a_silent_workers_claims_and_batch_lock_are_taken_back(deps, actors_brok
 
 
 def test_a_lock_held_by_another_batch_is_never_taken_by_the_reaper(deps, actors_broker, clean_db):
-    from actors.coordination import active_key
-    from actors.liveness import reap
+    from repos.coordination import active_key
+    from stages.liveness import reap
 
     fast = dataclasses.replace(deps, settings=deps.settings.model_copy(update={"worker_ttl_s": TTL_S}))
     kb = deps.kbs.get_or_create(1, f"live-{uuid.uuid4().hex[:6]}")
@@ -68,26 +69,26 @@ def test_a_lock_held_by_another_batch_is_never_taken_by_the_reaper(deps, actors_
     lock_key = active_key(deps.settings.key_prefix, kb.id)
     deps.redis.set(lock_key, "a-live-batch", px=60_000)  # the dead worker's lock expired; another took it
     wait_until(lambda: deps.workers.alive_count(TTL_S) == 0, 10, "the worker silent past the TTL")
-    reap(fast)
+    run_stage(reap, fast)
     assert deps.redis.get(lock_key) == b"a-live-batch"
 
 
 def test_after_a_flush_every_claim_is_given_back_at_once(deps, actors_broker, clean_db):
     # Seen in the chaos bench: after a FLUSHALL the claims whose map messages were flushed held
     # the KB's map slots for the stale-claim time (5 minutes) while their workers kept beating.
-    from actors.liveness import after_redis_loss, redis_marker_key
+    from stages.liveness import after_redis_loss, redis_marker_key
 
     kb = deps.kbs.get_or_create(1, f"flush-{uuid.uuid4().hex[:6]}")
     _ops(deps, kb, 3)
     marker = redis_marker_key(deps.settings.key_prefix)
-    after_redis_loss(deps)  # whatever the state before: Redis now holds the marker
-    assert after_redis_loss(deps) is None  # Redis kept its data: claims stay
+    run_stage(after_redis_loss, deps)  # whatever the state before: Redis now holds the marker
+    assert run_stage(after_redis_loss, deps) is None  # Redis kept its data: claims stay
     claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 3, 3600, owner="live-worker")
-    assert after_redis_loss(deps) is None and deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 3
+    assert run_stage(after_redis_loss, deps) is None and deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 3
     deps.redis.delete(marker)  # what a FLUSHALL does to it
-    assert after_redis_loss(deps) == len(claimed)
+    assert run_stage(after_redis_loss, deps) == len(claimed)
     assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 0
-    assert after_redis_loss(deps) is None  # once per loss
+    assert run_stage(after_redis_loss, deps) is None  # once per loss
 
 
 @pytest.fixture()
@@ -116,9 +117,9 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     """Two worker processes; one is killed with SIGKILL while it holds claims. Claims only go stale
     after an hour here, so only the heartbeat can free them: the other worker takes them back
     within about the worker TTL and finishes every document."""
-    from actors.ingest import submit_document
     from kbwiki.ingest import lane_rows
     from kbwiki.workers import start_workers
+    from stages.ingest import submit_document
     from tests.e2e.test_recovery import _documents, _kill_tree
 
     monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")
@@ -127,7 +128,7 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
     docs = _documents(deps.extractor, 30)
     for doc in docs:
-        assert submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+        assert run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                                source_uri=doc.source_uri).status == "queued"
 
     def query(text: str, params) -> list[dict]:

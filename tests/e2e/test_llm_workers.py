@@ -8,8 +8,9 @@ import uuid
 
 import pytest
 
-from actors.ingest import submit_document
-from actors.lanes import INGEST, SCOPE_KB
+from stages.ingest import submit_document
+from tests.support.stages import run_stage
+from wiki.lanes import INGEST, SCOPE_KB
 from kbwiki.ingest import lane_rows
 from kbwiki.workers import start_workers
 from tests.e2e.conftest import wait_until
@@ -49,7 +50,7 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
         kb = deps.kbs.get_or_create(1, f"llm-e2e-{uuid.uuid4().hex[:6]}")
         ids = {}
         for uri, (title, text) in [*GOOD.items(), POISON]:
-            ids[uri] = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text,
+            ids[uri] = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text,
                                        source_uri=uri).knowledge_id
         proc = start_workers(2, 2, tmp_path / "workers.log")
         try:
@@ -90,7 +91,7 @@ def test_a_refused_key_pauses_the_kb_in_status_and_a_new_key_resumes_it(deps, mo
                                             else error(401, "Incorrect API key provided: revoked"))
         kb = deps.kbs.get_or_create(1, f"llm-pause-{uuid.uuid4().hex[:6]}")
         for uri, (title, text) in GOOD.items():
-            submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri)
+            run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri)
         proc = start_workers(1, 2, tmp_path / "workers.log")
         try:
             lines = wait_until(lambda: [line for line in status_lines(kb_status(deps, kb))

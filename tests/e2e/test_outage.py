@@ -1,6 +1,6 @@
 """PostgreSQL unreachable for longer than every retry of a producer's documents: nothing is lost.
 
-A real worker process (``dramatiq actors``) reaches PostgreSQL through a TCP proxy the test
+A real worker process (``dramatiq actors:setup_broker``) reaches PostgreSQL through a TCP proxy the test
 switches off (connections refused, open ones cut) and on. Its retry settings are shortened so a
 ``wiki_submit`` spends all of its retries in seconds (``KBWIKI_DATA_RETRY_S`` = 3 with 100-400 ms
 backoffs, a 0.5 s wait for a pooled connection); the outage lasts until every document has used

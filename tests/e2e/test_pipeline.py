@@ -8,6 +8,7 @@ import pytest
 
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_doc, shipped_docs
+from tests.support.stages import run_stage
 from wiki.links import parse_links
 
 pytestmark = pytest.mark.e2e
@@ -22,14 +23,14 @@ def _real_docs():
 
 
 def test_documents_become_a_linked_cited_wiki(deps, worker):
-    from actors.ingest import submit_document
     from kbwiki.ingest import lane_rows
+    from stages.ingest import submit_document
 
     kb = deps.kbs.get_or_create(1, f"e2e-{uuid.uuid4().hex[:6]}")
     docs = _real_docs()
     ids = {}
     for doc in docs:
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title,
+        result = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title,
                                  content=doc.text, source_uri=doc.source_uri)
         assert result.status == "queued"
         ids[result.knowledge_id] = doc.title
@@ -69,18 +70,18 @@ def test_documents_become_a_linked_cited_wiki(deps, worker):
 
 
 def test_unchanged_resubmission_is_free(deps, worker):
-    from actors.ingest import submit_document
     from kbwiki.ingest import lane_rows
+    from stages.ingest import submit_document
 
     kb = deps.kbs.get_or_create(1, f"e2e-{uuid.uuid4().hex[:6]}")
     doc = shipped_doc("wiki.slugs")
-    first = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+    first = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                             source_uri=doc.source_uri)
     wait_until(lambda: deps.docs.count_by_status(kb.id).get("done") == 1 and lane_rows(deps, kb.id) == 0,
                120, "the document reduced and every lane empty")
     # the index is rebuilt by its own trigger after the lanes drain: compare the other pages
     pages_before = {p.slug: p.version for p in deps.pages.iter_pages(kb.id) if p.page_type != "index"}
-    again = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+    again = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                             source_uri=doc.source_uri)
     assert first.status == "queued" and again.status == "unchanged"
     assert again.knowledge_id == first.knowledge_id

@@ -9,6 +9,7 @@ import pytest
 
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.stages import run_stage
 from wiki.models import Extraction
 
 pytestmark = pytest.mark.e2e
@@ -49,10 +50,10 @@ def poisoned(deps):
 
 
 def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, poisoned, worker):
-    from actors.ingest import submit_document
-    from actors.lanes import INGEST, SCOPE_KB
-    from actors.requeue import requeue_dead_letter
     from kbwiki.ingest import lane_rows
+    from stages.ingest import submit_document
+    from stages.requeue import requeue_dead_letter
+    from wiki.lanes import INGEST, SCOPE_KB
 
     kb = deps.kbs.get_or_create(1, f"poison-{uuid.uuid4().hex[:6]}")
     docs = {d.title: d for d in shipped_docs() if d.title in TITLES}
@@ -60,7 +61,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
     ids = {}
     for title in TITLES:  # the poison sits in the middle: it shares pump claims and batches with the others
         doc = docs[title]
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=doc.text,
+        result = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=doc.text,
                                  source_uri=doc.source_uri)
         assert result.status == "queued"
         ids[title] = result.knowledge_id
@@ -95,7 +96,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
 
     # Once the extractor is fixed, requeueing the letter finishes the document with no other step.
     poisoned.broken = False
-    assert requeue_dead_letter(deps, letter.id, tenant_id=kb.tenant_id) == "reinserted"
+    assert run_stage(requeue_dead_letter, deps, letter.id, tenant_id=kb.tenant_id) == "reinserted"
     assert deps.dead_letters.get(letter.id, tenant_id=None) is None
     wait_until(lambda: deps.docs.get(poison_id).status == "done" and lane_rows(deps, kb.id) == 0, 60,
                "the requeued document written")

@@ -1,6 +1,6 @@
 """Redis flushed and every worker killed (``kill -9``) mid-run: restarted workers finish all the work.
 
-Real worker processes (``dramatiq actors``) run with the e2e environment, where claims go stale
+Real worker processes (``dramatiq actors:setup_broker``) run with the e2e environment, where claims go stale
 after ``KBWIKI_STALE_CLAIM_S`` = 10 s and the sweeper runs every ``KBWIKI_SWEEP_INTERVAL_S`` = 2 s.
 The flush deletes every key of this deployment (its Dramatiq namespace and kbwiki key prefix):
 for kbwiki that is what FLUSHALL does, without touching other tests or a demo on the same server.
@@ -18,6 +18,7 @@ import redis
 
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.stages import run_stage
 from wiki.extract import ExtractionError
 
 pytestmark = pytest.mark.e2e
@@ -77,9 +78,9 @@ def _has_keys(client: redis.Redis, prefix: str) -> bool:
 
 
 def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path):
-    from actors.ingest import submit_document
-    from actors.lanes import SCOPE_KB, WIKI_LANES
     from kbwiki.ingest import lane_rows
+    from stages.ingest import submit_document
+    from wiki.lanes import SCOPE_KB, WIKI_LANES
 
     prefix = pipeline_env["KBWIKI_KEY_PREFIX"]
     assert pipeline_env["KBWIKI_REDIS_NAMESPACE"].startswith(prefix)
@@ -94,7 +95,7 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
 
     ids = []
     for doc in _documents(deps.extractor, DOCS):
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
+        result = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
                                  source_uri=doc.source_uri)
         assert result.status == "queued"
         ids.append(result.knowledge_id)

@@ -14,8 +14,9 @@ import uuid
 
 import pytest
 
-from actors.lanes import REDUCE, SCOPE_KB
 from tests.e2e.conftest import wait_until
+from tests.support.stages import run_stage
+from wiki.lanes import REDUCE, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction
 
 pytestmark = pytest.mark.e2e
@@ -57,7 +58,7 @@ def _batch(kb, errors: list) -> threading.Thread:
 
 
 def test_overlapping_batches_keep_the_sources_of_both(deps, actors_broker):
-    from actors.coordination import active_key
+    from repos.coordination import active_key
 
     kb = deps.kbs.get_or_create(1, f"fence-{uuid.uuid4().hex[:6]}")
     lock_key = active_key(deps.settings.key_prefix, kb.id)
@@ -98,8 +99,8 @@ def test_overlapping_batches_keep_the_sources_of_both(deps, actors_broker):
 
 
 def test_a_batch_that_lost_its_lock_writes_nothing(deps, actors_broker):
-    from actors.coordination import ActiveBatchLock, LockLost, active_key
-    from actors.reduce import run_reduce_batch
+    from repos.coordination import ActiveBatchLock, LockLost, active_key
+    from stages.reduce import run_reduce_batch
 
     kb = deps.kbs.get_or_create(1, f"lost-{uuid.uuid4().hex[:6]}")
     kid = _mapped(deps, kb, "Lonely")
@@ -109,7 +110,7 @@ def test_a_batch_that_lost_its_lock_writes_nothing(deps, actors_broker):
         deps.redis.delete(lock.key)  # a FLUSHALL
         wait_until(lambda: lock.lost, 10, "the renewer to notice the lock is gone")
         with pytest.raises(LockLost):
-            run_reduce_batch(deps, kb.tenant_id, kb.id, lock=lock)
+            run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id, lock=lock)
     finally:
         lock.release()
     assert deps.pages.counts_by_type(kb.id) == {}

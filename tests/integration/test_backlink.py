@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
+from tests.support.stages import run_stage
 from wiki.links import out_link_slugs
 
 
@@ -30,27 +31,27 @@ def test_a_page_created_later_is_linked_from_the_pages_that_mentioned_it_first(e
 def test_linking_waits_while_documents_are_still_coming(env):  # noqa: F811
     from datetime import UTC, datetime, timedelta
 
-    from actors.backlink import enqueue_keys, run_backlink
-    from actors.crosslink import enqueue_touched, run_crosslink
-    from actors.lanes import BACKLINK, FINALIZE, INGEST, SCOPE_KB
-    from actors.pacing import DEFER_S
+    from stages.backlink import enqueue_keys, run_backlink
+    from stages.crosslink import enqueue_touched, run_crosslink
+    from stages.pacing import DEFER_S
+    from wiki.lanes import BACKLINK, FINALIZE, INGEST, SCOPE_KB
 
     deps, kb = env
     _submit(deps, kb, "Alpha", "The Alpha line mentions the Sprocket Drive in passing.",
             "* Alpha Part (entity): Alpha Part is a part.")
     _submit(deps, kb, "Beta", "* Beta Part (entity): Beta Part is a part.")
     _settle(deps, kb)
-    enqueue_keys(deps, kb, {"sprocket drive"})
-    enqueue_touched(deps, kb, ["doc-alpha", "doc-beta"])
+    run_stage(enqueue_keys, deps, kb, {"sprocket drive"})
+    run_stage(enqueue_touched, deps, kb, ["doc-alpha", "doc-beta"])
     deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
                      dedup_key="a-document-being-mapped")
 
-    waiting = run_backlink(deps, kb.tenant_id, kb.id)
+    waiting = run_stage(run_backlink, deps, kb.tenant_id, kb.id)
     assert waiting.deferred and waiting.claimed == 0 and waiting.remaining == 1
-    assert run_crosslink(deps, kb.tenant_id, kb.id).claimed == 0
+    assert run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed == 0
 
     later = datetime.now(UTC) + timedelta(seconds=DEFER_S + 1)  # a KB that never stops receiving documents
-    done = run_backlink(deps, kb.tenant_id, kb.id, now=later)
+    done = run_stage(run_backlink, deps, kb.tenant_id, kb.id, now=later)
     assert (done.deferred, done.claimed, done.found, done.queued) == (False, 1, 1, 2)
     assert deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id) == 0
     # the pages that waited and the pages mentioning the keys, each queued once
@@ -58,7 +59,7 @@ def test_linking_waits_while_documents_are_still_coming(env):  # noqa: F811
 
 
 def test_a_title_that_goes_away_is_unlinked_from_the_pages_that_mentioned_it(env):  # noqa: F811
-    from actors.delete import delete_document
+    from stages.delete import delete_document
 
     deps, kb = env
     _submit(deps, kb, "Alpha", "The Alpha line mentions the Sprocket Drive in passing.",
@@ -67,7 +68,7 @@ def test_a_title_that_goes_away_is_unlinked_from_the_pages_that_mentioned_it(env
     _settle(deps, kb)
     assert "sprocket-drive" in out_link_slugs(deps.pages.get(kb.id, "doc-alpha").content)
 
-    delete_document(deps, kb.tenant_id, kb.id, delta)
+    run_stage(delete_document, deps, kb.tenant_id, kb.id, delta)
     _settle(deps, kb)
 
     alpha = deps.pages.get(kb.id, "doc-alpha").content

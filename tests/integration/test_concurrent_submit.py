@@ -19,6 +19,7 @@ from psycopg.rows import dict_row
 from repos.db import make_pool
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
+from tests.support.stages import run_stage
 
 THREADS = 8
 JOIN_TIMEOUT_S = 60
@@ -112,8 +113,8 @@ def test_concurrent_upserts_of_different_contents_keep_the_last_writers(clean_db
 def test_parallel_ingests_of_one_folder_queue_each_document_once(actors_broker, clean_db, database_url):  # noqa: F811
     """The trial's shape: parallel runs submit the same files in the same order through ``submit_document``."""
     from actors.deps import build_deps
-    from actors.ingest import submit_document
-    from actors.lanes import INGEST, OP_INGEST
+    from stages.ingest import submit_document
+    from wiki.lanes import INGEST, OP_INGEST
     from wiki.settings import get_settings
 
     files = [(f"folder/doc{n}.md", f"Document {n} of a folder that parallel ingest commands all read. " * 3)
@@ -125,7 +126,7 @@ def test_parallel_ingests_of_one_folder_queue_each_document_once(actors_broker, 
 
         def work(i: int, barrier: threading.Barrier):
             barrier.wait()
-            return [submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=uri,
+            return [run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=uri,
                                     content=content, source_uri=uri) for uri, content in files]
 
         results = _race(THREADS, work)

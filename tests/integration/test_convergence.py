@@ -20,6 +20,7 @@ import pytest
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.pipeline import settle
+from tests.support.stages import run_stage
 from wiki.links import out_link_slugs
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "convergence"
@@ -57,11 +58,11 @@ def make_kb(actors_broker, pool):  # noqa: F811
 
 def _submit(deps, kb, docs) -> dict[str, str]:
     """Submit ``docs`` in the given order; returns {source uri: knowledge id}."""
-    from actors.ingest import submit_document
+    from stages.ingest import submit_document
 
     ids = {}
     for title, uri, text in docs:
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text,
+        result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text,
                                  source_uri=uri)
         assert result.status == "queued", (title, result)
         ids[uri] = result.knowledge_id
@@ -120,7 +121,7 @@ def test_two_orders_and_two_batch_sizes_give_the_same_wiki(make_kb):
 
 
 def test_delete_ten_and_edit_five_equals_a_fresh_ingest_of_the_final_twenty(make_kb):
-    from actors.delete import delete_document
+    from stages.delete import delete_document
 
     docs = _corpus()
     deleted, edited, kept = docs[:10], docs[10:15], docs[15:]
@@ -130,7 +131,7 @@ def test_delete_ten_and_edit_five_equals_a_fresh_ingest_of_the_final_twenty(make
     deps, kb = make_kb(4)
     ids = _ingest(deps, kb, docs)
     for _, uri, _ in deleted:
-        delete_document(deps, kb.tenant_id, kb.id, ids[uri])
+        run_stage(delete_document, deps, kb.tenant_id, kb.id, ids[uri])
     _submit(deps, kb, revised)
     settle(deps, kb)
 

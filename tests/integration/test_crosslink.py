@@ -4,22 +4,23 @@ from __future__ import annotations
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
+from tests.support.stages import run_stage
 from wiki.links import parse_links
 
 
 def _reduce_only(deps, kb) -> None:
     """Pump, map and reduce the KB's documents, leaving the finalize lane for the test."""
-    from actors.ingest import pump_ingest_lane
-    from actors.lanes import INGEST, OP_INGEST, REDUCE, SCOPE_KB
-    from actors.map import map_document
-    from actors.reduce import run_reduce_batch
+    from stages.ingest import pump_ingest_lane
+    from stages.map import map_document
+    from stages.reduce import run_reduce_batch
+    from wiki.lanes import INGEST, OP_INGEST, REDUCE, SCOPE_KB
 
-    pump_ingest_lane(deps, kb.tenant_id, kb.id)
+    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
     for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
         if op.claimed_at is not None and op.op == OP_INGEST:
-            map_document(deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
+            run_stage(map_document, deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
     while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
-        run_reduce_batch(deps, kb.tenant_id, kb.id)
+        run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
 
 
 def _sprocket_mentioning_widget(deps, kb) -> None:
@@ -32,7 +33,7 @@ def _sprocket_mentioning_widget(deps, kb) -> None:
 def _crosslink_with_a_writer_meanwhile(deps, kb, write):
     """One cross-link run during which ``write()`` runs after the run has read its pages and
     looked up their mentions (as another writer's commit would land); returns its result."""
-    from actors.crosslink import run_crosslink
+    from stages.crosslink import run_crosslink
 
     lookup = deps.pages.title_matches
 
@@ -43,14 +44,14 @@ def _crosslink_with_a_writer_meanwhile(deps, kb, write):
 
     deps.pages.title_matches = lookup_then_write
     try:
-        return run_crosslink(deps, kb.tenant_id, kb.id)
+        return run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
     finally:
         del deps.pages.title_matches
 
 
 def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(env):  # noqa: F811
-    from actors.crosslink import run_crosslink
-    from actors.lanes import FINALIZE, SCOPE_KB
+    from stages.crosslink import run_crosslink
+    from wiki.lanes import FINALIZE, SCOPE_KB
 
     deps, kb = env
     _sprocket_mentioning_widget(deps, kb)
@@ -59,13 +60,13 @@ def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(
     with deps.pool.connection() as holder:  # another writer holds the sprocket page
         holder.execute("SELECT 1 FROM wiki_pages WHERE knowledge_base_id = %s AND slug = 'sprocket'"
                        " AND deleted_at IS NULL FOR UPDATE", (kb.id,))
-        result = run_crosslink(deps, kb.tenant_id, kb.id)
+        result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
         assert result.busy == 1
         put_back = deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)
         assert [op.payload["slugs"] for op in put_back] == [["sprocket"]]
         assert "widget" not in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
 
-    result = run_crosslink(deps, kb.tenant_id, kb.id)
+    result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
     assert result.busy == 0 and result.linked >= 1
     assert "widget" in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
@@ -73,8 +74,8 @@ def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(
 
 
 def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # noqa: F811
-    from actors.crosslink import run_crosslink
-    from actors.lanes import FINALIZE, SCOPE_KB
+    from stages.crosslink import run_crosslink
+    from wiki.lanes import FINALIZE, SCOPE_KB
 
     deps, kb = env
     _sprocket_mentioning_widget(deps, kb)
@@ -89,7 +90,7 @@ def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # 
     assert "Edited meanwhile." in deps.pages.get(kb.id, "sprocket").content  # the other write survived
     assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)] == [["sprocket"]]
 
-    run_crosslink(deps, kb.tenant_id, kb.id)
+    run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
     page = deps.pages.get(kb.id, "sprocket")
     assert "Edited meanwhile." in page.content and "widget" in {link.slug for link in parse_links(page.content)}
 
@@ -97,36 +98,36 @@ def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # 
 def test_the_index_page_is_left_to_its_rebuild(env):  # noqa: F811
     # Every cross-link run triggers an index rebuild, so the index's version always moved on by
     # the time a run wrote it: runs put it back on the lane forever (seen in the delete e2e test).
-    from actors.crosslink import enqueue_touched, run_crosslink
-    from actors.index import INDEX_SLUG
-    from actors.lanes import FINALIZE, SCOPE_KB
+    from stages.crosslink import enqueue_touched, run_crosslink
+    from wiki.lanes import FINALIZE, SCOPE_KB
+    from wiki.slugs import INDEX_SLUG
 
     deps, kb = env
     _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.")
     _settle(deps, kb)
     index = deps.pages.get(kb.id, INDEX_SLUG)
     assert index is not None
-    enqueue_touched(deps, kb, [INDEX_SLUG])
-    result = run_crosslink(deps, kb.tenant_id, kb.id)
+    run_stage(enqueue_touched, deps, kb, [INDEX_SLUG])
+    result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
     assert (result.pages, result.rewritten, result.busy) == (1, 0, 0)
     assert deps.pages.get(kb.id, INDEX_SLUG).version == index.version
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
 
 
 def test_a_run_takes_one_op_and_sends_the_next_run_first(env):  # noqa: F811
-    from actors.crosslink import CHUNK, enqueue_touched, run_crosslink
-    from actors.lanes import FINALIZE, SCOPE_KB
+    from stages.crosslink import CHUNK, enqueue_touched, run_crosslink
+    from wiki.lanes import FINALIZE, SCOPE_KB
 
     deps, kb = env
     _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.")
     _settle(deps, kb)
-    enqueue_touched(deps, kb, [f"page-{i}" for i in range(2 * CHUNK + 1)])  # 3 ops
+    run_stage(enqueue_touched, deps, kb, [f"page-{i}" for i in range(2 * CHUNK + 1)])  # 3 ops
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 3
     sent = []
-    result = run_crosslink(deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
+    result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
     assert (result.claimed, result.pages, result.remaining, len(sent)) == (1, CHUNK, 2, 1)
     while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-        run_crosslink(deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
+        run_stage(run_crosslink, deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
     assert len(sent) == 2  # the last run found nothing left to hand on
 
 

@@ -44,7 +44,7 @@ def _kb(deps, name=None):  # noqa: F811
 
 def _wiki_dead_letter(deps, kb, title="doc", fails=6):  # noqa: F811
     """A document op that used up its budget, dead-lettered the way map does it."""
-    from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
+    from wiki.lanes import INGEST, OP_INGEST, SCOPE_KB
 
     doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} " * 20)
     op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
@@ -155,7 +155,7 @@ def test_show_prints_the_payload_as_json_and_the_whole_error(run, deps):  # noqa
 
 
 def test_requeue_wiki_op_goes_back_to_the_ingest_lane_with_a_fresh_budget(run, deps, actors_broker):  # noqa: F811
-    from actors.lanes import INGEST, SCOPE_KB
+    from wiki.lanes import INGEST, SCOPE_KB
 
     kb = _kb(deps)
     row, doc = _wiki_dead_letter(deps, kb)
@@ -206,7 +206,7 @@ def test_requeue_keeps_what_it_cannot_requeue_and_exits_1(run, deps, actors_brok
     assert f"{foreign.id}\tnot requeued: knowledge base {kb.id} of tenant 99" in result.stderr
     assert deps.dead_letters.get(ghost.id, tenant_id=1) is not None
     assert deps.dead_letters.get(foreign.id, tenant_id=99) is not None
-    from actors.lanes import INGEST, SCOPE_KB
+    from wiki.lanes import INGEST, SCOPE_KB
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 0
 
 
@@ -299,7 +299,7 @@ def test_show_refuses_another_tenants_dead_letter(run, two_tenants):
 
 
 def test_requeue_by_id_and_all_touch_only_the_tenant(run, deps, two_tenants, actors_broker):  # noqa: F811
-    from actors.lanes import INGEST, SCOPE_KB
+    from wiki.lanes import INGEST, SCOPE_KB
 
     kb1, row1, message1 = two_tenants[1]
     kb2, row2, message2 = two_tenants[2]

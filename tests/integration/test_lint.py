@@ -363,13 +363,13 @@ def test_lint_command_prints_the_report_and_json(wiki, database_url, monkeypatch
 
 
 def test_wiki_lint_actor_is_declared_and_validates_its_arguments(wiki):
+    import dramatiq
     import pydantic
 
-    import actors
     import actors.deps
     from actors.lint import LintArgs, wiki_lint
 
-    assert "wiki_lint" in actors.broker.get_declared_actors()
+    assert "wiki_lint" in dramatiq.get_broker().get_declared_actors()
     _healthy(wiki)
     previous = actors.deps._deps
     actors.deps.set_deps(wiki.deps)

@@ -273,8 +273,10 @@ def test_a_document_never_takes_longer_than_its_time_budget(server):
     started = time.monotonic()
     with pytest.raises(LLMUnavailable, match="APITimeoutError"):
         extractor(server, timeout_s=1.0, document_budget_s=1.5, transport_attempts=10).extract(TITLE, TEXT)
-    assert time.monotonic() - started < 2.5  # 1 s, then at most the 0.5 s left: never 10 tries of 1 s
+    # 1 s, then at most the 0.5 s left: never 10 tries of 1 s. The calls prove it; the clock only
+    # guards against a wait that ignores the budget, with room for a loaded machine.
     assert 1 <= server.calls <= 2
+    assert time.monotonic() - started < 5.0
 
 
 def test_reasoning_left_in_the_content_is_not_parsed_as_the_answer(server):

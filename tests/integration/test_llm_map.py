@@ -11,14 +11,15 @@ import uuid
 import pytest
 
 from actors.deps import build_deps
-from actors.ingest import submit_document
-from actors.lanes import INGEST, SCOPE_KB
-from actors.map import map_document
+from stages.ingest import submit_document
+from stages.map import map_document
+from wiki.lanes import INGEST, SCOPE_KB
 from kbwiki.status import kb_status, status_lines
 from repos.llm_errors import LLMConfigErrorRepository
 from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
 from tests.e2e.conftest import wait_until
 from tests.support.pipeline import settle
+from tests.support.stages import run_stage
 from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes, normalise
@@ -57,7 +58,7 @@ def llm_deps(settings, clean_db, server):
 def submit(deps, kb, names=DOCS):
     ids = {}
     for uri, (title, text) in names.items():
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text,
+        result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text,
                                  source_uri=uri)
         ids[uri] = result.knowledge_id
     return ids
@@ -98,7 +99,7 @@ def test_good_answers_become_pages_and_an_unchanged_document_costs_no_call(llm_d
     doc = llm_deps.docs.get(ids["timers.md"])
     op = llm_deps.ops.enqueue(tenant_id=1, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
                               dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
-    assert map_document(llm_deps, 1, kb.id, doc.id, op.id) == "cached"
+    assert run_stage(map_document, llm_deps, 1, kb.id, doc.id, op.id) == "cached"
     assert server.calls == calls
 
 
@@ -155,7 +156,7 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
     kb = new_kb(llm_deps)
     ids = submit(llm_deps, kb)
     llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
-    outcomes = [map_document(llm_deps, 1, kb.id, knowledge_id, op.id)
+    outcomes = [run_stage(map_document, llm_deps, 1, kb.id, knowledge_id, op.id)
                 for knowledge_id, op in _ops(llm_deps, kb, ids)]
     assert outcomes == ["paused", "paused"]
     assert server.calls == 1  # the second document saw the recorded error and made no call
@@ -170,7 +171,7 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
     claimed = []
     wait_until(lambda: claimed.extend(llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)) or len(claimed) == 2,
                10, "both paused ops claimable again after llm_pause_s")
-    assert [map_document(llm_deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"] * len(claimed)
+    assert [run_stage(map_document, llm_deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"] * len(claimed)
     settle(llm_deps, kb)
     assert llm_deps.docs.count_by_status(kb.id) == {"done": 2}
     assert LLMConfigErrorRepository(llm_deps.pool).get(kb.id) is None
@@ -242,7 +243,7 @@ def test_each_kind_of_answer_ends_as_a_page_a_dead_letter_or_a_paused_kb(llm_dep
     if outcome == "paused":
         llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
         [(knowledge_id, op)] = _ops(llm_deps, kb, ids)
-        assert map_document(llm_deps, 1, kb.id, knowledge_id, op.id) == "paused"
+        assert run_stage(map_document, llm_deps, 1, kb.id, knowledge_id, op.id) == "paused"
     else:
         settle(llm_deps, kb)
     pages = [p for p in pages_of(llm_deps, kb) if p.page_type != "index"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 
-from actors.claims import backoff_s
 from actors.deps import build_deps
-from actors.lanes import INGEST, REDUCE, SCOPE_KB
-from actors.map import map_document
-from actors.reduce import run_reduce_batch
+from stages.claims import backoff_s
+from stages.map import map_document
+from stages.reduce import run_reduce_batch
 from tests.e2e.conftest import wait_until
+from tests.support.stages import run_stage
 from wiki.extract.offline import OfflineExtractor
+from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 TEXT = ("The widget library draws widgets on screens. Widgets are small parts of a user interface. "
         "The widget library keeps a list of widgets and redraws them when they change. ") * 3
@@ -54,11 +55,11 @@ def test_a_map_whose_op_was_finished_meanwhile_leaves_the_document_done(settings
     doc, op = _queued(deps, kb, "Widgets")
 
     def other_worker():
-        assert map_document(deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
-        assert run_reduce_batch(deps, kb.tenant_id, kb.id).documents == 1
+        assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
+        assert run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id).documents == 1
 
     raced = build_deps(settings, pool=clean_db, extractor=_RacedExtractor(other_worker))
-    assert map_document(raced, kb.tenant_id, kb.id, doc.id, op.id) == "gone"
+    assert run_stage(map_document, raced, kb.tenant_id, kb.id, doc.id, op.id) == "gone"
     assert deps.docs.get(doc.id).status == "done"
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 0
 
@@ -71,7 +72,7 @@ def test_a_failed_document_waits_its_backoff_before_the_next_attempt(settings, c
     doc, op = _queued(deps, kb, "Widgets")
 
     assert deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300) == [deps.ops.get(op.id)]
-    assert map_document(deps, kb.tenant_id, kb.id, doc.id, op.id) == "retry"
+    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "retry"
     backing_off = deps.ops.get(op.id)
     assert backing_off.claimed_at is None and backing_off.not_before is not None
     assert deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300) == []  # not before its backoff ends
@@ -83,9 +84,9 @@ def test_the_backoff_schedule_doubles_with_jitter_up_to_its_cap(settings, pool):
     deps = build_deps(settings.model_copy(update={"document_retry_backoff_ms": 1000, "document_retry_backoff_max_ms": 60_000}), pool=pool)
     for fails in range(1, 6):
         low = 2 ** (fails - 1)
-        delays = {backoff_s(deps, fails) for _ in range(50)}
+        delays = {backoff_s(deps.settings, fails) for _ in range(50)}
         assert all(low <= d < 2 * low for d in delays), (fails, delays)
         assert len(delays) > 1  # jittered: documents failing together come back apart
-    assert all(30 <= backoff_s(deps, 20) <= 60 for _ in range(20))
+    assert all(30 <= backoff_s(deps.settings, 20) <= 60 for _ in range(20))
     off = build_deps(settings.model_copy(update={"document_retry_backoff_ms": 0}), pool=pool)
-    assert backoff_s(off, 3) == 0
+    assert backoff_s(off.settings, 3) == 0

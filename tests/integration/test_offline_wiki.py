@@ -8,6 +8,7 @@ import pytest
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _assert_no_dead_links, _pages, _settle
+from tests.support.stages import run_stage
 
 
 @pytest.fixture()
@@ -24,9 +25,9 @@ def env(actors_broker, pool):  # noqa: F811
 
 
 def _submit(deps, kb, title: str, content: str) -> str:
-    from actors.ingest import submit_document
+    from stages.ingest import submit_document
 
-    result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=content,
+    result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=content,
                              source_uri=f"docs/{title}.md")
     assert result.status == "queued", result
     return result.knowledge_id
@@ -72,7 +73,7 @@ JAPANESE = ("東京スカイツリーは東京都墨田区にある電波塔で�
 
 
 def test_chinese_and_japanese_documents_give_pages_in_their_script_with_stable_slugs(env):
-    from actors.delete import delete_document
+    from stages.delete import delete_document
 
     deps, kb = env
     zh = _submit(deps, kb, "北京大兴国际机场", CHINESE)
@@ -88,7 +89,7 @@ def test_chinese_and_japanese_documents_give_pages_in_their_script_with_stable_s
     _assert_no_dead_links(deps, kb)
 
     for kid in (zh, ja, short):
-        delete_document(deps, kb.tenant_id, kb.id, kid)
+        run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
     _settle(deps, kb)
     assert not [p for p in _pages(deps, kb).values() if p.page_type != "index"]
     # a re-ingest waits out the delete tombstone only in Redis: clear it as its hour would

@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.pipeline import settle
+from tests.support.stages import run_stage
 from wiki.links import parse_links
 from wiki.models import ExtractedItem, Extraction
 
@@ -58,10 +59,10 @@ def env(actors_broker, pool):  # noqa: F811
 
 
 def _submit(deps, kb, name: str, *lines: str) -> str:
-    from actors.ingest import submit_document
+    from stages.ingest import submit_document
 
     content = f"{name} is a test document about the pipeline.\n" + "\n".join(lines)
-    result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=name, content=content,
+    result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=name, content=content,
                              source_uri=f"test/{name}.md")
     assert result.status in ("queued", "unchanged"), result
     return result.knowledge_id
@@ -85,7 +86,7 @@ def _assert_no_dead_links(deps, kb) -> None:
 
 
 def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
-    from actors.delete import delete_document
+    from stages.delete import delete_document
 
     deps, kb = env
     a = _submit(deps, kb, "alpha", "* Redis Broker (entity): Alpha keeps its locks in the Redis broker.",
@@ -103,7 +104,7 @@ def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
     assert "doc-alpha" in {link.slug for link in parse_links(pages["index"].content)}
     gamma_version = pages["doc-gamma"].version
 
-    assert delete_document(deps, kb.tenant_id, kb.id, a).status == "deleting"
+    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, a).status == "deleting"
     assert deps.docs.get(a).status == "deleting"
     _settle(deps, kb)
 
@@ -126,31 +127,31 @@ def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
     assert deps.docs.get(a).status == "deleted"
     assert deps.extractions.get(kb.id, a, deps.docs.get(a).content_hash, deps.extractor.name) is None
     # deleting again is a no-op
-    assert delete_document(deps, kb.tenant_id, kb.id, a).status == "already_deleted"
-    assert delete_document(deps, kb.tenant_id, kb.id, "no-such-document").status == "unknown"
+    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, a).status == "already_deleted"
+    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, "no-such-document").status == "unknown"
 
 
 @pytest.mark.parametrize("ingest_older", [True, False])
 def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
-    from actors.delete import delete_document
-    from actors.ingest import pump_ingest_lane
-    from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
-    from actors.map import map_document
-    from actors.reduce import run_reduce_batch
+    from stages.delete import delete_document
+    from stages.ingest import pump_ingest_lane
+    from stages.map import map_document
+    from stages.reduce import run_reduce_batch
+    from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 
     deps, kb = env
     keep = _submit(deps, kb, "keeper", "* Shared Queue (concept): The keeper drains the shared queue.")
     _settle(deps, kb)
     doomed = _submit(deps, kb, "doomed", "* Shared Queue (concept): The doomed document fills the shared queue.",
                      "* Doomed Thing (entity): The doomed thing lives here.")
-    pump_ingest_lane(deps, kb.tenant_id, kb.id)
+    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
     [op] = [o for o in deps.ops.peek(INGEST, SCOPE_KB, kb.id) if o.dedup_key == doomed]
-    assert map_document(deps, kb.tenant_id, kb.id, doomed, op.id) == "mapped"
+    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doomed, op.id) == "mapped"
     [mapped] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
 
-    assert delete_document(deps, kb.tenant_id, kb.id, doomed).status == "deleting"
+    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, doomed).status == "deleting"
     assert deps.ops.peek(REDUCE, SCOPE_KB, kb.id) == []  # the delete took the mapped op out
-    pump_ingest_lane(deps, kb.tenant_id, kb.id)  # the retract goes straight to reduce
+    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)  # the retract goes straight to reduce
     [retract] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
     assert retract.op == OP_RETRACT
     # the racing ingest op in the same batch: a map or a duplicate message moving it in around the delete
@@ -164,7 +165,7 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
         deps.ops.enqueue(op=OP_INGEST, payload=mapped.payload, **lane)
     ops = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
     assert [o.op for o in ops] == (["ingest", "retract"] if ingest_older else ["retract", "ingest"])
-    result = run_reduce_batch(deps, kb.tenant_id, kb.id)
+    result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
     assert result.retracted == 1 and result.documents == 0
     _settle(deps, kb)
 
@@ -177,35 +178,35 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
     calls = deps.extractor.calls
     stale = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id,
                              op=OP_INGEST, dedup_key=doomed, payload={"knowledge_id": doomed})
-    assert map_document(deps, kb.tenant_id, kb.id, doomed, stale.id) == "deleted"
+    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doomed, stale.id) == "deleted"
     assert deps.extractor.calls == calls and deps.ops.get(stale.id) is None
     assert deps.docs.get(doomed).status == "deleted"
 
 
 def test_tombstone_alone_keeps_a_document_out(env):
-    from actors.coordination import tombstone_key
-    from actors.ingest import pump_ingest_lane
-    from actors.lanes import INGEST, SCOPE_KB
-    from actors.map import map_document
+    from repos.coordination import tombstone_key
+    from stages.ingest import pump_ingest_lane
+    from stages.map import map_document
+    from wiki.lanes import INGEST, SCOPE_KB
 
     deps, kb = env
     kid = _submit(deps, kb, "ghost", "* Ghost Page (entity): The ghost page must never be written.")
     deps.redis.set(tombstone_key(deps.settings.key_prefix, kb.id, kid), "1", ex=60)
-    pump_ingest_lane(deps, kb.tenant_id, kb.id)
+    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
     [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
-    assert map_document(deps, kb.tenant_id, kb.id, kid, op.id) == "deleted"
+    assert run_stage(map_document, deps, kb.tenant_id, kb.id, kid, op.id) == "deleted"
     assert deps.extractor.calls == 0
     _settle(deps, kb)
     assert not any(p.page_type != "index" for p in _pages(deps, kb).values())
 
 
 def test_resubmitting_a_deleted_source_makes_a_new_document(env):
-    from actors.delete import delete_document
+    from stages.delete import delete_document
 
     deps, kb = env
     old = _submit(deps, kb, "phoenix", "* Phoenix Bird (entity): The phoenix bird rises again.")
     _settle(deps, kb)
-    delete_document(deps, kb.tenant_id, kb.id, old)
+    run_stage(delete_document, deps, kb.tenant_id, kb.id, old)
     new = _submit(deps, kb, "phoenix", "* Phoenix Bird (entity): The phoenix bird rises again.")
     assert new != old
     _settle(deps, kb)
@@ -216,7 +217,7 @@ def test_resubmitting_a_deleted_source_makes_a_new_document(env):
 
 
 def test_unchanged_content_costs_no_extraction_and_no_rewrite(env):
-    from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
+    from wiki.lanes import INGEST, OP_INGEST, SCOPE_KB
 
     deps, kb = env
     kid = _submit(deps, kb, "steady", "* Steady State (concept): The steady state never changes.")
@@ -234,22 +235,22 @@ def test_unchanged_content_costs_no_extraction_and_no_rewrite(env):
 
 
 def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
-    from actors.ingest import submit_document
+    from stages.ingest import submit_document
 
     deps, kb = env
     content = "upgrade is a test document about the pipeline.\n* Steady State (concept): It never changes."
-    first = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+    first = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
                             content=content, source_uri="test/upgrade.md")
     _settle(deps, kb)
     assert first.status == "queued" and deps.extractor.calls == 1
 
     deps.extractor.name = "scripted-v2"  # an upgraded extractor: the cached extraction is not its own
-    again = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+    again = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
                             content=content, source_uri="test/upgrade.md")
     assert again.status == "queued" and again.knowledge_id == first.knowledge_id
     _settle(deps, kb)
     assert deps.extractor.calls == 2 and deps.docs.get(first.knowledge_id).status == "done"
-    third = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
+    third = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
                             content=content, source_uri="test/upgrade.md")
     assert third.status == "unchanged"
 
@@ -282,8 +283,8 @@ def test_changed_content_replaces_the_contribution_and_keeps_slugs(env):
 
 
 def test_retract_beyond_the_fact_cap_leaves_no_fact_of_the_document(env):
-    from actors.delete import delete_document
-    from actors.reduce import MAX_FACT_SOURCES
+    from stages.delete import delete_document
+    from wiki.merge import MAX_FACT_SOURCES
 
     deps, kb = env
     n = MAX_FACT_SOURCES + 2
@@ -295,7 +296,7 @@ def test_retract_beyond_the_fact_cap_leaves_no_fact_of_the_document(env):
     with_fact = next(k for k in ids if k in page.facts)
     without_fact = next(k for k in ids if k not in page.facts)
     for kid in (with_fact, without_fact):
-        delete_document(deps, kb.tenant_id, kb.id, kid)
+        run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
     _settle(deps, kb)
     page = deps.pages.get(kb.id, "popular-topic")
     refs = {r.knowledge_id for r in page.source_refs}
@@ -307,12 +308,16 @@ def test_retract_beyond_the_fact_cap_leaves_no_fact_of_the_document(env):
 
 
 def test_deleting_a_kb_removes_its_lanes_and_pages_and_handlers_succeed(env):
-    from actors.crosslink import run_crosslink, wiki_crosslink
-    from actors.delete import delete_knowledge_base
-    from actors.index import rebuild_index, wiki_rebuild_index
-    from actors.ingest import pump_ingest_lane, wiki_ingest
-    from actors.lanes import FINALIZE, INGEST, OP_INGEST, OP_TOUCH, REDUCE, SCOPE_KB
-    from actors.reduce import run_reduce_batch, wiki_reduce
+    from actors.crosslink import wiki_crosslink
+    from actors.index import wiki_rebuild_index
+    from actors.ingest import wiki_ingest
+    from actors.reduce import wiki_reduce
+    from stages.crosslink import run_crosslink
+    from stages.delete import delete_knowledge_base
+    from stages.index import rebuild_index
+    from stages.ingest import pump_ingest_lane
+    from stages.reduce import run_reduce_batch
+    from wiki.lanes import FINALIZE, INGEST, OP_INGEST, OP_TOUCH, REDUCE, SCOPE_KB
 
     deps, kb = env
     _submit(deps, kb, "first", "* Doomed Base (concept): The whole knowledge base goes away.")
@@ -322,29 +327,29 @@ def test_deleting_a_kb_removes_its_lanes_and_pages_and_handlers_succeed(env):
     with pytest.raises(ValueError):  # a scoped delete with an empty key never means "everything"
         deps.ops.delete_by_dedup_key(INGEST, SCOPE_KB, kb.id, "")
     # a live KB of another tenant is refused, and its work is left alone
-    assert pump_ingest_lane(deps, kb.tenant_id + 1, kb.id) == 0
+    assert run_stage(pump_ingest_lane, deps, kb.tenant_id + 1, kb.id) == 0
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id)
 
     assert deps.pages.delete(kb.id, "doomed-base")  # a deleted page's row stays until the KB goes
     live = sum(deps.pages.counts_by_type(kb.id).values())  # what `status` shows
-    result = delete_knowledge_base(deps, kb.tenant_id, kb.id)
+    result = run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id)
     assert result.deleted and result.pages == live >= 2 and result.ops >= 1
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
     assert list(deps.pages.iter_pages(kb.id)) == []
     assert deps.kbs.get(kb.id).deleted_at is not None
     assert deps.kbs.get_by_name(kb.tenant_id, kb.name) is None
-    assert not delete_knowledge_base(deps, kb.tenant_id, kb.id).deleted
+    assert not run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id).deleted
 
     # rows that raced the deletion are drained by whichever handler finds them, without raising
     for lane in (INGEST, REDUCE, FINALIZE):
         deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=lane, scope=SCOPE_KB, scope_id=kb.id,
                          op=OP_TOUCH if lane == FINALIZE else OP_INGEST, dedup_key="" if lane == FINALIZE else "x",
                          payload={"slugs": ["doomed-base"]} if lane == FINALIZE else {})
-    assert pump_ingest_lane(deps, kb.tenant_id, kb.id) == 0
+    assert run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id) == 0
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
-    assert run_reduce_batch(deps, kb.tenant_id, kb.id).documents == 0
-    assert run_crosslink(deps, kb.tenant_id, kb.id) is None
-    assert rebuild_index(deps, kb.tenant_id, kb.id) is None
+    assert run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id).documents == 0
+    assert run_stage(run_crosslink, deps, kb.tenant_id, kb.id) is None
+    assert run_stage(rebuild_index, deps, kb.tenant_id, kb.id) is None
     assert list(deps.pages.iter_pages(kb.id)) == []
     # and the actors themselves return normally (no retry, no dead letter)
     from actors.deps import set_deps

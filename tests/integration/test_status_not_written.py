@@ -17,6 +17,7 @@ from kbwiki.cli import main
 from kbwiki.demo import not_written_summary
 from kbwiki.status import NOT_WRITTEN_SAMPLE, status_lines
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
+from tests.support.stages import run_stage
 
 CODE_ONLY = "# Snippet\n\n```\nThe fenced text is not prose, so there is nothing to write.\n```\n"
 
@@ -41,13 +42,13 @@ def _kb(deps):  # noqa: F811
 
 def _skipped_by_map(deps, kb, source_uri: str, content: str = CODE_ONLY):  # noqa: F811
     """A document the real map stage skipped (its extractor found no usable sentence)."""
-    from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
-    from actors.map import map_document
+    from stages.map import map_document
+    from wiki.lanes import INGEST, OP_INGEST, SCOPE_KB
 
     doc, _ = deps.docs.upsert(kb, title=source_uri, source_uri=source_uri, content=content)
     op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
                           dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
-    assert map_document(deps, kb.tenant_id, kb.id, doc.id, op.id) == "skipped"
+    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "skipped"
     return doc
 
 
@@ -112,15 +113,15 @@ def test_status_without_unwritten_documents_prints_no_sample(run, deps):  # noqa
 
 def test_the_tilde_heading_document_is_no_longer_skipped(deps):  # noqa: F811
     """The trial's document goes through the real map stage and is mapped, not skipped."""
-    from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
-    from actors.map import map_document
+    from stages.map import map_document
+    from wiki.lanes import INGEST, OP_INGEST, SCOPE_KB
 
     kb = _kb(deps)
     text = "# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum.\n"
     doc, _ = deps.docs.upsert(kb, title="Tilde", source_uri="t.md", content=text)
     op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
                           dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
-    assert map_document(deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
+    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
     assert deps.docs.sample_not_written(kb.id) == []
 
 

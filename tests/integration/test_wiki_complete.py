@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import uuid
 
-from actors.backlink import run_backlink
-from actors.crosslink import run_crosslink
 from actors.deps import build_deps
-from actors.index import INDEX_SLUG, rebuild_index
-from actors.lanes import BACKLINK, FINALIZE, INDEX, SCOPE_KB
-from actors.reduce import run_reduce_batch
 from kbwiki.ingest import wait_for_lanes
+from stages.backlink import run_backlink
+from stages.crosslink import run_crosslink
+from stages.index import rebuild_index
+from stages.reduce import run_reduce_batch
 from tests.integration.test_reduce import _mapped
+from tests.support.stages import run_stage
 from wiki.extract.offline import OfflineExtractor
+from wiki.lanes import BACKLINK, FINALIZE, INDEX, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction
+from wiki.slugs import INDEX_SLUG
 
 
 def _extraction(name: str) -> Extraction:
@@ -28,9 +30,9 @@ def _extraction(name: str) -> Extraction:
 def _link_all(deps, kb) -> None:
     """Back-link and cross-link until both lanes are empty (every document is reduced already)."""
     while deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id):
-        assert run_backlink(deps, kb.tenant_id, kb.id).claimed
+        assert run_stage(run_backlink, deps, kb.tenant_id, kb.id).claimed
     while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-        assert run_crosslink(deps, kb.tenant_id, kb.id).claimed
+        assert run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed
 
 
 def test_wait_returns_only_once_the_index_shows_the_batch(settings, clean_db):
@@ -39,53 +41,51 @@ def test_wait_returns_only_once_the_index_shows_the_batch(settings, clean_db):
     for title in ("Alpha", "Beta"):
         _mapped(deps, kb, title, _extraction(f"{title} scheme"))
 
-    run_reduce_batch(deps, kb.tenant_id, kb.id)
+    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
     assert deps.ops.pending_count(INDEX, SCOPE_KB, kb.id) == 1  # queued with the batch's pages
     _link_all(deps, kb)
     # cross-links done, no batch active, but the index is behind: not complete
     assert deps.pages.get(kb.id, INDEX_SLUG) is None
     assert wait_for_lanes(deps, kb, 2, timeout_s=0.2, progress=False) is False
 
-    rebuild_index(deps, kb.tenant_id, kb.id)
+    run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
     assert wait_for_lanes(deps, kb, 2, timeout_s=5, progress=False) is True
     index = deps.pages.get(kb.id, INDEX_SLUG)
     assert "doc-alpha" in index.content and "doc-beta" in index.content
 
 
 def test_a_rebuild_leaves_the_requests_of_later_batches(settings, clean_db):
-    from actors.index import request_index
+    from stages.index import request_index
 
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
     _mapped(deps, kb, "Gamma", _extraction("Gamma scheme"))
-    run_reduce_batch(deps, kb.tenant_id, kb.id)
+    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
     with deps.pool.connection() as conn:  # a batch that commits while the rebuild runs
-        request_index(deps, kb, conn)
-        rebuild_index(deps, kb.tenant_id, kb.id)  # cannot see the uncommitted request
+        run_stage(request_index, deps, kb, conn)
+        run_stage(rebuild_index, deps, kb.tenant_id, kb.id)  # cannot see the uncommitted request
     assert deps.ops.pending_count(INDEX, SCOPE_KB, kb.id) == 1
-    rebuild_index(deps, kb.tenant_id, kb.id)
+    run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
     assert deps.ops.pending_count(INDEX, SCOPE_KB, kb.id) == 0
 
 
 def test_a_batch_that_only_deletes_pages_queues_a_rebuild(settings, clean_db):
-    from actors.delete import delete_document
-    from actors.lanes import INGEST, REDUCE
+    from stages.delete import delete_document
+    from wiki.lanes import INGEST, REDUCE
 
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
     kid = _mapped(deps, kb, "Delta", _extraction("Delta scheme"))
-    run_reduce_batch(deps, kb.tenant_id, kb.id)
-    rebuild_index(deps, kb.tenant_id, kb.id)
+    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
     _link_all(deps, kb)
     assert "doc-delta" in deps.pages.get(kb.id, INDEX_SLUG).content
 
-    import actors  # noqa: F401  (delete_document sends a trigger through the broker)
-
-    delete_document(deps, kb.tenant_id, kb.id, kid)
+    run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
     [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
     deps.ops.move([op.id], REDUCE)
-    result = run_reduce_batch(deps, kb.tenant_id, kb.id)
+    result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
     assert result.retracted == 1 and deps.ops.pending_count(INDEX, SCOPE_KB, kb.id) == 1
     assert wait_for_lanes(deps, kb, 0, timeout_s=0.2, progress=False) is False
-    rebuild_index(deps, kb.tenant_id, kb.id)
+    run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
     assert "doc-delta" not in deps.pages.get(kb.id, INDEX_SLUG).content

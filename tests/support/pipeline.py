@@ -4,36 +4,38 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.stages import run_stage
+
 
 def settle(deps, kb, max_rounds: int = 50) -> None:
     """Pump, map, reduce, back-link, cross-link and rebuild the index of ``kb`` until every lane
     is empty; fails the test when they never empty. Map runs in the ingest lane's order, reduce in
     batches of the KB's batch size."""
-    from actors.backlink import run_backlink
-    from actors.crosslink import run_crosslink
-    from actors.index import rebuild_index
-    from actors.ingest import pump_ingest_lane
-    from actors.lanes import BACKLINK, FINALIZE, INGEST, OP_INGEST, REDUCE, SCOPE_KB
-    from actors.map import map_document
-    from actors.reduce import run_reduce_batch
     from kbwiki.ingest import lane_rows
+    from stages.backlink import run_backlink
+    from stages.crosslink import run_crosslink
+    from stages.index import rebuild_index
+    from stages.ingest import pump_ingest_lane
+    from stages.map import map_document
+    from stages.reduce import run_reduce_batch
+    from wiki.lanes import BACKLINK, FINALIZE, INGEST, OP_INGEST, REDUCE, SCOPE_KB
 
     for _ in range(max_rounds):
-        pump_ingest_lane(deps, kb.tenant_id, kb.id)
+        run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
         for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
             if op.claimed_at is not None and op.op == OP_INGEST:
-                map_document(deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
+                run_stage(map_document, deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
         while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
-            result = run_reduce_batch(deps, kb.tenant_id, kb.id)
+            result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
             if not (result.documents or result.retracted or result.failed):
                 break
         while deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id):
-            if not run_backlink(deps, kb.tenant_id, kb.id).claimed:
+            if not run_stage(run_backlink, deps, kb.tenant_id, kb.id).claimed:
                 break  # waiting for the documents still being mapped
         while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-            if not run_crosslink(deps, kb.tenant_id, kb.id).claimed:
+            if not run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed:
                 break  # waiting for the documents still being mapped
-        rebuild_index(deps, kb.tenant_id, kb.id)
+        run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
         if lane_rows(deps, kb.id) == 0:
             return
     pytest.fail(f"lanes of {kb.id} never emptied: {deps.ops.counts_by_lane(SCOPE_KB, kb.id)}")

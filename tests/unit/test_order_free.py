@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from actors.reduce import item_type
-from wiki.lint import LintPage, broken_links
 from wiki.links import LinkTarget, linkify, parse_links, unlink
+from wiki.lint import LintPage, broken_links
+from wiki.merge import item_type
 from wiki.models import Extraction, PageLite
 from wiki.render import listed_link_starts, render_index_page, render_summary_page
 from wiki.slugs import INDEX_SLUG, RESERVED_SLUGS

@@ -1,6 +1,7 @@
 """Names of the durable lanes (``task_pending_ops.task_type``) the wiki pipeline moves ops through."""
 
-from repos.queue_common import SCOPE_KB  # noqa: F401  (defined once, with the queue's columns)
+#: The ``scope`` of every lane of a knowledge base (``scope_id`` is the KB id).
+SCOPE_KB = "knowledge_base"
 
 INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
 REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch

@@ -7,11 +7,13 @@ rows. Triggers are debounced, so several workers sweeping at once send one messa
 
 from __future__ import annotations
 
+import redis as redis_lib
 import structlog
 
-from actors.deps import Deps
-from actors.lanes import BACKLINK, FINALIZE, INDEX, INGEST, REDUCE, SCOPE_KB
-from actors.triggers import send_trigger
+from repos.pending_ops import TaskPendingOpsRepository
+from stages.triggers import send_trigger
+from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, REDUCE, SCOPE_KB
+from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -19,19 +21,19 @@ LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_cro
                INDEX: "wiki_rebuild_index"}
 
 
-def sweep(deps: Deps, debounce: bool = True) -> int:
+def sweep(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings, debounce: bool = True) -> int:
     """Reclaim stale claims and re-trigger lanes with rows; returns the number of triggers sent.
 
     ``debounce=False`` sends even where a debounce marker says a trigger is queued: after a worker
     died, that trigger may be one the dead worker had fetched and will never run.
     """
-    reclaimed = deps.ops.reclaim_stale(deps.settings.stale_claim_s)
+    reclaimed = ops.reclaim_stale(settings.stale_claim_s)
     sent = 0
-    for lane in deps.ops.lanes_with_rows():
+    for lane in ops.lanes_with_rows():
         actor = LANE_ACTORS.get(lane.task_type)
         if actor and lane.scope == SCOPE_KB:
-            sent += send_trigger(deps, actor, tenant_id=lane.tenant_id, knowledge_base_id=lane.scope_id,
-                                 debounce=debounce)
+            sent += send_trigger(actor, redis=redis, settings=settings, tenant_id=lane.tenant_id,
+                                 knowledge_base_id=lane.scope_id, debounce=debounce)
     if reclaimed or sent:
         log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
     return sent

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable
 
 from repos.pages import WikiPageRepository
-from wiki.models import PageLite
+from wiki.models import PageLite, PageType
 
 
 class BatchContext:
@@ -61,7 +61,7 @@ class BatchContext:
     def summary_of(self, knowledge_id: str) -> str | None:
         """The slug of the document's summary page, or None when it has none yet."""
         pages = self.lite(self.slugs_citing(knowledge_id))
-        return next((s for s, p in sorted(pages.items()) if p.page_type == "summary"), None)
+        return next((s for s, p in sorted(pages.items()) if p.page_type == PageType.summary), None)
 
     def by_name_keys(self, keys: Iterable[str]) -> dict[str, list[PageLite]]:
         """The live entity/concept pages of each ``wiki.dedup.name_key`` (smallest slug first, []

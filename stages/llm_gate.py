@@ -3,7 +3,7 @@ offered as handles, the extraction cache across output modes, and the pause of a
 endpoint refused its configuration (``wiki_llm_config_errors``).
 
 Every function also accepts the offline extractor and then does what map always did, so the call
-sites in ``actors.map`` stay a few lines.
+sites in ``stages.map`` stay a few lines.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from actors.deps import Deps
+from repos.extractions import ExtractionRepository
+from repos.knowledge import KnowledgeBaseRepository
 from repos.llm_errors import LLMConfigErrorRepository
-from repos.pending_ops import PendingOp
+from repos.pages import WikiPageRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from wiki.errors import LLMConfigError
 from wiki.extract import Extractor
-from wiki.extract.llm import LLMConfigError
 from wiki.models import Document, Extraction, PageLite
+from wiki.settings import Settings
 
 if TYPE_CHECKING:
     from wiki.extract.llm.extractor import LLMExtractor
@@ -37,12 +40,11 @@ def _is_llm(extractor: Extractor) -> bool:
 _WORD = re.compile(r"\w[\w+#.-]*")
 
 
-def extractor_for(deps: Deps, kb_id: str) -> Extractor:
+def extractor_for(extractor: Extractor, kb_id: str, *, kbs: KnowledgeBaseRepository) -> Extractor:
     """The extractor for this KB: the LLM one with the KB's ``wiki_config.llm`` applied, else
-    ``deps.extractor`` as it is."""
-    extractor = deps.extractor
+    ``extractor`` as it is."""
     if _is_llm(extractor):
-        kb = deps.kbs.get(kb_id)
+        kb = kbs.get(kb_id)
         if kb is not None and kb.wiki_config.llm is not None:
             return extractor.for_override(kb.wiki_config.llm)
     return extractor
@@ -56,56 +58,59 @@ def cache_names(extractor: Extractor) -> list[str]:
     return [extractor.name]
 
 
-def cached(deps: Deps, extractor: Extractor, kb_id: str, doc: Document) -> tuple[Extraction, str] | None:
+def cached(extractor: Extractor, kb_id: str, doc: Document, *,
+           extractions: ExtractionRepository) -> tuple[Extraction, str] | None:
     """The cached extraction of ``doc``'s content and its cache key, or None."""
     for name in cache_names(extractor):
-        extraction = deps.extractions.get(kb_id, doc.id, doc.content_hash, name)
+        extraction = extractions.get(kb_id, doc.id, doc.content_hash, name)
         if extraction is not None:
             return extraction, name
     return None
 
 
-def extract(deps: Deps, extractor: Extractor, kb_id: str, doc: Document) -> tuple[Extraction, str]:
+def extract(extractor: Extractor, kb_id: str, doc: Document, *, pages: WikiPageRepository,
+            llm_errors: LLMConfigErrorRepository) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
     names (one ``title_matches`` probe); its success clears the KB's configuration error."""
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
-    extraction, name, _ = extractor.extract_named(doc.title, doc.content, _named_pages(deps, kb_id, doc.content))
-    if LLMConfigErrorRepository(deps.pool).clear(kb_id):
+    extraction, name, _ = extractor.extract_named(doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages))
+    if llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name
 
 
-def _named_pages(deps: Deps, kb_id: str, text: str) -> list[PageLite]:
+def _named_pages(kb_id: str, text: str, *, pages: WikiPageRepository) -> list[PageLite]:
     words = _WORD.findall(text.lower())[:_HANDLE_SCAN_WORDS]
     phrases = {" ".join(words[i:i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
-    pages: dict[str, PageLite] = {}
-    for _, page in deps.pages.title_matches(kb_id, phrases):
-        pages.setdefault(page.slug, page)
-    return sorted(pages.values(), key=lambda p: (-len(p.title), p.slug))[:_PAGES_OFFERED]
+    named: dict[str, PageLite] = {}
+    for _, page in pages.title_matches(kb_id, phrases):
+        named.setdefault(page.slug, page)
+    return sorted(named.values(), key=lambda p: (-len(p.title), p.slug))[:_PAGES_OFFERED]
 
 
-def paused(deps: Deps, extractor: Extractor, kb_id: str) -> bool:
+def paused(extractor: Extractor, kb_id: str, *, llm_errors: LLMConfigErrorRepository) -> bool:
     """Whether the KB's model work waits on a configuration error recorded for this very
     configuration (a changed configuration is tried again)."""
     if not _is_llm(extractor):
         return False
-    row = LLMConfigErrorRepository(deps.pool).get(kb_id)
+    row = llm_errors.get(kb_id)
     return row is not None and row.fingerprint == extractor.config.fingerprint()
 
 
-def pause(deps: Deps, op: PendingOp) -> str:
+def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, worker_id: str | None) -> str:
     """Give the op back without counting a failure, claimable again in ``llm_pause_s``; returns
     the map outcome ``paused``."""
-    deps.ops.release([op.id], by=deps.worker_id, not_before_s=deps.settings.llm_pause_s)
+    ops.release([op.id], by=worker_id, not_before_s=settings.llm_pause_s)
     return "paused"
 
 
-def record_config_error(deps: Deps, extractor: LLMExtractor, kb_id: str, exc: LLMConfigError) -> None:
+def record_config_error(extractor: LLMExtractor, kb_id: str, exc: LLMConfigError, *,
+                        llm_errors: LLMConfigErrorRepository) -> None:
     """Record the KB's configuration error; logged (``llm.config_error``) only when it is new for
     this configuration, so a paused KB does not fill the log."""
-    new = LLMConfigErrorRepository(deps.pool).record(kb_id, extractor.config.fingerprint(), exc.status,
+    new = llm_errors.record(kb_id, extractor.config.fingerprint(), exc.status,
                                                      exc.message, exc.base_url, exc.model)
     if new:
         log.error("llm.config_error", knowledge_base_id=kb_id, status=exc.status, base_url=exc.base_url,

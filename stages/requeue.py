@@ -20,15 +20,19 @@ from __future__ import annotations
 from typing import Any
 
 import dramatiq
+import redis as redis_lib
 import structlog
 from dramatiq.errors import ActorNotFound
+from psycopg_pool import ConnectionPool
 
-from actors.deps import Deps
-from actors.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
-from actors.triggers import send_trigger
 from repos.dead_letter_spool import DeadLetterSpool
-from repos.dead_letters import DeadLetter
+from repos.dead_letters import DeadLetter, TaskDeadLetterRepository
+from repos.knowledge import KnowledgeRepository
+from repos.pending_ops import TaskPendingOpsRepository
+from stages.triggers import get_actor, send_trigger
 from wiki.errors import DeadLetterNotFound, RequeueRefused
+from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
+from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -42,19 +46,22 @@ REINSERTED = "reinserted"
 RESENT = "resent"
 
 
-def unspool(deps: Deps, tenant_id: int | None = None) -> int:
+def unspool(*, redis: redis_lib.Redis, settings: Settings, dead_letters: TaskDeadLetterRepository,
+            tenant_id: int | None = None) -> int:
     """Move the dead letters of ``tenant_id`` (None: every tenant's) waiting in the Redis spool into
     ``task_dead_letters``; returns how many.
 
     Raises the database's error (the rest stay spooled) while PostgreSQL is still unreachable.
     """
-    moved = DeadLetterSpool(deps.redis, deps.settings.key_prefix).drain_into(deps.dead_letters, tenant_id=tenant_id)
+    moved = DeadLetterSpool(redis, settings.key_prefix).drain_into(dead_letters, tenant_id=tenant_id)
     if moved:
         log.info("dead_letter.unspooled", dead_letters=moved)
     return moved
 
 
-def requeue_dead_letter(deps: Deps, dead_letter_id: int, *, tenant_id: int | None) -> str:
+def requeue_dead_letter(dead_letter_id: int, *, tenant_id: int | None, pool: ConnectionPool,
+                        dead_letters: TaskDeadLetterRepository, ops: TaskPendingOpsRepository,
+                        docs: KnowledgeRepository, redis: redis_lib.Redis, settings: Settings) -> str:
     """Requeue one dead letter and delete it; returns ``"reinserted"`` (wiki op) or ``"resent"`` (message).
 
     ``tenant_id`` confines it to that tenant's dead letters (None: any tenant's). Raises
@@ -63,26 +70,29 @@ def requeue_dead_letter(deps: Deps, dead_letter_id: int, *, tenant_id: int | Non
     a message, or its actor is not declared on the broker. Broker and database errors propagate;
     in every failure the dead letter is kept.
     """
-    row = deps.dead_letters.get(dead_letter_id, tenant_id=tenant_id)
+    row = dead_letters.get(dead_letter_id, tenant_id=tenant_id)
     if row is None:
         raise DeadLetterNotFound(f"no dead letter {dead_letter_id}")
     if row.task_type == INGEST:
-        return _reinsert_wiki_op(deps, row)
-    return _resend_message(deps, row)
+        return _reinsert_wiki_op(row, pool=pool, dead_letters=dead_letters, ops=ops, docs=docs, redis=redis,
+                                 settings=settings)
+    return _resend_message(row, dead_letters=dead_letters)
 
 
-def _reinsert_wiki_op(deps: Deps, row: DeadLetter) -> str:
+def _reinsert_wiki_op(row: DeadLetter, *, pool: ConnectionPool, dead_letters: TaskDeadLetterRepository,
+                      ops: TaskPendingOpsRepository, docs: KnowledgeRepository, redis: redis_lib.Redis,
+                      settings: Settings) -> str:
     op = row.payload
     knowledge_id = str(op.get("dedup_key") or row.related_id)
     kind = op.get("op")
     if row.scope != SCOPE_KB or not row.scope_id or not knowledge_id or kind not in (OP_INGEST, OP_RETRACT):
         raise RequeueRefused(f"dead letter {row.id} is not a wiki document op (scope {row.scope!r}, op {kind!r})")
     payload = op.get("payload") if isinstance(op.get("payload"), dict) else {}
-    with deps.pool.connection() as conn:
+    with pool.connection() as conn:
         # Delete first: the row lock makes a concurrent requeue of the same letter wait, then find nothing.
-        if not deps.dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
+        if not dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
             raise DeadLetterNotFound(f"no dead letter {row.id}")
-        new = deps.ops.enqueue_if_kb_active(
+        new = ops.enqueue_if_kb_active(
             tenant_id=row.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=row.scope_id, op=kind,
             dedup_key=knowledge_id, payload=payload, conn=conn,
         )
@@ -90,21 +100,20 @@ def _reinsert_wiki_op(deps: Deps, row: DeadLetter) -> str:
             conn.rollback()
             raise RequeueRefused(f"knowledge base {row.scope_id} of tenant {row.tenant_id} is unknown or deleted")
         if kind == OP_INGEST:
-            deps.docs.set_status([knowledge_id], "pending", conn=conn)
-    send_trigger(deps, "wiki_ingest", tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
+            docs.set_status([knowledge_id], "pending", conn=conn)
+    send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
     log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type,
              knowledge_base_id=row.scope_id, knowledge_id=knowledge_id, op_id=new.id)
     return REINSERTED
 
 
-def _resend_message(deps: Deps, row: DeadLetter) -> str:
+def _resend_message(row: DeadLetter, *, dead_letters: TaskDeadLetterRepository) -> str:
     stored = row.payload
     actor_name = stored.get("actor_name")
     if not isinstance(actor_name, str) or not actor_name:
         raise RequeueRefused(f"dead letter {row.id} holds no Dramatiq message (no actor_name)")
-    broker = dramatiq.get_broker()
     try:
-        actor = broker.get_actor(actor_name)
+        actor = get_actor(actor_name)
     except ActorNotFound:
         raise RequeueRefused(f"actor {actor_name!r} of dead letter {row.id} is not declared") from None
     options: dict[str, Any] = {k: v for k, v in (stored.get("options") or {}).items() if k not in DELIVERY_OPTIONS}
@@ -112,10 +121,10 @@ def _resend_message(deps: Deps, row: DeadLetter) -> str:
     message = dramatiq.Message(queue_name=actor.queue_name, actor_name=actor_name,
                                args=tuple(stored.get("args") or ()), kwargs=dict(stored.get("kwargs") or {}),
                                options=options)
-    broker.enqueue(message)
+    actor.broker.enqueue(message)
     # Only after the send: a failed send keeps the row. Losing a race here at worst sends twice,
     # which idempotent actors absorb.
-    deps.dead_letters.delete(row.id, tenant_id=row.tenant_id)
+    dead_letters.delete(row.id, tenant_id=row.tenant_id)
     log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type, actor=actor_name,
              message_id=message.message_id)
     return RESENT

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from actors.deps import Deps
-from actors.lanes import INGEST, REDUCE, SCOPE_KB
+from repos.pending_ops import TaskPendingOpsRepository
+from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 #: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway:
 #: a KB that never stops receiving documents still gets linked every few minutes, in rounds
@@ -21,12 +21,12 @@ from actors.lanes import INGEST, REDUCE, SCOPE_KB
 DEFER_S = 300.0
 
 
-def ingest_running(deps: Deps, kb_id: str, lane: str, now: datetime | None = None) -> bool:
+def ingest_running(kb_id: str, lane: str, *, ops: TaskPendingOpsRepository, now: datetime | None = None) -> bool:
     """Whether a run of ``lane`` should wait: the KB's ingest or reduce lane has rows, and the
     oldest op of ``lane`` was queued less than ``DEFER_S`` ago (False when ``lane`` is empty)."""
-    oldest = deps.ops.peek(lane, SCOPE_KB, kb_id, 1)
+    oldest = ops.peek(lane, SCOPE_KB, kb_id, 1)
     if not oldest:
         return False
     if ((now or datetime.now(UTC)) - oldest[0].enqueued_at).total_seconds() >= DEFER_S:
         return False
-    return bool(deps.ops.pending_count(INGEST, SCOPE_KB, kb_id) or deps.ops.pending_count(REDUCE, SCOPE_KB, kb_id))
+    return bool(ops.pending_count(INGEST, SCOPE_KB, kb_id) or ops.pending_count(REDUCE, SCOPE_KB, kb_id))

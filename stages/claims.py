@@ -11,21 +11,21 @@ import structlog
 from dramatiq.common import compute_backoff
 from psycopg import Connection
 
-from actors.deps import Deps
-from actors.lanes import SCOPE_KB
-from repos.pending_ops import PendingOp
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from wiki.lanes import SCOPE_KB
+from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
 
-def claim_lane(deps: Deps, task_type: str, kb_id: str, limit: int, conn: Connection | None = None) -> list[PendingOp]:
+def claim_lane(task_type: str, kb_id: str, limit: int, *, ops: TaskPendingOpsRepository, settings: Settings,
+               worker_id: str | None, conn: Connection | None = None) -> list[PendingOp]:
     """Claim up to ``limit`` dedup keys of the KB's lane ``task_type`` for this worker
     (``TaskPendingOpsRepository.claim`` with the worker id as owner and ``stale_claim_s``)."""
-    return deps.ops.claim(task_type, SCOPE_KB, kb_id, limit, deps.settings.stale_claim_s, conn=conn,
-                          owner=deps.worker_id)
+    return ops.claim(task_type, SCOPE_KB, kb_id, limit, settings.stale_claim_s, conn=conn, owner=worker_id)
 
 
-def backoff_s(deps: Deps, fails: int) -> float:
+def backoff_s(settings: Settings, fails: int) -> float:
     """Seconds a document op waits after its ``fails``-th failure before it is claimed again.
 
     Dramatiq's own retry schedule (``dramatiq.common.compute_backoff``, the one its Retries
@@ -34,22 +34,24 @@ def backoff_s(deps: Deps, fails: int) -> float:
     five retries wait 1-2, 2-4, 4-8, 8-16 and 16-32 s. Jitter spreads the retries of documents
     that failed together (one outage) so they do not all come back at once.
     """
-    s = deps.settings
-    if s.document_retry_backoff_ms <= 0:
+    if settings.document_retry_backoff_ms <= 0:
         return 0.0
-    _, ms = compute_backoff(max(fails - 1, 0), factor=s.document_retry_backoff_ms, max_backoff=s.document_retry_backoff_max_ms)
+    _, ms = compute_backoff(max(fails - 1, 0), factor=settings.document_retry_backoff_ms,
+                            max_backoff=settings.document_retry_backoff_max_ms)
     return ms / 1000
 
 
-def release_after_failure(deps: Deps, op: PendingOp, fails: int, conn: Connection | None = None) -> float:
+def release_after_failure(op: PendingOp, fails: int, *, ops: TaskPendingOpsRepository, settings: Settings,
+                          worker_id: str | None, conn: Connection | None = None) -> float:
     """Give a failed op's claim back with its backoff (:func:`backoff_s`); returns the backoff in seconds."""
-    delay = backoff_s(deps, fails)
-    deps.ops.release([op.id], conn=conn, by=deps.worker_id, not_before_s=delay)
+    delay = backoff_s(settings, fails)
+    ops.release([op.id], conn=conn, by=worker_id, not_before_s=delay)
     return delay
 
 
 @contextlib.contextmanager
-def released_on_failure(deps: Deps, claimed: Sequence[PendingOp]) -> Iterator[None]:
+def released_on_failure(claimed: Sequence[PendingOp], *, ops: TaskPendingOpsRepository,
+                        worker_id: str | None) -> Iterator[None]:
     """Run the block; if it raises, release the claimed ops (best effort) and re-raise.
 
     Ops the block already deleted or moved are unaffected (release only clears claimed_at of
@@ -60,7 +62,7 @@ def released_on_failure(deps: Deps, claimed: Sequence[PendingOp]) -> Iterator[No
         yield
     except BaseException:
         try:
-            deps.ops.release([op.id for op in claimed], by=deps.worker_id)
+            ops.release([op.id for op in claimed], by=worker_id)
         except Exception as exc:  # the heartbeat reaper or the sweeper reclaims them anyway
             log.warning("claims.release_failed", error=repr(exc), ops=len(claimed))
         raise

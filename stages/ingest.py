@@ -1,0 +1,128 @@
+"""Entering work: storing a submitted document (``submit_document``) and the ingest pump.
+
+The pump (``wiki_ingest``) claims at most ``ingest_map_parallel`` ops of a KB's ingest lane at a
+time and sends one ``wiki_map`` message per document, so one huge KB cannot starve the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis as redis_lib
+import structlog
+from psycopg_pool import ConnectionPool
+
+from repos.db import advisory_xact_lock
+from repos.extractions import ExtractionRepository
+from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.pending_ops import TaskPendingOpsRepository
+from stages.claims import claim_lane
+from stages.delete import active_kb_or_drain
+from stages.triggers import clear_trigger, send, send_trigger
+from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from wiki.models import MAX_TITLE_CHARS, Document
+from wiki.settings import Settings, kb_tunables
+from wiki.text import clean_text, cut, prose_size
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    """What happened to a submitted document: ``queued`` (reason set when it was cut), ``unchanged``
+    or ``skipped`` (with reason)."""
+
+    knowledge_id: str | None
+    status: str
+    reason: str = ""
+
+
+def submit_document(*, tenant_id: int, knowledge_base_id: str, title: str, content: str, source_uri: str = "",
+                    pool: ConnectionPool, kbs: KnowledgeBaseRepository, docs: KnowledgeRepository,
+                    ops: TaskPendingOpsRepository, extractions: ExtractionRepository, extractor_name: str,
+                    redis: redis_lib.Redis, settings: Settings) -> SubmitResult:
+    """Store one document and enqueue its ingest op in one transaction, then trigger the pump.
+
+    The content is cleaned (NUL bytes and other control characters removed), cut to
+    ``max_document_chars`` with a warning, and skipped with a reason when shorter than
+    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged content (same hash and title) enqueues nothing, unless
+    the document was written by another extractor (or version) than ``extractor_name``.
+    Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
+    """
+    kb = kbs.get_active(tenant_id, knowledge_base_id)
+    title = " ".join(clean_text(title).split())[:MAX_TITLE_CHARS] or "untitled"
+    content = clean_text(content)
+    content, was_cut = cut(content, settings.max_document_chars)
+    if was_cut:
+        log.warning("document.cut", title=title, source_uri=source_uri, max_chars=settings.max_document_chars)
+    if prose_size(content) < settings.min_document_chars:
+        return SubmitResult(None, "skipped", f"empty or near-empty ({len(content.strip())} characters)")
+    with pool.connection() as conn:
+        doc, changed = docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
+        if not changed:
+            if not _needs_new_extraction(extractions, extractor_name, kb.id, doc):
+                return SubmitResult(doc.id, "unchanged")
+            docs.set_status([doc.id], "pending", conn=conn)
+        op = ops.enqueue_if_kb_active(
+            tenant_id=tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
+            dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash}, conn=conn,
+        )
+        if op is None:
+            conn.rollback()
+            return SubmitResult(None, "skipped", "knowledge base was deleted")
+    send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
+    # said in the result too: a command logs to a file, and the user should see a cut document
+    return SubmitResult(doc.id, "queued", f"cut to {settings.max_document_chars} characters" if was_cut else "")
+
+
+def _needs_new_extraction(extractions: ExtractionRepository, extractor_name: str, kb_id: str, doc: Document) -> bool:
+    """True for a written (``done``) document whose extraction is not the current extractor's: a KB
+    built by an older extractor version is rebuilt when its documents are submitted again, instead
+    of keeping the old pages because the content did not change (one primary-key probe)."""
+    if doc.status != "done":
+        return False
+    return extractions.get(kb_id, doc.id, doc.content_hash, extractor_name) is None
+
+
+def pump_ingest_lane(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
+                     ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings,
+                     worker_id: str | None) -> int:
+    """Claim up to the KB's free map slots and send ``wiki_map`` for each claimed document.
+
+    The last op of a document wins: a retract goes straight to the reduce lane (it needs no
+    extraction); older ops of the same document are dropped. Returns the number of map messages sent.
+    A KB that is gone has its lanes drained and sends nothing.
+    """
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    if kb is None:
+        return 0
+    parallel = kb_tunables(settings, kb).map_parallel
+    with pool.connection() as conn:
+        advisory_xact_lock(conn, f"{INGEST}:{kb.id}")  # pumps of one KB take turns: slots stay honest
+        busy = ops.claimed_count(INGEST, SCOPE_KB, kb.id, settings.stale_claim_s)
+        claimed = claim_lane(INGEST, kb.id, max(0, parallel - busy), ops=ops, settings=settings, worker_id=worker_id,
+                             conn=conn)
+        last_by_key: dict[str, object] = {}
+        for op in claimed:
+            last_by_key[op.dedup_key or str(op.id)] = op
+        superseded = [op.id for op in claimed if last_by_key[op.dedup_key or str(op.id)] is not op]
+        ops.delete_by_ids(superseded, conn=conn)
+        retracts = [op for op in last_by_key.values() if op.op == OP_RETRACT]
+        ops.move([op.id for op in retracts], REDUCE, conn=conn)
+        maps = [op for op in last_by_key.values() if op.op == OP_INGEST]
+    for op in maps:
+        send("wiki_map", tenant_id=tenant_id, knowledge_base_id=kb.id, knowledge_id=op.dedup_key, op_id=op.id)
+    if retracts:
+        send_trigger("wiki_reduce", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
+    return len(maps)
+
+
+def ingest_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
+                ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings, worker_id: str | None) -> int:
+    """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
+    (:func:`pump_ingest_lane`); returns the map messages sent."""
+    clear_trigger("wiki_ingest", knowledge_base_id, redis=redis, settings=settings)
+    sent = pump_ingest_lane(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings,
+                            worker_id=worker_id)
+    log.info("ingest.pumped", knowledge_base_id=knowledge_base_id, sent=sent)
+    return sent

@@ -1,0 +1,416 @@
+"""Reduce: one batch of mapped documents of a KB -> summary, entity and concept pages.
+
+One batch per KB at a time. The Redis active-batch lock only says "someone is on it"; PostgreSQL
+decides who writes: each batch takes the KB's reduce fencing token as it starts and checks it,
+holding the fence row, in its write transaction, so a batch overtaken by a later one (its Redis
+lock flushed or expired during a pause) writes nothing and leaves its rows to the next batch.
+
+A batch takes at most ``ingest_batch_size`` documents (the last op of each document wins),
+resolves every extracted entity and concept to the page of its name key
+(``wiki.dedup.name_key``: the page of the batch, or the live page PostgreSQL finds by that key,
+else a new page), then writes the pages, queues the touched slugs on the finalize lane (and the
+title keys whose page changed on the backlink lane, ``stages.backlink``) and settles the batch in
+one transaction. PostgreSQL is asked in sets (every lookup of the batch at once, every write in
+one statement per table), so a batch costs a few dozen round trips whatever its size: a worker
+thread waiting on many round trips loses the GIL to map threads at every one. Work read or
+written is bounded by the batch, never by the KB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import redis as redis_lib
+import structlog
+from psycopg import Connection
+from psycopg_pool import ConnectionPool
+
+from repos.coordination import ActiveBatchLock, active_key, tombstone_key
+from repos.db import refresh_statistics
+from repos.extractions import ExtractionRepository
+from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.liveness import LaneFenceRepository
+from repos.pages import WikiPageRepository, title_keys
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from stages.backlink import enqueue_keys
+from stages.batch_context import BatchContext
+from stages.claims import claim_lane, release_after_failure, released_on_failure
+from stages.crosslink import enqueue_touched
+from stages.delete import active_kb_or_drain
+from stages.index import request_index
+from stages.triggers import clear_trigger, send_trigger
+from wiki.dedup import name_key
+from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
+from wiki.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from wiki.links import rewrite_links
+from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, new_page_slugs, next_page
+from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
+from wiki.settings import Settings, Tunables, kb_tunables
+from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug
+
+log = structlog.get_logger(__name__)
+
+@dataclass
+class BatchResult:
+    """Counts of one reduce batch (logged, and returned for tests and benchmarks)."""
+
+    documents: int = 0
+    retracted: int = 0
+    failed: int = 0
+    written: int = 0
+    deleted: int = 0
+    requeued: int = 0
+    retry_after_s: float = 0.0  # longest backoff of a document that failed and will be tried again
+    keys: int = 0
+    touched: list[str] = field(default_factory=list)
+
+
+def run_reduce_batch(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository, docs: KnowledgeRepository,
+                     ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, pages: WikiPageRepository,
+                     extractions: ExtractionRepository, fences: LaneFenceRepository, extractor_name: str,
+                     redis: redis_lib.Redis, settings: Settings, worker_id: str | None,
+                     lock: ActiveBatchLock | None = None) -> BatchResult:
+    """Reduce one batch of the KB's reduce lane (the caller holds the active-batch ``lock``).
+
+    A document is retracted when its last op is a retract, or when it is tombstoned, deleting,
+    deleted or missing whatever its op says: an ingest that raced a delete never brings it back.
+    A KB that is gone (before or during the batch) has its lanes drained and keeps no page.
+
+    Raises ``repos.liveness.FenceLost`` when a later batch of the KB started meanwhile, and
+    ``repos.coordination.LockLost`` when ``lock`` was lost: the batch then wrote nothing and its
+    claims are released.
+    """
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    if kb is None:
+        return BatchResult()
+    tun = kb_tunables(settings, kb)
+    # taken before the batch reads anything: every batch that started earlier can no longer write
+    # what it planned from older pages
+    token = fences.take(REDUCE, SCOPE_KB, kb.id, holder=worker_id, lock_token=lock.token if lock else "")
+    claimed = claim_lane(REDUCE, kb.id, tun.batch_size, ops=ops, settings=settings, worker_id=worker_id)
+    if not claimed:
+        return BatchResult()
+    with released_on_failure(claimed, ops=ops, worker_id=worker_id):
+        return _reduce_claimed(kb, tun, claimed, token, lock, pool=pool, kbs=kbs, docs=docs, ops=ops,
+                               dead_letters=dead_letters, pages=pages, extractions=extractions, fences=fences,
+                               extractor_name=extractor_name, redis=redis, settings=settings, worker_id=worker_id)
+
+
+def _reduce_claimed(kb, tun: Tunables, claimed: list[PendingOp], token: int, lock: ActiveBatchLock | None, *,
+                    pool: ConnectionPool, kbs: KnowledgeBaseRepository, docs: KnowledgeRepository,
+                     ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, pages: WikiPageRepository,
+                     extractions: ExtractionRepository, fences: LaneFenceRepository, extractor_name: str,
+                     redis: redis_lib.Redis, settings: Settings, worker_id: str | None) -> BatchResult:
+    result = BatchResult()
+    last = {}
+    for op in claimed:  # id order: the last op of a document wins
+        last[op.dedup_key] = op
+    by_id = docs.get_many(list(last))
+    tombstoned = _tombstoned(redis, settings, kb.id, list(last))
+    retracts: list[str] = []
+    wanted: dict[str, tuple[str, str]] = {}
+    for kid, op in last.items():
+        doc = by_id.get(kid)
+        if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted") or kid in tombstoned:
+            retracts.append(kid)
+        else:
+            wanted[kid] = (op.payload.get("content_hash", doc.content_hash),
+                           op.payload.get("extractor", extractor_name))
+    cached = extractions.get_many(kb.id, wanted)
+    ingests = [(by_id[kid], cached[kid]) for kid in wanted if kid in cached]
+    requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
+
+    plan: dict[str, SlugPlan] = {}
+    ctx = BatchContext(pages, kb.id)
+    existing_by_doc = ctx.slugs_citing_many([*retracts, *(d.id for d, _ in ingests)])
+    for kid, slugs in existing_by_doc.items():
+        for slug in slugs:
+            plan.setdefault(slug, SlugPlan(title="", page_type="")).drop.add(kid)
+
+    # pages whose every source leaves or is replaced in this batch: invisible to item resolution,
+    # so a changed document's items land where a fresh ingest would put them
+    dropping = {*retracts, *(d.id for d, _ in ingests)}
+    ghosts = pages.cited_only_by(kb.id, {s for slugs in existing_by_doc.values() for s in slugs}, dropping)
+    _prefetch(ctx, ingests, existing_by_doc)
+    planner = _Planner(ctx, plan, set(retracts), ghosts)
+    failed_ops = []
+    for doc, extraction in ingests:
+        try:
+            planner.add_document(doc, extraction)
+        except Exception as exc:
+            failed_ops.append((doc.id, exc))
+
+    failed_ids = {kid for kid, _ in failed_ops}
+    with pool.connection() as conn:
+        if not kbs.hold_active(kb.id, conn):  # deleted meanwhile: the batch writes nothing
+            pages.delete_kb(kb.id, conn=conn)
+            ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
+            log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
+            return BatchResult()
+        if lock is not None and lock.lost:
+            raise LockLost(f"active-batch lock of {kb.id} was lost")
+        fences.check(REDUCE, SCOPE_KB, kb.id, token, conn)  # every write below is fenced
+        pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
+        writes = _write_plan(kb, plan, conn, pages=pages)
+        touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
+        # pages that linked to a deleted page need their links repaired: bounded by those in-links
+        touched += [s for s in pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
+        for kid, exc in failed_ops:
+            delay = _count_failure(kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn, docs=docs, ops=ops,
+                                   dead_letters=dead_letters, settings=settings, worker_id=worker_id)
+            result.retry_after_s = max(result.retry_after_s, delay)
+        ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
+        done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
+        ops.delete_by_ids(done, conn=conn)
+        enqueue_touched(kb, touched, ops=ops, conn=conn)
+        enqueue_keys(kb, writes.keys, ops=ops, conn=conn)
+        if touched or writes.deleted:
+            request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
+        docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
+        docs.mark_deleted(retracts, conn=conn)
+        # the extraction cache keeps one version per live document: bounded by the KB's documents
+        extractions.delete_other_versions(
+            kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn)
+    if writes.renames:
+        log.info("reduce.renamed", knowledge_base_id=kb.id, pages=len(writes.renames))
+    result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)
+    result.written, result.deleted, result.touched = len(touched), len(writes.deleted), touched
+    result.requeued = len(requeue)
+    result.keys = len(writes.keys)
+    return result
+
+
+def _prefetch(ctx: BatchContext, ingests: list[tuple[Document, Extraction]], citing: dict[str, list[str]]) -> None:
+    """Ask PostgreSQL at once for every page the planner will look up: the pages citing the
+    batch's documents, the slugs its items and summaries would take, and the pages of every item's
+    name key. Two statements; the planner then only hits the context's caches."""
+    items = [item for _, extraction in ingests for item in extraction.items]
+    ctx.lite([*(s for slugs in citing.values() for s in slugs), *(slugify(i.name) for i in items),
+              *(summary_slug(doc.title) for doc, _ in ingests)])
+    ctx.by_name_keys(name_key(item.name) for item in items)
+
+
+def _tombstoned(redis: redis_lib.Redis, settings: Settings, kb_id: str, knowledge_ids: list[str]) -> set[str]:
+    """The ids among ``knowledge_ids`` with a delete tombstone in Redis (one round trip)."""
+    pipe = redis.pipeline(transaction=False)
+    for kid in knowledge_ids:
+        pipe.exists(tombstone_key(settings.key_prefix, kb_id, kid))
+    return {kid for kid, hit in zip(knowledge_ids, pipe.execute()) if hit}
+
+
+class _Planner:
+    """Turns documents' extractions into per-slug plans, resolving each item to one page."""
+
+    def __init__(self, ctx: BatchContext, plan: dict[str, SlugPlan], retracting: set[str], ghosts: set[str]):
+        self.ctx, self.plan = ctx, plan
+        self.retracting, self.ghosts = retracting, ghosts
+        self.batch = BatchPages()
+
+    def add_document(self, doc: Document, extraction: Extraction) -> None:
+        summary = self._summary_slug(doc)
+        # items resolve as in a fresh KB (the document's old names are being dropped, so they must
+        # not pull its new items in); a page the new content still names keeps its slug that way
+        resolved = [self._resolve(item) for item in extraction.items]
+        item_links = []
+        for item, (slug, page_type) in zip(extraction.items, resolved):
+            sp = self.plan.setdefault(slug, SlugPlan(title=item.name, page_type=page_type))
+            if not sp.title:
+                sp.title, sp.page_type = item.name, page_type
+            first = sp.add.get(doc.id)
+            if first is not None:
+                # a document naming the page twice ("RCU", "rcu"): its first item's fact, named by
+                # the canonical one of the names (as the page is), the others kept as aliases
+                names = [first["name"], *first["aliases"], item.name, *item.aliases]
+                first["name"] = canonical_name([first["name"], item.name])
+                first["aliases"] = [a for a in dict.fromkeys(names) if a != first["name"]][:MAX_ALIASES]
+            else:
+                sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
+                                  "evidence": item.evidence[:3], "name": item.name,
+                                  "aliases": item.aliases[:MAX_ALIASES], "kind": item.kind}
+            sp.refs[doc.id] = doc.title
+            sp.drop.discard(doc.id)
+            item_links.append((item.kind, slug, item.name, item.description))
+        sp = self.plan.setdefault(summary, SlugPlan(title=doc.title, page_type=PageType.summary))
+        sp.title, sp.page_type = doc.title, PageType.summary
+        sp.refs[doc.id] = doc.title
+        sp.drop.discard(doc.id)
+        sp.summary_of = (doc, extraction.model_copy(update={"items": []}))
+        sp.add[doc.id] = {"links": item_links}
+
+    def _summary_slug(self, doc: Document) -> str:
+        """The document's current summary slug (a changed document keeps it), else a new one
+        (suffixed when another document has it)."""
+        current = self.ctx.summary_of(doc.id)
+        if current is not None:
+            return current
+        slug = summary_slug(doc.title)
+        sp = self.plan.get(slug)
+        if sp is not None and sp.summary_of is None and sp.drop and sp.drop <= self.retracting \
+                and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == PageType.summary:
+            # the summary of a document retracted in this batch: this one takes the slug over, as
+            # it would have had the other never existed (a delete then re-add keeps its slug)
+            return slug
+        taken = sp is not None and sp.page_type == PageType.summary or bool(self.ctx.lite([slug]))
+        return f"{slug}-{doc.id[:8]}" if taken else slug
+
+    def _resolve(self, item: ExtractedItem) -> tuple[str, str]:
+        """The (slug, page type) the item goes to: the page of its name key (``wiki.dedup``) this
+        batch resolved an item to, else the live page of that key (not a ghost), else a new page
+        at the item's slug (suffixed with its kind while that slug belongs to another page). Only
+        the name decides, never an alias nor which page came first, so every order of the same
+        documents puts the same items together."""
+        key = name_key(item.name)
+        page = self.batch.pages.get(self.batch.by_key.get(key, ""))
+        if page is None:
+            page = next((p for p in self.ctx.by_name_keys([key])[key] if p.slug not in self.ghosts), None)
+        if page is None:  # "C" has "c": "C++" (another key) takes "c-entity"
+            slug = next(s for s in new_page_slugs(item.name, item.kind) if not self._taken(s))
+            page = PageLite(slug=slug, title=item.name, page_type=item.kind)
+        self.batch.add(key, page)
+        return page.slug, page.page_type
+
+    def _taken(self, slug: str) -> bool:
+        """Whether ``slug`` belongs to a page of another name key: one of this batch, a live page
+        that stays (not a ghost), a summary or the index, or a reserved slug."""
+        if slug in self.batch.pages or slug in RESERVED_SLUGS:
+            return True
+        if slug in self.plan and self.plan[slug].page_type in (PageType.summary, PageType.index):
+            return True
+        live = self.ctx.lite([slug]).get(slug)
+        return live is not None and (slug not in self.ghosts or live.page_type not in ITEM_TYPES)
+
+
+@dataclass
+class _Writes:
+    """What a batch wrote: slugs written (before renames), slugs deleted, {old slug: new slug}, and
+    the title keys that now name another page than before (or none, or a page for the first time)."""
+
+    written: set[str]
+    deleted: list[str]
+    renames: dict[str, str]
+    keys: set[str] = field(default_factory=set)
+
+
+def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiPageRepository) -> _Writes:
+    """Apply every slug's plan in the caller's transaction, in a handful of statements.
+
+    The planned pages are read and locked at once, each slug's new page computed
+    (:func:`wiki.merge.next_page`), pages moved to the slug of their canonical name, links to moved pages
+    rewritten (in the batch's pages and in their other in-links, one indexed query), then every
+    change is written with one ``delete_many`` and one ``save_many``.
+
+    A page moves only when its target is free once the batch is written (not a live page of the
+    KB, nor taken by an earlier move in slug order); otherwise it keeps its slug.
+    """
+    current = pages.get_many(kb.id, plan, conn=conn, for_update=True)
+    after: dict[str, Page] = {}  # slug -> live page as the batch leaves it
+    written: set[str] = set()
+    deleted: list[str] = []
+    targets: dict[str, str] = {}
+    for slug, sp in sorted(plan.items()):
+        outcome, page, target = next_page(kb.tenant_id, kb.id, slug, sp, current.get(slug))
+        if outcome == "deleted":
+            deleted.append(slug)
+        if page is None:
+            continue
+        after[slug] = page
+        if outcome == "written":
+            written.add(slug)
+        if target:
+            targets[slug] = target
+    live = set(after) | pages.existing_slugs(kb.id, set(targets.values()) - plan.keys(), conn=conn)
+    renames: dict[str, str] = {}
+    for old, new in sorted(targets.items()):
+        if new in live or new in RESERVED_SLUGS:
+            continue
+        after[new] = after.pop(old).model_copy(update={"slug": new, "id": None})
+        live.discard(old)
+        live.add(new)
+        renames[old] = new
+    changed = (written - renames.keys()) | set(renames.values())
+    if deleted or renames:  # in-links to them are read next: wait for every cross-link adding some
+        pages.lock_link_graph(kb.id, conn)
+    if renames:
+        others = set(pages.in_link_sources(kb.id, list(renames), conn=conn)) - plan.keys()
+        after.update(pages.get_many(kb.id, others, conn=conn, for_update=True))
+        for slug, page in after.items():
+            content, moved = rewrite_links(page.content, lambda target, _display: renames.get(target, target))
+            if moved:
+                after[slug] = page.model_copy(update={"content": content})
+                changed.add(slug)
+    pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
+    pages.save_many([after[s] for s in sorted(changed)], conn=conn)
+    before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
+    after_keys = {(slug, key) for slug in {*plan, *renames.values()} if slug in after
+                  for key in title_keys(after[slug])}
+    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys})
+
+
+def _count_failure(kb_id: str, failed: list[PendingOp], exc: Exception, conn: Connection, *, docs: KnowledgeRepository,
+                   ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, settings: Settings,
+                   worker_id: str | None) -> float:
+    """Count a document's failure on its ops: dead-letter past the budget, else release them with
+    their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
+    error = error_text(exc)
+    delay = 0.0
+    for op in failed:
+        fails = ops.incr_fail_count(op.id, conn=conn)
+        if fail_budget_spent(fails, settings.wiki_max_fail_retries):
+            dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
+                                                 task_type=INGEST, error=error, conn=conn)
+            docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)
+        else:
+            delay = max(delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id,
+                                                     conn=conn))
+    log.warning("document.reduce_failed", knowledge_base_id=kb_id,
+                knowledge_id=failed[0].dedup_key if failed else None,
+                error=repr(exc), retry_in_s=round(delay, 1))
+    return delay
+
+
+
+def reduce_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
+                docs: KnowledgeRepository, ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository,
+                pages: WikiPageRepository, extractions: ExtractionRepository, fences: LaneFenceRepository,
+                extractor_name: str, redis: redis_lib.Redis, settings: Settings,
+                worker_id: str | None) -> BatchResult | None:
+    """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
+    active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
+    batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
+    clear_trigger("wiki_reduce", knowledge_base_id, redis=redis, settings=settings)
+    lock = ActiveBatchLock(redis, active_key(settings.key_prefix, knowledge_base_id), settings.active_lock_ttl_s)
+    if not lock.acquire():
+        log.info("reduce.busy", knowledge_base_id=knowledge_base_id)
+        return None  # the running batch follows up after it releases the lock
+    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    try:
+        result = run_reduce_batch(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, docs=docs, ops=ops,
+                                  dead_letters=dead_letters, pages=pages, extractions=extractions, fences=fences,
+                                  extractor_name=extractor_name, redis=redis, settings=settings, worker_id=worker_id,
+                                  lock=lock)
+    except (FenceLost, LockLost) as exc:
+        # another batch is on the KB (or may be): it, or this trigger, takes the released rows
+        log.warning("reduce.overtaken", knowledge_base_id=knowledge_base_id, reason=str(exc))
+        send_trigger("wiki_reduce", **kb)
+        return None
+    finally:
+        lock.release()
+    analyzed = refresh_statistics(pool)  # the batch may have outgrown the planner's picture
+    remaining = ops.pending_count(REDUCE, SCOPE_KB, knowledge_base_id)
+    log.info("reduce.batch", knowledge_base_id=knowledge_base_id, documents=result.documents,
+             retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
+             remaining=remaining, analyzed=analyzed)
+    if result.touched:
+        send_trigger("wiki_crosslink", **kb)
+    if result.touched or result.deleted:  # the batch queued an index op (request_index)
+        send_trigger("wiki_rebuild_index", **kb)
+    if result.keys or (not remaining and ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
+        send_trigger("wiki_backlink", **kb)  # which waits while documents are still coming
+    if result.requeued:
+        send_trigger("wiki_ingest", **kb)
+    if remaining and (result.documents or result.retracted or result.failed):
+        send_trigger("wiki_reduce", debounce=False, **kb)
+    if result.retry_after_s:  # the failed documents' turn comes after their backoff
+        send_trigger("wiki_reduce", debounce=False, delay_s=result.retry_after_s, **kb)
+    return result
