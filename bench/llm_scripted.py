@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import shutil  # noqa: E402
 
 from bench.ingest_linux import fetch_corpus  # noqa: E402
-from repos.db import make_pool  # noqa: E402
+from repos.bench import KbProbe  # noqa: E402
 from tests.support.llm_server import ScriptedLLM, realistic  # noqa: E402
 from wiki.extract.llm.extractor import normalise  # noqa: E402
 
@@ -101,14 +101,9 @@ def main() -> None:
             worker.terminate()
             worker.wait(timeout=120)
     kb_id = status["knowledge_base"]["id"]
-    pool = make_pool(os.environ["DATABASE_URL"], 1, 2)
-    with pool.connection() as conn:
-        texts = {r["id"]: normalise(r["content"]) for r in conn.execute(
-            "SELECT id, content FROM knowledges WHERE knowledge_base_id = %s", (kb_id,)).fetchall()}
-        facts = [r["facts"] for r in conn.execute(
-            "SELECT facts FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL"
-            " AND page_type IN ('entity', 'concept')", (kb_id,)).fetchall()]
-    pool.close()
+    probe = KbProbe(os.environ["DATABASE_URL"], kb_id)
+    texts = {kid: normalise(content) for kid, content in probe.contents().items()}
+    facts = probe.item_facts()
     quotes = [(kid, q) for f in facts for kid, fact in f.items() for q in fact.get("evidence", [])]
     found = sum(q in texts.get(kid, "") for kid, q in quotes)
     calls, tokens = list(recorder.calls.values()), list(recorder.tokens.values())

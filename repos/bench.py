@@ -169,6 +169,19 @@ class KbProbe:
                 " (SELECT count(*) FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND slug = 'index'"
                 "         AND deleted_at IS NULL) AS index", {"kb": self.kb_id}).fetchone()
 
+    def contents(self) -> dict[str, str]:
+        """{document id: content} of every document of the KB (benchmarks of a few hundred documents)."""
+        with self._conn() as conn:
+            return {r["id"]: r["content"] for r in conn.execute(
+                "SELECT id, content FROM knowledges WHERE knowledge_base_id = %s", (self.kb_id,))}
+
+    def item_facts(self) -> list[dict[str, Any]]:
+        """The ``facts`` (``{document id: {"evidence": [...], ...}}``) of every live entity and concept page."""
+        with self._conn() as conn:
+            return [r["facts"] for r in conn.execute(
+                "SELECT facts FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL"
+                " AND page_type IN ('entity', 'concept')", (self.kb_id,))]
+
     def documents(self) -> list[dict[str, Any]]:
         """id, source_uri and status of every document of the KB."""
         with self._conn() as conn:
