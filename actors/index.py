@@ -13,5 +13,13 @@ def wiki_rebuild_index(**kwargs) -> None:
     """Trigger: rebuild the KB's index page."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    index_step(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, ops=d.ops, pages=d.pages,
-               redis=d.redis, settings=d.settings)
+    index_step(
+        args.tenant_id,
+        args.knowledge_base_id,
+        pool=d.pool,
+        kbs=d.kbs,
+        ops=d.ops,
+        pages=d.pages,
+        redis=d.redis,
+        settings=d.settings,
+    )

@@ -9,8 +9,8 @@ import structlog
 from actors.args import BAD_MESSAGE, KbArgs, SubmitArgs
 from actors.declare import actor
 from actors.deps import get_deps
-from wiki.errors import UnknownKnowledgeBase
 from stages.ingest import ingest_step, submit_document
+from wiki.errors import UnknownKnowledgeBase
 
 log = structlog.get_logger(__name__)
 
@@ -20,8 +20,16 @@ def wiki_ingest(**kwargs) -> None:
     """Trigger: fill the KB's free map slots from its ingest lane."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    ingest_step(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, ops=d.ops, redis=d.redis,
-                settings=d.settings, worker_id=d.worker_id)
+    ingest_step(
+        args.tenant_id,
+        args.knowledge_base_id,
+        pool=d.pool,
+        kbs=d.kbs,
+        ops=d.ops,
+        redis=d.redis,
+        settings=d.settings,
+        worker_id=d.worker_id,
+    )
 
 
 @actor(time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase), carries_data=True)
@@ -34,7 +42,15 @@ def wiki_submit(**kwargs) -> None:
     """
     args = SubmitArgs.model_validate(kwargs)
     d = get_deps()
-    result = submit_document(**args.model_dump(), pool=d.pool, kbs=d.kbs, docs=d.docs, ops=d.ops,
-                             extractions=d.extractions, extractor_name=d.extractor.name, redis=d.redis,
-                             settings=d.settings)
+    result = submit_document(
+        **args.model_dump(),
+        pool=d.pool,
+        kbs=d.kbs,
+        docs=d.docs,
+        ops=d.ops,
+        extractions=d.extractions,
+        extractor_name=d.extractor.name,
+        redis=d.redis,
+        settings=d.settings,
+    )
     log.info("document.submitted", knowledge_id=result.knowledge_id, status=result.status, reason=result.reason)

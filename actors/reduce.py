@@ -14,6 +14,19 @@ def wiki_reduce(**kwargs) -> None:
     """Trigger: reduce one batch of the KB under its active-batch lock; follow up at once if rows remain."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    reduce_step(args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, docs=d.docs, ops=d.ops,
-                dead_letters=d.dead_letters, pages=d.pages, extractions=d.extractions, fences=d.fences,
-                extractor_name=d.extractor.name, redis=d.redis, settings=d.settings, worker_id=d.worker_id)
+    reduce_step(
+        args.tenant_id,
+        args.knowledge_base_id,
+        pool=d.pool,
+        kbs=d.kbs,
+        docs=d.docs,
+        ops=d.ops,
+        dead_letters=d.dead_letters,
+        pages=d.pages,
+        extractions=d.extractions,
+        fences=d.fences,
+        extractor_name=d.extractor.name,
+        redis=d.redis,
+        settings=d.settings,
+        worker_id=d.worker_id,
+    )

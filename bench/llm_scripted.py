@@ -76,27 +76,50 @@ def main() -> None:
     kb_name = f"linux-doc-llm-{int(time.time())}"
     recorder = Recorder()
     with ScriptedLLM(recorder) as server, tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_BASE_URL": server.url,
-               "KBWIKI_LLM_MODEL": "scripted", "KBWIKI_LLM_API_KEY": "none",
-               "KBWIKI_LLM_SECTION_CHARS": str(args.section_chars)}
+        env = {
+            **os.environ,
+            "KBWIKI_EXTRACTOR": "llm",
+            "KBWIKI_LLM_BASE_URL": server.url,
+            "KBWIKI_LLM_MODEL": "scripted",
+            "KBWIKI_LLM_API_KEY": "none",
+            "KBWIKI_LLM_SECTION_CHARS": str(args.section_chars),
+        }
         subprocess.run([*KBWIKI, "migrate"], cwd=ROOT, env=env, check=True, capture_output=True)
         docs = Path(tmp) / "docs"
         docs.mkdir()
         # Copies, not symlinks: ingest skips a symlink that leads outside the folder it reads.
-        for i, path in enumerate(sorted(folder.rglob("*.rst"))[:args.docs]):
+        for i, path in enumerate(sorted(folder.rglob("*.rst"))[: args.docs]):
             shutil.copyfile(path, docs / f"{i:05d}-{path.name}")
         log = open(Path(tmp) / "worker.log", "ab")  # noqa: SIM115
-        worker = subprocess.Popen([*KBWIKI, "worker", "-p", str(args.processes), "-t", str(args.threads)],
-                                  cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [*KBWIKI, "worker", "-p", str(args.processes), "-t", str(args.threads)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             started = time.monotonic()
-            ingest = subprocess.run([*KBWIKI, "ingest", str(docs), "--kb", kb_name, "--wait"], cwd=ROOT, env=env,
-                                    capture_output=True, text=True)
+            ingest = subprocess.run(
+                [*KBWIKI, "ingest", str(docs), "--kb", kb_name, "--wait"],
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             elapsed = time.monotonic() - started
             if ingest.returncode:
                 sys.exit(f"kbwiki ingest failed:\n{ingest.stdout}\n{ingest.stderr}")
-            status = json.loads(subprocess.run([*KBWIKI, "status", "--kb", kb_name, "--json"], cwd=ROOT, env=env,
-                                               check=True, capture_output=True, text=True).stdout)
+            status = json.loads(
+                subprocess.run(
+                    [*KBWIKI, "status", "--kb", kb_name, "--json"],
+                    cwd=ROOT,
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
+            )
         finally:
             worker.terminate()
             worker.wait(timeout=120)
@@ -116,10 +139,14 @@ def main() -> None:
     print(f"quotes in pages found in their source: {found}/{len(quotes)} ({found / max(len(quotes), 1):.1%})")
     print(f"quotes proposed by the model: {recorder.quotes_proposed} (pages keep at most 3 per source and page)")
     mapped = sum(status["documents"].values())
-    print(f"calls per document: {sum(calls) / mapped:.2f} ({sum(calls)} calls for {mapped} documents; by title:"
-          f" median {statistics.median(calls):.0f}, max {max(calls)})")
-    print(f"tokens per document: {sum(tokens) / mapped:.0f} (by title: median {statistics.median(tokens):.0f},"
-          f" max {max(tokens)})")
+    print(
+        f"calls per document: {sum(calls) / mapped:.2f} ({sum(calls)} calls for {mapped} documents; by title:"
+        f" median {statistics.median(calls):.0f}, max {max(calls)})"
+    )
+    print(
+        f"tokens per document: {sum(tokens) / mapped:.0f} (by title: median {statistics.median(tokens):.0f},"
+        f" max {max(tokens)})"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import click
 
+from actors import setup_broker
+from actors.deps import Deps, get_deps
 from wiki.errors import (
     BadInput,
     BadSetting,
@@ -24,8 +26,6 @@ from wiki.errors import (
     UnknownKnowledgeBase,
     WaitTimedOut,
 )
-from actors import setup_broker
-from actors.deps import Deps, get_deps
 from wiki.settings import Settings, get_settings
 
 #: The exit code of a command that ends on each kind of refusal (the most specific class listed in
@@ -173,7 +173,8 @@ def services() -> Iterator[Settings]:
             raise ServersUnreachable(
                 f"the servers went away ({type(cause).__name__}: {str(cause).strip().splitlines()[0]}); was the"
                 " worker that owns the local servers stopped? Work queued so far is kept: start `kbwiki worker`"
-                " and check `kbwiki status`") from None
+                " and check `kbwiki status`"
+            ) from None
 
 
 def command_deps() -> Deps:
@@ -184,8 +185,9 @@ def command_deps() -> Deps:
 
 def lanes_timeout(kb_name: str, timeout: float) -> WaitTimedOut:
     """The error of a ``--wait`` that ran out: work is only done while a worker runs."""
-    return WaitTimedOut(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s;"
-                        " is a worker running (`kbwiki worker`)?")
+    return WaitTimedOut(
+        f"lanes of {kb_name!r} were not empty after {timeout:.0f} s; is a worker running (`kbwiki worker`)?"
+    )
 
 
 def find_kb(deps, tenant: int, name: str, create: bool = False):

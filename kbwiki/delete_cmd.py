@@ -18,8 +18,11 @@ from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
 @kb_option
 @tenant_option
 @click.argument("docs", nargs=-1, required=True)
-@click.option("--wait", is_flag=True,
-              help="Wait until the wiki is complete again: pages, links and index rewritten (needs a worker).")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Wait until the wiki is complete again: pages, links and index rewritten (needs a worker).",
+)
 @click.option("--timeout", default=600, show_default=True, type=float, help="Seconds --wait waits at most.")
 def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout: float) -> None:
     """Delete documents (knowledge ids or source URIs) from a KB's wiki."""
@@ -35,8 +38,17 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
                 click.echo(f"unknown {ref}")
                 missing += 1
                 continue
-            result = delete_document(kb.tenant_id, kb.id, doc.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs,
-                                     ops=deps.ops, redis=deps.redis, settings=deps.settings)
+            result = delete_document(
+                kb.tenant_id,
+                kb.id,
+                doc.id,
+                pool=deps.pool,
+                kbs=deps.kbs,
+                docs=deps.docs,
+                ops=deps.ops,
+                redis=deps.redis,
+                settings=deps.settings,
+            )
             queued += result.status == "deleting"
             click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
@@ -56,8 +68,9 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        result = delete_knowledge_base(kb.tenant_id, kb.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops,
-                                       pages=deps.pages)
+        result = delete_knowledge_base(
+            kb.tenant_id, kb.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops, pages=deps.pages
+        )
     if not result.deleted:
         raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
     click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")

@@ -12,8 +12,10 @@ from wiki.models import KnowledgeBase
 NOT_WRITTEN_SAMPLE = 10
 NOT_WRITTEN_STATUSES = ("skipped", "failed")  # document statuses that wrote no page
 _REASON_CHARS = 200
-NO_WORKER = ("no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
-             " until one runs (`kbwiki worker`)")
+NO_WORKER = (
+    "no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
+    " until one runs (`kbwiki worker`)"
+)
 
 
 def no_worker_warning(deps: Deps) -> str | None:
@@ -42,9 +44,12 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
         "lanes": deps.ops.counts_by_lane(SCOPE_KB, kb.id),
         "dead_letters": deps.dead_letters.count(tenant_id=kb.tenant_id, scope=SCOPE_KB, scope_id=kb.id),
         "dead_letters_spooled": DeadLetterSpool(deps.redis, deps.settings.key_prefix).count(
-            tenant_id=kb.tenant_id, scope_id=kb.id),
-        "workers": {"alive": deps.workers.alive_count(deps.settings.worker_ttl_s),
-                    "heartbeat_ttl_s": deps.settings.worker_ttl_s},
+            tenant_id=kb.tenant_id, scope_id=kb.id
+        ),
+        "workers": {
+            "alive": deps.workers.alive_count(deps.settings.worker_ttl_s),
+            "heartbeat_ttl_s": deps.settings.worker_ttl_s,
+        },
         "llm_paused": _llm_paused(deps, kb),
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
@@ -73,11 +78,16 @@ def status_lines(report: dict) -> list[str]:
         if section in ("not_written", "not_written_more", "llm_paused"):
             continue
         if isinstance(values, dict):
-            lines.append(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values
-                         else f"{section}: none")
+            lines.append(
+                f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+                if values
+                else f"{section}: none"
+            )
         elif section == "dead_letters_spooled" and values:
-            lines.append(f"{section}: {values} (in Redis: PostgreSQL was down when they failed;"
-                         " `kbwiki dead-letters list` moves them into the table)")
+            lines.append(
+                f"{section}: {values} (in Redis: PostgreSQL was down when they failed;"
+                " `kbwiki dead-letters list` moves them into the table)"
+            )
         else:
             lines.append(f"{section}: {values}")
     workers = report.get("workers", {})
@@ -85,9 +95,11 @@ def status_lines(report: dict) -> list[str]:
         lines.append(NO_WORKER.format(ttl=workers["heartbeat_ttl_s"]))
     paused = report.get("llm_paused")
     if paused:
-        lines.append(f"model paused: HTTP {paused['status']} from {paused['base_url'] or 'the default endpoint'}"
-                     f" for model {paused['model']} since {paused['created_at']}: {_one_line(paused['message'], _REASON_CHARS)}"
-                     " (documents wait; fix KBWIKI_LLM_* or wiki_config.llm and the KB resumes by itself)")
+        lines.append(
+            f"model paused: HTTP {paused['status']} from {paused['base_url'] or 'the default endpoint'}"
+            f" for model {paused['model']} since {paused['created_at']}: {_one_line(paused['message'], _REASON_CHARS)}"
+            " (documents wait; fix KBWIKI_LLM_* or wiki_config.llm and the KB resumes by itself)"
+        )
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:
         lines.append("not written:")

@@ -8,7 +8,6 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
 
 
-
 class LLMConfigErrorRow(BaseModel):
     """The refusal that paused a KB: HTTP ``status`` and the provider's ``message`` for the
     configuration ``fingerprint`` (``wiki.llm_config.LLMConfig.fingerprint``)."""
@@ -29,14 +28,14 @@ class LLMConfigErrorRepository:
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
 
-    def record(self, kb_id: str, fingerprint: str, status: int, message: str, base_url: str | None,
-               model: str) -> bool:
+    def record(self, kb_id: str, fingerprint: str, status: int, message: str, base_url: str | None, model: str) -> bool:
         """Store the error; returns True when it is new for the KB (no row, or one for another
         configuration), False when the same configuration's error was already there (then only
         ``last_seen_at`` moves): the caller logs it once."""
         with self.pool.connection() as c:
             row = c.execute(
-                "INSERT INTO wiki_llm_config_errors AS e (knowledge_base_id, fingerprint, status, message, base_url, model)"
+                "INSERT INTO wiki_llm_config_errors AS e"
+                " (knowledge_base_id, fingerprint, status, message, base_url, model)"
                 " VALUES (%s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (knowledge_base_id) DO UPDATE SET last_seen_at = now(), status = EXCLUDED.status,"
                 " message = EXCLUDED.message, base_url = EXCLUDED.base_url, model = EXCLUDED.model,"
@@ -56,4 +55,6 @@ class LLMConfigErrorRepository:
     def clear(self, kb_id: str) -> bool:
         """Drop the KB's error (its model answered again); returns whether there was one."""
         with self.pool.connection() as conn:
-            return conn.execute("DELETE FROM wiki_llm_config_errors WHERE knowledge_base_id = %s", (kb_id,)).rowcount > 0
+            return (
+                conn.execute("DELETE FROM wiki_llm_config_errors WHERE knowledge_base_id = %s", (kb_id,)).rowcount > 0
+            )

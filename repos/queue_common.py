@@ -12,7 +12,6 @@ from typing import Any
 from wiki.errors import ERROR_LIMIT_BYTES, BadInput, EmptyDedupKey
 from wiki.lanes import SCOPE_KB  # noqa: F401  (defined once, with the lane names)
 
-
 TRUNCATED_SUFFIX = "...(truncated)"
 
 # Column widths (VARCHAR(n)) of the migration.

@@ -44,6 +44,7 @@ KEYS_PER_OP = 200
 #: (3,932 pages), 200 keys 0.3 s (1,339 pages): in groups of 10, overlapping groups queued 8,000.
 OPS_PER_RUN = 50
 
+
 @dataclass
 class BacklinkResult:
     """Ops claimed, pages found mentioning their keys, pages queued for cross-linking (those and the
@@ -56,18 +57,35 @@ class BacklinkResult:
     remaining: int = 0
 
 
-def enqueue_keys(kb: KnowledgeBase, keys: set[str], *, ops: TaskPendingOpsRepository,
-                 conn: Connection | None = None) -> None:
+def enqueue_keys(
+    kb: KnowledgeBase, keys: set[str], *, ops: TaskPendingOpsRepository, conn: Connection | None = None
+) -> None:
     """Queue the title ``keys`` whose page changed, ``KEYS_PER_OP`` per backlink op."""
     ordered = sorted(keys)
     for i in range(0, len(ordered), KEYS_PER_OP):
-        ops.enqueue(tenant_id=kb.tenant_id, task_type=BACKLINK, scope=SCOPE_KB, scope_id=kb.id, op=OP_KEYS,
-                    payload={"keys": ordered[i:i + KEYS_PER_OP]}, conn=conn)
+        ops.enqueue(
+            tenant_id=kb.tenant_id,
+            task_type=BACKLINK,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_KEYS,
+            payload={"keys": ordered[i : i + KEYS_PER_OP]},
+            conn=conn,
+        )
 
 
-def run_backlink(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                 ops: TaskPendingOpsRepository, pages: WikiPageRepository, settings: Settings,
-                 worker_id: str | None, now: datetime | None = None) -> BacklinkResult | None:
+def run_backlink(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    settings: Settings,
+    worker_id: str | None,
+    now: datetime | None = None,
+) -> BacklinkResult | None:
     """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking,
     merged with the pages waiting unclaimed on the finalize lane (each queued once).
 
@@ -94,18 +112,35 @@ def run_backlink(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool
     return result
 
 
-def backlink_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                  ops: TaskPendingOpsRepository, pages: WikiPageRepository, redis: redis_lib.Redis,
-                  settings: Settings, worker_id: str | None) -> BacklinkResult | None:
+def backlink_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> BacklinkResult | None:
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
     keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left."""
     clear_trigger("wiki_backlink", knowledge_base_id, redis=redis, settings=settings)
-    result = run_backlink(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings,
-                          worker_id=worker_id)
+    result = run_backlink(
+        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings, worker_id=worker_id
+    )
     if result is None:
         return None
-    log.info("backlink.done", knowledge_base_id=knowledge_base_id, ops=result.claimed, found=result.found,
-             queued=result.queued, deferred=result.deferred, remaining=result.remaining)
+    log.info(
+        "backlink.done",
+        knowledge_base_id=knowledge_base_id,
+        ops=result.claimed,
+        found=result.found,
+        queued=result.queued,
+        deferred=result.deferred,
+        remaining=result.remaining,
+    )
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     if result.queued:
         send_trigger("wiki_crosslink", **kb)

@@ -18,8 +18,16 @@ from wiki.settings import Settings
 log = structlog.get_logger(__name__)
 
 
-def claim_lane(task_type: str, kb_id: str, limit: int, *, ops: TaskPendingOpsRepository, settings: Settings,
-               worker_id: str | None, conn: Connection | None = None) -> list[PendingOp]:
+def claim_lane(
+    task_type: str,
+    kb_id: str,
+    limit: int,
+    *,
+    ops: TaskPendingOpsRepository,
+    settings: Settings,
+    worker_id: str | None,
+    conn: Connection | None = None,
+) -> list[PendingOp]:
     """Claim up to ``limit`` dedup keys of the KB's lane ``task_type`` for this worker
     (``TaskPendingOpsRepository.claim`` with the worker id as owner and ``stale_claim_s``)."""
     return ops.claim(task_type, SCOPE_KB, kb_id, limit, settings.stale_claim_s, conn=conn, owner=worker_id)
@@ -36,13 +44,21 @@ def backoff_s(settings: Settings, fails: int) -> float:
     """
     if settings.document_retry_backoff_ms <= 0:
         return 0.0
-    _, ms = compute_backoff(max(fails - 1, 0), factor=settings.document_retry_backoff_ms,
-                            max_backoff=settings.document_retry_backoff_max_ms)
+    _, ms = compute_backoff(
+        max(fails - 1, 0), factor=settings.document_retry_backoff_ms, max_backoff=settings.document_retry_backoff_max_ms
+    )
     return ms / 1000
 
 
-def release_after_failure(op: PendingOp, fails: int, *, ops: TaskPendingOpsRepository, settings: Settings,
-                          worker_id: str | None, conn: Connection | None = None) -> float:
+def release_after_failure(
+    op: PendingOp,
+    fails: int,
+    *,
+    ops: TaskPendingOpsRepository,
+    settings: Settings,
+    worker_id: str | None,
+    conn: Connection | None = None,
+) -> float:
     """Give a failed op's claim back with its backoff (:func:`backoff_s`); returns the backoff in seconds."""
     delay = backoff_s(settings, fails)
     ops.release([op.id], conn=conn, by=worker_id, not_before_s=delay)
@@ -50,8 +66,9 @@ def release_after_failure(op: PendingOp, fails: int, *, ops: TaskPendingOpsRepos
 
 
 @contextlib.contextmanager
-def released_on_failure(claimed: Sequence[PendingOp], *, ops: TaskPendingOpsRepository,
-                        worker_id: str | None) -> Iterator[None]:
+def released_on_failure(
+    claimed: Sequence[PendingOp], *, ops: TaskPendingOpsRepository, worker_id: str | None
+) -> Iterator[None]:
     """Run the block; if it raises, release the claimed ops (best effort) and re-raise.
 
     Ops the block already deleted or moved are unaffected (release only clears claimed_at of

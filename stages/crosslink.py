@@ -62,17 +62,34 @@ class CrosslinkResult:
         self.busy += other.busy
 
 
-def enqueue_touched(kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRepository,
-                    conn: Connection | None = None) -> None:
+def enqueue_touched(
+    kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRepository, conn: Connection | None = None
+) -> None:
     """Queue ``slugs`` for cross-linking, ``CHUNK`` per finalize op (so runs can share them out)."""
     for i in range(0, len(slugs), CHUNK):
-        ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
-                    op=OP_TOUCH, payload={"slugs": slugs[i:i + CHUNK]}, conn=conn)
+        ops.enqueue(
+            tenant_id=kb.tenant_id,
+            task_type=FINALIZE,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_TOUCH,
+            payload={"slugs": slugs[i : i + CHUNK]},
+            conn=conn,
+        )
 
 
-def run_crosslink(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                  ops: TaskPendingOpsRepository, pages: WikiPageRepository, settings: Settings,
-                  worker_id: str | None, fan_out=None) -> CrosslinkResult | None:
+def run_crosslink(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    settings: Settings,
+    worker_id: str | None,
+    fan_out=None,
+) -> CrosslinkResult | None:
     """Cross-link the pages of one finalize op, then delete it; claims nothing while documents of
     the KB are still coming in (``stages.pacing``).
 
@@ -95,14 +112,20 @@ def run_crosslink(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPoo
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         for i in range(0, len(slugs), CHUNK):
-            result.add(link_pages(kb, slugs[i:i + CHUNK], pool=pool, ops=ops, pages=pages))
+            result.add(link_pages(kb, slugs[i : i + CHUNK], pool=pool, ops=ops, pages=pages))
         ops.delete_by_ids([op.id for op in claimed])
     result.remaining = ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
     return result
 
 
-def link_pages(kb: KnowledgeBase, slugs: list[str], *, pool: ConnectionPool, ops: TaskPendingOpsRepository,
-               pages: WikiPageRepository) -> CrosslinkResult:
+def link_pages(
+    kb: KnowledgeBase,
+    slugs: list[str],
+    *,
+    pool: ConnectionPool,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+) -> CrosslinkResult:
     """Repair dead links and add cross-links in the live pages among ``slugs``.
 
     The new contents are computed from pages read without a lock (linkify is CPU work: holding
@@ -131,7 +154,9 @@ def link_pages(kb: KnowledgeBase, slugs: list[str], *, pool: ConnectionPool, ops
     items = {s for s, p in pages.lite_by_slugs(kb.id, targets).items() if p.page_type in ITEM_TYPES}
     for slug, content in repaired_content.items():
         listed = listed_link_starts(content)
-        repaired_content[slug] = unlink(content, lambda link: link.slug in items and link.start not in listed)
+        repaired_content[slug] = unlink(
+            content, lambda link, listed=listed: link.slug in items and link.start not in listed
+        )
     mentioned = mentions_by_page(lambda phrases: pages.title_matches(kb.id, phrases), repaired_content)
     changed = {}
     for slug, content in repaired_content.items():
@@ -150,8 +175,11 @@ def link_pages(kb: KnowledgeBase, slugs: list[str], *, pool: ConnectionPool, ops
         # linked again by a later run, from what is live then
         targets = {slug: out_link_slugs(page.content) for slug, page in changed.items()}
         live = pages.existing_slugs(kb.id, set().union(*targets.values()), conn=conn)
-        fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version
-                 and targets[slug] <= live]
+        fresh = [
+            page
+            for slug, page in changed.items()
+            if slug in held and held[slug].version == page.version and targets[slug] <= live
+        ]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
         pages.save_many(fresh, conn=conn, out_links=targets)
         enqueue_touched(kb, busy, ops=ops, conn=conn)
@@ -159,19 +187,44 @@ def link_pages(kb: KnowledgeBase, slugs: list[str], *, pool: ConnectionPool, ops
     return result
 
 
-def crosslink_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                   ops: TaskPendingOpsRepository, pages: WikiPageRepository, redis: redis_lib.Redis,
-                   settings: Settings, worker_id: str | None) -> CrosslinkResult | None:
+def crosslink_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> CrosslinkResult | None:
     """What ``wiki_crosslink`` does with a trigger: clear it, cross-link one finalize op
     (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left."""
     clear_trigger("wiki_crosslink", knowledge_base_id, redis=redis, settings=settings)
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
-    result = run_crosslink(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings,
-                           worker_id=worker_id, fan_out=lambda: send_trigger("wiki_crosslink", debounce=False, **kb))
+    result = run_crosslink(
+        tenant_id,
+        knowledge_base_id,
+        pool=pool,
+        kbs=kbs,
+        ops=ops,
+        pages=pages,
+        settings=settings,
+        worker_id=worker_id,
+        fan_out=lambda: send_trigger("wiki_crosslink", debounce=False, **kb),
+    )
     if result is None:
         return None
-    log.info("crosslink.done", knowledge_base_id=knowledge_base_id, pages=result.pages,
-             rewritten=result.rewritten, linked=result.linked, repaired=result.repaired, busy=result.busy)
+    log.info(
+        "crosslink.done",
+        knowledge_base_id=knowledge_base_id,
+        pages=result.pages,
+        rewritten=result.rewritten,
+        linked=result.linked,
+        repaired=result.repaired,
+        busy=result.busy,
+    )
     if not result.claimed:
         return result  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window

@@ -18,10 +18,10 @@ from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
-from wiki.errors import UnknownKnowledgeBase
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
+from wiki.errors import UnknownKnowledgeBase
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.models import KnowledgeBase
 from wiki.settings import Settings
@@ -50,9 +50,18 @@ class KbDeleteResult:
     documents: int = 0
 
 
-def delete_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, *, pool: ConnectionPool,
-                    kbs: KnowledgeBaseRepository, docs: KnowledgeRepository, ops: TaskPendingOpsRepository,
-                    redis: redis_lib.Redis, settings: Settings) -> DeleteResult:
+def delete_document(
+    tenant_id: int,
+    knowledge_base_id: str,
+    knowledge_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> DeleteResult:
     """Delete one document of a live KB; the retract then runs in the KB's next reduce batch.
 
     One transaction: status ``deleting``, its ingest ops removed from the ingest and reduce
@@ -71,12 +80,21 @@ def delete_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, *
             doc = docs.mark_deleting(kb.id, knowledge_id, conn=conn)
             if doc is None:
                 known = docs.find(kb.id, knowledge_id)
-                return DeleteResult(knowledge_id, "already_deleted" if known and known.id == knowledge_id else "unknown")
+                return DeleteResult(
+                    knowledge_id, "already_deleted" if known and known.id == knowledge_id else "unknown"
+                )
             for lane in DOCUMENT_LANES:
                 ops.delete_by_dedup_key(lane, SCOPE_KB, kb.id, doc.id, op=OP_INGEST, conn=conn)
-            op = ops.enqueue_if_kb_active(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB,
-                                          scope_id=kb.id, op=OP_RETRACT, dedup_key=doc.id,
-                                          payload={"knowledge_id": doc.id}, conn=conn)
+            op = ops.enqueue_if_kb_active(
+                tenant_id=kb.tenant_id,
+                task_type=INGEST,
+                scope=SCOPE_KB,
+                scope_id=kb.id,
+                op=OP_RETRACT,
+                dedup_key=doc.id,
+                payload={"knowledge_id": doc.id},
+                conn=conn,
+            )
             if op is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
                 raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
             # last, so a Redis failure rolls the transaction back and nothing is half deleted
@@ -93,9 +111,16 @@ def delete_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, *
     return DeleteResult(knowledge_id, "deleting")
 
 
-def delete_knowledge_base(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                          docs: KnowledgeRepository, ops: TaskPendingOpsRepository,
-                          pages: WikiPageRepository) -> KbDeleteResult:
+def delete_knowledge_base(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+) -> KbDeleteResult:
     """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
     and mark its documents deleted. ``deleted=False`` when it was not a live KB of the tenant.
 
@@ -113,8 +138,9 @@ def delete_knowledge_base(tenant_id: int, knowledge_base_id: str, *, pool: Conne
     return KbDeleteResult(True, n_ops, n_pages, n_docs)
 
 
-def active_kb_or_drain(tenant_id: int, knowledge_base_id: str, *, kbs: KnowledgeBaseRepository,
-                       ops: TaskPendingOpsRepository) -> KnowledgeBase | None:
+def active_kb_or_drain(
+    tenant_id: int, knowledge_base_id: str, *, kbs: KnowledgeBaseRepository, ops: TaskPendingOpsRepository
+) -> KnowledgeBase | None:
     """The live KB for a handler, or None when the handler has nothing to do.
 
     A deleted or unknown KB: every lane row left for it (ops that raced the deletion) is deleted
@@ -131,4 +157,3 @@ def active_kb_or_drain(tenant_id: int, knowledge_base_id: str, *, kbs: Knowledge
         drained = ops.delete_by_scope(SCOPE_KB, knowledge_base_id)
         log.info("kb.gone", knowledge_base_id=knowledge_base_id, drained=drained)
         return None
-

@@ -38,8 +38,15 @@ def request_index(kb: KnowledgeBase, conn: Connection, *, ops: TaskPendingOpsRep
     ops.enqueue(tenant_id=kb.tenant_id, task_type=INDEX, scope=SCOPE_KB, scope_id=kb.id, op=OP_REBUILD, conn=conn)
 
 
-def rebuild_index(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                  ops: TaskPendingOpsRepository, pages: WikiPageRepository) -> Page | None:
+def rebuild_index(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+) -> Page | None:
     """Rewrite the KB's index page from four bounded queries (counts, most-cited entities and
     concepts, recent summaries), each an index walk that stops at its limit, and delete the
     ``wiki:index`` ops queued before it read them.
@@ -57,9 +64,15 @@ def rebuild_index(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPoo
         counts = pages.counts_by_type(kb.id)
         recent = pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
         cited = {page_type: pages.most_cited(kb.id, page_type, MOST_CITED) for page_type in ITEM_TYPES}
-        page = Page(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, slug=INDEX_SLUG, title=f"{kb.name} index",
-                    page_type=PageType.index, content=render_index_page(kb.name, counts, recent, cited),
-                    summary=f"Index of {kb.name}")
+        page = Page(
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            slug=INDEX_SLUG,
+            title=f"{kb.name} index",
+            page_type=PageType.index,
+            content=render_index_page(kb.name, counts, recent, cited),
+            summary=f"Index of {kb.name}",
+        )
         if not kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
             return None
         saved = pages.save(page, conn=conn)
@@ -67,15 +80,28 @@ def rebuild_index(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPoo
     return saved
 
 
-def index_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-               ops: TaskPendingOpsRepository, pages: WikiPageRepository, redis: redis_lib.Redis,
-               settings: Settings) -> Page | None:
+def index_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> Page | None:
     """What ``wiki_rebuild_index`` does with a trigger: clear it, rebuild (:func:`rebuild_index`), and
     trigger again while index ops queued meanwhile are left."""
     clear_trigger("wiki_rebuild_index", knowledge_base_id, redis=redis, settings=settings)
     page = rebuild_index(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages)
     log.info("index.rebuilt", knowledge_base_id=knowledge_base_id, version=page.version if page else None)
     if page is not None and ops.pending_count(INDEX, SCOPE_KB, knowledge_base_id):
-        send_trigger("wiki_rebuild_index", redis=redis, settings=settings, tenant_id=tenant_id,
-                     knowledge_base_id=knowledge_base_id)
+        send_trigger(
+            "wiki_rebuild_index",
+            redis=redis,
+            settings=settings,
+            tenant_id=tenant_id,
+            knowledge_base_id=knowledge_base_id,
+        )
     return page

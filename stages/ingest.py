@@ -37,16 +37,29 @@ class SubmitResult:
     reason: str = ""
 
 
-def submit_document(*, tenant_id: int, knowledge_base_id: str, title: str, content: str, source_uri: str = "",
-                    pool: ConnectionPool, kbs: KnowledgeBaseRepository, docs: KnowledgeRepository,
-                    ops: TaskPendingOpsRepository, extractions: ExtractionRepository, extractor_name: str,
-                    redis: redis_lib.Redis, settings: Settings) -> SubmitResult:
+def submit_document(
+    *,
+    tenant_id: int,
+    knowledge_base_id: str,
+    title: str,
+    content: str,
+    source_uri: str = "",
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    extractions: ExtractionRepository,
+    extractor_name: str,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> SubmitResult:
     """Store one document and enqueue its ingest op in one transaction, then trigger the pump.
 
     The content is cleaned (NUL bytes and other control characters removed), cut to
     ``max_document_chars`` with a warning, and skipped with a reason when shorter than
-    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged content (same hash and title) enqueues nothing, unless
-    the document was written by another extractor (or version) than ``extractor_name``.
+    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged
+    content (same hash and title) enqueues nothing, unless the document was written
+    by another extractor (or version) than ``extractor_name``.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = kbs.get_active(tenant_id, knowledge_base_id)
@@ -64,8 +77,14 @@ def submit_document(*, tenant_id: int, knowledge_base_id: str, title: str, conte
                 return SubmitResult(doc.id, "unchanged")
             docs.set_status([doc.id], "pending", conn=conn)
         op = ops.enqueue_if_kb_active(
-            tenant_id=tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
-            dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash}, conn=conn,
+            tenant_id=tenant_id,
+            task_type=INGEST,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_INGEST,
+            dedup_key=doc.id,
+            payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+            conn=conn,
         )
         if op is None:
             conn.rollback()
@@ -84,9 +103,17 @@ def _needs_new_extraction(extractions: ExtractionRepository, extractor_name: str
     return extractions.get(kb_id, doc.id, doc.content_hash, extractor_name) is None
 
 
-def pump_ingest_lane(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                     ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings,
-                     worker_id: str | None) -> int:
+def pump_ingest_lane(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> int:
     """Claim up to the KB's free map slots and send ``wiki_map`` for each claimed document.
 
     The last op of a document wins: a retract goes straight to the reduce lane (it needs no
@@ -100,8 +127,9 @@ def pump_ingest_lane(tenant_id: int, knowledge_base_id: str, *, pool: Connection
     with pool.connection() as conn:
         advisory_xact_lock(conn, f"{INGEST}:{kb.id}")  # pumps of one KB take turns: slots stay honest
         busy = ops.claimed_count(INGEST, SCOPE_KB, kb.id, settings.stale_claim_s)
-        claimed = claim_lane(INGEST, kb.id, max(0, parallel - busy), ops=ops, settings=settings, worker_id=worker_id,
-                             conn=conn)
+        claimed = claim_lane(
+            INGEST, kb.id, max(0, parallel - busy), ops=ops, settings=settings, worker_id=worker_id, conn=conn
+        )
         last_by_key: dict[str, object] = {}
         for op in claimed:
             last_by_key[op.dedup_key or str(op.id)] = op
@@ -117,12 +145,22 @@ def pump_ingest_lane(tenant_id: int, knowledge_base_id: str, *, pool: Connection
     return len(maps)
 
 
-def ingest_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings, worker_id: str | None) -> int:
+def ingest_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> int:
     """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
     (:func:`pump_ingest_lane`); returns the map messages sent."""
     clear_trigger("wiki_ingest", knowledge_base_id, redis=redis, settings=settings)
-    sent = pump_ingest_lane(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings,
-                            worker_id=worker_id)
+    sent = pump_ingest_lane(
+        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
+    )
     log.info("ingest.pumped", knowledge_base_id=knowledge_base_id, sent=sent)
     return sent

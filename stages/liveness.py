@@ -47,8 +47,9 @@ def redis_marker_key(prefix: str) -> str:
     return f"{prefix}:data-kept"
 
 
-def reap(*, workers: WorkerRepository, ops: TaskPendingOpsRepository, redis: redis_lib.Redis,
-         settings: Settings) -> int:
+def reap(
+    *, workers: WorkerRepository, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings
+) -> int:
     """Take back the claims and batch locks of dead workers and re-trigger the lanes; returns the
     number of claims released."""
     reaped = workers.reap(settings.worker_ttl_s, FORGET_AFTER_S)

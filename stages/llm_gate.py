@@ -37,6 +37,8 @@ _PAGES_OFFERED = 40
 def _is_llm(extractor: Extractor) -> bool:
     # Not isinstance: that would import the openai SDK (about a second) into offline workers too.
     return hasattr(extractor, "extract_named")
+
+
 _WORD = re.compile(r"\w[\w+#.-]*")
 
 
@@ -58,8 +60,9 @@ def cache_names(extractor: Extractor) -> list[str]:
     return [extractor.name]
 
 
-def cached(extractor: Extractor, kb_id: str, doc: Document, *,
-           extractions: ExtractionRepository) -> tuple[Extraction, str] | None:
+def cached(
+    extractor: Extractor, kb_id: str, doc: Document, *, extractions: ExtractionRepository
+) -> tuple[Extraction, str] | None:
     """The cached extraction of ``doc``'s content and its cache key, or None."""
     for name in cache_names(extractor):
         extraction = extractions.get(kb_id, doc.id, doc.content_hash, name)
@@ -68,8 +71,9 @@ def cached(extractor: Extractor, kb_id: str, doc: Document, *,
     return None
 
 
-def extract(extractor: Extractor, kb_id: str, doc: Document, *, pages: WikiPageRepository,
-            llm_errors: LLMConfigErrorRepository) -> tuple[Extraction, str]:
+def extract(
+    extractor: Extractor, kb_id: str, doc: Document, *, pages: WikiPageRepository, llm_errors: LLMConfigErrorRepository
+) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
     names (one ``title_matches`` probe); its success clears the KB's configuration error."""
@@ -83,7 +87,7 @@ def extract(extractor: Extractor, kb_id: str, doc: Document, *, pages: WikiPageR
 
 def _named_pages(kb_id: str, text: str, *, pages: WikiPageRepository) -> list[PageLite]:
     words = _WORD.findall(text.lower())[:_HANDLE_SCAN_WORDS]
-    phrases = {" ".join(words[i:i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
+    phrases = {" ".join(words[i : i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
     named: dict[str, PageLite] = {}
     for _, page in pages.title_matches(kb_id, phrases):
         named.setdefault(page.slug, page)
@@ -106,13 +110,19 @@ def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, w
     return "paused"
 
 
-def record_config_error(extractor: LLMExtractor, kb_id: str, exc: LLMConfigError, *,
-                        llm_errors: LLMConfigErrorRepository) -> None:
+def record_config_error(
+    extractor: LLMExtractor, kb_id: str, exc: LLMConfigError, *, llm_errors: LLMConfigErrorRepository
+) -> None:
     """Record the KB's configuration error; logged (``llm.config_error``) only when it is new for
     this configuration, so a paused KB does not fill the log."""
-    new = llm_errors.record(kb_id, extractor.config.fingerprint(), exc.status,
-                                                     exc.message, exc.base_url, exc.model)
+    new = llm_errors.record(kb_id, extractor.config.fingerprint(), exc.status, exc.message, exc.base_url, exc.model)
     if new:
-        log.error("llm.config_error", knowledge_base_id=kb_id, status=exc.status, base_url=exc.base_url,
-                  model=exc.model, message=exc.message, paused_for="until the configuration changes")
-
+        log.error(
+            "llm.config_error",
+            knowledge_base_id=kb_id,
+            status=exc.status,
+            base_url=exc.base_url,
+            model=exc.model,
+            message=exc.message,
+            paused_for="until the configuration changes",
+        )

@@ -7,7 +7,7 @@ costs no extractor call. A failing document is counted against its in-batch retr
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import redis as redis_lib
 import structlog
@@ -31,11 +31,25 @@ from wiki.settings import Settings
 log = structlog.get_logger(__name__)
 
 
-def map_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_id: int, *, pool: ConnectionPool,
-                 kbs: KnowledgeBaseRepository, docs: KnowledgeRepository, ops: TaskPendingOpsRepository,
-                 dead_letters: TaskDeadLetterRepository, extractions: ExtractionRepository, pages: WikiPageRepository,
-                 llm_errors: LLMConfigErrorRepository, extractor: Extractor, redis: redis_lib.Redis,
-                 settings: Settings, worker_id: str | None) -> str:
+def map_document(
+    tenant_id: int,
+    knowledge_base_id: str,
+    knowledge_id: str,
+    op_id: int,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    extractions: ExtractionRepository,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    extractor: Extractor,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> str:
     """Extract one document for the op ``op_id``; returns the outcome.
 
     Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
@@ -82,22 +96,36 @@ def map_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_i
             docs.set_status([doc.id], "skipped", f"no wiki content: {exc}", conn=conn)
         return "skipped"
     except Exception as exc:
-        return _count_failure(op, exc, pool=pool, docs=docs, ops=ops, dead_letters=dead_letters, settings=settings,
-                              worker_id=worker_id)
+        return _count_failure(
+            op, exc, pool=pool, docs=docs, ops=ops, dead_letters=dead_letters, settings=settings, worker_id=worker_id
+        )
     with pool.connection() as conn:
         extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
         # Only an op still waiting for its map moves on: when another worker mapped it already (its
         # claim was taken back) and reduce may have finished it, the document keeps its status.
-        if not ops.move([op_id], REDUCE, payload_patch={"content_hash": doc.content_hash, "extractor": name},
-                             conn=conn, from_task_type=INGEST):
+        if not ops.move(
+            [op_id],
+            REDUCE,
+            payload_patch={"content_hash": doc.content_hash, "extractor": name},
+            conn=conn,
+            from_task_type=INGEST,
+        ):
             return "gone"
         docs.set_status([doc.id], "mapped", conn=conn)
     return outcome
 
 
-def _count_failure(op: PendingOp, exc: Exception, *, pool: ConnectionPool, docs: KnowledgeRepository,
-                   ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, settings: Settings,
-                   worker_id: str | None) -> str:
+def _count_failure(
+    op: PendingOp,
+    exc: Exception,
+    *,
+    pool: ConnectionPool,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    settings: Settings,
+    worker_id: str | None,
+) -> str:
     error = error_text(exc)
     fails = ops.incr_fail_count(op.id)
     if fails is None:
@@ -111,29 +139,59 @@ def _count_failure(op: PendingOp, exc: Exception, *, pool: ConnectionPool, docs:
         log.error("document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
         return "dead"
     delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)
-    log.warning("document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc),
-                retry_in_s=round(delay, 1))
+    log.warning(
+        "document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc), retry_in_s=round(delay, 1)
+    )
     return "retry"
 
 
-def map_step(tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_id: int, *, pool: ConnectionPool,
-             kbs: KnowledgeBaseRepository, docs: KnowledgeRepository, ops: TaskPendingOpsRepository,
-             dead_letters: TaskDeadLetterRepository, extractions: ExtractionRepository, pages: WikiPageRepository,
-             llm_errors: LLMConfigErrorRepository, extractor: Extractor, redis: redis_lib.Redis, settings: Settings,
-             worker_id: str | None) -> str:
+def map_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    knowledge_id: str,
+    op_id: int,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    extractions: ExtractionRepository,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    extractor: Extractor,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> str:
     """What ``wiki_map`` does with a message: map the document (:func:`map_document`), then keep the
     pipeline moving (refill map slots, come back after a failed op's backoff, trigger the reduce);
     returns the outcome."""
-    outcome = map_document(tenant_id, knowledge_base_id, knowledge_id, op_id, pool=pool, kbs=kbs, docs=docs, ops=ops,
-                           dead_letters=dead_letters, extractions=extractions, pages=pages, llm_errors=llm_errors,
-                           extractor=extractor, redis=redis, settings=settings, worker_id=worker_id)
+    outcome = map_document(
+        tenant_id,
+        knowledge_base_id,
+        knowledge_id,
+        op_id,
+        pool=pool,
+        kbs=kbs,
+        docs=docs,
+        ops=ops,
+        dead_letters=dead_letters,
+        extractions=extractions,
+        pages=pages,
+        llm_errors=llm_errors,
+        extractor=extractor,
+        redis=redis,
+        settings=settings,
+        worker_id=worker_id,
+    )
     log.info("document.mapped", knowledge_id=knowledge_id, outcome=outcome)
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     send_trigger("wiki_ingest", debounce=False, **kb)
     if outcome in ("retry", "paused"):  # the pump skips the op until its backoff ends: come back then
         op = ops.get(op_id)
         if op is not None and op.not_before is not None:
-            wait_s = (op.not_before - datetime.now(timezone.utc)).total_seconds()
+            wait_s = (op.not_before - datetime.now(UTC)).total_seconds()
             send_trigger("wiki_ingest", debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
     if outcome in ("mapped", "cached"):
         send_trigger("wiki_reduce", **kb)

@@ -17,8 +17,13 @@ from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
-LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink", BACKLINK: "wiki_backlink",
-               INDEX: "wiki_rebuild_index"}
+LANE_ACTORS = {
+    INGEST: "wiki_ingest",
+    REDUCE: "wiki_reduce",
+    FINALIZE: "wiki_crosslink",
+    BACKLINK: "wiki_backlink",
+    INDEX: "wiki_rebuild_index",
+}
 
 
 def sweep(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings, debounce: bool = True) -> int:
@@ -32,8 +37,14 @@ def sweep(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Se
     for lane in ops.lanes_with_rows():
         actor = LANE_ACTORS.get(lane.task_type)
         if actor and lane.scope == SCOPE_KB:
-            sent += send_trigger(actor, redis=redis, settings=settings, tenant_id=lane.tenant_id,
-                                 knowledge_base_id=lane.scope_id, debounce=debounce)
+            sent += send_trigger(
+                actor,
+                redis=redis,
+                settings=settings,
+                tenant_id=lane.tenant_id,
+                knowledge_base_id=lane.scope_id,
+                debounce=debounce,
+            )
     if reclaimed or sent:
         log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
     return sent

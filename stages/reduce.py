@@ -27,11 +27,11 @@ from psycopg_pool import ConnectionPool
 
 from repos.coordination import ActiveBatchLock, active_key, tombstone_key
 from repos.db import refresh_statistics
+from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository
 from repos.pages import WikiPageRepository, title_keys
-from repos.dead_letters import TaskDeadLetterRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages.backlink import enqueue_keys
 from stages.batch_context import BatchContext
@@ -51,6 +51,7 @@ from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug
 
 log = structlog.get_logger(__name__)
 
+
 @dataclass
 class BatchResult:
     """Counts of one reduce batch (logged, and returned for tests and benchmarks)."""
@@ -66,11 +67,24 @@ class BatchResult:
     touched: list[str] = field(default_factory=list)
 
 
-def run_reduce_batch(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository, docs: KnowledgeRepository,
-                     ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, pages: WikiPageRepository,
-                     extractions: ExtractionRepository, fences: LaneFenceRepository, extractor_name: str,
-                     redis: redis_lib.Redis, settings: Settings, worker_id: str | None,
-                     lock: ActiveBatchLock | None = None) -> BatchResult:
+def run_reduce_batch(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    pages: WikiPageRepository,
+    extractions: ExtractionRepository,
+    fences: LaneFenceRepository,
+    extractor_name: str,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+    lock: ActiveBatchLock | None = None,
+) -> BatchResult:
     """Reduce one batch of the KB's reduce lane (the caller holds the active-batch ``lock``).
 
     A document is retracted when its last op is a retract, or when it is tombstoned, deleting,
@@ -92,16 +106,47 @@ def run_reduce_batch(tenant_id: int, knowledge_base_id: str, *, pool: Connection
     if not claimed:
         return BatchResult()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
-        return _reduce_claimed(kb, tun, claimed, token, lock, pool=pool, kbs=kbs, docs=docs, ops=ops,
-                               dead_letters=dead_letters, pages=pages, extractions=extractions, fences=fences,
-                               extractor_name=extractor_name, redis=redis, settings=settings, worker_id=worker_id)
+        return _reduce_claimed(
+            kb,
+            tun,
+            claimed,
+            token,
+            lock,
+            pool=pool,
+            kbs=kbs,
+            docs=docs,
+            ops=ops,
+            dead_letters=dead_letters,
+            pages=pages,
+            extractions=extractions,
+            fences=fences,
+            extractor_name=extractor_name,
+            redis=redis,
+            settings=settings,
+            worker_id=worker_id,
+        )
 
 
-def _reduce_claimed(kb, tun: Tunables, claimed: list[PendingOp], token: int, lock: ActiveBatchLock | None, *,
-                    pool: ConnectionPool, kbs: KnowledgeBaseRepository, docs: KnowledgeRepository,
-                     ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, pages: WikiPageRepository,
-                     extractions: ExtractionRepository, fences: LaneFenceRepository, extractor_name: str,
-                     redis: redis_lib.Redis, settings: Settings, worker_id: str | None) -> BatchResult:
+def _reduce_claimed(
+    kb,
+    tun: Tunables,
+    claimed: list[PendingOp],
+    token: int,
+    lock: ActiveBatchLock | None,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    pages: WikiPageRepository,
+    extractions: ExtractionRepository,
+    fences: LaneFenceRepository,
+    extractor_name: str,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> BatchResult:
     result = BatchResult()
     last = {}
     for op in claimed:  # id order: the last op of a document wins
@@ -115,8 +160,10 @@ def _reduce_claimed(kb, tun: Tunables, claimed: list[PendingOp], token: int, loc
         if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted") or kid in tombstoned:
             retracts.append(kid)
         else:
-            wanted[kid] = (op.payload.get("content_hash", doc.content_hash),
-                           op.payload.get("extractor", extractor_name))
+            wanted[kid] = (
+                op.payload.get("content_hash", doc.content_hash),
+                op.payload.get("extractor", extractor_name),
+            )
     cached = extractions.get_many(kb.id, wanted)
     ingests = [(by_id[kid], cached[kid]) for kid in wanted if kid in cached]
     requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
@@ -157,8 +204,17 @@ def _reduce_claimed(kb, tun: Tunables, claimed: list[PendingOp], token: int, loc
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
         touched += [s for s in pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
         for kid, exc in failed_ops:
-            delay = _count_failure(kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn, docs=docs, ops=ops,
-                                   dead_letters=dead_letters, settings=settings, worker_id=worker_id)
+            delay = _count_failure(
+                kb.id,
+                [o for o in claimed if o.dedup_key == kid],
+                exc,
+                conn,
+                docs=docs,
+                ops=ops,
+                dead_letters=dead_letters,
+                settings=settings,
+                worker_id=worker_id,
+            )
             result.retry_after_s = max(result.retry_after_s, delay)
         ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
@@ -171,7 +227,8 @@ def _reduce_claimed(kb, tun: Tunables, claimed: list[PendingOp], token: int, loc
         docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
         extractions.delete_other_versions(
-            kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn)
+            kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn
+        )
     if writes.renames:
         log.info("reduce.renamed", knowledge_base_id=kb.id, pages=len(writes.renames))
     result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)
@@ -186,8 +243,13 @@ def _prefetch(ctx: BatchContext, ingests: list[tuple[Document, Extraction]], cit
     batch's documents, the slugs its items and summaries would take, and the pages of every item's
     name key. Two statements; the planner then only hits the context's caches."""
     items = [item for _, extraction in ingests for item in extraction.items]
-    ctx.lite([*(s for slugs in citing.values() for s in slugs), *(slugify(i.name) for i in items),
-              *(summary_slug(doc.title) for doc, _ in ingests)])
+    ctx.lite(
+        [
+            *(s for slugs in citing.values() for s in slugs),
+            *(slugify(i.name) for i in items),
+            *(summary_slug(doc.title) for doc, _ in ingests),
+        ]
+    )
     ctx.by_name_keys(name_key(item.name) for item in items)
 
 
@@ -225,9 +287,15 @@ class _Planner:
                 first["name"] = canonical_name([first["name"], item.name])
                 first["aliases"] = [a for a in dict.fromkeys(names) if a != first["name"]][:MAX_ALIASES]
             else:
-                sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
-                                  "evidence": item.evidence[:3], "name": item.name,
-                                  "aliases": item.aliases[:MAX_ALIASES], "kind": item.kind}
+                sp.add[doc.id] = {
+                    "doc_title": doc.title,
+                    "summary_slug": summary,
+                    "description": item.description,
+                    "evidence": item.evidence[:3],
+                    "name": item.name,
+                    "aliases": item.aliases[:MAX_ALIASES],
+                    "kind": item.kind,
+                }
             sp.refs[doc.id] = doc.title
             sp.drop.discard(doc.id)
             item_links.append((item.kind, slug, item.name, item.description))
@@ -246,8 +314,13 @@ class _Planner:
             return current
         slug = summary_slug(doc.title)
         sp = self.plan.get(slug)
-        if sp is not None and sp.summary_of is None and sp.drop and sp.drop <= self.retracting \
-                and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == PageType.summary:
+        if (
+            sp is not None
+            and sp.summary_of is None
+            and sp.drop
+            and sp.drop <= self.retracting
+            and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == PageType.summary
+        ):
             # the summary of a document retracted in this batch: this one takes the slug over, as
             # it would have had the other never existed (a delete then re-add keeps its slug)
             return slug
@@ -342,14 +415,24 @@ def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiP
     pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
     pages.save_many([after[s] for s in sorted(changed)], conn=conn)
     before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
-    after_keys = {(slug, key) for slug in {*plan, *renames.values()} if slug in after
-                  for key in title_keys(after[slug])}
+    after_keys = {
+        (slug, key) for slug in {*plan, *renames.values()} if slug in after for key in title_keys(after[slug])
+    }
     return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys})
 
 
-def _count_failure(kb_id: str, failed: list[PendingOp], exc: Exception, conn: Connection, *, docs: KnowledgeRepository,
-                   ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository, settings: Settings,
-                   worker_id: str | None) -> float:
+def _count_failure(
+    kb_id: str,
+    failed: list[PendingOp],
+    exc: Exception,
+    conn: Connection,
+    *,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    settings: Settings,
+    worker_id: str | None,
+) -> float:
     """Count a document's failure on its ops: dead-letter past the budget, else release them with
     their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
     error = error_text(exc)
@@ -357,24 +440,41 @@ def _count_failure(kb_id: str, failed: list[PendingOp], exc: Exception, conn: Co
     for op in failed:
         fails = ops.incr_fail_count(op.id, conn=conn)
         if fail_budget_spent(fails, settings.wiki_max_fail_retries):
-            dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
-                                                 task_type=INGEST, error=error, conn=conn)
+            dead_letters.move_op_to_dead_letters(
+                op.model_copy(update={"fail_count": fails}), task_type=INGEST, error=error, conn=conn
+            )
             docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)
         else:
-            delay = max(delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id,
-                                                     conn=conn))
-    log.warning("document.reduce_failed", knowledge_base_id=kb_id,
-                knowledge_id=failed[0].dedup_key if failed else None,
-                error=repr(exc), retry_in_s=round(delay, 1))
+            delay = max(
+                delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id, conn=conn)
+            )
+    log.warning(
+        "document.reduce_failed",
+        knowledge_base_id=kb_id,
+        knowledge_id=failed[0].dedup_key if failed else None,
+        error=repr(exc),
+        retry_in_s=round(delay, 1),
+    )
     return delay
 
 
-
-def reduce_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool, kbs: KnowledgeBaseRepository,
-                docs: KnowledgeRepository, ops: TaskPendingOpsRepository, dead_letters: TaskDeadLetterRepository,
-                pages: WikiPageRepository, extractions: ExtractionRepository, fences: LaneFenceRepository,
-                extractor_name: str, redis: redis_lib.Redis, settings: Settings,
-                worker_id: str | None) -> BatchResult | None:
+def reduce_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    pages: WikiPageRepository,
+    extractions: ExtractionRepository,
+    fences: LaneFenceRepository,
+    extractor_name: str,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> BatchResult | None:
     """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
@@ -385,10 +485,23 @@ def reduce_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool,
         return None  # the running batch follows up after it releases the lock
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     try:
-        result = run_reduce_batch(tenant_id, knowledge_base_id, pool=pool, kbs=kbs, docs=docs, ops=ops,
-                                  dead_letters=dead_letters, pages=pages, extractions=extractions, fences=fences,
-                                  extractor_name=extractor_name, redis=redis, settings=settings, worker_id=worker_id,
-                                  lock=lock)
+        result = run_reduce_batch(
+            tenant_id,
+            knowledge_base_id,
+            pool=pool,
+            kbs=kbs,
+            docs=docs,
+            ops=ops,
+            dead_letters=dead_letters,
+            pages=pages,
+            extractions=extractions,
+            fences=fences,
+            extractor_name=extractor_name,
+            redis=redis,
+            settings=settings,
+            worker_id=worker_id,
+            lock=lock,
+        )
     except (FenceLost, LockLost) as exc:
         # another batch is on the KB (or may be): it, or this trigger, takes the released rows
         log.warning("reduce.overtaken", knowledge_base_id=knowledge_base_id, reason=str(exc))
@@ -398,9 +511,17 @@ def reduce_step(tenant_id: int, knowledge_base_id: str, *, pool: ConnectionPool,
         lock.release()
     analyzed = refresh_statistics(pool)  # the batch may have outgrown the planner's picture
     remaining = ops.pending_count(REDUCE, SCOPE_KB, knowledge_base_id)
-    log.info("reduce.batch", knowledge_base_id=knowledge_base_id, documents=result.documents,
-             retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
-             remaining=remaining, analyzed=analyzed)
+    log.info(
+        "reduce.batch",
+        knowledge_base_id=knowledge_base_id,
+        documents=result.documents,
+        retracted=result.retracted,
+        failed=result.failed,
+        written=result.written,
+        deleted=result.deleted,
+        remaining=remaining,
+        analyzed=analyzed,
+    )
     if result.touched:
         send_trigger("wiki_crosslink", **kb)
     if result.touched or result.deleted:  # the batch queued an index op (request_index)

@@ -23,8 +23,9 @@ SIMILAR_K = 5
 Resolver = Callable[[str, str | None], str | None]
 
 
-def dead_link_resolver(pages: WikiPageRepository, kb_id: str, contents: Iterable[str],
-                       conn: Connection | None = None) -> tuple[Resolver, set[str]]:
+def dead_link_resolver(
+    pages: WikiPageRepository, kb_id: str, contents: Iterable[str], conn: Connection | None = None
+) -> tuple[Resolver, set[str]]:
     """A ``rewrite_links`` resolver for every link of ``contents``, and the set of dead targets.
 
     Live targets resolve to themselves; a dead one through ``fuzzy_resolve`` (the documented
@@ -57,8 +58,12 @@ def dead_link_resolver(pages: WikiPageRepository, kb_id: str, contents: Iterable
         if target not in dead:
             return target
         name = query(target, display)
-        candidates = [*similar.get(name.lower(), []), *exact.get(name.lower(), []),
-                      *exact.get(normalize_name(name), []), *by_slug.get(normalize_slug(target), [])]
+        candidates = [
+            *similar.get(name.lower(), []),
+            *exact.get(name.lower(), []),
+            *exact.get(normalize_name(name), []),
+            *by_slug.get(normalize_slug(target), []),
+        ]
         return fuzzy_resolve(target, display, candidates)
 
     return resolve, dead

@@ -46,8 +46,9 @@ REINSERTED = "reinserted"
 RESENT = "resent"
 
 
-def unspool(*, redis: redis_lib.Redis, settings: Settings, dead_letters: TaskDeadLetterRepository,
-            tenant_id: int | None = None) -> int:
+def unspool(
+    *, redis: redis_lib.Redis, settings: Settings, dead_letters: TaskDeadLetterRepository, tenant_id: int | None = None
+) -> int:
     """Move the dead letters of ``tenant_id`` (None: every tenant's) waiting in the Redis spool into
     ``task_dead_letters``; returns how many.
 
@@ -59,9 +60,17 @@ def unspool(*, redis: redis_lib.Redis, settings: Settings, dead_letters: TaskDea
     return moved
 
 
-def requeue_dead_letter(dead_letter_id: int, *, tenant_id: int | None, pool: ConnectionPool,
-                        dead_letters: TaskDeadLetterRepository, ops: TaskPendingOpsRepository,
-                        docs: KnowledgeRepository, redis: redis_lib.Redis, settings: Settings) -> str:
+def requeue_dead_letter(
+    dead_letter_id: int,
+    *,
+    tenant_id: int | None,
+    pool: ConnectionPool,
+    dead_letters: TaskDeadLetterRepository,
+    ops: TaskPendingOpsRepository,
+    docs: KnowledgeRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> str:
     """Requeue one dead letter and delete it; returns ``"reinserted"`` (wiki op) or ``"resent"`` (message).
 
     ``tenant_id`` confines it to that tenant's dead letters (None: any tenant's). Raises
@@ -74,14 +83,22 @@ def requeue_dead_letter(dead_letter_id: int, *, tenant_id: int | None, pool: Con
     if row is None:
         raise DeadLetterNotFound(f"no dead letter {dead_letter_id}")
     if row.task_type == INGEST:
-        return _reinsert_wiki_op(row, pool=pool, dead_letters=dead_letters, ops=ops, docs=docs, redis=redis,
-                                 settings=settings)
+        return _reinsert_wiki_op(
+            row, pool=pool, dead_letters=dead_letters, ops=ops, docs=docs, redis=redis, settings=settings
+        )
     return _resend_message(row, dead_letters=dead_letters)
 
 
-def _reinsert_wiki_op(row: DeadLetter, *, pool: ConnectionPool, dead_letters: TaskDeadLetterRepository,
-                      ops: TaskPendingOpsRepository, docs: KnowledgeRepository, redis: redis_lib.Redis,
-                      settings: Settings) -> str:
+def _reinsert_wiki_op(
+    row: DeadLetter,
+    *,
+    pool: ConnectionPool,
+    dead_letters: TaskDeadLetterRepository,
+    ops: TaskPendingOpsRepository,
+    docs: KnowledgeRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> str:
     op = row.payload
     knowledge_id = str(op.get("dedup_key") or row.related_id)
     kind = op.get("op")
@@ -93,8 +110,14 @@ def _reinsert_wiki_op(row: DeadLetter, *, pool: ConnectionPool, dead_letters: Ta
         if not dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
             raise DeadLetterNotFound(f"no dead letter {row.id}")
         new = ops.enqueue_if_kb_active(
-            tenant_id=row.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=row.scope_id, op=kind,
-            dedup_key=knowledge_id, payload=payload, conn=conn,
+            tenant_id=row.tenant_id,
+            task_type=INGEST,
+            scope=SCOPE_KB,
+            scope_id=row.scope_id,
+            op=kind,
+            dedup_key=knowledge_id,
+            payload=payload,
+            conn=conn,
         )
         if new is None:
             conn.rollback()
@@ -102,8 +125,14 @@ def _reinsert_wiki_op(row: DeadLetter, *, pool: ConnectionPool, dead_letters: Ta
         if kind == OP_INGEST:
             docs.set_status([knowledge_id], "pending", conn=conn)
     send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
-    log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type,
-             knowledge_base_id=row.scope_id, knowledge_id=knowledge_id, op_id=new.id)
+    log.info(
+        "dead_letter.requeued",
+        dead_letter_id=row.id,
+        task_type=row.task_type,
+        knowledge_base_id=row.scope_id,
+        knowledge_id=knowledge_id,
+        op_id=new.id,
+    )
     return REINSERTED
 
 
@@ -118,13 +147,22 @@ def _resend_message(row: DeadLetter, *, dead_letters: TaskDeadLetterRepository) 
         raise RequeueRefused(f"actor {actor_name!r} of dead letter {row.id} is not declared") from None
     options: dict[str, Any] = {k: v for k, v in (stored.get("options") or {}).items() if k not in DELIVERY_OPTIONS}
     # A new message (fresh id and timestamp, so an age limit counts from now) with the same call.
-    message = dramatiq.Message(queue_name=actor.queue_name, actor_name=actor_name,
-                               args=tuple(stored.get("args") or ()), kwargs=dict(stored.get("kwargs") or {}),
-                               options=options)
+    message = dramatiq.Message(
+        queue_name=actor.queue_name,
+        actor_name=actor_name,
+        args=tuple(stored.get("args") or ()),
+        kwargs=dict(stored.get("kwargs") or {}),
+        options=options,
+    )
     actor.broker.enqueue(message)
     # Only after the send: a failed send keeps the row. Losing a race here at worst sends twice,
     # which idempotent actors absorb.
     dead_letters.delete(row.id, tenant_id=row.tenant_id)
-    log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type, actor=actor_name,
-             message_id=message.message_id)
+    log.info(
+        "dead_letter.requeued",
+        dead_letter_id=row.id,
+        task_type=row.task_type,
+        actor=actor_name,
+        message_id=message.message_id,
+    )
     return RESENT

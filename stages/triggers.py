@@ -45,8 +45,16 @@ def send(actor_name: str, **kwargs: Any) -> dramatiq.Message:
     return get_actor(actor_name).send(**kwargs)
 
 
-def send_trigger(actor_name: str, *, redis: redis_lib.Redis, settings: Settings, tenant_id: int,
-                 knowledge_base_id: str, debounce: bool = True, delay_s: float = 0.0) -> bool:
+def send_trigger(
+    actor_name: str,
+    *,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    tenant_id: int,
+    knowledge_base_id: str,
+    debounce: bool = True,
+    delay_s: float = 0.0,
+) -> bool:
     """Send ``actor_name(tenant_id, knowledge_base_id)``; returns False when one is already queued.
 
     Debounced triggers are delayed by ``settings.debounce_ms`` so a burst becomes one message;

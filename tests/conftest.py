@@ -70,7 +70,8 @@ def clean_db(pool):
     """Empty every data table before a test that needs a blank slate."""
     with pool.connection() as conn:
         conn.execute(
-            "TRUNCATE task_pending_ops, task_dead_letters, task_workers, task_lane_fences, wiki_links, wiki_extractions,"
+            "TRUNCATE task_pending_ops, task_dead_letters, task_workers, task_lane_fences, wiki_links,"
+            " wiki_extractions,"
             " wiki_pages,"
             " knowledges, knowledge_bases RESTART IDENTITY CASCADE"
         )

@@ -178,8 +178,10 @@ class LLMConfigError(LLMError):
 
     def __init__(self, status: int, message: str = "", base_url: str | None = None, model: str = "") -> None:
         self.status, self.message, self.base_url, self.model = status, message, base_url, model
-        super().__init__(f"the model endpoint refused the request with HTTP {status} "
-                         f"(base URL {base_url or 'default'}, model {model}): {message}")
+        super().__init__(
+            f"the model endpoint refused the request with HTTP {status} "
+            f"(base URL {base_url or 'default'}, model {model}): {message}"
+        )
 
 
 class LLMOutputInvalid(LLMError):

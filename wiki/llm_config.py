@@ -94,9 +94,24 @@ class LLMConfig(BaseModel):
 
 def config_from_settings(settings: Any) -> LLMConfig:
     """The process-wide ``LLMConfig`` from ``wiki.settings.Settings``' ``llm_*`` fields."""
-    fields = {name: getattr(settings, f"llm_{name}") for name in (
-        "base_url", "model", "api_key", "timeout_s", "connect_timeout_s", "max_tokens", "max_tokens_field", "extra_body",
-        "section_chars", "document_budget_s", "transport_attempts", "retry_max_wait_s", "max_invalid_share")}
+    fields = {
+        name: getattr(settings, f"llm_{name}")
+        for name in (
+            "base_url",
+            "model",
+            "api_key",
+            "timeout_s",
+            "connect_timeout_s",
+            "max_tokens",
+            "max_tokens_field",
+            "extra_body",
+            "section_chars",
+            "document_budget_s",
+            "transport_attempts",
+            "retry_max_wait_s",
+            "max_invalid_share",
+        )
+    }
     if settings.llm_thinking_off is not None:
         fields["thinking_off"] = settings.llm_thinking_off
     return LLMConfig(**fields)

@@ -92,17 +92,22 @@ AUTOLINK_RE = re.compile(_AUTOLINK)
 # patterns with their groups made non-capturing.
 _WIKI_LINK_BARE = WIKI_LINK_RE.pattern.replace("(?:", "(").replace("(", "(?:")
 _MD_LINK_BARE = _MD_LINK.replace("(?P<text>", "(?:")
-_INLINE_RE = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in (
-    (Kind.INLINE_CODE, r"(?<!`)(`+)(?!`)(?:[^`\n]|`(?!\2)|\n(?![ \t]*\n))+?(?<!`)\2(?!`)"),
-    (Kind.WIKI_LINK, _WIKI_LINK_BARE),
-    (Kind.MD_LINK, _MD_LINK_BARE),
-    (Kind.REF_LINK, r"\[[^\[\]\n]+\]\[[^\[\]\n]*\]"),
-    (Kind.AUTOLINK, _AUTOLINK),
-    (Kind.URL, r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\[\]]+"),
-    # only where a run starts: retrying inside every word was a third of the scan
-    (Kind.EMAIL, r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
-    (Kind.HTML, r"</?[a-zA-Z][^<>\n]*>"),
-)))
+_INLINE_RE = re.compile(
+    "|".join(
+        f"(?P<{kind}>{pattern})"
+        for kind, pattern in (
+            (Kind.INLINE_CODE, r"(?<!`)(`+)(?!`)(?:[^`\n]|`(?!\2)|\n(?![ \t]*\n))+?(?<!`)\2(?!`)"),
+            (Kind.WIKI_LINK, _WIKI_LINK_BARE),
+            (Kind.MD_LINK, _MD_LINK_BARE),
+            (Kind.REF_LINK, r"\[[^\[\]\n]+\]\[[^\[\]\n]*\]"),
+            (Kind.AUTOLINK, _AUTOLINK),
+            (Kind.URL, r"(?:\b[a-zA-Z][a-zA-Z0-9+.-]*://|\bwww\.)[^\s<>\[\]]+"),
+            # only where a run starts: retrying inside every word was a third of the scan
+            (Kind.EMAIL, r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+            (Kind.HTML, r"</?[a-zA-Z][^<>\n]*>"),
+        )
+    )
+)
 _KIND_OF_GROUP = {kind.value: kind for kind in Kind}
 
 

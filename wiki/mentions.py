@@ -16,8 +16,10 @@ from wiki.models import PageLite
 #: cap keeps the query's text and the phrase sets held for it to about a megabyte.
 MENTION_PHRASES_PER_QUERY = 5000
 
-def mentions_by_page(title_matches: Callable[[set[str]], list[tuple[str, PageLite]]],
-                     contents: Mapping[str, str]) -> dict[str, dict[str, list[PageLite]]]:
+
+def mentions_by_page(
+    title_matches: Callable[[set[str]], list[tuple[str, PageLite]]], contents: Mapping[str, str]
+) -> dict[str, dict[str, list[PageLite]]]:
     """Per page slug: {title key: pages} for the keys of entity/concept pages (titles and aliases)
     that are among the page's ``candidate_phrases``.
 

@@ -25,10 +25,10 @@ class SlugPlan:
 
     title: str
     page_type: str
-    add: dict[str, dict] = field(default_factory=dict)      # knowledge id -> fact
-    refs: dict[str, str] = field(default_factory=dict)      # knowledge id -> document title
-    drop: set[str] = field(default_factory=set)             # knowledge ids retracted here
-    summary_of: tuple[Document, Extraction] | None = None   # summary pages only
+    add: dict[str, dict] = field(default_factory=dict)  # knowledge id -> fact
+    refs: dict[str, str] = field(default_factory=dict)  # knowledge id -> document title
+    drop: set[str] = field(default_factory=set)  # knowledge ids retracted here
+    summary_of: tuple[Document, Extraction] | None = None  # summary pages only
 
 
 class BatchPages:
@@ -45,7 +45,9 @@ class BatchPages:
         self.by_key.setdefault(key, page.slug)
 
 
-def next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None) -> tuple[str, Page | None, str | None]:
+def next_page(
+    tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None
+) -> tuple[str, Page | None, str | None]:
     """What one slug's plan makes of its live page ``page`` (None when there is none).
 
     Returns (outcome, page, target): ``written`` with the new page, ``unchanged`` with the current
@@ -94,11 +96,26 @@ def next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | 
         content = render_item_page(title, facts, aliases, len(refs))
         first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
         summary = first.get("description", "")[:MAX_SUMMARY_CHARS]
-    new = Page(tenant_id=tenant_id, knowledge_base_id=kb_id, slug=slug, title=title, page_type=page_type,
-               content=content, summary=summary, aliases=aliases,
-               source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)
-    if page is not None and page.content == new.content and page.source_refs == new.source_refs \
-            and page.aliases == new.aliases and page.title == new.title and page.page_type == new.page_type:
+    new = Page(
+        tenant_id=tenant_id,
+        knowledge_base_id=kb_id,
+        slug=slug,
+        title=title,
+        page_type=page_type,
+        content=content,
+        summary=summary,
+        aliases=aliases,
+        source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())],
+        facts=facts,
+    )
+    if (
+        page is not None
+        and page.content == new.content
+        and page.source_refs == new.source_refs
+        and page.aliases == new.aliases
+        and page.title == new.title
+        and page.page_type == new.page_type
+    ):
         return "unchanged", page, target
     return "written", new, target
 

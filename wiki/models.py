@@ -11,8 +11,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
-                      field_validator)
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+)
 
 from wiki.llm_config import LLMOverride
 
@@ -29,9 +37,9 @@ class PageType(StrEnum):
     equal to them. Members are named as their values (a member is what PostgreSQL holds)."""
 
     summary = "summary"  # one per document
-    entity = "entity"    # an entity page merged from the documents naming it
+    entity = "entity"  # an entity page merged from the documents naming it
     concept = "concept"  # a concept page, likewise
-    index = "index"      # the KB's index page
+    index = "index"  # the KB's index page
 
 
 #: The page types an extracted item (``ExtractedItem.kind``) makes: merged by name, link targets of mentions.
@@ -44,6 +52,7 @@ class PageStatus(StrEnum):
     draft = "draft"
     published = "published"
     archived = "archived"
+
 
 ItemKind = Literal["entity", "concept"]
 
@@ -60,15 +69,21 @@ class WikiConfig(BaseModel):
     ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
     #: Stored as ``ingest_reduce_parallel`` before it was named for what it bounds: still read.
     crosslink_parallel: int | None = Field(
-        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel"))
+        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel")
+    )
     #: The KB's own model endpoint, model, key... over the ``KBWIKI_LLM_*`` settings.
     llm: LLMOverride | None = None
 
 
 #: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and
 #: paragraph separators, lone surrogates (undecodable command-line bytes), private use.
-_REFUSED_CATEGORIES = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator",
-                       "Cs": "an undecodable character", "Co": "a private-use character"}
+_REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "an undecodable character",
+    "Co": "a private-use character",
+}
 #: Bidirectional controls: they make a name display as another (the rest of category Cf, e.g.
 #: the zero-width joiner of emoji sequences, is allowed).
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -81,8 +96,9 @@ def _check_kb_name(name: str) -> str:
     if len(name) > KB_NAME_MAX:
         raise ValueError(f"a knowledge base name has at most {KB_NAME_MAX} characters (got {len(name)})")
     for ch in name:
-        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or ("a bidirectional control"
-                                                                      if ch in _BIDI_CONTROLS else None)
+        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or (
+            "a bidirectional control" if ch in _BIDI_CONTROLS else None
+        )
         if what:
             raise ValueError(f"a knowledge base name cannot contain {what} ({ch.encode('unicode_escape').decode()})")
     return name

@@ -8,26 +8,36 @@ import uuid
 
 import pytest
 
-from stages.ingest import submit_document
-from tests.support.stages import run_stage
-from wiki.lanes import INGEST, SCOPE_KB
 from kbwiki.ingest import lane_rows
 from kbwiki.workers import start_workers
+from stages.ingest import submit_document
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_recovery import _kill_tree
 from tests.support.llm_server import ScriptedLLM, answer, document_of, error, realistic
+from tests.support.stages import run_stage
 from wiki.extract import validate_item_name
 from wiki.extract.llm.extractor import normalise
+from wiki.lanes import INGEST, SCOPE_KB
 
 pytestmark = pytest.mark.e2e
 
 GOOD = {
-    f"doc{i}.md": (f"Subsystem {i}", f"The Block Layer {i} queues requests for disks. The Request Queue keeps requests"
-                   f" in order before the Block Layer {i} sends them. Each request carries a Bio Vector of pages."
-                   f" The Request Queue merges requests that touch neighbouring sectors.")
-    for i in range(4)}
-POISON = ("poison.md", ("Poison", "This document is about the Poison Pill. The Poison Pill makes every answer invalid"
-                        " so that the document ends as a dead letter."))
+    f"doc{i}.md": (
+        f"Subsystem {i}",
+        f"The Block Layer {i} queues requests for disks. The Request Queue keeps requests"
+        f" in order before the Block Layer {i} sends them. Each request carries a Bio Vector of pages."
+        f" The Request Queue merges requests that touch neighbouring sectors.",
+    )
+    for i in range(4)
+}
+POISON = (
+    "poison.md",
+    (
+        "Poison",
+        "This document is about the Poison Pill. The Poison Pill makes every answer invalid"
+        " so that the document ends as a dead letter.",
+    ),
+)
 
 
 def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_invalid(deps, monkeypatch, tmp_path):
@@ -43,19 +53,29 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
         return realistic(request)
 
     with ScriptedLLM(respond) as server:
-        for key, value in {"KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_BASE_URL": server.url, "KBWIKI_LLM_MODEL": "scripted",
-                           "KBWIKI_LLM_API_KEY": "k", "KBWIKI_LLM_RETRY_MAX_WAIT_S": "2",
-                           "KBWIKI_WIKI_MAX_FAIL_RETRIES": "1", "KBWIKI_DOCUMENT_RETRY_BACKOFF_MS": "100"}.items():
+        for key, value in {
+            "KBWIKI_EXTRACTOR": "llm",
+            "KBWIKI_LLM_BASE_URL": server.url,
+            "KBWIKI_LLM_MODEL": "scripted",
+            "KBWIKI_LLM_API_KEY": "k",
+            "KBWIKI_LLM_RETRY_MAX_WAIT_S": "2",
+            "KBWIKI_WIKI_MAX_FAIL_RETRIES": "1",
+            "KBWIKI_DOCUMENT_RETRY_BACKOFF_MS": "100",
+        }.items():
             monkeypatch.setenv(key, value)
         kb = deps.kbs.get_or_create(1, f"llm-e2e-{uuid.uuid4().hex[:6]}")
         ids = {}
         for uri, (title, text) in [*GOOD.items(), POISON]:
-            ids[uri] = run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text,
-                                       source_uri=uri).knowledge_id
+            ids[uri] = run_stage(
+                submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
+            ).knowledge_id
         proc = start_workers(2, 2, tmp_path / "workers.log")
         try:
-            wait_until(lambda: deps.docs.count_by_status(kb.id) == {"done": 4, "failed": 1}
-                       and lane_rows(deps, kb.id) == 0, 180, "four documents done and the poison one failed")
+            wait_until(
+                lambda: deps.docs.count_by_status(kb.id) == {"done": 4, "failed": 1} and lane_rows(deps, kb.id) == 0,
+                180,
+                "four documents done and the poison one failed",
+            )
         finally:
             _kill_tree(proc)
     [letter] = deps.dead_letters.list(tenant_id=1, scope_id=kb.id)
@@ -84,25 +104,43 @@ def test_a_refused_key_pauses_the_kb_in_status_and_a_new_key_resumes_it(deps, mo
     from kbwiki.status import kb_status, status_lines
 
     with ScriptedLLM() as server:
-        for key, value in {"KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_BASE_URL": server.url, "KBWIKI_LLM_MODEL": "scripted",
-                           "KBWIKI_LLM_API_KEY": "revoked", "KBWIKI_LLM_PAUSE_S": "0.5"}.items():
+        for key, value in {
+            "KBWIKI_EXTRACTOR": "llm",
+            "KBWIKI_LLM_BASE_URL": server.url,
+            "KBWIKI_LLM_MODEL": "scripted",
+            "KBWIKI_LLM_API_KEY": "revoked",
+            "KBWIKI_LLM_PAUSE_S": "0.5",
+        }.items():
             monkeypatch.setenv(key, value)
-        server.responder = lambda request: (realistic(request) if request["_authorization"] == "Bearer fresh"
-                                            else error(401, "Incorrect API key provided: revoked"))
+        server.responder = lambda request: (
+            realistic(request)
+            if request["_authorization"] == "Bearer fresh"
+            else error(401, "Incorrect API key provided: revoked")
+        )
         kb = deps.kbs.get_or_create(1, f"llm-pause-{uuid.uuid4().hex[:6]}")
         for uri, (title, text) in GOOD.items():
-            run_stage(submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri)
+            run_stage(
+                submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
+            )
         proc = start_workers(1, 2, tmp_path / "workers.log")
         try:
-            lines = wait_until(lambda: [line for line in status_lines(kb_status(deps, kb))
-                                        if line.startswith("model paused: HTTP 401")], 60, "the KB paused in status")
+            lines = wait_until(
+                lambda: [
+                    line for line in status_lines(kb_status(deps, kb)) if line.startswith("model paused: HTTP 401")
+                ],
+                60,
+                "the KB paused in status",
+            )
             assert "Incorrect API key" in lines[0]
             calls = server.calls
             assert calls >= 1
             wait_until(lambda: '"llm.config_error"' in (tmp_path / "workers.log").read_text(), 10, "the error logged")
             deps.kbs.set_wiki_config(kb.id, {"llm": {"api_key": "fresh"}})
-            wait_until(lambda: deps.docs.count_by_status(kb.id) == {"done": len(GOOD)} and lane_rows(deps, kb.id) == 0,
-                       120, "every document done once the configuration changed")
+            wait_until(
+                lambda: deps.docs.count_by_status(kb.id) == {"done": len(GOOD)} and lane_rows(deps, kb.id) == 0,
+                120,
+                "every document done once the configuration changed",
+            )
         finally:
             _kill_tree(proc)
     log = (tmp_path / "workers.log").read_text()

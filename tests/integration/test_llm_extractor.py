@@ -42,12 +42,30 @@ def good(**changes) -> dict:
         "summary": "How the kernel runs functions at a later time with timers.",
         "body": "Kernel timers run callbacks later. The timer wheel orders them by expiry.",
         "items": [
-            {"name": "timer wheel", "kind": "concept", "same_as": None, "aliases": [],
-             "description": "The structure that keeps pending timers sorted.", "evidence": [{"source": "d1", "quote": Q2}]},
-            {"name": "kernel timer", "kind": "concept", "same_as": None, "aliases": ["timer"],
-             "description": "A function run at a given time.", "evidence": [{"source": "d1", "quote": Q1}]},
-            {"name": "High resolution timers", "kind": "concept", "same_as": None, "aliases": ["hrtimers"],
-             "description": "Timers with precise expiry.", "evidence": [{"source": "d1", "quote": Q3}]},
+            {
+                "name": "timer wheel",
+                "kind": "concept",
+                "same_as": None,
+                "aliases": [],
+                "description": "The structure that keeps pending timers sorted.",
+                "evidence": [{"source": "d1", "quote": Q2}],
+            },
+            {
+                "name": "kernel timer",
+                "kind": "concept",
+                "same_as": None,
+                "aliases": ["timer"],
+                "description": "A function run at a given time.",
+                "evidence": [{"source": "d1", "quote": Q1}],
+            },
+            {
+                "name": "High resolution timers",
+                "kind": "concept",
+                "same_as": None,
+                "aliases": ["hrtimers"],
+                "description": "Timers with precise expiry.",
+                "evidence": [{"source": "d1", "quote": Q3}],
+            },
         ],
     }
     content.update(changes)
@@ -63,8 +81,15 @@ def server():
 
 
 def extractor(server: ScriptedLLM, **changes) -> LLMExtractor:
-    config = dict(base_url=server.url, model="scripted-model", api_key="k", timeout_s=1.0, connect_timeout_s=1.0,
-                  transport_attempts=3, retry_max_wait_s=3.0)
+    config = dict(
+        base_url=server.url,
+        model="scripted-model",
+        api_key="k",
+        timeout_s=1.0,
+        connect_timeout_s=1.0,
+        transport_attempts=3,
+        retry_max_wait_s=3.0,
+    )
     return LLMExtractor(LLMConfig(**{**config, **changes}))
 
 
@@ -100,10 +125,14 @@ def test_quotes_not_in_the_source_are_dropped_and_so_is_an_item_left_without_one
 
 
 def test_handles_map_back_and_invented_ones_become_plain_text(server):
-    pages = [PageLite(slug="timer-wheel-x", title="Timer wheel", page_type="concept"),
-             PageLite(slug="jiffies", title="Jiffies", page_type="concept")]
-    content = good(body="Timers sit in [[p1]] and count [[p2|jiffies]]. See [[p9]], [[softirq-handling|softirqs]],"
-                        " [[hrtimer-core]] and [the docs](https://example.org/x).")
+    pages = [
+        PageLite(slug="timer-wheel-x", title="Timer wheel", page_type="concept"),
+        PageLite(slug="jiffies", title="Jiffies", page_type="concept"),
+    ]
+    content = good(
+        body="Timers sit in [[p1]] and count [[p2|jiffies]]. See [[p9]], [[softirq-handling|softirqs]],"
+        " [[hrtimer-core]] and [the docs](https://example.org/x)."
+    )
     content["items"][0]["same_as"] = "p1"
     content["items"][1]["same_as"] = "p7"  # invented: the item keeps its own name
     server.push(answer(content))
@@ -152,7 +181,8 @@ def test_truncation_that_persists_on_small_sections_fails(server):
     # The first piece still cut after three halvings fails the document: no call for the others.
     assert server.calls == 1 + MAX_SPLITS
     assert [len(r["messages"][1]["content"]) for r in server.requests] == sorted(
-        (len(r["messages"][1]["content"]) for r in server.requests), reverse=True)
+        (len(r["messages"][1]["content"]) for r in server.requests), reverse=True
+    )
 
 
 def test_empty_content_with_reasoning_is_retried_once_with_thinking_off(server):

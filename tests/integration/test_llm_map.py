@@ -11,27 +11,33 @@ import uuid
 import pytest
 
 from actors.deps import build_deps
-from stages.ingest import submit_document
-from stages.map import map_document
-from wiki.lanes import INGEST, SCOPE_KB
 from kbwiki.status import kb_status, status_lines
 from repos.llm_errors import LLMConfigErrorRepository
-from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
+from stages.ingest import submit_document
+from stages.map import map_document
 from tests.e2e.conftest import wait_until
+from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
 from tests.support.pipeline import settle
 from tests.support.stages import run_stage
 from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes, normalise
+from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import config_from_settings
 
 DOCS = {
-    "timers.md": ("Kernel timers", "A kernel timer runs a function at a given time in the future. The Timer Wheel keeps"
-                  " pending timers sorted by their expiry time. The Scheduler Tick advances the Timer Wheel and runs"
-                  " the expired timers. High Resolution Timers use a tree instead of the Timer Wheel."),
-    "workqueue.md": ("Workqueues", "A workqueue runs deferred work in a kernel thread. The Worker Pool holds the"
-                     " threads that run work items. Each work item is queued on a workqueue and run by the Worker"
-                     " Pool later. The Scheduler Tick does not run work items."),
+    "timers.md": (
+        "Kernel timers",
+        "A kernel timer runs a function at a given time in the future. The Timer Wheel keeps"
+        " pending timers sorted by their expiry time. The Scheduler Tick advances the Timer Wheel and runs"
+        " the expired timers. High Resolution Timers use a tree instead of the Timer Wheel.",
+    ),
+    "workqueue.md": (
+        "Workqueues",
+        "A workqueue runs deferred work in a kernel thread. The Worker Pool holds the"
+        " threads that run work items. Each work item is queued on a workqueue and run by the Worker"
+        " Pool later. The Scheduler Tick does not run work items.",
+    ),
 }
 
 
@@ -48,18 +54,35 @@ def llm_deps(settings, clean_db, server):
     """Deps whose extractor is the LLM one on the scripted server; fast retries and pauses."""
     with clean_db.connection() as conn:
         conn.execute("TRUNCATE wiki_llm_config_errors")
-    fast = settings.model_copy(update={
-        "extractor": "llm", "llm_base_url": server.url, "llm_model": "scripted-model", "llm_api_key": "k",
-        "llm_timeout_s": 2.0, "llm_transport_attempts": 2, "llm_retry_max_wait_s": 0.2, "llm_pause_s": 0.2,
-        "wiki_max_fail_retries": 1, "document_retry_backoff_ms": 0})
+    fast = settings.model_copy(
+        update={
+            "extractor": "llm",
+            "llm_base_url": server.url,
+            "llm_model": "scripted-model",
+            "llm_api_key": "k",
+            "llm_timeout_s": 2.0,
+            "llm_transport_attempts": 2,
+            "llm_retry_max_wait_s": 0.2,
+            "llm_pause_s": 0.2,
+            "wiki_max_fail_retries": 1,
+            "document_retry_backoff_ms": 0,
+        }
+    )
     return build_deps(fast, pool=clean_db, extractor=LLMExtractor(config_from_settings(fast)))
 
 
 def submit(deps, kb, names=DOCS):
     ids = {}
     for uri, (title, text) in names.items():
-        result = run_stage(submit_document, deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text,
-                                 source_uri=uri)
+        result = run_stage(
+            submit_document,
+            deps,
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=title,
+            content=text,
+            source_uri=uri,
+        )
         ids[uri] = result.knowledge_id
     return ids
 
@@ -71,8 +94,10 @@ def pages_of(deps, kb):
 def assert_pages_valid(deps, kb) -> None:
     """No entity or concept page is named against the offline rules, and every evidence quote of
     every page's facts occurs in its source document."""
-    texts = {d.id: normalise(d.content) for d in deps.docs.get_many(
-        [ref.knowledge_id for p in pages_of(deps, kb) for ref in p.source_refs]).values()}
+    texts = {
+        d.id: normalise(d.content)
+        for d in deps.docs.get_many([ref.knowledge_id for p in pages_of(deps, kb) for ref in p.source_refs]).values()
+    }
     for page in pages_of(deps, kb):
         if page.page_type in ("entity", "concept"):
             assert validate_item_name(page.title) == page.title
@@ -97,8 +122,15 @@ def test_good_answers_become_pages_and_an_unchanged_document_costs_no_call(llm_d
     assert_pages_valid(llm_deps, kb)
     calls = server.calls
     doc = llm_deps.docs.get(ids["timers.md"])
-    op = llm_deps.ops.enqueue(tenant_id=1, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                              dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
+    op = llm_deps.ops.enqueue(
+        tenant_id=1,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op="ingest",
+        dedup_key=doc.id,
+        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+    )
     assert run_stage(map_document, llm_deps, 1, kb.id, doc.id, op.id) == "cached"
     assert server.calls == calls
 
@@ -128,8 +160,12 @@ def test_output_that_stays_invalid_is_a_dead_letter_with_its_reason_never_a_page
     assert "Here are the entities" in letter.last_error  # the raw answer, for triage
     assert [p for p in pages_of(llm_deps, kb) if p.page_type != "index"] == []
     with llm_deps.pool.connection() as conn:
-        assert conn.execute("SELECT count(*) AS n FROM wiki_extractions WHERE knowledge_base_id = %s",
-                            (kb.id,)).fetchone()["n"] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) AS n FROM wiki_extractions WHERE knowledge_base_id = %s", (kb.id,)
+            ).fetchone()["n"]
+            == 0
+        )
     report = kb_status(llm_deps, kb)
     assert report["dead_letters"] == 1
     assert any("invalid model output" in line for line in status_lines(report))
@@ -156,8 +192,9 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
     kb = new_kb(llm_deps)
     ids = submit(llm_deps, kb)
     llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
-    outcomes = [run_stage(map_document, llm_deps, 1, kb.id, knowledge_id, op.id)
-                for knowledge_id, op in _ops(llm_deps, kb, ids)]
+    outcomes = [
+        run_stage(map_document, llm_deps, 1, kb.id, knowledge_id, op.id) for knowledge_id, op in _ops(llm_deps, kb, ids)
+    ]
     assert outcomes == ["paused", "paused"]
     assert server.calls == 1  # the second document saw the recorded error and made no call
     row = LLMConfigErrorRepository(llm_deps.pool).get(kb.id)
@@ -169,9 +206,14 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
 
     llm_deps.kbs.set_wiki_config(kb.id, {"llm": {"model": "good-model"}})
     claimed = []
-    wait_until(lambda: claimed.extend(llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)) or len(claimed) == 2,
-               10, "both paused ops claimable again after llm_pause_s")
-    assert [run_stage(map_document, llm_deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"] * len(claimed)
+    wait_until(
+        lambda: claimed.extend(llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)) or len(claimed) == 2,
+        10,
+        "both paused ops claimable again after llm_pause_s",
+    )
+    assert [run_stage(map_document, llm_deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"] * len(
+        claimed
+    )
     settle(llm_deps, kb)
     assert llm_deps.docs.count_by_status(kb.id) == {"done": 2}
     assert LLMConfigErrorRepository(llm_deps.pool).get(kb.id) is None
@@ -194,6 +236,7 @@ def _first_then_realistic(change):
         if state.pop("first", False):
             return change(realistic_content(request))
         return realistic(request)
+
     return respond
 
 
@@ -204,9 +247,16 @@ def _invent_handles(content):
 
 
 def _bad_quote(content):
-    content["items"].append({"name": "Imaginary Scheduler", "kind": "entity", "same_as": None, "aliases": [],
-                             "description": "Made up.", "evidence": [{"source": "d1", "quote": "The Imaginary"
-                                                                      " Scheduler runs every task twice."}]})
+    content["items"].append(
+        {
+            "name": "Imaginary Scheduler",
+            "kind": "entity",
+            "same_as": None,
+            "aliases": [],
+            "description": "Made up.",
+            "evidence": [{"source": "d1", "quote": "The Imaginary Scheduler runs every task twice."}],
+        }
+    )
     return answer(content)
 
 
@@ -217,16 +267,25 @@ def _repairable(content):
 # name: (responder or script, outcome) -- outcome "page", "dead" or "paused"
 SCENARIOS = {
     "good answer": (lambda s: setattr(s, "responder", realistic), "page"),
-    "truncation": (lambda s: (s.push(answer('{"summary": "The Timer Wheel is', finish_reason="length")),
-                              setattr(s, "responder", realistic)), "page"),
-    "empty content with reasoning": (lambda s: (s.push(answer("", reasoning="Thinking about timers...")),
-                                                setattr(s, "responder", realistic)), "page"),
+    "truncation": (
+        lambda s: (
+            s.push(answer('{"summary": "The Timer Wheel is', finish_reason="length")),
+            setattr(s, "responder", realistic),
+        ),
+        "page",
+    ),
+    "empty content with reasoning": (
+        lambda s: (s.push(answer("", reasoning="Thinking about timers...")), setattr(s, "responder", realistic)),
+        "page",
+    ),
     "invalid JSON": (lambda s: setattr(s, "responder", lambda r: answer("timers: yes; wheel: yes")), "dead"),
     "repairable JSON": (lambda s: setattr(s, "responder", _first_then_realistic(_repairable)), "page"),
     "invented handles": (lambda s: setattr(s, "responder", _first_then_realistic(_invent_handles)), "page"),
     "quotes not in the source": (lambda s: setattr(s, "responder", _first_then_realistic(_bad_quote)), "page"),
-    "429 with Retry-After": (lambda s: (s.push(error(429, "rate limited", {"Retry-After": "1"})),
-                                        setattr(s, "responder", realistic)), "page"),
+    "429 with Retry-After": (
+        lambda s: (s.push(error(429, "rate limited", {"Retry-After": "1"})), setattr(s, "responder", realistic)),
+        "page",
+    ),
     "500s": (lambda s: (s.push(error(500), error(502)), setattr(s, "responder", realistic)), "page"),
     "timeout": (lambda s: (s.push(stall(3.0)), setattr(s, "responder", realistic)), "page"),
     "401": (lambda s: setattr(s, "responder", lambda r: error(401, "Incorrect API key provided: k")), "paused"),

@@ -27,24 +27,35 @@ _DOC = re.compile(r'<document handle="d1" title="[^"]*">\n(.*)\n</document>', re
 _PAGE = re.compile(r"^(p\d+): (.+)$", re.M)
 
 
-def answer(content: str | dict, finish_reason: str = "stop", reasoning: str | None = None,
-           usage: tuple[int, int] | None = None) -> dict:
+def answer(
+    content: str | dict, finish_reason: str = "stop", reasoning: str | None = None, usage: tuple[int, int] | None = None
+) -> dict:
     """A 200 completion with ``content`` (a dict is sent as JSON text)."""
     text = content if isinstance(content, str) else json.dumps(content)
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if reasoning is not None:
         message["reasoning_content"] = reasoning
     prompt, completion = usage or (0, max(len(text) // 4, 1))
-    return {"status": 200, "json": {
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()), "model": "scripted",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}}
+    return {
+        "status": 200,
+        "json": {
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": "scripted",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+        },
+    }
 
 
 def error(status: int, message: str = "scripted error", headers: dict[str, str] | None = None) -> dict:
     """An HTTP error with an OpenAI-style error body."""
-    return {"status": status, "headers": headers or {},
-            "json": {"error": {"message": message, "type": "invalid_request_error", "code": None}}}
+    return {
+        "status": status,
+        "headers": headers or {},
+        "json": {"error": {"message": message, "type": "invalid_request_error", "code": None}},
+    }
 
 
 def stall(seconds: float, then: dict | None = None) -> dict:
@@ -73,8 +84,11 @@ def _sentences(text: str) -> list[str]:
         lines = [line for line in block.splitlines() if line.strip()]
         if not lines or any(markup.match(line) for line in lines):
             continue
-        out += [s for s in re.split(r"(?<=[.!?])\s+", " ".join(block.split()))
-                if 30 <= len(s) <= 300 and re.search(r"[a-z]{3}", s) and "`" not in s and "_" not in s]
+        out += [
+            s
+            for s in re.split(r"(?<=[.!?])\s+", " ".join(block.split()))
+            if 30 <= len(s) <= 300 and re.search(r"[a-z]{3}", s) and "`" not in s and "_" not in s
+        ]
     return out
 
 
@@ -86,28 +100,49 @@ def realistic_content(request: dict) -> dict:
     sentences = _sentences(text)
     if not sentences:
         sentences = [" ".join(text.split())[:200] or "An empty document."]
-    terms = Counter(re.sub(r"^(?:The|An?|This|These|Each) ", "", m) for s in sentences
-                    for m in re.findall(r"\b[A-Z][A-Za-z0-9]{2,}(?: [A-Z][A-Za-z0-9]{2,}){0,2}\b", s)
-                    if not s.startswith(m) or m.startswith(("The ", "A ", "An ", "This ", "These ", "Each ")))
+    terms = Counter(
+        re.sub(r"^(?:The|An?|This|These|Each) ", "", m)
+        for s in sentences
+        for m in re.findall(r"\b[A-Z][A-Za-z0-9]{2,}(?: [A-Z][A-Za-z0-9]{2,}){0,2}\b", s)
+        if not s.startswith(m) or m.startswith(("The ", "A ", "An ", "This ", "These ", "Each "))
+    )
     terms = Counter({t: n for t, n in terms.items() if " " in t or not any(s.startswith(t) for s in sentences)})
     if len(terms) < 3:  # few names: the most repeated two-word phrases without stopwords
         from wiki.extract import is_stopword
 
-        terms.update(p for s in sentences for p in re.findall(r"(?=\b([a-z]{3,} [a-z]{3,})\b)", s)
-                     if not any(is_stopword(w) for w in p.split()))
+        terms.update(
+            p
+            for s in sentences
+            for p in re.findall(r"(?=\b([a-z]{3,} [a-z]{3,})\b)", s)
+            if not any(is_stopword(w) for w in p.split())
+        )
     items = []
     for term, _ in terms.most_common(6):
         quotes = [s for s in sentences if term in s][:2]
-        items.append({"name": term, "kind": "entity" if term.isupper() or " " not in term else "concept",
-                      "same_as": None, "aliases": [], "description": quotes[0],
-                      "evidence": [{"source": "d1", "quote": q} for q in quotes]})
+        items.append(
+            {
+                "name": term,
+                "kind": "entity" if term.isupper() or " " not in term else "concept",
+                "same_as": None,
+                "aliases": [],
+                "description": quotes[0],
+                "evidence": [{"source": "d1", "quote": q} for q in quotes],
+            }
+        )
     body = " ".join(sentences[:3])
     for handle, title in pages:
         quotes = [s for s in sentences if title.lower() in s.lower()][:1]
         if quotes:
-            items.append({"name": title, "kind": "concept", "same_as": handle, "aliases": [],
-                          "description": f"{title}, as this document uses it.",
-                          "evidence": [{"source": "d1", "quote": quotes[0]}]})
+            items.append(
+                {
+                    "name": title,
+                    "kind": "concept",
+                    "same_as": handle,
+                    "aliases": [],
+                    "description": f"{title}, as this document uses it.",
+                    "evidence": [{"source": "d1", "quote": quotes[0]}],
+                }
+            )
             body += f" It relies on [[{handle}]]."
             break
     return {"summary": sentences[0], "body": body, "items": items}
@@ -124,10 +159,12 @@ def realistic(request: dict) -> dict:
 
 def rejecting(modes: set[str], then: Responder = realistic) -> Responder:
     """A provider that answers 400 to requests in ``modes`` and ``then`` to the others."""
+
     def respond(request: dict) -> dict:
         if mode_of(request) in modes:
             return error(400, f"response_format {mode_of(request)} is not supported by this model")
         return then(request)
+
     return respond
 
 

@@ -38,8 +38,11 @@ def _closed_port() -> int:
 
 
 def test_importing_every_actor_module_builds_no_broker_and_opens_no_connection():
-    env = {**os.environ, "REDIS_URL": "redis://127.0.0.1:1",
-           "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{_closed_port()}/kbwiki"}
+    env = {
+        **os.environ,
+        "REDIS_URL": "redis://127.0.0.1:1",
+        "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{_closed_port()}/kbwiki",
+    }
     out = subprocess.run([sys.executable, "-c", CHECK], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     modules, declared = out.stdout.split(maxsplit=1)
@@ -48,23 +51,34 @@ def test_importing_every_actor_module_builds_no_broker_and_opens_no_connection()
 
 
 def test_sending_before_setup_broker_says_what_to_call():
-    code = ("from actors.ingest import wiki_submit\n"
-            "try:\n    wiki_submit.send(tenant_id=1, knowledge_base_id='kb', title='t', content='c')\n"
-            "except Exception as exc:\n    print(type(exc).__name__, exc)\n")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "REDIS_URL": "redis://127.0.0.1:1"},
-                         capture_output=True, text=True, check=True, timeout=120)
+    code = (
+        "from actors.ingest import wiki_submit\n"
+        "try:\n    wiki_submit.send(tenant_id=1, knowledge_base_id='kb', title='t', content='c')\n"
+        "except Exception as exc:\n    print(type(exc).__name__, exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "REDIS_URL": "redis://127.0.0.1:1"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     assert out.stdout.startswith("BrokerNotSet") and "setup_broker()" in out.stdout
 
 
 def test_setup_broker_declares_every_actor_on_the_global_broker():
-    code = ("import dramatiq, actors\n"
-            "from wiki.settings import Settings\n"
-            "broker = actors.setup_broker(Settings(redis_url='redis://127.0.0.1:1'))\n"
-            "assert dramatiq.get_broker() is broker\n"
-            "from actors.declare import DECLARED\n"
-            "assert set(broker.get_declared_actors()) == set(DECLARED), broker.get_declared_actors()\n"
-            "print(broker.get_actor('wiki_submit').options['max_retries'])\n")
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True,
-                         timeout=120)
+    code = (
+        "import dramatiq, actors\n"
+        "from wiki.settings import Settings\n"
+        "broker = actors.setup_broker(Settings(redis_url='redis://127.0.0.1:1'))\n"
+        "assert dramatiq.get_broker() is broker\n"
+        "from actors.declare import DECLARED\n"
+        "assert set(broker.get_declared_actors()) == set(DECLARED), broker.get_declared_actors()\n"
+        "print(broker.get_actor('wiki_submit').options['max_retries'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=dict(os.environ), capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert int(out.stdout) > 100  # a data-carrying actor: retries for KBWIKI_DATA_RETRY_S (actors.retry_policy)

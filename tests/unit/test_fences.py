@@ -17,8 +17,10 @@ from wiki.extract.offline import OfflineExtractor
 from wiki.markdown import fenced_code_lines
 from wiki.text import document_title
 
-TILDE_DOC = ("# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum. "
-             "Python is a programming language.\n")
+TILDE_DOC = (
+    "# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum. "
+    "Python is a programming language.\n"
+)
 
 
 def _code(text: str) -> list[int]:
@@ -100,7 +102,9 @@ def test_ast_docstring_shape_yields_wiki_content() -> None:
 
 
 def test_unclosed_fence_is_not_prose() -> None:
-    text = "Intro text about the widget library for everyone.\n\n```python\nThe widget library draws widgets on screens.\n"
+    text = (
+        "Intro text about the widget library for everyone.\n\n```python\nThe widget library draws widgets on screens.\n"
+    )
     extraction = OfflineExtractor().extract("Widgets", text)
     assert "`" not in extraction.body
     assert "Intro text about the widget library" in extraction.body

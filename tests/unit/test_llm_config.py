@@ -48,8 +48,10 @@ def test_sections_cut_at_paragraphs_within_the_budget():
     assert sections("short", 1000) == ["short"]
 
 
-@pytest.mark.parametrize(("headers", "expected"), [
-    ({"retry-after": "3"}, 3.0), ({"retry-after-ms": "1500"}, 1.5), ({}, None), ({"retry-after": "soon"}, None)])
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [({"retry-after": "3"}, 3.0), ({"retry-after-ms": "1500"}, 1.5), ({}, None), ({"retry-after": "soon"}, None)],
+)
 def test_retry_after_is_read_from_the_response(headers, expected):
     request = httpx2.Request("POST", "http://x/v1/chat/completions")
     exc = openai.RateLimitError("slow down", response=httpx2.Response(429, headers=headers, request=request), body=None)

@@ -42,14 +42,14 @@ def _kinds(text: str) -> list[tuple[Kind, str]]:
         ("use `x = 1` here", Kind.INLINE_CODE, "`x = 1`"),
         ("use ``a ` b`` here", Kind.INLINE_CODE, "``a ` b``"),
         ("see [[acme-corp|Acme]] now", Kind.WIKI_LINK, "[[acme-corp|Acme]]"),
-        ("see [the docs](https://x.org/a_(b) \"T\") now", Kind.MD_LINK, "[the docs](https://x.org/a_(b) \"T\")"),
+        ('see [the docs](https://x.org/a_(b) "T") now', Kind.MD_LINK, '[the docs](https://x.org/a_(b) "T")'),
         ("a ![logo](logo.png) b", Kind.MD_LINK, "![logo](logo.png)"),
         ("see [the docs][1] now", Kind.REF_LINK, "[the docs][1]"),
         ("see <https://x.org/a> now", Kind.AUTOLINK, "<https://x.org/a>"),
         ("see https://x.org/a?b=1 now", Kind.URL, "https://x.org/a?b=1"),
         ("see www.x.org now", Kind.URL, "www.x.org"),
         ("mail ann@x.org now", Kind.EMAIL, "ann@x.org"),
-        ("a <span title=\"x\">b", Kind.HTML, "<span title=\"x\">"),
+        ('a <span title="x">b', Kind.HTML, '<span title="x">'),
     ],
 )
 def test_each_kind(text: str, kind: Kind, covered: str) -> None:
@@ -63,11 +63,25 @@ def test_scan_covers_the_text_with_exact_offsets() -> None:
     assert all(a.end == b.start for a, b in zip(parts, parts[1:]))
     assert "".join(text[p.start : p.end] for p in parts) == text
     assert [p.kind for p in parts] == [
-        Kind.FRONT_MATTER, Kind.HEADING, Kind.PROSE, Kind.WIKI_LINK, Kind.PROSE, Kind.INLINE_CODE,
-        Kind.PROSE, Kind.URL, Kind.PROSE, Kind.FENCED_CODE, Kind.PROSE,
+        Kind.FRONT_MATTER,
+        Kind.HEADING,
+        Kind.PROSE,
+        Kind.WIKI_LINK,
+        Kind.PROSE,
+        Kind.INLINE_CODE,
+        Kind.PROSE,
+        Kind.URL,
+        Kind.PROSE,
+        Kind.FENCED_CODE,
+        Kind.PROSE,
     ]
     assert [text[a:b] for a, b in prose_segments(text)] == [
-        "\nSee ", " and ", ", ", "\n\n", "End."]  # the URL takes its final dot, as before
+        "\nSee ",
+        " and ",
+        ", ",
+        "\n\n",
+        "End.",
+    ]  # the URL takes its final dot, as before
 
 
 def test_first_inline_kind_at_a_position_wins() -> None:

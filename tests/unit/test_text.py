@@ -219,7 +219,7 @@ def test_rst_fast_on_large_file() -> None:
 
 
 def test_document_text_markdown_and_txt_as_is() -> None:
-    data = "# Title\r\n\r\nBody\x07 text  \n".encode()
+    data = b"# Title\r\n\r\nBody\x07 text  \n"
     assert document_text("notes.md", data) == "# Title\n\nBody text"
     assert document_text("NOTES.TXT", b"plain") == "plain"
     assert document_text("a.markdown", b"md") == "md"

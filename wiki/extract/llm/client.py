@@ -18,8 +18,14 @@ from typing import Any, Literal
 
 import openai
 import structlog
-from tenacity import (RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_before_delay,
-                      wait_random_exponential)
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    stop_before_delay,
+    wait_random_exponential,
+)
 
 from wiki.errors import LLMConfigError, LLMUnavailable
 from wiki.llm_config import LLMConfig
@@ -33,8 +39,11 @@ _CONFIG_STATUS = {401, 402, 403, 404, 422}
 
 #: How providers say that the prompt does not fit the model's context (OpenAI, vLLM, llama.cpp,
 #: Ollama, gateways): a 400 that names the input's size, not the configuration.
-_TOO_LONG = re.compile(r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
-                       r"|exceeds? the (?:available )?context|input is too long|reduce the length", re.I)
+_TOO_LONG = re.compile(
+    r"context[ _]length|context window|maximum context|too many tokens|prompt is too long"
+    r"|exceeds? the (?:available )?context|input is too long|reduce the length",
+    re.I,
+)
 
 
 class ModeRejected(Exception):
@@ -110,11 +119,20 @@ class ChatClient:
     def __init__(self, config: LLMConfig) -> None:
         self.config = config
         self.sdk = openai.OpenAI(
-            base_url=config.base_url, api_key=config.api_key or "none", max_retries=0,
-            timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s))
+            base_url=config.base_url,
+            api_key=config.api_key or "none",
+            max_retries=0,
+            timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+        )
 
-    def complete(self, messages: list[dict[str, str]], mode: OutputMode, schema: dict[str, Any],
-                 extra_body: dict[str, Any] | None = None, deadline: float | None = None) -> ChatAnswer:
+    def complete(
+        self,
+        messages: list[dict[str, str]],
+        mode: OutputMode,
+        schema: dict[str, Any],
+        extra_body: dict[str, Any] | None = None,
+        deadline: float | None = None,
+    ) -> ChatAnswer:
         """One completion in ``mode``, done by ``deadline`` (a ``time.monotonic()`` value: no request
         or retry wait goes past it). Raises ``ModeRejected`` on a 400 or 413, ``LLMConfigError`` on
         401, 402, 403, 404 and 422, ``LLMUnavailable`` once the transport retries or the time are spent."""
@@ -122,18 +140,29 @@ class ChatClient:
         left = c.document_budget_s if deadline is None else deadline - time.monotonic()
         if left <= 0:
             raise LLMUnavailable(f"the document's time budget ({c.document_budget_s:.0f} s) is spent")
-        kwargs: dict[str, Any] = {"model": c.model, "messages": messages, c.max_tokens_field: c.max_tokens,
-                                  "timeout": openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))}
+        kwargs: dict[str, Any] = {
+            "model": c.model,
+            "messages": messages,
+            c.max_tokens_field: c.max_tokens,
+            "timeout": openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left)),
+        }
         if mode == "json_schema":
-            kwargs["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "wiki_extraction", "strict": True, "schema": schema}}
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "wiki_extraction", "strict": True, "schema": schema},
+            }
         elif mode == "json_object":
             kwargs["response_format"] = {"type": "json_object"}
         body = {**c.extra_body, **(extra_body or {})}
         if body:
             kwargs["extra_body"] = body
-        retrying = Retrying(retry=retry_if_exception(_transient), stop=stop_after_attempt(c.transport_attempts) | stop_before_delay(left),
-                            wait=_Wait(c.retry_max_wait_s), reraise=True, before_sleep=self._log_retry)
+        retrying = Retrying(
+            retry=retry_if_exception(_transient),
+            stop=stop_after_attempt(c.transport_attempts) | stop_before_delay(left),
+            wait=_Wait(c.retry_max_wait_s),
+            reraise=True,
+            before_sleep=self._log_retry,
+        )
         try:
             completion = retrying(self.sdk.chat.completions.create, **kwargs)
         except openai.BadRequestError as exc:
@@ -143,11 +172,13 @@ class ChatClient:
                 raise ModeRejected(_message(exc), too_long=True) from exc
             if exc.status_code in _CONFIG_STATUS:
                 raise LLMConfigError(exc.status_code, _message(exc), c.base_url, c.model) from exc
-            raise LLMUnavailable(f"HTTP {exc.status_code} after {retrying.statistics.get('attempt_number', 1)} tries:"
-                                 f" {_message(exc)}") from exc
+            raise LLMUnavailable(
+                f"HTTP {exc.status_code} after {retrying.statistics.get('attempt_number', 1)} tries: {_message(exc)}"
+            ) from exc
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise LLMUnavailable(f"{type(exc).__name__} after {retrying.statistics.get('attempt_number', 1)} tries:"
-                                 f" {exc}") from exc
+            raise LLMUnavailable(
+                f"{type(exc).__name__} after {retrying.statistics.get('attempt_number', 1)} tries: {exc}"
+            ) from exc
         if not completion.choices:
             return ChatAnswer("", None, "", 0, 0)
         choice = completion.choices[0]
@@ -155,15 +186,23 @@ class ChatClient:
         extra = message.model_extra or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
         usage = completion.usage
-        return ChatAnswer(content=message.content or "", finish_reason=choice.finish_reason,
-                          reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
-                          prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                          completion_tokens=getattr(usage, "completion_tokens", 0) or 0)
+        return ChatAnswer(
+            content=message.content or "",
+            finish_reason=choice.finish_reason,
+            reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+        )
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
-        log.warning("llm.retry", model=self.config.model, attempt=state.attempt_number, error=repr(exc),
-                    wait_s=round(state.upcoming_sleep, 2))
+        log.warning(
+            "llm.retry",
+            model=self.config.model,
+            attempt=state.attempt_number,
+            error=repr(exc),
+            wait_s=round(state.upcoming_sleep, 2),
+        )
 
 
 def _message(exc: openai.APIStatusError) -> str:

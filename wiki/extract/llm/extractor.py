@@ -13,8 +13,9 @@ What reaches the ``Extraction`` is checked here, not trusted:
 Output modes are tried in the order ``json_schema`` → ``json_object`` (schema in the prompt) →
 ``fenced`` (a ```json block); a 400 moves to the next, and the mode that worked is remembered per
 base URL and model for the process. A 400 or 413 saying the input exceeds the context halves the
-section like a truncated answer (it is no configuration error: a shorter document would pass). ``finish_reason == "length"`` halves the section and retries
-(at most ``MAX_SPLITS`` times), never repairs; an empty answer with reasoning is retried once with
+section like a truncated answer (it is no configuration error: a shorter document would pass).
+``finish_reason == "length"`` halves the section and retries (at most ``MAX_SPLITS`` times), never
+repairs; an empty answer with reasoning is retried once with
 ``thinking_off``; ``content_filter`` raises ``LLMRefused``. JSON repair (json-repair) runs only
 on an answer that stopped normally.
 """
@@ -33,9 +34,9 @@ import json_repair
 import structlog
 from pydantic import ValidationError
 
+from wiki.errors import LLMConfigError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
-from wiki.errors import LLMConfigError, LLMOutputInvalid, LLMRefused
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
 from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
 from wiki.llm_config import LLMConfig, LLMOverride
@@ -209,29 +210,40 @@ class LLMExtractor:
         for section in sections(text, self.config.section_chars):
             partials += self._section(title, section, handles, doc_norm, stats, depth=0)
         extraction = _merge(partials)
-        log.info("llm.extracted", model=self.config.model, mode=stats.mode, calls=stats.calls,
-                 prompt_tokens=stats.prompt_tokens, completion_tokens=stats.completion_tokens,
-                 repaired=stats.repaired, dropped_items=stats.dropped_items, items=len(extraction.items))
+        log.info(
+            "llm.extracted",
+            model=self.config.model,
+            mode=stats.mode,
+            calls=stats.calls,
+            prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens,
+            repaired=stats.repaired,
+            dropped_items=stats.dropped_items,
+            items=len(extraction.items),
+        )
         return extraction, self.name_for(stats.mode or MODES[0]), stats
 
-    def _section(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str,
-                 stats: RunStats, depth: int) -> list[_Partial]:
+    def _section(
+        self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str, stats: RunStats, depth: int
+    ) -> list[_Partial]:
         try:
             return [self._call(title, section, handles, doc_norm, stats)]
         except _Truncated as exc:
             halves = _halves(section) if depth < MAX_SPLITS else None
             if not halves or len(halves) < 2:
                 if exc.why:
-                    raise LLMOutputInvalid(f"{exc.why} (even for a section of {len(section)} characters;"
-                                           " lower section_chars)") from None
+                    raise LLMOutputInvalid(
+                        f"{exc.why} (even for a section of {len(section)} characters; lower section_chars)"
+                    ) from None
                 raise LLMOutputInvalid(
                     f"the answer was cut at max_tokens ({self.config.max_tokens}) even for a section of "
-                    f"{len(section)} characters; raise max_tokens", exc.raw) from None
+                    f"{len(section)} characters; raise max_tokens",
+                    exc.raw,
+                ) from None
             log.info("llm.section_split", model=self.config.model, chars=len(section), depth=depth + 1)
             return [p for half in halves for p in self._section(title, half, handles, doc_norm, stats, depth + 1)]
 
-    def _call(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str,
-              stats: RunStats) -> _Partial:
+    def _call(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str, stats: RunStats) -> _Partial:
         c = self.config
         mode = remembered_mode(c.base_url, c.model) or MODES[0]
         extra: dict = {}
@@ -245,7 +257,7 @@ class LLMExtractor:
                 if exc.too_long:  # the input, not the mode or the configuration: a smaller section may fit
                     raise _Truncated("", f"the endpoint refused the input as too long: {exc.message}") from None
                 stats.modes_rejected.append(mode)
-                following = MODES[MODES.index(mode) + 1:]
+                following = MODES[MODES.index(mode) + 1 :]
                 if not following:
                     raise LLMConfigError(400, exc.message, c.base_url, c.model) from None
                 log.warning("llm.mode_rejected", model=c.model, mode=mode, next=following[0], message=exc.message)
@@ -259,16 +271,19 @@ class LLMExtractor:
             if answer.finish_reason == "length":
                 raise _Truncated(answer.content)
             if answer.finish_reason == "content_filter":
-                raise LLMRefused("the provider's content filter stopped the answer (finish_reason content_filter)",
-                                 answer.content)
+                raise LLMRefused(
+                    "the provider's content filter stopped the answer (finish_reason content_filter)", answer.content
+                )
             if not answer.content.strip():
                 if answer.reasoning and not thinking_retried and c.thinking_off:
                     thinking_retried = True
                     extra = dict(c.thinking_off)
                     log.info("llm.thinking_off_retry", model=c.model)
                     continue
-                raise LLMOutputInvalid("empty answer" + (" with reasoning only, also with thinking off"
-                                                         if answer.reasoning else ""), answer.reasoning)
+                raise LLMOutputInvalid(
+                    "empty answer" + (" with reasoning only, also with thinking off" if answer.reasoning else ""),
+                    answer.reasoning,
+                )
             if answer.finish_reason != "stop":
                 raise LLMOutputInvalid(f"the answer ended with finish_reason {answer.finish_reason!r}", answer.content)
             data, repaired = _parse(answer.content, mode)
@@ -302,6 +317,7 @@ def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
 def _plain(text: str, handles: dict[str, PageLite], title: str) -> str:
     """``text`` with handles resolved to page titles (``d1`` to the document's title), any other
     wiki link or Markdown link reduced to its words, and autolinks removed."""
+
     def sub(m: re.Match) -> str:
         target, display = m.group(1).strip(), (m.group(2) or "").strip()
         key = target.lower()
@@ -318,8 +334,15 @@ def _plain(text: str, handles: dict[str, PageLite], title: str) -> str:
     return _AUTOLINK.sub("", text)
 
 
-def _validate(data: dict, raw: str, handles: dict[str, PageLite], doc_norm: str, title: str,
-              max_invalid_share: float, stats: RunStats) -> _Partial:
+def _validate(
+    data: dict,
+    raw: str,
+    handles: dict[str, PageLite],
+    doc_norm: str,
+    title: str,
+    max_invalid_share: float,
+    stats: RunStats,
+) -> _Partial:
     try:
         envelope = MapEnvelope.model_validate(data)
     except ValidationError as exc:
@@ -338,8 +361,11 @@ def _validate(data: dict, raw: str, handles: dict[str, PageLite], doc_norm: str,
     total = len(envelope.items)
     stats.dropped_items += invalid
     if total and invalid / total > max_invalid_share:
-        raise LLMOutputInvalid(f"{invalid} of {total} items invalid (bad schema, name or quotes not in the "
-                               f"document; more than {max_invalid_share:.0%} allowed)", raw)
+        raise LLMOutputInvalid(
+            f"{invalid} of {total} items invalid (bad schema, name or quotes not in the "
+            f"document; more than {max_invalid_share:.0%} allowed)",
+            raw,
+        )
     summary = normalise(_plain(envelope.summary, handles, title))
     body = "\n\n".join(p.strip() for p in _plain(envelope.body, handles, title).split("\n\n") if p.strip())
     return _Partial(summary=summary, body=body, items=items)
@@ -372,8 +398,9 @@ def _item(item: ItemOut, handles: dict[str, PageLite], doc_norm: str, title: str
         if alias and alias.casefold() != name.casefold() and alias not in aliases:
             aliases.append(alias)
     description = normalise(_plain(item.description, handles, title))[:MAX_DESCRIPTION_CHARS]
-    return ExtractedItem(name=name, kind=item.kind, aliases=aliases[:MAX_ALIASES], description=description,
-                         evidence=quotes[:3])
+    return ExtractedItem(
+        name=name, kind=item.kind, aliases=aliases[:MAX_ALIASES], description=description, evidence=quotes[:3]
+    )
 
 
 def _merge(partials: list[_Partial]) -> Extraction:
@@ -402,8 +429,13 @@ def _merge(partials: list[_Partial]) -> Extraction:
                 continue
             aliases = seen.aliases + [a for a in item.aliases if a not in seen.aliases]
             evidence = seen.evidence + [q for q in item.evidence if q not in seen.evidence]
-            merged[key] = seen.model_copy(update={"aliases": aliases[:MAX_ALIASES], "evidence": evidence[:3],
-                                                  "description": seen.description or item.description})
+            merged[key] = seen.model_copy(
+                update={
+                    "aliases": aliases[:MAX_ALIASES],
+                    "evidence": evidence[:3],
+                    "description": seen.description or item.description,
+                }
+            )
     return Extraction(summary=summary, body=body, items=list(merged.values()))
 
 

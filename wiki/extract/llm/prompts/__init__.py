@@ -21,8 +21,9 @@ def _load(version: str) -> tuple[str, str]:
     return system.replace("=== system ===", "", 1).strip(), user.strip()
 
 
-def map_messages(title: str, document: str, pages: list[tuple[str, str]], *, with_schema: bool,
-                 fenced: bool) -> list[dict[str, str]]:
+def map_messages(
+    title: str, document: str, pages: list[tuple[str, str]], *, with_schema: bool, fenced: bool
+) -> list[dict[str, str]]:
     """The chat messages for one call: ``pages`` as ``[(handle, title)]``; ``with_schema`` puts the
     JSON schema in the prompt (the modes without structured output), ``fenced`` asks for the
     answer in a ```json block. Placeholders are replaced once each, document last, so a document
@@ -37,5 +38,7 @@ def map_messages(title: str, document: str, pages: list[tuple[str, str]], *, wit
     safe_title = " ".join(title.split()).replace('"', "'")
     head, tail = user.split("{{document}}", 1)
     user = head.replace("{{pages}}", listing).replace("{{title}}", safe_title) + document + tail
-    return [{"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
-            {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
+        {"role": "user", "content": user},
+    ]
