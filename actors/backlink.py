@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps
+from actors.deps import get_deps, run_stage
 from stages.backlink import backlink_step
 
 
@@ -14,14 +14,4 @@ def wiki_backlink(**kwargs) -> None:
     """Trigger: queue the pages mentioning the keys of the next backlink ops for cross-linking."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    backlink_step(
-        args.tenant_id,
-        args.knowledge_base_id,
-        pool=d.pool,
-        kbs=d.kbs,
-        ops=d.ops,
-        pages=d.pages,
-        redis=d.redis,
-        settings=d.settings,
-        worker_id=d.worker_id,
-    )
+    run_stage(backlink_step, d, args.tenant_id, args.knowledge_base_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps
+from actors.deps import get_deps, run_stage
 from stages.crosslink import crosslink_step
 
 
@@ -13,14 +13,4 @@ def wiki_crosslink(**kwargs) -> None:
     """Trigger: cross-link one chunk of the KB's touched pages (fanning out to more runs)."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    crosslink_step(
-        args.tenant_id,
-        args.knowledge_base_id,
-        pool=d.pool,
-        kbs=d.kbs,
-        ops=d.ops,
-        pages=d.pages,
-        redis=d.redis,
-        settings=d.settings,
-        worker_id=d.worker_id,
-    )
+    run_stage(crosslink_step, d, args.tenant_id, args.knowledge_base_id)

@@ -8,7 +8,7 @@ import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
 from actors.declare import actor
-from actors.deps import get_deps
+from actors.deps import get_deps, run_stage
 from stages.delete import delete_document, delete_knowledge_base
 from wiki.errors import UnknownKnowledgeBase
 
@@ -24,17 +24,7 @@ def wiki_retract(**kwargs) -> None:
     args = RetractArgs.model_validate(kwargs)
     d = get_deps()
     try:
-        result = delete_document(
-            args.tenant_id,
-            args.knowledge_base_id,
-            args.knowledge_id,
-            pool=d.pool,
-            kbs=d.kbs,
-            docs=d.docs,
-            ops=d.ops,
-            redis=d.redis,
-            settings=d.settings,
-        )
+        result = run_stage(delete_document, d, args.tenant_id, args.knowledge_base_id, args.knowledge_id)
     except UnknownKnowledgeBase as exc:
         log.warning("document.retract_refused", knowledge_id=args.knowledge_id, reason=str(exc))
         return
@@ -46,9 +36,7 @@ def wiki_delete_kb(**kwargs) -> None:
     """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    result = delete_knowledge_base(
-        args.tenant_id, args.knowledge_base_id, pool=d.pool, kbs=d.kbs, docs=d.docs, ops=d.ops, pages=d.pages
-    )
+    result = run_stage(delete_knowledge_base, d, args.tenant_id, args.knowledge_base_id)
     log.info(
         "kb.deleted",
         knowledge_base_id=args.knowledge_base_id,

@@ -6,8 +6,11 @@ commands build their own with ``build_deps`` on their database and Redis prefix.
 
 from __future__ import annotations
 
+import inspect
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import redis
 from psycopg_pool import ConnectionPool
@@ -84,3 +87,24 @@ def set_deps(deps: Deps | None) -> None:
     global _deps
     with _lock:
         _deps = deps
+
+
+T = TypeVar("T")
+
+
+def run_stage(stage: Callable[..., T], deps: Deps, *args: Any, **kwargs: Any) -> T:
+    """``stage(*args, **kwargs)`` plus every keyword-only parameter of ``stage`` that names a field of
+    ``deps`` (``extractor_name`` is ``deps.extractor.name``), unless ``kwargs`` gives it.
+
+    A stage's signature says which repositories it uses; this is how actors, commands, benchmarks
+    and tests hand it those from one ``Deps``. Raises ``TypeError`` (from the call) when a
+    parameter the stage needs is neither a field of ``deps`` nor in ``kwargs``."""
+    params = inspect.signature(stage).parameters
+    fields = {
+        name: getattr(deps, name)
+        for name, param in params.items()
+        if name not in kwargs and param.kind is inspect.Parameter.KEYWORD_ONLY and hasattr(deps, name)
+    }
+    if "extractor_name" in params and "extractor_name" not in kwargs:
+        fields["extractor_name"] = deps.extractor.name
+    return stage(*args, **fields, **kwargs)

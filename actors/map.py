@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, MapArgs
 from actors.declare import actor
-from actors.deps import get_deps
+from actors.deps import get_deps, run_stage
 from stages.map import map_step
 
 
@@ -14,21 +14,4 @@ def wiki_map(**kwargs) -> None:
     """Map one document, then keep the pipeline moving: refill map slots, trigger the reduce."""
     args = MapArgs.model_validate(kwargs)
     d = get_deps()
-    map_step(
-        args.tenant_id,
-        args.knowledge_base_id,
-        args.knowledge_id,
-        args.op_id,
-        pool=d.pool,
-        kbs=d.kbs,
-        docs=d.docs,
-        ops=d.ops,
-        dead_letters=d.dead_letters,
-        extractions=d.extractions,
-        pages=d.pages,
-        llm_errors=d.llm_errors,
-        extractor=d.extractor,
-        redis=d.redis,
-        settings=d.settings,
-        worker_id=d.worker_id,
-    )
+    run_stage(map_step, d, args.tenant_id, args.knowledge_base_id, args.knowledge_id, args.op_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps
+from actors.deps import get_deps, run_stage
 from stages.reduce import reduce_step
 
 
@@ -14,19 +14,4 @@ def wiki_reduce(**kwargs) -> None:
     """Trigger: reduce one batch of the KB under its active-batch lock; follow up at once if rows remain."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    reduce_step(
-        args.tenant_id,
-        args.knowledge_base_id,
-        pool=d.pool,
-        kbs=d.kbs,
-        docs=d.docs,
-        ops=d.ops,
-        dead_letters=d.dead_letters,
-        pages=d.pages,
-        extractions=d.extractions,
-        fences=d.fences,
-        extractor_name=d.extractor.name,
-        redis=d.redis,
-        settings=d.settings,
-        worker_id=d.worker_id,
-    )
+    run_stage(reduce_step, d, args.tenant_id, args.knowledge_base_id)

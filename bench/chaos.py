@@ -47,6 +47,8 @@ from pathlib import Path
 import psycopg
 import redis
 
+from actors.deps import run_stage
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -314,19 +316,7 @@ class Run:
         actors.setup_broker(self.settings)  # the triggers go to the private Redis
         d = self.deps
         for doc in docs:
-            submit_document(
-                tenant_id=1,
-                knowledge_base_id=self.kb.id,
-                **doc,
-                pool=d.pool,
-                kbs=d.kbs,
-                docs=d.docs,
-                ops=d.ops,
-                extractions=d.extractions,
-                extractor_name=d.extractor.name,
-                redis=d.redis,
-                settings=d.settings,
-            )
+            run_stage(submit_document, d, tenant_id=1, knowledge_base_id=self.kb.id, **doc)
 
     def done(self) -> int:
         return self.probe.done()

@@ -37,6 +37,8 @@ from pathlib import Path
 
 import psycopg
 
+from actors.deps import run_stage
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -300,22 +302,7 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     deps.pages.by_name_keys = lookup_many
     _instrument()
     t0 = time.perf_counter()
-    result = run_reduce_batch(
-        1,
-        kb.id,
-        pool=deps.pool,
-        kbs=deps.kbs,
-        docs=deps.docs,
-        ops=deps.ops,
-        dead_letters=deps.dead_letters,
-        pages=deps.pages,
-        extractions=deps.extractions,
-        fences=deps.fences,
-        extractor_name=deps.extractor.name,
-        redis=deps.redis,
-        settings=deps.settings,
-        worker_id=None,
-    )
+    result = run_stage(run_reduce_batch, deps, 1, kb.id)
     wall = time.perf_counter() - t0
     stats = {"statements": Counter.statements, "rows": Counter.rows}
     rows_by_sql = dict(Counter.rows_by_sql)

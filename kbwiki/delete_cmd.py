@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import click
 
+from actors.deps import run_stage
 from kbwiki.command import command_deps, find_kb, kb_option, lanes_timeout, main, services, tenant_option
 from stages.delete import delete_document, delete_knowledge_base
 from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
@@ -38,17 +39,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
                 click.echo(f"unknown {ref}")
                 missing += 1
                 continue
-            result = delete_document(
-                kb.tenant_id,
-                kb.id,
-                doc.id,
-                pool=deps.pool,
-                kbs=deps.kbs,
-                docs=deps.docs,
-                ops=deps.ops,
-                redis=deps.redis,
-                settings=deps.settings,
-            )
+            result = run_stage(delete_document, deps, kb.tenant_id, kb.id, doc.id)
             queued += result.status == "deleting"
             click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from actors.deps import Deps
+from actors.deps import Deps, run_stage
 from kbwiki.corpus import CorpusDoc, Rejected
 from stages.ingest import submit_document
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
@@ -44,20 +44,14 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
             report.counts["rejected"] += 1
             report.problems.append(f"rejected {doc.path}: {doc.reason}")
             continue
-        result = submit_document(
+        result = run_stage(
+            submit_document,
+            deps,
             tenant_id=kb.tenant_id,
             knowledge_base_id=kb.id,
             title=doc.title,
             content=doc.text,
             source_uri=doc.source_uri,
-            pool=deps.pool,
-            kbs=deps.kbs,
-            docs=deps.docs,
-            ops=deps.ops,
-            extractions=deps.extractions,
-            extractor_name=deps.extractor.name,
-            redis=deps.redis,
-            settings=deps.settings,
         )
         report.counts[result.status] += 1
         if result.reason:

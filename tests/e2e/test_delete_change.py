@@ -7,10 +7,10 @@ import uuid
 
 import pytest
 
+from actors.deps import run_stage
 from kbwiki.corpus import CorpusDoc
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
-from tests.support.stages import run_stage
 from wiki.links import parse_links
 from wiki.slugs import summary_slug
 

@@ -15,9 +15,9 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
+from actors.deps import run_stage
 from kbwiki.cli import main
 from tests.e2e.conftest import wait_until
-from tests.support.stages import run_stage
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 pytestmark = pytest.mark.e2e

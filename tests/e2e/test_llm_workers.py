@@ -8,13 +8,13 @@ import uuid
 
 import pytest
 
+from actors.deps import run_stage
 from kbwiki.ingest import lane_rows
 from kbwiki.workers import start_workers
 from stages.ingest import submit_document
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_recovery import _kill_tree
 from tests.support.llm_server import ScriptedLLM, answer, document_of, error, realistic
-from tests.support.stages import run_stage
 from wiki.extract import validate_item_name
 from wiki.extract.llm.extractor import normalise
 from wiki.lanes import INGEST, SCOPE_KB

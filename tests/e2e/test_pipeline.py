@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
+from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_doc, shipped_docs
-from tests.support.stages import run_stage
 from wiki.links import parse_links
 
 pytestmark = pytest.mark.e2e

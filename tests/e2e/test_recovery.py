@@ -16,9 +16,9 @@ import psutil
 import pytest
 import redis
 
+from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
-from tests.support.stages import run_stage
 from wiki.extract import ExtractionError
 
 pytestmark = pytest.mark.e2e

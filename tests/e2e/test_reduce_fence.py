@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 
+from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
-from tests.support.stages import run_stage
 from wiki.lanes import REDUCE, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction
 

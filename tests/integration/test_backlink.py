@@ -3,9 +3,9 @@ mention it, found through the full-text index in chunks, never by reading the KB
 
 from __future__ import annotations
 
+from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
-from tests.support.stages import run_stage
 from wiki.links import out_link_slugs
 
 

@@ -16,10 +16,10 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
+from actors.deps import run_stage
 from repos.db import make_pool
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
-from tests.support.stages import run_stage
 
 THREADS = 8
 JOIN_TIMEOUT_S = 60

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.pipeline import settle
-from tests.support.stages import run_stage
 from wiki.links import out_link_slugs
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "convergence"

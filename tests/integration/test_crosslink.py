@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
-from tests.support.stages import run_stage
 from wiki.links import parse_links
 
 

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from actors.deps import build_deps
+from actors.deps import build_deps, run_stage
 from kbwiki.status import kb_status, status_lines
 from repos.llm_errors import LLMConfigErrorRepository
 from stages.ingest import submit_document
@@ -18,7 +18,6 @@ from stages.map import map_document
 from tests.e2e.conftest import wait_until
 from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
 from tests.support.pipeline import settle
-from tests.support.stages import run_stage
 from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes, normalise

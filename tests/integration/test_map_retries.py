@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import build_deps
+from actors.deps import build_deps, run_stage
 from stages.claims import backoff_s
 from stages.map import map_document
 from stages.reduce import run_reduce_batch
 from tests.e2e.conftest import wait_until
-from tests.support.stages import run_stage
 from wiki.extract.offline import OfflineExtractor
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
+from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _assert_no_dead_links, _pages, _settle
-from tests.support.stages import run_stage
 
 
 @pytest.fixture()

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import build_deps
+from actors.deps import build_deps, run_stage
 from stages.reduce import run_reduce_batch
-from tests.support.stages import run_stage
 from wiki.extract.offline import OfflineExtractor
 from wiki.lanes import REDUCE, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction

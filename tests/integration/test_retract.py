@@ -13,9 +13,9 @@ import uuid
 
 import pytest
 
+from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.pipeline import settle
-from tests.support.stages import run_stage
 from wiki.links import parse_links
 from wiki.models import ExtractedItem, Extraction
 

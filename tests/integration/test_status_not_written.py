@@ -13,11 +13,11 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
+from actors.deps import run_stage
 from kbwiki.cli import main
 from kbwiki.demo import not_written_summary
 from kbwiki.status import NOT_WRITTEN_SAMPLE, status_lines
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
-from tests.support.stages import run_stage
 
 CODE_ONLY = "# Snippet\n\n```\nThe fenced text is not prose, so there is nothing to write.\n```\n"
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import build_deps
+from actors.deps import build_deps, run_stage
 from kbwiki.ingest import wait_for_lanes
 from stages.backlink import run_backlink
 from stages.crosslink import run_crosslink
 from stages.index import rebuild_index
 from stages.reduce import run_reduce_batch
 from tests.integration.test_reduce import _mapped
-from tests.support.stages import run_stage
 from wiki.extract.offline import OfflineExtractor
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction

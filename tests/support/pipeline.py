@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.stages import run_stage
+from actors.deps import run_stage
 
 
 def settle(deps, kb, max_rounds: int = 50) -> None:
