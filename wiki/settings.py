@@ -84,6 +84,11 @@ class Settings(BaseSettings):
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
 
+    # The web face (``kbwiki serve``): the tenant it serves and the token behind its operations
+    # page's actions (unset: the page is read-only).
+    web_tenant: int = Field(default=1, ge=0, description="Tenant ``kbwiki serve`` serves.")
+    web_ops_token: str | None = Field(default=None, min_length=16, description="Token of the ops page's actions.")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     @field_validator("log_level", mode="before")

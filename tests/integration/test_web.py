@@ -1,0 +1,164 @@
+"""The web face over real HTTP (uvicorn on a free port) and a real PostgreSQL database."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from kbwiki.web.app import create_app
+from repos.dead_letters import TaskDeadLetterRepository
+from tests.support.web import HOSTILE_TITLE, build_wiki, serving
+
+TOKEN = "test-ops-token-0123456789"
+
+
+@pytest.fixture()
+def wiki(clean_db):
+    return build_wiki(clean_db)
+
+
+@pytest.fixture()
+def requeued():
+    return []
+
+
+@pytest.fixture()
+def client(clean_db, wiki, requeued):
+    def requeue(dead_letter_id: int, tenant_id: int) -> str:
+        requeued.append((dead_letter_id, tenant_id))
+        return "reinserted"
+
+    with serving(create_app(clean_db, tenant_id=1, ops_token=TOKEN, requeue=requeue)) as base:
+        with httpx.Client(base_url=base, timeout=10) as c:
+            yield c
+
+
+def test_kb_list_and_home(client, wiki):
+    r = client.get("/")
+    assert r.status_code == 200 and "web-demo" in r.text and "secret" not in r.text
+    home = client.get(f"/kb/{wiki.kb_id}")
+    assert home.status_code == 200
+    assert "entity: 3" in home.text and "Storage engines guide" in home.text
+    assert f'href="/kb/{wiki.kb_id}/page/alpha-engine"' in home.text  # the index page's link
+
+
+def test_page_view_links_backlinks_aliases_sources(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/page/alpha-engine")
+    assert r.status_code == 200
+    assert f'<a href="/kb/{wiki.kb_id}/page/beta-store" class="wikilink"' in r.text
+    backlinks = r.text.split("Backlinks")[1]
+    for slug in ("beta-store", "hostile", "index", "doc-storage-engines-guide"):
+        assert f"/page/{slug}" in backlinks
+    assert '<span class="alias">AE</span>' in r.text and "version 1" in r.text
+    assert f"/kb/{wiki.kb_id}/doc/{wiki.doc_id}?page=alpha-engine" in r.text
+    assert "Content-Security-Policy" in r.headers and "script-src 'self'" in r.headers["Content-Security-Policy"]
+
+
+def test_cjk_slug_page(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/page/{quote('bei-jing-da-xing')}")
+    assert r.status_code == 200 and "北京大兴" in r.text
+
+
+def test_hostile_title_and_body_render_inert(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/page/hostile")
+    assert r.status_code == 200
+    assert HOSTILE_TITLE not in r.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+    html = r.text.lower()
+    assert "<script>alert" not in html
+    assert not re.search(r"<img[^>]*onerror", html)  # the <img> is text, never a tag
+    assert "javascript:" not in re.findall(r'href="([^"]*)"', html).__str__()
+    # the KB home's index, the search and the graph JSON carry the title escaped too
+    hits = client.get(f"/kb/{wiki.kb_id}/search", params={"q": "script"}, headers={"HX-Request": "true"})
+    assert "<script>" not in hits.text
+
+
+def test_document_view(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/doc/{wiki.doc_id}", params={"page": "alpha-engine"})
+    assert r.status_code == 200
+    assert "Alpha Engine writes to Beta Store." in r.text  # the evidence the page cites
+    assert "/page/doc-storage-engines-guide" in r.text and "/page/beta-store" in r.text
+    assert "status <span class=\"status pending\">pending</span>" in r.text
+
+
+def test_search_titles_aliases_text_latin_and_cjk(client, wiki):
+    def slugs(q):
+        r = client.get(f"/kb/{wiki.kb_id}/search", params={"q": q}, headers={"HX-Request": "true"})
+        assert r.status_code == 200 and "<html" not in r.text  # a fragment for htmx
+        return re.findall(r"/page/([^\"]+)\"", r.text)
+
+    assert slugs("alpha")[0] == "alpha-engine"  # title before the pages that mention it
+    assert slugs("alpha db") == ["alpha-engine"] or slugs("alpha db")[0] == "alpha-engine"  # an alias
+    assert slugs("zebraf") == ["beta-store"]  # text, the last word as a prefix
+    assert quote("bei-jing-da-xing") in slugs("北京") or "bei-jing-da-xing" in slugs("北京")  # 2 characters
+    assert "bei-jing-da-xing" in slugs("国际机场")  # CJK inside page text
+    assert slugs("nothing-like-this") == []
+    full = client.get(f"/kb/{wiki.kb_id}/search", params={"q": "beta"})
+    assert "<html" in full.text and "/page/beta-store" in full.text
+
+
+def test_graph_json_and_view(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/graph.json/beta-store")
+    data = r.json()
+    ids = {n["id"] for n in data["nodes"]}
+    assert data["center"] == "beta-store"
+    assert {"alpha-engine", "bei-jing-da-xing", "hostile", "index"} <= ids  # hostile and index: two hops
+    assert {"source": "alpha-engine", "target": "beta-store"} in data["edges"]
+    assert client.get(f"/kb/{wiki.kb_id}/graph/beta-store").status_code == 200
+    assert client.get(f"/kb/{wiki.kb_id}/graph.json/no-such-page").status_code == 404
+
+
+def test_another_tenants_urls_are_404(client, wiki):
+    assert client.get(f"/kb/{wiki.other_kb_id}").status_code == 404
+    assert client.get(f"/kb/{wiki.other_kb_id}/page/alpha-engine").status_code == 404
+    assert client.get(f"/kb/{wiki.other_kb_id}/graph.json/alpha-engine").status_code == 404
+    assert client.get(f"/kb/{wiki.other_kb_id}/search", params={"q": "secret"}).status_code == 404
+    assert client.get(f"/ops/dead-letters/{wiki.other_dead_letter_id}").status_code == 404
+    assert "secret error" not in client.get("/ops").text
+    assert "secret" not in client.get("/metrics").text
+    # its dead letter cannot be purged either, even signed in
+    client.post("/ops/login", data={"token": TOKEN})
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ops").text).group(1)
+    r = client.post(f"/ops/dead-letters/{wiki.other_dead_letter_id}/purge", data={"csrf": csrf})
+    assert r.status_code == 404
+
+
+def test_lint_view_without_report(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/lint")
+    assert r.status_code == 200 and "No report yet" in r.text
+
+
+def test_ops_page_read_only_until_signed_in(client, wiki, clean_db, requeued):
+    page = client.get("/ops")
+    assert "RuntimeError: extractor exploded" in page.text and "wiki:ingest" in page.text
+    assert 'name="csrf"' not in page.text  # no action without a session
+    r = client.post(f"/ops/dead-letters/{wiki.dead_letter_id}/purge", data={"csrf": "x"})
+    assert r.status_code == 403
+    assert client.post("/ops/login", data={"token": "wrong-token-wrong-token"}).headers.get("set-cookie") is None
+    login = client.post("/ops/login", data={"token": TOKEN})
+    assert "samesite=strict" in login.headers["set-cookie"].lower() and "httponly" in login.headers["set-cookie"].lower()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ops").text).group(1)
+    # a signed-in browser tricked into posting without the form's field is refused
+    assert client.post(f"/ops/dead-letters/{wiki.dead_letter_id}/purge", data={}).status_code == 403
+    r = client.post(f"/ops/dead-letters/{wiki.dead_letter_id}/requeue", data={"csrf": csrf})
+    assert r.status_code == 303 and requeued == [(wiki.dead_letter_id, 1)]
+    r = client.post(f"/ops/dead-letters/{wiki.dead_letter_id}/purge", data={"csrf": csrf})
+    assert r.status_code == 303 and "purged" in client.get(r.headers["location"]).text
+    assert TaskDeadLetterRepository(clean_db).get(wiki.dead_letter_id, tenant_id=1) is None
+
+
+def test_ops_without_token_is_read_only(clean_db, wiki):
+    with serving(create_app(clean_db, tenant_id=1, ops_token=None)) as base, httpx.Client(base_url=base) as c:
+        assert "Read-only" in c.get("/ops").text
+        assert c.post("/ops/login", data={"token": ""}).headers.get("set-cookie") is None
+        assert c.post(f"/ops/dead-letters/{wiki.dead_letter_id}/purge", data={"csrf": ""}).status_code == 403
+
+
+def test_metrics(client, wiki):
+    r = client.get("/metrics")
+    assert r.status_code == 200
+    assert 'kbwiki_pages{kb="web-demo",page_type="entity"} 3.0' in r.text
+    assert 'kbwiki_dead_letters{task_type="wiki:ingest"} 1.0' in r.text
+    assert 'kbwiki_documents{kb="web-demo",status="failed"} 1.0' in r.text
