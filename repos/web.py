@@ -11,6 +11,7 @@ pages by the live-slug unique index, links by ``wiki_links``' primary key (out-l
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from psycopg_pool import ConnectionPool
@@ -19,6 +20,7 @@ from pydantic import BaseModel
 from repos.pages import LITE_COLUMNS
 from repos.queue_common import SCOPE_KB
 from wiki.models import Document, KnowledgeBase, Page, PageLite
+from wiki.slugs import CJK_CLASS, has_cjk
 
 #: Rows a list on a page shows at most (backlinks, pages a document supports, dead letters).
 MAX_LIST = 200
@@ -31,6 +33,7 @@ RANK_WINDOW = 100
 GRAPH_PER_NODE = 12
 GRAPH_MAX_NODES = 80
 
+_SPACED_CJK = re.compile(f"(?<=[{CJK_CLASS}>]) (?=[{CJK_CLASS}<])")
 _LITE = ", ".join(f"p.{c.strip()}" for c in LITE_COLUMNS.split(","))
 
 # For each slug, up to %(per)s out-links and %(per)s in-links to live pages (PK and to_slug index).
@@ -76,6 +79,9 @@ WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL AND p.tenant_id = %(
 ORDER BY lower(p.title), p.slug LIMIT %(limit)s
 """
 
+# The start of a page's text for a snippet: wiki links as their display text, heading marks dropped.
+_PLAIN = (r"regexp_replace(regexp_replace(left(p.content, 4000), '\[\[(?:[^]|]*\|)?([^]]*)\]\]', '\1', 'g'),"
+          r" '^#+ ', '', 'gn')")
 _TSQUERY = ("(CASE WHEN %(phrase)s THEN phraseto_tsquery('simple'::regconfig, wiki_mention_text(%(q)s))"
             " ELSE to_tsquery('simple'::regconfig, %(tsq)s) END)")
 # Page text: migration 0051's index (CJK characters spaced out by wiki_mention_text, so a CJK
@@ -88,7 +94,7 @@ m AS (SELECT p.id FROM wiki_pages p
       LIMIT %(window)s)
 SELECT {_LITE}, p.summary,
        ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text(p.content)), q.query) AS score,
-       ts_headline('simple'::regconfig, left(p.content, 4000), q.query,
+       ts_headline('simple'::regconfig, CASE WHEN %(phrase)s THEN wiki_mention_text({_PLAIN}) ELSE {_PLAIN} END, q.query,
                    'MaxWords=18, MinWords=6, StartSel=<<, StopSel=>>, HighlightAll=false') AS snippet
 FROM m JOIN wiki_pages p ON p.id = m.id, q
 WHERE p.tenant_id = %(tenant)s
@@ -211,8 +217,6 @@ class WebRepository:
         for search as you type; CJK text as a phrase of characters), ranked by ``ts_rank_cd``
         among the first ``RANK_WINDOW`` matches. At most ``limit`` hits, each page once. A query
         of no word finds nothing."""
-        from wiki.slugs import has_cjk
-
         q = " ".join(query.lower().split())[:200]
         if not q:
             return []
@@ -231,7 +235,7 @@ class WebRepository:
                 for r in conn.execute(_TEXT_SEARCH_SQL, params).fetchall():
                     if r["slug"] not in seen:
                         hits.append(SearchHit(page=PageLite.model_validate(r), kind="text", score=float(r["score"]),
-                                              snippet=" ".join(r["snippet"].split())))
+                                              snippet=_snippet(r["snippet"], cjk)))
         return hits[:limit]
 
     # -- documents ----------------------------------------------------------------------------
@@ -323,6 +327,15 @@ class WebRepository:
 
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _snippet(headline: str, cjk: bool) -> str:
+    """``ts_headline``'s output on one line; for a CJK query the spaces ``wiki_mention_text`` put
+    around CJK characters (so each is a word to highlight) are taken out again."""
+    text = " ".join(headline.split())
+    if cjk:
+        text = _SPACED_CJK.sub("", text).replace(">><<", "")
+    return text
 
 
 def _ts_word(word: str) -> str:

@@ -162,3 +162,6 @@ def test_metrics(client, wiki):
     assert 'kbwiki_pages{kb="web-demo",page_type="entity"} 3.0' in r.text
     assert 'kbwiki_dead_letters{task_type="wiki:ingest"} 1.0' in r.text
     assert 'kbwiki_documents{kb="web-demo",status="failed"} 1.0' in r.text
+    assert 'kbwiki_lane_rows{kb="web-demo",lane="wiki:ingest"} 1.0' in r.text
+    age = float(re.search(r'kbwiki_lane_oldest_age_seconds\{kb="web-demo",lane="wiki:ingest"\} (\S+)', r.text).group(1))
+    assert 0 <= age < 600

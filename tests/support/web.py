@@ -14,6 +14,7 @@ import uvicorn
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.pages import WikiPageRepository
+from repos.pending_ops import TaskPendingOpsRepository
 from wiki.models import Page, SourceRef
 
 HOSTILE_TITLE = "<script>alert(1)</script>"
@@ -69,6 +70,8 @@ def build_wiki(pool) -> WikiFixture:
                          related_id=failed.id, payload={"op": "ingest", "dedup_key": failed.id},
                          last_error="RuntimeError: extractor exploded\nTraceback (most recent call last): ...",
                          fail_count=5)
+    TaskPendingOpsRepository(pool).enqueue(tenant_id=1, task_type="wiki:ingest", scope="knowledge_base",
+                                           scope_id=kb.id, op="ingest", dedup_key=doc.id)
     other = kbs.get_or_create(2, "secret")
     pages.save_many([Page(tenant_id=2, knowledge_base_id=other.id, slug="alpha-engine", title="Secret Alpha",
                           page_type="entity", content="Tenant two's secret.\n")])
