@@ -72,6 +72,16 @@ class BenchKbRepository:
             return conn.execute("SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
                                 (kb_id,)).fetchall()
 
+    def sample_pages(self, kb_id: str, n: int, seed: str = "") -> list[dict[str, Any]]:
+        """``n`` live pages of the KB (slug, title, page_type, in-links), a fixed pseudo-random
+        sample per ``seed`` (ordered by md5 of seed and slug): the web benchmark's requests."""
+        with self.pool.connection() as conn:
+            return conn.execute(
+                "SELECT p.slug, p.title, p.page_type, (SELECT count(*) FROM wiki_links l WHERE l.to_slug = p.slug"
+                " AND l.knowledge_base_id = p.knowledge_base_id) AS in_links FROM wiki_pages p"
+                " WHERE p.knowledge_base_id = %s AND p.deleted_at IS NULL ORDER BY md5(%s || p.slug) LIMIT %s",
+                (kb_id, seed, n)).fetchall()
+
     def title_keys(self, kb_id: str) -> list[str]:
         """The KB's distinct title keys, sorted."""
         with self.pool.connection() as conn:

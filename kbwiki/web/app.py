@@ -132,6 +132,14 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         name = "search_results.html" if request.headers.get("HX-Request") else "search.html"
         return render(request, name, kb=kb, q=q, hits=hits)
 
+    def backlinks_json(request: Request) -> Response:
+        kb = the_kb(request)
+        slug = request.path_params["slug"]
+        if web.page(tenant_id, kb.id, slug) is None:
+            raise HTTPException(404, "no such page")
+        return JSONResponse([{"slug": p.slug, "title": p.title, "type": p.page_type}
+                             for p in web.backlinks(tenant_id, kb.id, slug)])
+
     def graph_view(request: Request) -> Response:
         kb = the_kb(request)
         page = web.page(tenant_id, kb.id, request.path_params["slug"])
@@ -238,6 +246,7 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         Route("/kb/{kb_id}/page/{slug}", page_view),
         Route("/kb/{kb_id}/graph/{slug}", graph_view),
         Route("/kb/{kb_id}/graph.json/{slug}", graph_json),
+        Route("/kb/{kb_id}/backlinks.json/{slug}", backlinks_json),
         Route("/kb/{kb_id}/search", search),
         Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
         Route("/kb/{kb_id}/lint", lint_view),

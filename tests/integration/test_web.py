@@ -57,6 +57,12 @@ def test_page_view_links_backlinks_aliases_sources(client, wiki):
     assert "Content-Security-Policy" in r.headers and "script-src 'self'" in r.headers["Content-Security-Policy"]
 
 
+def test_backlinks_json(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/backlinks.json/beta-store")
+    assert {b["slug"] for b in r.json()} == {"alpha-engine", "bei-jing-da-xing", "doc-storage-engines-guide"}
+    assert client.get(f"/kb/{wiki.other_kb_id}/backlinks.json/alpha-engine").status_code == 404
+
+
 def test_cjk_slug_page(client, wiki):
     r = client.get(f"/kb/{wiki.kb_id}/page/{quote('bei-jing-da-xing')}")
     assert r.status_code == 200 and "北京大兴" in r.text
