@@ -89,6 +89,9 @@ class Settings(BaseSettings):
     web_tenant: int = Field(default=1, ge=0, description="Tenant ``kbwiki serve`` serves.")
     web_ops_token: str | None = Field(default=None, min_length=16, description="Token of the ops page's actions.")
 
+    # Dramatiq's Prometheus middleware on the workers (an exposition server on dramatiq_prom_port, 9191).
+    dramatiq_prometheus: bool = Field(default=False, description="Add Dramatiq's Prometheus middleware.")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     @field_validator("log_level", mode="before")
