@@ -48,35 +48,33 @@ CROSS JOIN LATERAL (
 ) n
 """
 
-# Titles and aliases: item pages' keys (wiki_title_keys' trigram GIN) and every page's title
-# (wiki_pages' lower(title) trigram GIN). Substring matches, the exact and prefix ones first.
+# Titles and aliases: item pages' keys (wiki_title_keys) and every page's title (wiki_pages).
+# Prefix matches (exact ones included) come from the B-trees (key, KB) and (KB, lower(title)) in
+# key order, so an exact title is found however many titles contain the query; substring matches
+# from the trigram GIN indexes (only for queries of 3+ characters: shorter ones have no trigram).
+# Each source is read up to %(window)s rows; exact > prefix > substring, then trigram similarity.
 _TITLE_SEARCH_SQL = f"""
-WITH hits AS (
+WITH found AS (
+    (SELECT slug, key FROM wiki_title_keys WHERE key >= %(q)s AND key < %(q)s || chr(1114111)
+       AND knowledge_base_id = %(kb)s ORDER BY key LIMIT %(window)s)
+    UNION ALL
+    (SELECT slug, key FROM wiki_title_keys WHERE %(trgm)s AND knowledge_base_id = %(kb)s AND key LIKE %(like)s
+     LIMIT %(window)s)
+    UNION ALL
+    (SELECT slug, lower(title) FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL
+       AND lower(title) >= %(q)s AND lower(title) < %(q)s || chr(1114111) ORDER BY lower(title) LIMIT %(window)s)
+    UNION ALL
+    (SELECT slug, lower(title) FROM wiki_pages WHERE %(trgm)s AND knowledge_base_id = %(kb)s AND deleted_at IS NULL
+       AND lower(title) LIKE %(like)s LIMIT %(window)s)
+), hits AS (
     SELECT slug, max(CASE WHEN key = %(q)s THEN 3 WHEN key LIKE %(prefix)s THEN 2 ELSE 1 END
                      + similarity(key, %(q)s)) AS score
-    FROM (SELECT k.slug, k.key FROM wiki_title_keys k
-          WHERE k.knowledge_base_id = %(kb)s AND k.key LIKE %(like)s LIMIT %(window)s) keys
-    GROUP BY slug
-    UNION ALL
-    SELECT slug, CASE WHEN t = %(q)s THEN 3 WHEN t LIKE %(prefix)s THEN 2 ELSE 1 END + similarity(t, %(q)s)
-    FROM (SELECT slug, lower(title) AS t FROM wiki_pages
-          WHERE knowledge_base_id = %(kb)s AND deleted_at IS NULL AND lower(title) LIKE %(like)s
-          LIMIT %(window)s) titles
+    FROM found GROUP BY slug ORDER BY score DESC, slug LIMIT %(limit)s
 )
-SELECT {_LITE}, max(h.score) AS score FROM hits h
+SELECT {_LITE}, h.score FROM hits h
 JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = h.slug AND p.deleted_at IS NULL
 WHERE p.tenant_id = %(tenant)s
-GROUP BY p.slug, p.title, p.page_type, p.status, p.aliases
-ORDER BY score DESC, p.slug LIMIT %(limit)s
-"""
-
-# Short queries (fewer than 3 characters) have no trigram: title prefixes on the B-tree of
-# (KB, lower(title)) instead.
-_TITLE_PREFIX_SQL = f"""
-SELECT {_LITE}, 2.0 AS score FROM wiki_pages p
-WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL AND p.tenant_id = %(tenant)s
-  AND lower(p.title) >= %(q)s AND lower(p.title) < %(q)s || chr(1114111)
-ORDER BY lower(p.title), p.slug LIMIT %(limit)s
+ORDER BY h.score DESC, p.slug
 """
 
 # The start of a page's text for a snippet: wiki links as their display text, heading marks dropped.
@@ -91,14 +89,16 @@ WITH q AS MATERIALIZED (SELECT {_TSQUERY} AS query),
 m AS (SELECT p.id FROM wiki_pages p
       WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL
         AND to_tsvector('simple'::regconfig, wiki_mention_text(p.content)) @@ {_TSQUERY}
-      LIMIT %(window)s)
-SELECT {_LITE}, p.summary,
-       ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text(p.content)), q.query) AS score,
+      LIMIT %(window)s),
+r AS (SELECT p.id, ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text(p.content)), q.query) AS score
+      FROM m JOIN wiki_pages p ON p.id = m.id, q
+      ORDER BY score DESC, p.slug LIMIT %(limit)s)
+SELECT {_LITE}, r.score,
        ts_headline('simple'::regconfig, CASE WHEN %(phrase)s THEN wiki_mention_text({_PLAIN}) ELSE {_PLAIN} END, q.query,
                    'MaxWords=18, MinWords=6, StartSel=<<, StopSel=>>, HighlightAll=false') AS snippet
-FROM m JOIN wiki_pages p ON p.id = m.id, q
+FROM r JOIN wiki_pages p ON p.id = r.id, q
 WHERE p.tenant_id = %(tenant)s
-ORDER BY score DESC, p.slug LIMIT %(limit)s
+ORDER BY r.score DESC, p.slug
 """
 
 
@@ -222,13 +222,13 @@ class WebRepository:
             return []
         like = "%" + _like_escape(q) + "%"
         params = {"kb": kb_id, "tenant": tenant_id, "q": q, "like": like, "prefix": _like_escape(q) + "%",
-                  "limit": limit, "window": RANK_WINDOW}
+                  "limit": limit, "window": RANK_WINDOW, "trgm": len(q) >= 3}
         words = [w for w in (_ts_word(w) for w in q.split()) if w]
         cjk = has_cjk(q)
         params["phrase"] = cjk
         params["tsq"] = " & ".join(words[:-1] + [words[-1] + ":*"]) if words else ""
         with self.pool.connection() as conn:
-            rows = conn.execute(_TITLE_SEARCH_SQL if len(q) >= 3 else _TITLE_PREFIX_SQL, params).fetchall()
+            rows = conn.execute(_TITLE_SEARCH_SQL, params).fetchall()
             hits = [SearchHit(page=PageLite.model_validate(r), kind="title", score=float(r["score"])) for r in rows]
             if cjk or words:
                 seen = {h.page.slug for h in hits}

@@ -171,3 +171,19 @@ def test_metrics(client, wiki):
     assert 'kbwiki_lane_rows{kb="web-demo",lane="wiki:ingest"} 1.0' in r.text
     age = float(re.search(r'kbwiki_lane_oldest_age_seconds\{kb="web-demo",lane="wiki:ingest"\} (\S+)', r.text).group(1))
     assert 0 <= age < 600
+
+
+def test_exact_title_first_among_many_substring_matches(client, wiki, clean_db):
+    from repos.pages import WikiPageRepository
+    from wiki.models import Page
+
+    pages = [Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug=f"restore-{i}", title=f"Restore {i}",
+                  page_type="concept", content="Restore things.\n") for i in range(300)]
+    pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="store", title="Store", page_type="concept",
+                      content="A store.\n"))
+    WikiPageRepository(clean_db).bulk_insert(pages)
+    r = client.get(f"/kb/{wiki.kb_id}/search", params={"q": "Store"}, headers={"HX-Request": "true"})
+    found = re.findall(r"/page/([^\"]+)\"", r.text)
+    assert found[0] == "store"  # exact, though 300 more titles hold the word
+    assert "beta-store" in found[:3]  # then substrings by similarity: "beta store" is closer than "restore 12"
+    assert len(found) <= 20
