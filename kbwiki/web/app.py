@@ -10,6 +10,7 @@ is sanitised (``kbwiki.web.markdown``) and the CSP is the second fence.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
@@ -39,6 +40,8 @@ from wiki.models import KnowledgeBase
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
 HOME_LIST = 20
+#: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
+COUNTS_CACHE_S = 10.0
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
        " object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 
@@ -67,6 +70,22 @@ def default_requeue() -> Requeue:
     return requeue
 
 
+class TtlCache:
+    """Values computed at most once per ``ttl_s`` seconds per key (thread-safe enough: two
+    threads may both compute a missing value; the last one is kept)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._values: dict[object, tuple[float, object]] = {}
+
+    def get(self, key: object, compute: Callable[[], object]):
+        hit = self._values.get(key)
+        if hit is None or time.monotonic() - hit[0] > self.ttl_s:
+            hit = (time.monotonic(), compute())
+            self._values[key] = hit
+        return hit[1]
+
+
 def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = None,
                requeue: Requeue | None = None) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
@@ -80,6 +99,7 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
     requeue = requeue or default_requeue()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
+    counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
 
@@ -104,13 +124,12 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
     # -- reading ------------------------------------------------------------------------------
     def kb_list(request: Request) -> Response:
         kbs = web.kbs(tenant_id)
-        counts = web.pages_by_type(tenant_id)
-        return render(request, "kbs.html", kbs=kbs, counts=counts)
+        return render(request, "kbs.html", kbs=kbs, counts=counts.get("tenant", lambda: web.pages_by_type(tenant_id)))
 
     def kb_home(request: Request) -> Response:
         kb = the_kb(request)
         index = web.page(tenant_id, kb.id, "index")
-        return render(request, "kb_home.html", kb=kb, counts=pages.counts_by_type(kb.id),
+        return render(request, "kb_home.html", kb=kb, counts=counts.get(kb.id, lambda: pages.counts_by_type(kb.id)),
                       index_html=page_html(kb, index.content) if index else "",
                       recent=pages.recent(kb.id, "summary", HOME_LIST),
                       most_cited={t: pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")})
