@@ -198,3 +198,32 @@ def test_exact_title_first_among_many_substring_matches(client, wiki, clean_db):
     assert found[0] == "store"  # exact, though 300 more titles hold the word
     assert "beta-store" in found[:3]  # then substrings by similarity: "beta store" is closer than "restore 12"
     assert len(found) <= 20
+
+
+def test_kbwiki_serve_command_serves_its_tenant(clean_db, wiki, database_url, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from tests.support.web import free_port
+
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "KBWIKI_HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen([sys.executable, "-m", "kbwiki.cli", "serve", "--port", str(port), "--tenant", "2"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "kbwiki serve did not answer within 60 s"
+                time.sleep(0.1)
+        assert "secret" in r.text and "web-demo" not in r.text
+        assert httpx.get(f"http://127.0.0.1:{port}/kb/{wiki.kb_id}").status_code == 404
+    finally:
+        proc.terminate()
+        proc.wait(10)
