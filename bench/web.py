@@ -12,8 +12,11 @@ keep-alive HTTP connection and times each (wall, client side): page view (``/pag
 page, out-link liveness, backlinks, Markdown, template), backlinks (``/backlinks.json``), search
 (``/search`` as htmx asks it: the first 4 letters of a word of a sampled title, then the whole
 word, alternately) and graph (``/graph.json``: two hops, capped). Pages are a fixed pseudo-random
-sample of the KB (every type; hubs come as often as they are in the KB). 20 warm-up requests
-per kind are not counted. Prints p50/p95/max per kind and size, and the 40k/1k ratio of p95.
+sample of the KB's pages that link or are linked (every type; hubs come as often as they are in
+the KB; an unlinked page's graph is a single node and would flatter the numbers). 20 warm-up requests
+per kind are not counted; requests to the KBs of every size alternate, so load on the machine
+weighs on each alike. Prints p50/p95/max per kind and size, the mean pages per graph, and the
+ratio of p95 at the largest size to p95 at the smallest.
 """
 
 from __future__ import annotations
@@ -87,25 +90,38 @@ def _requests(kb_id: str, pages: list[dict], n: int) -> dict[str, list[str]]:
     }
 
 
-def measure(base: str, kb_id: str, pages: list[dict], n: int) -> dict[str, dict]:
-    """p50/p95/max (ms) per kind of request."""
+def measure(base: str, kbs: dict[int, tuple[str, list[dict]]], n: int) -> dict[int, dict[str, dict]]:
+    """p50/p95/max (ms) per size and kind of request, and the mean nodes per graph. Requests to the
+    KBs of every size alternate (1k, 40k, 1k, ...), so a busy moment of the machine weighs on
+    every size alike."""
     import httpx
 
-    out = {}
+    plans = {size: _requests(kb_id, pages, n) for size, (kb_id, pages) in kbs.items()}
+    times: dict[int, dict[str, list[float]]] = {size: {} for size in kbs}
+    nodes: dict[int, list[int]] = {size: [] for size in kbs}
     with httpx.Client(base_url=base, timeout=30, headers={"HX-Request": "true"}) as client:
-        for kind, paths in _requests(kb_id, pages, n).items():
-            times = []
-            for i, path in enumerate(paths):
-                t0 = time.perf_counter()
-                r = client.get(path)
-                ms = (time.perf_counter() - t0) * 1000
-                if r.status_code != 200:
-                    raise RuntimeError(f"{path}: HTTP {r.status_code}")
-                if i >= WARMUP:
-                    times.append(ms)
-            times.sort()
-            out[kind] = {"p50_ms": round(statistics.median(times), 1),
-                         "p95_ms": round(times[int(len(times) * 0.95) - 1], 1), "max_ms": round(times[-1], 1)}
+        for kind in next(iter(plans.values())):
+            for i in range(n + WARMUP):
+                for size, plan in plans.items():
+                    path = plan[kind][i]
+                    t0 = time.perf_counter()
+                    r = client.get(path)
+                    ms = (time.perf_counter() - t0) * 1000
+                    if r.status_code != 200:
+                        raise RuntimeError(f"{path}: HTTP {r.status_code}")
+                    if i >= WARMUP:
+                        times[size].setdefault(kind, []).append(ms)
+                        if kind == "graph":
+                            nodes[size].append(len(r.json()["nodes"]))
+    out: dict[int, dict[str, dict]] = {}
+    for size, kinds in times.items():
+        out[size] = {}
+        for kind, ts in kinds.items():
+            ts.sort()
+            out[size][kind] = {"p50_ms": round(statistics.median(ts), 1),
+                               "p95_ms": round(ts[int(len(ts) * 0.95) - 1], 1), "max_ms": round(ts[-1], 1)}
+        out[size]["graph"]["mean_nodes"] = round(statistics.mean(nodes[size]), 1)
+        out[size]["graph"]["max_nodes"] = max(nodes[size])
     return out
 
 
@@ -138,16 +154,15 @@ def main() -> None:
     if args.prepare:
         return
     proc, base = _start_server(url)
-    results = {}
     try:
-        for n, kb_id in kbs.items():
-            pages = BenchKbRepository(pool).sample_pages(kb_id, args.requests, seed="web")
-            results[n] = measure(base, kb_id, pages, args.requests)
-            print(json.dumps({"documents": n, "pages": BenchKbRepository(pool).live_page_count(kb_id),
-                              **results[n]}), flush=True)
+        bench = BenchKbRepository(pool)
+        results = measure(base, {n: (kb_id, bench.sample_pages(kb_id, args.requests, seed="web"))
+                                 for n, kb_id in kbs.items()}, args.requests)
     finally:
         proc.terminate()
         proc.wait(10)
+    for n, kb_id in kbs.items():
+        print(json.dumps({"documents": n, "pages": BenchKbRepository(pool).live_page_count(kb_id), **results[n]}))
     print(f"\n{'docs':>6} {'kind':>10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     for n, rows in results.items():
         for kind, r in rows.items():
