@@ -54,7 +54,7 @@ def build_wiki(pool) -> WikiFixture:
 
     pages.save_many([
         page("doc-storage-engines-guide", "Storage engines guide", "summary",
-             "How [[alpha-engine|Alpha Engine]] and [[beta-store|Beta Store]] work, near [[bei-jing-da-xing|北京大兴]].\n",
+             "How [[alpha-engine|Alpha Engine]] and [[beta-store|Beta Store]] work, near [[北京大兴|北京大兴]].\n",
              summary="How storage engines work."),
         page("alpha-engine", "Alpha Engine", "entity",
              "Alpha Engine is a storage engine that writes to [[beta-store|Beta Store]].\n\n"
@@ -62,7 +62,7 @@ def build_wiki(pool) -> WikiFixture:
              aliases=["AE", "alpha db"], facts=facts),
         page("beta-store", "Beta Store", "entity",
              "Beta Store is a durable key-value store used by [[alpha-engine|Alpha Engine]]. Zebrafish mention.\n"),
-        page("bei-jing-da-xing", "北京大兴", "entity", "北京大兴国际机场位于北京南部，连接[[beta-store|Beta Store]]。\n"),
+        page("北京大兴", "北京大兴", "entity", "北京大兴国际机场位于北京南部，连接[[beta-store|Beta Store]]。\n"),
         page("hostile", HOSTILE_TITLE, "concept", HOSTILE_BODY + "\n\nSee [[alpha-engine|Alpha]].\n"),
         page("index", "Index", "index", "Wiki of **web-demo**.\n\n- [[alpha-engine|Alpha Engine]]\n"),
     ])
