@@ -94,7 +94,8 @@ r AS (SELECT p.id, ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text
       FROM m JOIN wiki_pages p ON p.id = m.id, q
       ORDER BY score DESC, p.slug LIMIT %(limit)s)
 SELECT {_LITE}, r.score,
-       ts_headline('simple'::regconfig, CASE WHEN %(phrase)s THEN wiki_mention_text({_PLAIN}) ELSE {_PLAIN} END, q.query,
+       ts_headline('simple'::regconfig,
+                   CASE WHEN %(phrase)s THEN wiki_mention_text({_PLAIN}) ELSE {_PLAIN} END, q.query,
                    'MaxWords=18, MinWords=6, StartSel=<<, StopSel=>>, HighlightAll=false') AS snippet
 FROM r JOIN wiki_pages p ON p.id = r.id, q
 WHERE p.tenant_id = %(tenant)s

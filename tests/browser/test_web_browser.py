@@ -71,7 +71,8 @@ def search(driver, wait, text: str, slug: str) -> None:
     box.clear()
     box.send_keys(text)
     # the results of this query (not those of the letters typed so far) hold the page
-    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, f'#hits[data-q="{text}"] a[href$="/page/{quote(slug, safe="")}"]')))
+    selector = f'#hits[data-q="{text}"] a[href$="/page/{quote(slug, safe="")}"]'
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, selector)))
 
 
 def test_read_search_graph_and_ops(browser, site):

@@ -10,6 +10,7 @@ import pytest
 
 from kbwiki.web.app import create_app
 from repos.dead_letters import TaskDeadLetterRepository
+from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
 from tests.support.web import HOSTILE_TITLE, build_wiki, serving
 
 TOKEN = "test-ops-token-0123456789"
@@ -158,7 +159,8 @@ def test_ops_page_read_only_until_signed_in(client, wiki, clean_db, requeued):
     assert r.status_code == 403
     assert client.post("/ops/login", data={"token": "wrong-token-wrong-token"}).headers.get("set-cookie") is None
     login = client.post("/ops/login", data={"token": TOKEN})
-    assert "samesite=strict" in login.headers["set-cookie"].lower() and "httponly" in login.headers["set-cookie"].lower()
+    cookie = login.headers["set-cookie"].lower()
+    assert "samesite=strict" in cookie and "httponly" in cookie
     csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ops").text).group(1)
     # a signed-in browser tricked into posting without the form's field is refused
     assert client.post(f"/ops/dead-letters/{wiki.dead_letter_id}/purge", data={}).status_code == 403
@@ -230,3 +232,22 @@ def test_kbwiki_serve_command_serves_its_tenant(clean_db, wiki, database_url, tm
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps):
+    from actors.requeue import requeue_dead_letter
+    from repos.knowledge import KnowledgeRepository
+    from repos.pending_ops import TaskPendingOpsRepository
+
+    failed_id = TaskDeadLetterRepository(clean_db).get(wiki.dead_letter_id, tenant_id=1).related_id
+    app = create_app(clean_db, tenant_id=1, ops_token=TOKEN,
+                     requeue=lambda i, t: requeue_dead_letter(deps, i, tenant_id=t))
+    with serving(app) as base, httpx.Client(base_url=base) as c:
+        c.post("/ops/login", data={"token": TOKEN})
+        csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/ops").text).group(1)
+        r = c.post(f"/ops/dead-letters/{wiki.dead_letter_id}/requeue", data={"csrf": csrf})
+        assert "reinserted" in c.get(r.headers["location"]).text
+    assert TaskDeadLetterRepository(clean_db).get(wiki.dead_letter_id, tenant_id=1) is None
+    lane = TaskPendingOpsRepository(clean_db).peek("wiki:ingest", "knowledge_base", wiki.kb_id)
+    assert failed_id in {op.dedup_key for op in lane}
+    assert KnowledgeRepository(clean_db).get(failed_id).status == "pending"

@@ -18,7 +18,8 @@ from repos.pending_ops import TaskPendingOpsRepository
 from wiki.models import Page, SourceRef
 
 HOSTILE_TITLE = "<script>alert(1)</script>"
-HOSTILE_BODY = 'Look: <img src=x onerror="document.title=\'pwned\'"> and [click](javascript:alert(1)) and <script>alert(2)</script>'
+HOSTILE_BODY = ('Look: <img src=x onerror="document.title=\'pwned\'"> and [click](javascript:alert(1))'
+                " and <script>alert(2)</script>")
 
 
 @dataclass
@@ -58,7 +59,8 @@ def build_wiki(pool) -> WikiFixture:
              summary="How storage engines work."),
         page("alpha-engine", "Alpha Engine", "entity",
              "Alpha Engine is a storage engine that writes to [[beta-store|Beta Store]].\n\n"
-             "## What the sources say\n\n- Alpha Engine writes to Beta Store. ([[doc-storage-engines-guide|Storage engines guide]])\n",
+             "## What the sources say\n\n- Alpha Engine writes to Beta Store."
+             " ([[doc-storage-engines-guide|Storage engines guide]])\n",
              aliases=["AE", "alpha db"], facts=facts),
         page("beta-store", "Beta Store", "entity",
              "Beta Store is a durable key-value store used by [[alpha-engine|Alpha Engine]]. Zebrafish mention.\n"),
