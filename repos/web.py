@@ -36,16 +36,20 @@ GRAPH_MAX_NODES = 80
 _SPACED_CJK = re.compile(f"(?<=[{CJK_CLASS}>]) (?=[{CJK_CLASS}<])")
 _LITE = ", ".join(f"p.{c.strip()}" for c in LITE_COLUMNS.split(","))
 
-# For each slug, up to %(per)s out-links and %(per)s in-links to live pages (PK and to_slug index).
+# For each slug, up to %(per)s out-links to live pages and %(per)s in-links (only live pages have
+# out-links), with the other page's narrow row: the PK, the to_slug index and the live-slug index.
 _NEIGHBOURS_SQL = f"""
-SELECT s.slug AS node, n.other, n.outgoing FROM unnest(%(slugs)s::text[]) AS s(slug)
+SELECT s.slug AS node, n.outgoing, {_LITE} FROM unnest(%(slugs)s::text[]) AS s(slug)
 CROSS JOIN LATERAL (
     (SELECT l.to_slug AS other, true AS outgoing FROM wiki_links l
+     JOIN wiki_pages t ON t.knowledge_base_id = l.knowledge_base_id AND t.slug = l.to_slug AND t.deleted_at IS NULL
      WHERE l.knowledge_base_id = %(kb)s AND l.from_slug = s.slug ORDER BY l.to_slug LIMIT %(per)s)
     UNION ALL
     (SELECT l.from_slug, false FROM wiki_links l
      WHERE l.to_slug = s.slug AND l.knowledge_base_id = %(kb)s ORDER BY l.from_slug LIMIT %(per)s)
 ) n
+JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = n.other AND p.deleted_at IS NULL
+WHERE p.tenant_id = %(tenant)s AND n.other <> s.slug
 """
 
 # Titles and aliases: item pages' keys (wiki_title_keys) and every page's title (wiki_pages).
@@ -189,27 +193,30 @@ class WebRepository:
         """The pages within ``hops`` links of ``slug`` (either direction) and the links among them:
         ({slug: page}, {(from, to)}). Each node contributes at most ``per_node`` out-links and as many
         in-links, and the graph stops growing at ``max_nodes`` pages (nearest first), so a hub costs
-        the same as a leaf. One statement per hop and one for the titles; empty when ``slug`` is not
-        a live page of the tenant's KB."""
-        if not self.lite(tenant_id, kb_id, [slug]):
+        the same as a leaf; links to no live page are skipped before the caps count. One statement
+        for the page and one per hop (the neighbours' rows come with their links); empty when
+        ``slug`` is not a live page of the tenant's KB."""
+        centre = self.lite(tenant_id, kb_id, [slug])
+        if not centre:
             return {}, set()
-        nodes, edges, frontier = [slug], set(), [slug]
+        nodes: dict[str, PageLite] = dict(centre)
+        edges: set[tuple[str, str]] = set()
+        frontier = [slug]
         with self.pool.connection() as conn:
             for _ in range(hops):
-                rows = conn.execute(_NEIGHBOURS_SQL, {"slugs": frontier, "kb": kb_id, "per": per_node}).fetchall()
-                nxt = []
+                rows = conn.execute(_NEIGHBOURS_SQL, {"slugs": frontier, "kb": kb_id, "per": per_node,
+                                                      "tenant": tenant_id}).fetchall()
+                frontier = []
                 for r in rows:
-                    other = r["other"]
+                    node, outgoing, other = r.pop("node"), r.pop("outgoing"), r["slug"]
                     if other not in nodes and len(nodes) < max_nodes:
-                        nodes.append(other)
-                        nxt.append(other)
+                        nodes[other] = PageLite.model_validate(r)
+                        frontier.append(other)
                     if other in nodes:
-                        edges.add((r["node"], other) if r["outgoing"] else (other, r["node"]))
-                frontier = nxt
+                        edges.add((node, other) if outgoing else (other, node))
                 if not frontier:
                     break
-        live = self.lite(tenant_id, kb_id, nodes)
-        return live, {(a, b) for a, b in edges if a in live and b in live and a != b}
+        return nodes, edges
 
     # -- search -------------------------------------------------------------------------------
     def search(self, tenant_id: int, kb_id: str, query: str, limit: int = SEARCH_LIMIT) -> list[SearchHit]:

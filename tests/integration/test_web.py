@@ -251,3 +251,22 @@ def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps)
     lane = TaskPendingOpsRepository(clean_db).peek("wiki:ingest", "knowledge_base", wiki.kb_id)
     assert failed_id in {op.dedup_key for op in lane}
     assert KnowledgeRepository(clean_db).get(failed_id).status == "pending"
+
+
+def test_hub_graph_and_backlinks_are_capped(client, wiki, clean_db):
+    from repos.pages import WikiPageRepository
+    from repos.web import GRAPH_MAX_NODES, GRAPH_PER_NODE, MAX_LIST
+    from wiki.models import Page
+
+    # 300 pages link the hub; each also links 30 pages of its own (the second hop)
+    pages = [Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug=f"spoke-{i}", title=f"Spoke {i}",
+                  page_type="concept", content="[[hub|Hub]] " + " ".join(f"[[leaf-{i}-{j}|x]]" for j in range(30)))
+             for i in range(300)]
+    pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="hub", title="Hub", page_type="concept",
+                      content="The hub.\n"))
+    WikiPageRepository(clean_db).bulk_insert(pages)
+    graph = client.get(f"/kb/{wiki.kb_id}/graph.json/hub").json()
+    assert len(graph["nodes"]) <= GRAPH_MAX_NODES
+    assert sum(e["target"] == "hub" for e in graph["edges"]) == GRAPH_PER_NODE  # in-links read per node
+    assert len(client.get(f"/kb/{wiki.kb_id}/backlinks.json/hub").json()) == MAX_LIST
+    assert "Backlinks (200+)" in client.get(f"/kb/{wiki.kb_id}/page/hub").text
