@@ -117,8 +117,7 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         return kb
 
     def page_html(kb: KnowledgeBase, content: str) -> str:
-        targets = sorted(out_link_slugs(content))
-        live = set(web.lite(tenant_id, kb.id, targets)) if targets else set()
+        live = pages.existing_slugs(kb.id, out_link_slugs(content))  # kb is the tenant's (the_kb)
         return render_markdown(content, lambda slug: kb_url(kb.id, "page", slug), lambda slug: slug in live)
 
     # -- reading ------------------------------------------------------------------------------

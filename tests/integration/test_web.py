@@ -264,7 +264,11 @@ def test_hub_graph_and_backlinks_are_capped(client, wiki, clean_db):
              for i in range(300)]
     pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="hub", title="Hub", page_type="concept",
                       content="The hub.\n"))
+    pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="many", title="Many", page_type="concept",
+                      content=" ".join(f"[[spoke-{i}|s{i}]]" for i in range(250)) + " [[gone|Gone]]"))
     WikiPageRepository(clean_db).bulk_insert(pages)
+    many = client.get(f"/kb/{wiki.kb_id}/page/many").text
+    assert many.count('class="wikilink"') == 250 and many.count('class="wikilink dead"') == 1
     graph = client.get(f"/kb/{wiki.kb_id}/graph.json/hub").json()
     assert len(graph["nodes"]) <= GRAPH_MAX_NODES
     assert sum(e["target"] == "hub" for e in graph["edges"]) == GRAPH_PER_NODE  # in-links read per node
