@@ -29,5 +29,6 @@ def _recover() -> None:
 
 broker.add_middleware(PeriodicMiddleware(_recover, get_settings().sweep_interval_s, "sweeper"))
 _liveness = Liveness(get_deps)
-broker.add_middleware(HeartbeatMiddleware(_liveness.start, _liveness.beat, _liveness.stop,
-                                          get_settings().heartbeat_interval_s))
+broker.add_middleware(
+    HeartbeatMiddleware(_liveness.start, _liveness.beat, _liveness.stop, get_settings().heartbeat_interval_s)
+)

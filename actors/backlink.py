@@ -40,6 +40,7 @@ KEYS_PER_OP = 200
 #: (3,932 pages), 200 keys 0.3 s (1,339 pages): in groups of 10, overlapping groups queued 8,000.
 OPS_PER_RUN = 50
 
+
 @dataclass
 class BacklinkResult:
     """Ops claimed, pages found mentioning their keys, pages queued for cross-linking (those and the
@@ -56,12 +57,20 @@ def enqueue_keys(deps: Deps, kb: KnowledgeBase, keys: set[str], conn=None) -> No
     """Queue the title ``keys`` whose page changed, ``KEYS_PER_OP`` per backlink op."""
     ordered = sorted(keys)
     for i in range(0, len(ordered), KEYS_PER_OP):
-        deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=BACKLINK, scope=SCOPE_KB, scope_id=kb.id, op=OP_KEYS,
-                         payload={"keys": ordered[i:i + KEYS_PER_OP]}, conn=conn)
+        deps.ops.enqueue(
+            tenant_id=kb.tenant_id,
+            task_type=BACKLINK,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_KEYS,
+            payload={"keys": ordered[i : i + KEYS_PER_OP]},
+            conn=conn,
+        )
 
 
-def run_backlink(deps: Deps, tenant_id: int, knowledge_base_id: str,
-                 now: datetime | None = None) -> BacklinkResult | None:
+def run_backlink(
+    deps: Deps, tenant_id: int, knowledge_base_id: str, now: datetime | None = None
+) -> BacklinkResult | None:
     """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking,
     merged with the pages waiting unclaimed on the finalize lane (each queued once).
 
@@ -97,8 +106,15 @@ def wiki_backlink(**kwargs) -> None:
     result = run_backlink(deps, args.tenant_id, args.knowledge_base_id)
     if result is None:
         return
-    log.info("backlink.done", knowledge_base_id=args.knowledge_base_id, ops=result.claimed, found=result.found,
-             queued=result.queued, deferred=result.deferred, remaining=result.remaining)
+    log.info(
+        "backlink.done",
+        knowledge_base_id=args.knowledge_base_id,
+        ops=result.claimed,
+        found=result.found,
+        queued=result.queued,
+        deferred=result.deferred,
+        remaining=result.remaining,
+    )
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
     if result.queued:
         send_trigger(deps, "wiki_crosslink", **kb)

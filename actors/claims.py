@@ -21,8 +21,9 @@ log = structlog.get_logger(__name__)
 def claim_lane(deps: Deps, task_type: str, kb_id: str, limit: int, conn: Connection | None = None) -> list[PendingOp]:
     """Claim up to ``limit`` dedup keys of the KB's lane ``task_type`` for this worker
     (``TaskPendingOpsRepository.claim`` with the worker id as owner and ``stale_claim_s``)."""
-    return deps.ops.claim(task_type, SCOPE_KB, kb_id, limit, deps.settings.stale_claim_s, conn=conn,
-                          owner=deps.worker_id)
+    return deps.ops.claim(
+        task_type, SCOPE_KB, kb_id, limit, deps.settings.stale_claim_s, conn=conn, owner=deps.worker_id
+    )
 
 
 def backoff_s(deps: Deps, fails: int) -> float:
@@ -37,7 +38,9 @@ def backoff_s(deps: Deps, fails: int) -> float:
     s = deps.settings
     if s.document_retry_backoff_ms <= 0:
         return 0.0
-    _, ms = compute_backoff(max(fails - 1, 0), factor=s.document_retry_backoff_ms, max_backoff=s.document_retry_backoff_max_ms)
+    _, ms = compute_backoff(
+        max(fails - 1, 0), factor=s.document_retry_backoff_ms, max_backoff=s.document_retry_backoff_max_ms
+    )
     return ms / 1000
 
 

@@ -25,9 +25,9 @@ from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
 from actors.pacing import ingest_running
-from stages.relink import dead_link_resolver, mentions_by_page
 from actors.triggers import clear_trigger, send_trigger
 from repos.pages import ITEM_TYPES
+from stages.relink import dead_link_resolver, mentions_by_page
 from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink
 from wiki.lint import mention_targets
 from wiki.models import KnowledgeBase
@@ -61,8 +61,15 @@ class CrosslinkResult:
 def enqueue_touched(deps: Deps, kb: KnowledgeBase, slugs: list[str], conn=None) -> None:
     """Queue ``slugs`` for cross-linking, ``CHUNK`` per finalize op (so runs can share them out)."""
     for i in range(0, len(slugs), CHUNK):
-        deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=FINALIZE, scope=SCOPE_KB, scope_id=kb.id,
-                         op=OP_TOUCH, payload={"slugs": slugs[i:i + CHUNK]}, conn=conn)
+        deps.ops.enqueue(
+            tenant_id=kb.tenant_id,
+            task_type=FINALIZE,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_TOUCH,
+            payload={"slugs": slugs[i : i + CHUNK]},
+            conn=conn,
+        )
 
 
 def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=None) -> CrosslinkResult | None:
@@ -88,7 +95,7 @@ def run_crosslink(deps: Deps, tenant_id: int, knowledge_base_id: str, fan_out=No
             fan_out()
     with released_on_failure(deps, claimed):
         for i in range(0, len(slugs), CHUNK):
-            result.add(link_pages(deps, kb, slugs[i:i + CHUNK]))
+            result.add(link_pages(deps, kb, slugs[i : i + CHUNK]))
         deps.ops.delete_by_ids([op.id for op in claimed])
     result.remaining = deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
     return result
@@ -142,8 +149,11 @@ def link_pages(deps: Deps, kb: KnowledgeBase, slugs: list[str]) -> CrosslinkResu
         # linked again by a later run, from what is live then
         targets = {slug: out_link_slugs(page.content) for slug, page in changed.items()}
         live = deps.pages.existing_slugs(kb.id, set().union(*targets.values()), conn=conn)
-        fresh = [page for slug, page in changed.items() if slug in held and held[slug].version == page.version
-                 and targets[slug] <= live]
+        fresh = [
+            page
+            for slug, page in changed.items()
+            if slug in held and held[slug].version == page.version and targets[slug] <= live
+        ]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
         deps.pages.save_many(fresh, conn=conn, out_links=targets)
         enqueue_touched(deps, kb, busy, conn=conn)
@@ -159,12 +169,23 @@ def wiki_crosslink(**kwargs) -> None:
     deps = get_deps()
     clear_trigger(deps, "wiki_crosslink", args.knowledge_base_id)
     kb = {"tenant_id": args.tenant_id, "knowledge_base_id": args.knowledge_base_id}
-    result = run_crosslink(deps, args.tenant_id, args.knowledge_base_id,
-                           fan_out=lambda: send_trigger(deps, "wiki_crosslink", debounce=False, **kb))
+    result = run_crosslink(
+        deps,
+        args.tenant_id,
+        args.knowledge_base_id,
+        fan_out=lambda: send_trigger(deps, "wiki_crosslink", debounce=False, **kb),
+    )
     if result is None:
         return
-    log.info("crosslink.done", knowledge_base_id=args.knowledge_base_id, pages=result.pages,
-             rewritten=result.rewritten, linked=result.linked, repaired=result.repaired, busy=result.busy)
+    log.info(
+        "crosslink.done",
+        knowledge_base_id=args.knowledge_base_id,
+        pages=result.pages,
+        rewritten=result.rewritten,
+        linked=result.linked,
+        repaired=result.repaired,
+        busy=result.busy,
+    )
     if not result.claimed:
         return  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window

@@ -69,12 +69,21 @@ def delete_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledg
             doc = deps.docs.mark_deleting(kb.id, knowledge_id, conn=conn)
             if doc is None:
                 known = deps.docs.find(kb.id, knowledge_id)
-                return DeleteResult(knowledge_id, "already_deleted" if known and known.id == knowledge_id else "unknown")
+                return DeleteResult(
+                    knowledge_id, "already_deleted" if known and known.id == knowledge_id else "unknown"
+                )
             for lane in DOCUMENT_LANES:
                 deps.ops.delete_by_dedup_key(lane, SCOPE_KB, kb.id, doc.id, op=OP_INGEST, conn=conn)
-            op = deps.ops.enqueue_if_kb_active(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB,
-                                               scope_id=kb.id, op=OP_RETRACT, dedup_key=doc.id,
-                                               payload={"knowledge_id": doc.id}, conn=conn)
+            op = deps.ops.enqueue_if_kb_active(
+                tenant_id=kb.tenant_id,
+                task_type=INGEST,
+                scope=SCOPE_KB,
+                scope_id=kb.id,
+                op=OP_RETRACT,
+                dedup_key=doc.id,
+                payload={"knowledge_id": doc.id},
+                conn=conn,
+            )
             if op is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
                 raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
             # last, so a Redis failure rolls the transaction back and nothing is half deleted
@@ -150,5 +159,11 @@ def wiki_delete_kb(**kwargs) -> None:
     outages like ``wiki_submit`` (``actors.retry_policy``)."""
     args = KbArgs.model_validate(kwargs)
     result = delete_knowledge_base(get_deps(), args.tenant_id, args.knowledge_base_id)
-    log.info("kb.deleted", knowledge_base_id=args.knowledge_base_id, deleted=result.deleted, ops=result.ops,
-             pages=result.pages, documents=result.documents)
+    log.info(
+        "kb.deleted",
+        knowledge_base_id=args.knowledge_base_id,
+        deleted=result.deleted,
+        ops=result.ops,
+        pages=result.pages,
+        documents=result.documents,
+    )

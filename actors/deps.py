@@ -13,11 +13,11 @@ import redis
 from psycopg_pool import ConnectionPool
 
 from repos.db import get_pool
+from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.pages import WikiPageRepository
-from repos.dead_letters import TaskDeadLetterRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
 from wiki.models import KnowledgeBase

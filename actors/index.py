@@ -32,8 +32,7 @@ MOST_CITED = 20  # entity pages and concept pages each: a reader's way into the 
 
 def request_index(deps: Deps, kb: KnowledgeBase, conn: Connection) -> None:
     """Queue a rebuild of the KB's index in the caller's transaction (the one that changed pages)."""
-    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INDEX, scope=SCOPE_KB, scope_id=kb.id, op=OP_REBUILD,
-                     conn=conn)
+    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INDEX, scope=SCOPE_KB, scope_id=kb.id, op=OP_REBUILD, conn=conn)
 
 
 def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page | None:
@@ -54,9 +53,15 @@ def rebuild_index(deps: Deps, tenant_id: int, knowledge_base_id: str) -> Page | 
         counts = deps.pages.counts_by_type(kb.id)
         recent = deps.pages.recent(kb.id, "summary", RECENT_SUMMARIES)
         cited = {page_type: deps.pages.most_cited(kb.id, page_type, MOST_CITED) for page_type in ("entity", "concept")}
-        page = Page(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, slug=INDEX_SLUG, title=f"{kb.name} index",
-                    page_type="index", content=render_index_page(kb.name, counts, recent, cited),
-                    summary=f"Index of {kb.name}")
+        page = Page(
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            slug=INDEX_SLUG,
+            title=f"{kb.name} index",
+            page_type="index",
+            content=render_index_page(kb.name, counts, recent, cited),
+            summary=f"Index of {kb.name}",
+        )
         if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
             return None
         saved = deps.pages.save(page, conn=conn)

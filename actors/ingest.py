@@ -36,8 +36,9 @@ class SubmitResult:
     reason: str = ""
 
 
-def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title: str, content: str,
-                    source_uri: str = "") -> SubmitResult:
+def submit_document(
+    deps: Deps, *, tenant_id: int, knowledge_base_id: str, title: str, content: str, source_uri: str = ""
+) -> SubmitResult:
     """Store one document and enqueue its ingest op in one transaction, then trigger the pump.
 
     The content is cleaned (NUL bytes and other control characters removed), cut to
@@ -61,8 +62,14 @@ def submit_document(deps: Deps, *, tenant_id: int, knowledge_base_id: str, title
                 return SubmitResult(doc.id, "unchanged")
             deps.docs.set_status([doc.id], "pending", conn=conn)
         op = deps.ops.enqueue_if_kb_active(
-            tenant_id=tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
-            dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash}, conn=conn,
+            tenant_id=tenant_id,
+            task_type=INGEST,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_INGEST,
+            dedup_key=doc.id,
+            payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+            conn=conn,
         )
         if op is None:
             conn.rollback()
@@ -122,8 +129,9 @@ def wiki_ingest(**kwargs) -> None:
     log.info("ingest.pumped", knowledge_base_id=args.knowledge_base_id, sent=sent)
 
 
-@dramatiq.actor(queue_name="wiki", time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase),
-                **data_retries(get_settings()))
+@dramatiq.actor(
+    queue_name="wiki", time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase), **data_retries(get_settings())
+)
 def wiki_submit(**kwargs) -> None:
     """Producer entry point: ``wiki_submit.send(tenant_id=, knowledge_base_id=, title=, content=, source_uri=)``.
 

@@ -2,11 +2,11 @@
 
 from repos.queue_common import SCOPE_KB  # noqa: F401  (defined once, with the queue's columns)
 
-INGEST = "wiki:ingest"      # ops from producers: ingest | retract, dedup_key = knowledge id
-REDUCE = "wiki:reduce"      # mapped ops waiting for a KB batch
+INGEST = "wiki:ingest"  # ops from producers: ingest | retract, dedup_key = knowledge id
+REDUCE = "wiki:reduce"  # mapped ops waiting for a KB batch
 FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair
 BACKLINK = "wiki:backlink"  # title keys a batch added or removed: the pages mentioning them are relinked
-INDEX = "wiki:index"        # "the index page is behind": one op per batch that changed pages
+INDEX = "wiki:index"  # "the index page is behind": one op per batch that changed pages
 WIKI_LANES = (INGEST, REDUCE, FINALIZE, BACKLINK, INDEX)
 
 OP_INGEST = "ingest"

@@ -24,8 +24,22 @@ def wiki_lint(**kwargs) -> None:
     """Lint a KB (``fix`` to mend what can be mended) and store the report as its latest."""
     args = LintArgs.model_validate(kwargs)
     deps = get_deps()
-    report = run_lint(args.tenant_id, args.knowledge_base_id, kbs=deps.kbs, pages=deps.pages,
-                      lint=LintRepository(deps.pool), pool=deps.pool, min_chars=deps.settings.min_document_chars,
-                      fix=args.fix)
-    log.info("lint.done", knowledge_base_id=args.knowledge_base_id, pages=report.pages_checked,
-             score=report.score, counts=report.counts, fixed=report.fixed, duration_ms=report.duration_ms)
+    report = run_lint(
+        args.tenant_id,
+        args.knowledge_base_id,
+        kbs=deps.kbs,
+        pages=deps.pages,
+        lint=LintRepository(deps.pool),
+        pool=deps.pool,
+        min_chars=deps.settings.min_document_chars,
+        fix=args.fix,
+    )
+    log.info(
+        "lint.done",
+        knowledge_base_id=args.knowledge_base_id,
+        pages=report.pages_checked,
+        score=report.score,
+        counts=report.counts,
+        fixed=report.fixed,
+        duration_ms=report.duration_ms,
+    )

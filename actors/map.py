@@ -65,8 +65,13 @@ def map_document(deps: Deps, tenant_id: int, knowledge_base_id: str, knowledge_i
         deps.extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
         # Only an op still waiting for its map moves on: when another worker mapped it already (its
         # claim was taken back) and reduce may have finished it, the document keeps its status.
-        if not deps.ops.move([op_id], REDUCE, payload_patch={"content_hash": doc.content_hash, "extractor": name},
-                             conn=conn, from_task_type=INGEST):
+        if not deps.ops.move(
+            [op_id],
+            REDUCE,
+            payload_patch={"content_hash": doc.content_hash, "extractor": name},
+            conn=conn,
+            from_task_type=INGEST,
+        ):
             return "gone"
         deps.docs.set_status([doc.id], "mapped", conn=conn)
     return outcome
@@ -85,8 +90,9 @@ def _count_failure(deps: Deps, op, exc: Exception) -> str:
         log.error("document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
         return "dead"
     delay = release_after_failure(deps, op, fails)
-    log.warning("document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc),
-                retry_in_s=round(delay, 1))
+    log.warning(
+        "document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc), retry_in_s=round(delay, 1)
+    )
     return "retry"
 
 

@@ -15,8 +15,13 @@ from actors.triggers import send_trigger
 
 log = structlog.get_logger(__name__)
 
-LANE_ACTORS = {INGEST: "wiki_ingest", REDUCE: "wiki_reduce", FINALIZE: "wiki_crosslink", BACKLINK: "wiki_backlink",
-               INDEX: "wiki_rebuild_index"}
+LANE_ACTORS = {
+    INGEST: "wiki_ingest",
+    REDUCE: "wiki_reduce",
+    FINALIZE: "wiki_crosslink",
+    BACKLINK: "wiki_backlink",
+    INDEX: "wiki_rebuild_index",
+}
 
 
 def sweep(deps: Deps, debounce: bool = True) -> int:
@@ -30,8 +35,9 @@ def sweep(deps: Deps, debounce: bool = True) -> int:
     for lane in deps.ops.lanes_with_rows():
         actor = LANE_ACTORS.get(lane.task_type)
         if actor and lane.scope == SCOPE_KB:
-            sent += send_trigger(deps, actor, tenant_id=lane.tenant_id, knowledge_base_id=lane.scope_id,
-                                 debounce=debounce)
+            sent += send_trigger(
+                deps, actor, tenant_id=lane.tenant_id, knowledge_base_id=lane.scope_id, debounce=debounce
+            )
     if reclaimed or sent:
         log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
     return sent

@@ -28,8 +28,8 @@ from actors.args import BAD_MESSAGE, KbArgs
 from actors.backlink import enqueue_keys
 from actors.batch_context import BatchContext
 from actors.claims import claim_lane, release_after_failure, released_on_failure
-from actors.crosslink import enqueue_touched
 from actors.coordination import ActiveBatchLock, LockLost, active_key, tombstone_key
+from actors.crosslink import enqueue_touched
 from actors.delete import active_kb_or_drain
 from actors.deps import Deps, get_deps
 from actors.index import request_index
@@ -57,10 +57,10 @@ class SlugPlan:
 
     title: str
     page_type: str
-    add: dict[str, dict] = field(default_factory=dict)      # knowledge id -> fact
-    refs: dict[str, str] = field(default_factory=dict)      # knowledge id -> document title
-    drop: set[str] = field(default_factory=set)             # knowledge ids retracted here
-    summary_of: tuple[Document, Extraction] | None = None   # summary pages only
+    add: dict[str, dict] = field(default_factory=dict)  # knowledge id -> fact
+    refs: dict[str, str] = field(default_factory=dict)  # knowledge id -> document title
+    drop: set[str] = field(default_factory=set)  # knowledge ids retracted here
+    summary_of: tuple[Document, Extraction] | None = None  # summary pages only
 
 
 @dataclass
@@ -78,8 +78,9 @@ class BatchResult:
     touched: list[str] = field(default_factory=list)
 
 
-def run_reduce_batch(deps: Deps, tenant_id: int, knowledge_base_id: str,
-                     lock: ActiveBatchLock | None = None) -> BatchResult:
+def run_reduce_batch(
+    deps: Deps, tenant_id: int, knowledge_base_id: str, lock: ActiveBatchLock | None = None
+) -> BatchResult:
     """Reduce one batch of the KB's reduce lane (the caller holds the active-batch ``lock``).
 
     A document is retracted when its last op is a retract, or when it is tombstoned, deleting,
@@ -118,8 +119,10 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchL
         if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted") or kid in tombstoned:
             retracts.append(kid)
         else:
-            wanted[kid] = (op.payload.get("content_hash", doc.content_hash),
-                           op.payload.get("extractor", deps.extractor.name))
+            wanted[kid] = (
+                op.payload.get("content_hash", doc.content_hash),
+                op.payload.get("extractor", deps.extractor.name),
+            )
     cached = deps.extractions.get_many(kb.id, wanted)
     ingests = [(docs[kid], cached[kid]) for kid in wanted if kid in cached]
     requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
@@ -173,7 +176,8 @@ def _reduce_claimed(deps: Deps, kb, tun, claimed, token: int, lock: ActiveBatchL
         deps.docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
         deps.extractions.delete_other_versions(
-            kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn)
+            kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn
+        )
     if writes.renames:
         log.info("reduce.renamed", knowledge_base_id=kb.id, pages=len(writes.renames))
     result.documents, result.retracted, result.failed = len(ingests) - len(failed_ops), len(retracts), len(failed_ops)
@@ -188,8 +192,13 @@ def _prefetch(ctx: BatchContext, ingests: list[tuple[Document, Extraction]], cit
     batch's documents, the slugs its items and summaries would take, and the pages of every item's
     name key. Two statements; the planner then only hits the context's caches."""
     items = [item for _, extraction in ingests for item in extraction.items]
-    ctx.lite([*(s for slugs in citing.values() for s in slugs), *(slugify(i.name) for i in items),
-              *(summary_slug(doc.title) for doc, _ in ingests)])
+    ctx.lite(
+        [
+            *(s for slugs in citing.values() for s in slugs),
+            *(slugify(i.name) for i in items),
+            *(summary_slug(doc.title) for doc, _ in ingests),
+        ]
+    )
     ctx.by_name_keys(name_key(item.name) for item in items)
 
 
@@ -227,9 +236,15 @@ class _Planner:
                 first["name"] = canonical_name([first["name"], item.name])
                 first["aliases"] = [a for a in dict.fromkeys(names) if a != first["name"]][:MAX_ALIASES]
             else:
-                sp.add[doc.id] = {"doc_title": doc.title, "summary_slug": summary, "description": item.description,
-                                  "evidence": item.evidence[:3], "name": item.name,
-                                  "aliases": item.aliases[:MAX_ALIASES], "kind": item.kind}
+                sp.add[doc.id] = {
+                    "doc_title": doc.title,
+                    "summary_slug": summary,
+                    "description": item.description,
+                    "evidence": item.evidence[:3],
+                    "name": item.name,
+                    "aliases": item.aliases[:MAX_ALIASES],
+                    "kind": item.kind,
+                }
             sp.refs[doc.id] = doc.title
             sp.drop.discard(doc.id)
             item_links.append((item.kind, slug, item.name, item.description))
@@ -248,8 +263,13 @@ class _Planner:
             return current
         slug = summary_slug(doc.title)
         sp = self.plan.get(slug)
-        if sp is not None and sp.summary_of is None and sp.drop and sp.drop <= self.retracting \
-                and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == "summary":
+        if (
+            sp is not None
+            and sp.summary_of is None
+            and sp.drop
+            and sp.drop <= self.retracting
+            and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == "summary"
+        ):
             # the summary of a document retracted in this batch: this one takes the slug over, as
             # it would have had the other never existed (a delete then re-add keeps its slug)
             return slug
@@ -301,7 +321,9 @@ class _BatchPages:
         self.by_key.setdefault(key, page.slug)
 
 
-def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None) -> tuple[str, Page | None, str | None]:
+def _next_page(
+    tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None
+) -> tuple[str, Page | None, str | None]:
     """What one slug's plan makes of its live page ``page`` (None when there is none).
 
     Returns (outcome, page, target): ``written`` with the new page, ``unchanged`` with the current
@@ -350,11 +372,26 @@ def _next_page(tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page |
         content = render_item_page(title, facts, aliases, len(refs))
         first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
         summary = first.get("description", "")[:500]
-    new = Page(tenant_id=tenant_id, knowledge_base_id=kb_id, slug=slug, title=title, page_type=page_type,
-               content=content, summary=summary, aliases=aliases,
-               source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())], facts=facts)
-    if page is not None and page.content == new.content and page.source_refs == new.source_refs \
-            and page.aliases == new.aliases and page.title == new.title and page.page_type == new.page_type:
+    new = Page(
+        tenant_id=tenant_id,
+        knowledge_base_id=kb_id,
+        slug=slug,
+        title=title,
+        page_type=page_type,
+        content=content,
+        summary=summary,
+        aliases=aliases,
+        source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())],
+        facts=facts,
+    )
+    if (
+        page is not None
+        and page.content == new.content
+        and page.source_refs == new.source_refs
+        and page.aliases == new.aliases
+        and page.title == new.title
+        and page.page_type == new.page_type
+    ):
         return "unchanged", page, target
     return "written", new, target
 
@@ -420,8 +457,9 @@ def _write_plan(deps: Deps, kb, plan: dict[str, SlugPlan], conn) -> _Writes:
     deps.pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
     deps.pages.save_many([after[s] for s in sorted(changed)], conn=conn)
     before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
-    after_keys = {(slug, key) for slug in {*plan, *renames.values()} if slug in after
-                  for key in title_keys(after[slug])}
+    after_keys = {
+        (slug, key) for slug in {*plan, *renames.values()} if slug in after for key in title_keys(after[slug])
+    }
     return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys})
 
 
@@ -449,13 +487,19 @@ def _count_failure(deps: Deps, kb_id: str, ops, exc: Exception, conn) -> float:
     for op in ops:
         fails = deps.ops.incr_fail_count(op.id, conn=conn)
         if fail_budget_spent(fails, deps.settings.wiki_max_fail_retries):
-            deps.dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
-                                                      task_type="wiki:ingest", error=error, conn=conn)
+            deps.dead_letters.move_op_to_dead_letters(
+                op.model_copy(update={"fail_count": fails}), task_type="wiki:ingest", error=error, conn=conn
+            )
             deps.docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)
         else:
             delay = max(delay, release_after_failure(deps, op, fails or 1, conn=conn))
-    log.warning("document.reduce_failed", knowledge_base_id=kb_id, knowledge_id=ops[0].dedup_key if ops else None,
-                error=repr(exc), retry_in_s=round(delay, 1))
+    log.warning(
+        "document.reduce_failed",
+        knowledge_base_id=kb_id,
+        knowledge_id=ops[0].dedup_key if ops else None,
+        error=repr(exc),
+        retry_in_s=round(delay, 1),
+    )
     return delay
 
 
@@ -465,8 +509,9 @@ def wiki_reduce(**kwargs) -> None:
     args = KbArgs.model_validate(kwargs)
     deps = get_deps()
     clear_trigger(deps, "wiki_reduce", args.knowledge_base_id)
-    lock = ActiveBatchLock(deps.redis, active_key(deps.settings.key_prefix, args.knowledge_base_id),
-                           deps.settings.active_lock_ttl_s)
+    lock = ActiveBatchLock(
+        deps.redis, active_key(deps.settings.key_prefix, args.knowledge_base_id), deps.settings.active_lock_ttl_s
+    )
     if not lock.acquire():
         log.info("reduce.busy", knowledge_base_id=args.knowledge_base_id)
         return  # the running batch follows up after it releases the lock
@@ -482,9 +527,17 @@ def wiki_reduce(**kwargs) -> None:
         lock.release()
     analyzed = refresh_statistics(deps.pool)  # the batch may have outgrown the planner's picture
     remaining = deps.ops.pending_count(REDUCE, SCOPE_KB, args.knowledge_base_id)
-    log.info("reduce.batch", knowledge_base_id=args.knowledge_base_id, documents=result.documents,
-             retracted=result.retracted, failed=result.failed, written=result.written, deleted=result.deleted,
-             remaining=remaining, analyzed=analyzed)
+    log.info(
+        "reduce.batch",
+        knowledge_base_id=args.knowledge_base_id,
+        documents=result.documents,
+        retracted=result.retracted,
+        failed=result.failed,
+        written=result.written,
+        deleted=result.deleted,
+        remaining=remaining,
+        analyzed=analyzed,
+    )
     if result.touched:
         send_trigger(deps, "wiki_crosslink", **kb)
     if result.touched or result.deleted:  # the batch queued an index op (request_index)

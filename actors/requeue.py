@@ -83,8 +83,14 @@ def _reinsert_wiki_op(deps: Deps, row: DeadLetter) -> str:
         if not deps.dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
             raise DeadLetterNotFound(f"no dead letter {row.id}")
         new = deps.ops.enqueue_if_kb_active(
-            tenant_id=row.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=row.scope_id, op=kind,
-            dedup_key=knowledge_id, payload=payload, conn=conn,
+            tenant_id=row.tenant_id,
+            task_type=INGEST,
+            scope=SCOPE_KB,
+            scope_id=row.scope_id,
+            op=kind,
+            dedup_key=knowledge_id,
+            payload=payload,
+            conn=conn,
         )
         if new is None:
             conn.rollback()
@@ -92,8 +98,14 @@ def _reinsert_wiki_op(deps: Deps, row: DeadLetter) -> str:
         if kind == OP_INGEST:
             deps.docs.set_status([knowledge_id], "pending", conn=conn)
     send_trigger(deps, "wiki_ingest", tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
-    log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type,
-             knowledge_base_id=row.scope_id, knowledge_id=knowledge_id, op_id=new.id)
+    log.info(
+        "dead_letter.requeued",
+        dead_letter_id=row.id,
+        task_type=row.task_type,
+        knowledge_base_id=row.scope_id,
+        knowledge_id=knowledge_id,
+        op_id=new.id,
+    )
     return REINSERTED
 
 
@@ -109,13 +121,22 @@ def _resend_message(deps: Deps, row: DeadLetter) -> str:
         raise RequeueRefused(f"actor {actor_name!r} of dead letter {row.id} is not declared") from None
     options: dict[str, Any] = {k: v for k, v in (stored.get("options") or {}).items() if k not in DELIVERY_OPTIONS}
     # A new message (fresh id and timestamp, so an age limit counts from now) with the same call.
-    message = dramatiq.Message(queue_name=actor.queue_name, actor_name=actor_name,
-                               args=tuple(stored.get("args") or ()), kwargs=dict(stored.get("kwargs") or {}),
-                               options=options)
+    message = dramatiq.Message(
+        queue_name=actor.queue_name,
+        actor_name=actor_name,
+        args=tuple(stored.get("args") or ()),
+        kwargs=dict(stored.get("kwargs") or {}),
+        options=options,
+    )
     broker.enqueue(message)
     # Only after the send: a failed send keeps the row. Losing a race here at worst sends twice,
     # which idempotent actors absorb.
     deps.dead_letters.delete(row.id, tenant_id=row.tenant_id)
-    log.info("dead_letter.requeued", dead_letter_id=row.id, task_type=row.task_type, actor=actor_name,
-             message_id=message.message_id)
+    log.info(
+        "dead_letter.requeued",
+        dead_letter_id=row.id,
+        task_type=row.task_type,
+        actor=actor_name,
+        message_id=message.message_id,
+    )
     return RESENT

@@ -33,7 +33,10 @@ def guaranteed_wait_ms(retries: int, min_backoff_ms: int, max_backoff_ms: int) -
 def data_retries(settings: Settings) -> dict[str, int]:
     """``max_retries``, ``min_backoff`` and ``max_backoff`` (ms) for a data-carrying actor: the
     fewest retries whose guaranteed wait (``guaranteed_wait_ms``) spans ``data_retry_s``."""
-    low, cap = settings.data_retry_min_backoff_ms, max(settings.data_retry_max_backoff_ms, settings.data_retry_min_backoff_ms)
+    low, cap = (
+        settings.data_retry_min_backoff_ms,
+        max(settings.data_retry_max_backoff_ms, settings.data_retry_min_backoff_ms),
+    )
     target = settings.data_retry_s * 1000
     retries = 0
     while guaranteed_wait_ms(retries, low, cap) < target:

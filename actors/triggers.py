@@ -16,8 +16,9 @@ from actors.deps import Deps
 MARKER_GRACE_MS = 60_000
 
 
-def send_trigger(deps: Deps, actor_name: str, *, tenant_id: int, knowledge_base_id: str,
-                 debounce: bool = True, delay_s: float = 0.0) -> bool:
+def send_trigger(
+    deps: Deps, actor_name: str, *, tenant_id: int, knowledge_base_id: str, debounce: bool = True, delay_s: float = 0.0
+) -> bool:
     """Send ``actor_name(tenant_id, knowledge_base_id)``; returns False when one is already queued.
 
     Debounced triggers are delayed by ``settings.debounce_ms`` so a burst becomes one message;

@@ -62,15 +62,67 @@ POLL_S = 0.5
 
 # --- corpus ------------------------------------------------------------------------------------
 
-TOOLS = ["Kafka", "Redis", "PostgreSQL", "Nginx", "Docker", "Kubernetes", "Ansible", "Grafana", "Prometheus",
-         "Terraform", "Jenkins", "Elasticsearch", "RabbitMQ", "Celery", "Django", "Flask", "Spark", "Airflow",
-         "Consul", "Vault", "Etcd", "HAProxy", "Varnish", "Memcached", "Cassandra", "MongoDB", "SQLite",
-         "Zookeeper", "Fluentd", "Logstash"]
-PEOPLE = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth",
-          "Ken Thompson", "Leslie Lamport", "Margaret Hamilton", "John McCarthy"]
-IDEAS = ["connection pooling", "write-ahead logging", "consensus protocols", "rate limiting", "load balancing",
-         "message queues", "schema migrations", "cache invalidation", "service discovery", "log aggregation",
-         "blue-green deployment", "circuit breakers", "backpressure", "idempotent handlers", "leader election"]
+TOOLS = [
+    "Kafka",
+    "Redis",
+    "PostgreSQL",
+    "Nginx",
+    "Docker",
+    "Kubernetes",
+    "Ansible",
+    "Grafana",
+    "Prometheus",
+    "Terraform",
+    "Jenkins",
+    "Elasticsearch",
+    "RabbitMQ",
+    "Celery",
+    "Django",
+    "Flask",
+    "Spark",
+    "Airflow",
+    "Consul",
+    "Vault",
+    "Etcd",
+    "HAProxy",
+    "Varnish",
+    "Memcached",
+    "Cassandra",
+    "MongoDB",
+    "SQLite",
+    "Zookeeper",
+    "Fluentd",
+    "Logstash",
+]
+PEOPLE = [
+    "Ada Lovelace",
+    "Grace Hopper",
+    "Alan Turing",
+    "Edsger Dijkstra",
+    "Barbara Liskov",
+    "Donald Knuth",
+    "Ken Thompson",
+    "Leslie Lamport",
+    "Margaret Hamilton",
+    "John McCarthy",
+]
+IDEAS = [
+    "connection pooling",
+    "write-ahead logging",
+    "consensus protocols",
+    "rate limiting",
+    "load balancing",
+    "message queues",
+    "schema migrations",
+    "cache invalidation",
+    "service discovery",
+    "log aggregation",
+    "blue-green deployment",
+    "circuit breakers",
+    "backpressure",
+    "idempotent handlers",
+    "leader election",
+]
 VERBS = ["relies on", "works well with", "is often paired with", "was compared to", "replaced", "feeds data into"]
 
 
@@ -91,8 +143,13 @@ def make_corpus(n: int, seed: int) -> list[dict]:
         ]
         rng.shuffle(sentences)
         title = f"Note {i:04d}: {tools[0]} and {idea}"
-        docs.append({"title": title, "content": f"# {title}\n\n" + " ".join(sentences) + "\n",
-                     "source_uri": f"notes/{i:04d}.md"})
+        docs.append(
+            {
+                "title": title,
+                "content": f"# {title}\n\n" + " ".join(sentences) + "\n",
+                "source_uri": f"notes/{i:04d}.md",
+            }
+        )
     return docs
 
 
@@ -110,7 +167,8 @@ class Servers:
         self.home = home
         self._stack = contextlib.ExitStack()
         settings = self._stack.enter_context(
-            local_services(Settings(home=str(home), database_url=None, redis_url=None)))
+            local_services(Settings(home=str(home), database_url=None, redis_url=None))
+        )
         self.redis_url = settings.redis_url
         self.pg = _read_state(home)["postgres"]  # port, bindir, data and the account it runs as
 
@@ -123,9 +181,25 @@ class Servers:
 
     def start_pg(self) -> None:
         log = self.home / "pg.log"
-        _run([str(Path(self.pg["bindir"]) / "pg_ctl"), "start", "-D", self.pg["data"], "-l", str(log), "-w",
-              "-t", "60", "-o", f"-p {self.pg['port']}"], _RunAs.from_entry(self.pg), "pg_ctl start", timeout=70,
-             log=log)
+        _run(
+            [
+                str(Path(self.pg["bindir"]) / "pg_ctl"),
+                "start",
+                "-D",
+                self.pg["data"],
+                "-l",
+                str(log),
+                "-w",
+                "-t",
+                "60",
+                "-o",
+                f"-p {self.pg['port']}",
+            ],
+            _RunAs.from_entry(self.pg),
+            "pg_ctl start",
+            timeout=70,
+            log=log,
+        )
 
     def stop_pg(self) -> None:
         _pg_cleanup(self.pg)
@@ -164,8 +238,14 @@ class Worker:
     def start(self) -> None:
         self.starts += 1
         log = open(self.logs / f"{self.name}-{self.starts}.log", "wb")  # noqa: SIM115  (owned by the child)
-        self.proc = subprocess.Popen(worker_command(1, self.threads), cwd=ROOT, env=self.env, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            worker_command(1, self.threads),
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def pids(self) -> list[int]:
         import psutil
@@ -237,9 +317,14 @@ class Run:
     def wiki(self) -> dict:
         """Pages as {slug: (type, title, cited source URIs)} and links as sorted (from, to) pairs."""
         uris = {r["id"]: r["source_uri"] for r in self.probe.documents()}
-        pages = {r["slug"]: (r["page_type"], r["title"],
-                             sorted(uris.get(ref["knowledge_id"], "?") for ref in r["source_refs"]))
-                 for r in self.probe.pages()}
+        pages = {
+            r["slug"]: (
+                r["page_type"],
+                r["title"],
+                sorted(uris.get(ref["knowledge_id"], "?") for ref in r["source_refs"]),
+            )
+            for r in self.probe.pages()
+        }
         links = sorted(self.probe.links())
         return {"pages": pages, "links": links}
 
@@ -266,12 +351,22 @@ def compare(clean: dict, chaos: dict) -> dict:
     changed = sorted(s for s in cp.keys() & xp.keys() if cp[s] != xp[s])
     cl, xl = set(map(tuple, clean["links"])), set(map(tuple, chaos["links"]))
     return {
-        "pages_clean": len(cp), "pages_chaos": len(xp), "links_clean": len(cl), "links_chaos": len(xl),
-        "pages_only_clean": len(only_clean), "pages_only_chaos": len(only_chaos), "pages_differing": len(changed),
-        "links_only_clean": len(cl - xl), "links_only_chaos": len(xl - cl),
-        "examples": {"only_clean": only_clean[:5], "only_chaos": only_chaos[:5],
-                     "links_only_clean": sorted(cl - xl)[:5], "links_only_chaos": sorted(xl - cl)[:5],
-                     "differing": [{"slug": s, "clean": cp[s], "chaos": xp[s]} for s in changed[:3]]},
+        "pages_clean": len(cp),
+        "pages_chaos": len(xp),
+        "links_clean": len(cl),
+        "links_chaos": len(xl),
+        "pages_only_clean": len(only_clean),
+        "pages_only_chaos": len(only_chaos),
+        "pages_differing": len(changed),
+        "links_only_clean": len(cl - xl),
+        "links_only_chaos": len(xl - cl),
+        "examples": {
+            "only_clean": only_clean[:5],
+            "only_chaos": only_chaos[:5],
+            "links_only_clean": sorted(cl - xl)[:5],
+            "links_only_chaos": sorted(xl - cl)[:5],
+            "differing": [{"slug": s, "clean": cp[s], "chaos": xp[s]} for s in changed[:3]],
+        },
     }
 
 
@@ -295,14 +390,17 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
     rng = random.Random(args.seed)
     run = Run(servers, "kbwiki_chaos", args.threads)
     flush_client = redis.Redis.from_url(servers.redis_url)
-    upfront, produced = docs[: len(docs) - args.producer_docs], docs[len(docs) - args.producer_docs:]
+    upfront, produced = docs[: len(docs) - args.producer_docs], docs[len(docs) - args.producer_docs :]
     events: list[dict] = []
     started = time.monotonic()
 
     def at(fraction: float) -> None:
         """Wait until that fraction of the up-front documents is done (or the run settled)."""
-        wait_for(lambda: run.done() >= fraction * len(upfront) or run.settled(len(upfront)), args.timeout_s,
-                 f"{fraction:.0%} done")
+        wait_for(
+            lambda: run.done() >= fraction * len(upfront) or run.settled(len(upfront)),
+            args.timeout_s,
+            f"{fraction:.0%} done",
+        )
 
     def dramatiq_messages(*suffixes: str) -> list[str]:
         """Bodies of the messages in the ``wiki`` queue's hashes (``.msgs`` ready, ``.DQ.msgs``
@@ -330,8 +428,13 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
             progressed = round(time.monotonic() - t0, 1)
         except TimeoutError:
             progressed = None
-        note("kill -9", worker=victim.name, claims_held=held, claims_taken_back_s=round(reclaimed, 1),
-             progress_again_s=progressed)
+        note(
+            "kill -9",
+            worker=victim.name,
+            claims_held=held,
+            claims_taken_back_s=round(reclaimed, 1),
+            progress_again_s=progressed,
+        )
         victim.start()
 
     def flush() -> None:
@@ -371,8 +474,16 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
     try:
         run.submit(upfront)
         run.start_workers()
-        schedule = [(0.05, kill_one), (0.15, flush), (0.25, steal_lock), (0.35, kill_one), (0.45, restart_pg),
-                    (0.55, flush), (0.65, kill_one), (0.75, outage)]
+        schedule = [
+            (0.05, kill_one),
+            (0.15, flush),
+            (0.25, steal_lock),
+            (0.35, kill_one),
+            (0.45, restart_pg),
+            (0.55, flush),
+            (0.65, kill_one),
+            (0.75, outage),
+        ]
         kills = 0
         for fraction, step in schedule:
             if step is kill_one:
@@ -386,8 +497,11 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         try:
             # every document settled; or, when some producer messages gave up (outage longer than
             # their retries), the lanes settled and no producer message is still queued or retrying
-            wait_for(lambda: run.settled(len(docs)) or (run.settled(len(upfront)) and not submits_in_flight()),
-                     args.timeout_s, "the chaos run to settle")
+            wait_for(
+                lambda: run.settled(len(docs)) or (run.settled(len(upfront)) and not submits_in_flight()),
+                args.timeout_s,
+                "the chaos run to settle",
+            )
             settled = True
         except (TimeoutError, KeyboardInterrupt):  # Ctrl-C: report what the run reached so far
             settled = False
@@ -395,10 +509,15 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         overtaken = sum(p.read_text(errors="replace").count('"reduce.overtaken"') for p in run.logs.glob("*.log"))
         reaped = sum(p.read_text(errors="replace").count('"workers.reaped"') for p in run.logs.glob("*.log"))
         only_in_redis = sum('"wiki_submit"' in m for m in dramatiq_messages(".XQ.msgs"))
-        return run.wiki(), {"seconds": round(elapsed, 1), "settled": settled, "events": events,
-                            "batches_overtaken": overtaken, "reaper_takebacks": reaped,
-                            "producer_messages_in_dramatiq_dead_set": only_in_redis,
-                            **run.outcome([d["source_uri"] for d in docs])}
+        return run.wiki(), {
+            "seconds": round(elapsed, 1),
+            "settled": settled,
+            "events": events,
+            "batches_overtaken": overtaken,
+            "reaper_takebacks": reaped,
+            "producer_messages_in_dramatiq_dead_set": only_in_redis,
+            **run.outcome([d["source_uri"] for d in docs]),
+        }
     finally:
         run.close()
 
@@ -438,13 +557,19 @@ def main() -> None:
             shutil.rmtree(home, ignore_errors=True)
     kills = [e for e in chaos["events"] if e["event"] == "kill -9"]
     report = {
-        "command": " ".join(sys.argv), "documents": len(docs), "folder": str(home) if args.keep else None,
-        "clean": clean, "chaos": chaos,
+        "command": " ".join(sys.argv),
+        "documents": len(docs),
+        "folder": str(home) if args.keep else None,
+        "clean": clean,
+        "chaos": chaos,
         "summary": {
-            "lost": len(chaos["lost"]), "stuck": len(chaos["stuck"]), "dead_letters": len(chaos["dead_letters"]),
+            "lost": len(chaos["lost"]),
+            "stuck": len(chaos["stuck"]),
+            "dead_letters": len(chaos["dead_letters"]),
             "kill_claims_taken_back_s": [k["claims_taken_back_s"] for k in kills],
             "kill_progress_again_s": [k["progress_again_s"] for k in kills],
-            "clean_s": clean["seconds"], "chaos_s": chaos["seconds"],
+            "clean_s": clean["seconds"],
+            "chaos_s": chaos["seconds"],
         },
         "compare": compare(clean_wiki, chaos_wiki),
     }

@@ -43,9 +43,11 @@ def main() -> None:
         for item in extraction.items if extraction else []:
             kinds[item.kind] += 1
     ms = [t * 1000 for t in times]
-    print(f"{extractor.name}: {len(docs)} documents, {statistics.fmean(ms):.1f} ms/document "
-          f"(median {statistics.median(ms):.1f}, p95 {sorted(ms)[int(0.95 * len(ms))]:.1f}); "
-          f"entities={kinds['entity']} concepts={kinds['concept']}")
+    print(
+        f"{extractor.name}: {len(docs)} documents, {statistics.fmean(ms):.1f} ms/document "
+        f"(median {statistics.median(ms):.1f}, p95 {sorted(ms)[int(0.95 * len(ms))]:.1f}); "
+        f"entities={kinds['entity']} concepts={kinds['concept']}"
+    )
 
 
 if __name__ == "__main__":

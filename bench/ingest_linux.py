@@ -87,8 +87,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, open(home / "bench-worker.log", "ab") as log:
         if args.limit:
             folder = first_files(folder, args.limit, Path(tmp))
-        worker = subprocess.Popen([*KBWIKI, "worker", "-p", str(args.processes), "-t", str(args.threads)],
-                                  cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [*KBWIKI, "worker", "-p", str(args.processes), "-t", str(args.threads)],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         sampler = RssSampler(worker.pid)
         sampler.start()
         try:
@@ -97,8 +101,11 @@ def main() -> None:
             elapsed = time.monotonic() - started
             cpu = psutil.cpu_times()
             busy = sum(getattr(cpu, f) - getattr(cpu_before, f) for f in ("user", "system", "nice", "irq", "softirq"))
-            status = json.loads(subprocess.run([*KBWIKI, "status", "--kb", kb_name, "--json"], cwd=ROOT,
-                                               check=True, capture_output=True, text=True).stdout)
+            status = json.loads(
+                subprocess.run(
+                    [*KBWIKI, "status", "--kb", kb_name, "--json"], cwd=ROOT, check=True, capture_output=True, text=True
+                ).stdout
+            )
         finally:
             sampler.stop.set()
             worker.terminate()  # the command forwards it; workers finish their messages, then servers stop
@@ -106,7 +113,9 @@ def main() -> None:
     settled = sum(status["documents"].values())
     print(f"kbwiki ingest --wait exit code: {ingest.returncode}")
     print(f"wall time: {elapsed:.1f} s  ({settled / elapsed:.2f} documents settled per second)")
-    print(f"machine CPU busy: {busy:.0f} core-seconds, {busy / elapsed / psutil.cpu_count():.0%} of {psutil.cpu_count()} cores")
+    print(
+        f"machine CPU busy: {busy:.0f} core-seconds, {busy / elapsed / psutil.cpu_count():.0%} of {psutil.cpu_count()} cores"
+    )
     print("pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(status["pages"].items())))
     print(f"links: {status['links']}  documents: {status['documents']}  dead letters: {status['dead_letters']}")
     for pid, peak in sorted(sampler.peaks.items()):

@@ -55,8 +55,36 @@ def ensure_database() -> str:
 
 # --- corpus ----------------------------------------------------------------------------------
 
-_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "zen", "dar", "bel", "cor", "fin", "gal", "hum",
-              "jor", "kel", "lim", "mor", "nus", "pra", "quo", "ris", "sul", "tor", "ulm", "vex", "wyn")
+_SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "sa",
+    "ti",
+    "vo",
+    "zen",
+    "dar",
+    "bel",
+    "cor",
+    "fin",
+    "gal",
+    "hum",
+    "jor",
+    "kel",
+    "lim",
+    "mor",
+    "nus",
+    "pra",
+    "quo",
+    "ris",
+    "sul",
+    "tor",
+    "ulm",
+    "vex",
+    "wyn",
+)
 
 
 def _words(rng: random.Random, n: int) -> list[str]:
@@ -173,8 +201,10 @@ def build_kb(url: str, n_pages: int, rebuild: bool) -> str:
     t0 = time.monotonic()
     corpus = Corpus(n_pages)
     # 1 % of the documents were deleted since their pages were written
-    documents = ((doc_id, corpus.pages[d][1], f"docs/{d}.md", "deleted" if d % 100 == 42 else "done", d % 100 == 42)
-                 for d, doc_id in enumerate(corpus.doc_ids))
+    documents = (
+        (doc_id, corpus.pages[d][1], f"docs/{d}.md", "deleted" if d % 100 == 42 else "done", d % 100 == 42)
+        for d, doc_id in enumerate(corpus.doc_ids)
+    )
 
     def pages():
         for i, (slug, title, page_type) in enumerate(corpus.pages):
@@ -198,8 +228,16 @@ def walk(deps, kb_id: str, traced: bool) -> tuple[int, float, object]:
     if traced:
         tracemalloc.start()
     t0 = time.monotonic()
-    report = run_lint(TENANT, kb_id, kbs=deps.kbs, pages=deps.pages, lint=LintRepository(deps.pool), pool=deps.pool,
-                      min_chars=deps.settings.min_document_chars, fix=False)
+    report = run_lint(
+        TENANT,
+        kb_id,
+        kbs=deps.kbs,
+        pages=deps.pages,
+        lint=LintRepository(deps.pool),
+        pool=deps.pool,
+        min_chars=deps.settings.min_document_chars,
+        fix=False,
+    )
     wall = time.monotonic() - t0
     peak = 0
     if traced:
@@ -212,8 +250,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,40000", help="comma-separated page counts")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the KBs even when they exist")
-    parser.add_argument("--untraced", action="store_true",
-                        help="time the walks without tracemalloc (its bookkeeping slows the walk several times)")
+    parser.add_argument(
+        "--untraced",
+        action="store_true",
+        help="time the walks without tracemalloc (its bookkeeping slows the walk several times)",
+    )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
 
@@ -226,8 +267,9 @@ def main() -> None:
     from wiki.settings import Settings
 
     pool = make_pool(url, 1, 4)
-    deps = build_deps(Settings(database_url=url, redis_url=os.environ["REDIS_URL"]), pool=pool,
-                      extractor=OfflineExtractor())
+    deps = build_deps(
+        Settings(database_url=url, redis_url=os.environ["REDIS_URL"]), pool=pool, extractor=OfflineExtractor()
+    )
     walk(deps, kbs[sizes[0]], traced=False)  # warm-up: imports, prepared statements, first-use caches
 
     if args.untraced:
@@ -241,14 +283,18 @@ def main() -> None:
     for n in sizes:
         peak, wall, report = walk(deps, kbs[n], traced=True)
         results[n] = peak
-        print(f"{n:>6,} pages: peak {peak / MIB:6.2f} MiB  wall {wall:7.1f} s (traced)  "
-              f"{n / wall:7.0f} pages/s  | {report.summary}")
+        print(
+            f"{n:>6,} pages: peak {peak / MIB:6.2f} MiB  wall {wall:7.1f} s (traced)  "
+            f"{n / wall:7.0f} pages/s  | {report.summary}"
+        )
     pool.close()
 
     small, large = results[sizes[0]], results[sizes[-1]]
     ratio = large / small if small else float("inf")
-    print(f"ratio {sizes[-1]:,}/{sizes[0]:,}: {ratio:.2f} (target <= {TARGET_RATIO}); "
-          f"peak {large / MIB:.2f} MiB (target <= {TARGET_PEAK / MIB:.0f} MiB)")
+    print(
+        f"ratio {sizes[-1]:,}/{sizes[0]:,}: {ratio:.2f} (target <= {TARGET_RATIO}); "
+        f"peak {large / MIB:.2f} MiB (target <= {TARGET_PEAK / MIB:.0f} MiB)"
+    )
     ok = large <= TARGET_PEAK and ratio <= TARGET_RATIO
     print("PASS" if ok else "FAIL")
 

@@ -62,7 +62,7 @@ def bench_url() -> str:
 def _split(title: str, text: str) -> Iterator[tuple[str, str]]:
     marks = [m.start() for m in HEADING.finditer(text)] or [0]
     for i, start in enumerate(marks):
-        body = text[start:marks[i + 1] if i + 1 < len(marks) else len(text)].strip()
+        body = text[start : marks[i + 1] if i + 1 < len(marks) else len(text)].strip()
         heading = body.splitlines()[0].lstrip("#").strip() if body else ""
         name = f"{title} — {heading}" if heading and heading != title else title
         if len(body) < MIN_SECTION:
@@ -151,19 +151,42 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
             entry = items.setdefault(slug, {"title": it.name, "type": it.kind, "facts": {}, "refs": {}})
             entry["refs"][doc.id] = title
             if len(entry["facts"]) < 20:
-                entry["facts"][doc.id] = {"doc_title": title, "summary_slug": s_slug, "description": it.description,
-                                          "evidence": it.evidence, "seq": len(entry["facts"]) + 1}
+                entry["facts"][doc.id] = {
+                    "doc_title": title,
+                    "summary_slug": s_slug,
+                    "description": it.description,
+                    "evidence": it.evidence,
+                    "seq": len(entry["facts"]) + 1,
+                }
             links.append((it.kind, slug, it.name, it.description))
-        pages.append(Page(tenant_id=1, knowledge_base_id=kb.id, slug=s_slug, title=title, page_type="summary",
-                          content=render_summary_page(ex, f"scale:{i}", links), summary=ex.summary,
-                          source_refs=[SourceRef(knowledge_id=doc.id, title=title)]))
+        pages.append(
+            Page(
+                tenant_id=1,
+                knowledge_base_id=kb.id,
+                slug=s_slug,
+                title=title,
+                page_type="summary",
+                content=render_summary_page(ex, f"scale:{i}", links),
+                summary=ex.summary,
+                source_refs=[SourceRef(knowledge_id=doc.id, title=title)],
+            )
+        )
     summary_slugs = {p.slug for p in pages}
     for slug, e in items.items():
         if slug in summary_slugs:
             continue
-        pages.append(Page(tenant_id=1, knowledge_base_id=kb.id, slug=slug, title=e["title"], page_type=e["type"],
-                          content=render_item_page(e["title"], e["facts"], [], len(e["refs"])), facts=e["facts"],
-                          source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in e["refs"].items()]))
+        pages.append(
+            Page(
+                tenant_id=1,
+                knowledge_base_id=kb.id,
+                slug=slug,
+                title=e["title"],
+                page_type=e["type"],
+                content=render_item_page(e["title"], e["facts"], [], len(e["refs"])),
+                facts=e["facts"],
+                source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in e["refs"].items()],
+            )
+        )
     WikiPageRepository(pool).bulk_insert(pages)
     vacuum_analyze(bench_url())
     print(f"built {name}: {len(corpus)} documents, {len(pages)} pages in {time.monotonic() - t0:.0f} s", flush=True)
@@ -252,10 +275,18 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     kb = deps.kbs.get_active(1, kb_id)
     for i, row in enumerate(json.loads(batch_path.read_text())):
         doc, _ = deps.docs.upsert(kb, title=row["title"], source_uri=f"batch:{i}", content=row["text"])
-        deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name,
-                             Extraction.model_validate_json(row["extraction"]))
-        deps.ops.enqueue(tenant_id=1, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest", dedup_key=doc.id,
-                         payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name})
+        deps.extractions.put(
+            kb.id, doc.id, doc.content_hash, deps.extractor.name, Extraction.model_validate_json(row["extraction"])
+        )
+        deps.ops.enqueue(
+            tenant_id=1,
+            task_type=REDUCE,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op="ingest",
+            dedup_key=doc.id,
+            payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
+        )
     lookup = _naive_by_key(deps, kb.id) if naive else None
     asked: list[str] = []
 
@@ -278,7 +309,7 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     # measured apart, on a sample of the same texts, after the timed batch (bounded mode only).
     timings: list[float] = []
     if not naive:
-        for text in sorted(set(asked))[::max(1, len(set(asked)) // 200)]:
+        for text in sorted(set(asked))[:: max(1, len(set(asked)) // 200)]:
             t = time.perf_counter()
             deps.pages.by_name_keys(kb.id, [text])
             timings.append((time.perf_counter() - t) * 1000)
@@ -287,8 +318,12 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
         for k, v in sorted(Counter.seconds_by_sql.items(), key=lambda kv: -kv[1])[:8]:
             print(f"{v:8.2f} s  {k}", file=sys.stderr)
     return {
-        "documents": result.documents, "failed": result.failed, "pages_written": result.written,
-        "wall_s": round(wall, 3), **stats, "texts_looked_up": len(set(asked)),
+        "documents": result.documents,
+        "failed": result.failed,
+        "pages_written": result.written,
+        "wall_s": round(wall, 3),
+        **stats,
+        "texts_looked_up": len(set(asked)),
         "rows_by_statement": dict(sorted(rows_by_sql.items(), key=lambda kv: -kv[1])[:6]),
         "lookups_timed": len(timings),
         "lookup_median_ms": round(statistics.median(timings), 2) if timings else None,
@@ -306,10 +341,15 @@ def _peak_rss_kib() -> int:
 
 
 def run_measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
-    cmd = [sys.executable, __file__, "--measure", kb_id, "--batch-file", str(batch_path)] + (["--naive"] if naive else [])
+    cmd = [sys.executable, __file__, "--measure", kb_id, "--batch-file", str(batch_path)] + (
+        ["--naive"] if naive else []
+    )
     # importing actors builds a broker (it does not connect): give it a URL of its own
-    env = {**os.environ, "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"),
-           "KBWIKI_REDIS_NAMESPACE": "kbwiki-bench"}
+    env = {
+        **os.environ,
+        "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/15"),
+        "KBWIKI_REDIS_NAMESPACE": "kbwiki-bench",
+    }
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode:
         raise RuntimeError(f"measurement failed:\n{out.stderr[-3000:]}")
@@ -323,8 +363,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,40000")
     parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--no-naive", dest="naive", action="store_false")
-    parser.add_argument("--prepare", action="store_true",
-                        help="only extract the corpus and build the KBs (so the timed run can wait for a quiet machine)")
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="only extract the corpus and build the KBs (so the timed run can wait for a quiet machine)",
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--batch-file", help=argparse.SUPPRESS)
     parser.add_argument("--naive", dest="naive_one", action="store_true", help=argparse.SUPPRESS)
@@ -341,7 +384,7 @@ def main() -> None:
         sys.exit(f"corpus has {len(corpus)} usable sections, {need} needed")
     print(f"corpus: {len(corpus)} usable sections", flush=True)
     batch_path = CACHE / "scale-batch.json"
-    batch = corpus[sizes[-1]:need]
+    batch = corpus[sizes[-1] : need]
     batch_path.write_text(json.dumps([{"title": t, "text": x, "extraction": e.model_dump_json()} for t, x, e in batch]))
 
     create_database(ADMIN_URL, DB_NAME)
@@ -352,10 +395,12 @@ def main() -> None:
         kb_id = build_kb(pool, f"scale-{n}", corpus[:n])
         if args.prepare:
             continue
-        for naive in ([False, True] if args.naive else [False]):
+        for naive in [False, True] if args.naive else [False]:
             clone = clone_kb(pool, kb_id, f"scale-{n}-run")
             try:
-                rows.append({"size": n, "mode": "naive" if naive else "bounded", **run_measure(clone, batch_path, naive)})
+                rows.append(
+                    {"size": n, "mode": "naive" if naive else "bounded", **run_measure(clone, batch_path, naive)}
+                )
             finally:
                 drop_kb(pool, clone)
             print(json.dumps(rows[-1]), flush=True)
@@ -368,8 +413,10 @@ def _print_table(rows: list[dict]) -> None:
     print("\n" + head)
     for r in rows:
         med, p95 = (r["lookup_median_ms"] or "-"), (r["lookup_p95_ms"] or "-")  # naive rows time no lookup
-        print(f"{r['size']:>6} {r['mode']:>8} {r['wall_s']:>9.2f} {r['statements']:>6} {r['rows']:>7} "
-              f"{med:>13} {p95:>7} {r['peak_rss_mib']:>8}")
+        print(
+            f"{r['size']:>6} {r['mode']:>8} {r['wall_s']:>9.2f} {r['statements']:>6} {r['rows']:>7} "
+            f"{med:>13} {p95:>7} {r['peak_rss_mib']:>8}"
+        )
     bounded = {r["size"]: r for r in rows if r["mode"] == "bounded"}
     naive = {r["size"]: r for r in rows if r["mode"] == "naive"}
     lo, hi = min(bounded), max(bounded)

@@ -118,8 +118,11 @@ def measure(base: str, kbs: dict[int, tuple[str, list[dict]]], n: int) -> dict[i
         out[size] = {}
         for kind, ts in kinds.items():
             ts.sort()
-            out[size][kind] = {"p50_ms": round(statistics.median(ts), 1),
-                               "p95_ms": round(ts[int(len(ts) * 0.95) - 1], 1), "max_ms": round(ts[-1], 1)}
+            out[size][kind] = {
+                "p50_ms": round(statistics.median(ts), 1),
+                "p95_ms": round(ts[int(len(ts) * 0.95) - 1], 1),
+                "max_ms": round(ts[-1], 1),
+            }
         out[size]["graph"]["mean_nodes"] = round(statistics.mean(nodes[size]), 1)
         out[size]["graph"]["max_nodes"] = max(nodes[size])
     return out
@@ -156,8 +159,11 @@ def main() -> None:
     proc, base = _start_server(url)
     try:
         bench = BenchKbRepository(pool)
-        results = measure(base, {n: (kb_id, bench.sample_pages(kb_id, args.requests, seed="web"))
-                                 for n, kb_id in kbs.items()}, args.requests)
+        results = measure(
+            base,
+            {n: (kb_id, bench.sample_pages(kb_id, args.requests, seed="web")) for n, kb_id in kbs.items()},
+            args.requests,
+        )
     finally:
         proc.terminate()
         proc.wait(10)

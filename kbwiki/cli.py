@@ -48,8 +48,9 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @kb_option
 @tenant_option
-@click.option("--wait", is_flag=True,
-              help="Show progress until the wiki is complete (pages, cross-links and index page written).")
+@click.option(
+    "--wait", is_flag=True, help="Show progress until the wiki is complete (pages, cross-links and index page written)."
+)
 @click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
 def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
@@ -65,8 +66,9 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) ->
         rejected.append(first)
     else:
         lines = [f"rejected {r.path}: {r.reason}" for r in rejected[:50]]
-        raise click.ClickException("\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored",
-                                               *lines]))
+        raise click.ClickException(
+            "\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored", *lines])
+        )
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name, create=True)
@@ -100,8 +102,9 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
 @main.command()
 @kb_option
 @tenant_option
-@click.option("--replace", is_flag=True,
-              help="Export into a folder holding another KB's export, replacing that export's files.")
+@click.option(
+    "--replace", is_flag=True, help="Export into a folder holding another KB's export, replacing that export's files."
+)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
     """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault.

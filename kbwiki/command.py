@@ -170,7 +170,8 @@ def services() -> Iterator[Settings]:
             raise ServersUnreachable(
                 f"the servers went away ({type(cause).__name__}: {str(cause).strip().splitlines()[0]}); was the"
                 " worker that owns the local servers stopped? Work queued so far is kept: start `kbwiki worker`"
-                " and check `kbwiki status`") from None
+                " and check `kbwiki status`"
+            ) from None
 
 
 def command_deps():
@@ -186,8 +187,9 @@ def command_deps():
 
 def lanes_timeout(kb_name: str, timeout: float) -> WaitTimedOut:
     """The error of a ``--wait`` that ran out: work is only done while a worker runs."""
-    return WaitTimedOut(f"lanes of {kb_name!r} were not empty after {timeout:.0f} s;"
-                        " is a worker running (`kbwiki worker`)?")
+    return WaitTimedOut(
+        f"lanes of {kb_name!r} were not empty after {timeout:.0f} s; is a worker running (`kbwiki worker`)?"
+    )
 
 
 def find_kb(deps, tenant: int, name: str, create: bool = False):

@@ -20,10 +20,20 @@ from wiki.text import BadDocument, clean_text, cut, document_text, document_titl
 
 #: Folder and module names never read from the standard library: tests, demos with side
 #: effects on import, private helpers and platform build folders.
-STDLIB_SKIP = frozenset({
-    "test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__", "__main__",
-    "this", "antigravity", "lib-dynload",
-})
+STDLIB_SKIP = frozenset(
+    {
+        "test",
+        "tests",
+        "idle_test",
+        "site-packages",
+        "dist-packages",
+        "__pycache__",
+        "__main__",
+        "this",
+        "antigravity",
+        "lib-dynload",
+    }
+)
 #: Modules whose docstrings add up to fewer characters are skipped (too thin for a page).
 MIN_STDLIB_DOC_CHARS = 200
 #: Extensions ``iter_folder_docs`` reads (lower case).
@@ -85,9 +95,7 @@ def _package_modules(name: str, folder: Path) -> Iterator[tuple[str, Path]]:
 def _declared_all(tree: ast.Module) -> set[str] | None:
     """The names of a literal ``__all__ = [...]``, or None when there is none."""
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
-        ):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             try:
                 value = ast.literal_eval(node.value)
             except ValueError:

@@ -45,8 +45,9 @@ class SinceType(click.ParamType):
         try:
             moment = datetime.fromisoformat(value.strip())
         except ValueError:
-            self.fail(f"{value!r} is neither an ISO date/time (2024-05-01T12:00) nor an age (30m, 2h, 3d, 1w)",
-                      param, ctx)
+            self.fail(
+                f"{value!r} is neither an ISO date/time (2024-05-01T12:00) nor an age (30m, 2h, 3d, 1w)", param, ctx
+            )
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -61,14 +62,20 @@ class Filters:
     since: datetime | None = None
 
     def as_kwargs(self) -> dict:
-        return {"tenant_id": self.tenant_id, "scope": self.scope, "scope_id": self.scope_id,
-                "task_type": self.task_type, "since": self.since}
+        return {
+            "tenant_id": self.tenant_id,
+            "scope": self.scope,
+            "scope_id": self.scope_id,
+            "task_type": self.task_type,
+            "since": self.since,
+        }
 
 
 def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, since: datetime | None) -> Filters:
     kb_id = find_kb(deps, tenant, kb_name).id if kb_name else None
-    return Filters(tenant_id=tenant, scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type,
-                   since=since)
+    return Filters(
+        tenant_id=tenant, scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type, since=since
+    )
 
 
 def error_headline(error: str) -> str:
@@ -86,15 +93,26 @@ def error_headline(error: str) -> str:
 
 def _row_line(row) -> str:
     scope = f"{row.scope}/{row.scope_id}" if row.scope_id else row.scope
-    return (f"{row.id}\t{row.failed_at.isoformat(timespec='seconds')}\t{row.task_type}\t{scope}\t"
-            f"{row.related_id or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}")
+    return (
+        f"{row.id}\t{row.failed_at.isoformat(timespec='seconds')}\t{row.task_type}\t{scope}\t"
+        f"{row.related_id or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}"
+    )
 
 
-kb_filter = click.option("--kb", "kb_name", default=None, help="Only dead letters of this knowledge base.",
-                         callback=lambda ctx, param, value: None if value is None else kb_name_param(ctx, param, value))
+kb_filter = click.option(
+    "--kb",
+    "kb_name",
+    default=None,
+    help="Only dead letters of this knowledge base.",
+    callback=lambda ctx, param, value: None if value is None else kb_name_param(ctx, param, value),
+)
 type_filter = click.option("--task-type", default=None, help="Only this task type (actor name or wiki:ingest).")
-since_filter = click.option("--since", type=SinceType(), default=None,
-                            help="Only dead letters since an ISO date/time (UTC) or an age: 30m, 2h, 3d, 1w.")
+since_filter = click.option(
+    "--since",
+    type=SinceType(),
+    default=None,
+    help="Only dead letters since an ISO date/time (UTC) or an age: 30m, 2h, 3d, 1w.",
+)
 
 
 @main.group("dead-letters")
@@ -206,7 +224,9 @@ def _matching_ids(deps, filters: Filters) -> list[int]:
 
 @dead_letters.command("purge")
 @click.argument("ids", nargs=-1, type=int)
-@click.option("--all", "everything", is_flag=True, help="Delete every dead letter matching the filters (all with none).")
+@click.option(
+    "--all", "everything", is_flag=True, help="Delete every dead letter matching the filters (all with none)."
+)
 @kb_filter
 @tenant_option
 @type_filter
@@ -214,8 +234,9 @@ def _matching_ids(deps, filters: Filters) -> list[int]:
 def purge_cmd(ids, everything, kb_name, tenant, task_type, since) -> None:
     """Delete the tenant's dead letters: by ID, by filters, or every one with --all. Needs at least one of them."""
     if not (ids or everything or kb_name or task_type or since):
-        raise click.UsageError("purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all;"
-                               " nothing was deleted")
+        raise click.UsageError(
+            "purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all; nothing was deleted"
+        )
     with services():
         deps = _dead_letter_deps(tenant)
         filters = _filters(deps, tenant, kb_name, task_type, since)

@@ -17,8 +17,11 @@ from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
 @kb_option
 @tenant_option
 @click.argument("docs", nargs=-1, required=True)
-@click.option("--wait", is_flag=True,
-              help="Wait until the wiki is complete again: pages, links and index rewritten (needs a worker).")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Wait until the wiki is complete again: pages, links and index rewritten (needs a worker).",
+)
 @click.option("--timeout", default=600, show_default=True, type=float, help="Seconds --wait waits at most.")
 def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout: float) -> None:
     """Delete documents (knowledge ids or source URIs) from a KB's wiki."""

@@ -44,8 +44,10 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     elapsed = time.monotonic() - started
     by_type = status["pages"]
     click.echo("pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(by_type.items())))
-    click.echo(f"links: {status['links']['links']}  orphans: {status['links']['orphans']}  "
-               f"dead links: {status['links']['dead_links']}")
+    click.echo(
+        f"links: {status['links']['links']}  orphans: {status['links']['orphans']}  "
+        f"dead links: {status['links']['dead_links']}"
+    )
     click.echo(f"vault: {out_dir}/ files={pages} links={vault.links} dead links={vault.dead}")
     click.echo(f"dead letters: {status['dead_letters']}  time: {elapsed:.1f} s")
     not_written = not_written_summary(status, kb_name)

@@ -102,8 +102,9 @@ def _label(name: str | None, kb_id: str | None) -> str:
     return repr(name) if name else f"id {kb_id}"
 
 
-def prepare_out_dir(out_dir: Path, kb_id: str | None = None, kb_name: str | None = None,
-                    replace: bool = False) -> set[str]:
+def prepare_out_dir(
+    out_dir: Path, kb_id: str | None = None, kb_name: str | None = None, replace: bool = False
+) -> set[str]:
     """Check ``out_dir`` can take this KB's export; returns the files the earlier export wrote there.
 
     A new or empty folder is created/used (and marked). A folder holding an earlier export of the
@@ -116,7 +117,9 @@ def prepare_out_dir(out_dir: Path, kb_id: str | None = None, kb_name: str | None
     if out_dir.exists() and any(out_dir.iterdir()):
         earlier = read_marker(out_dir)
         if earlier is None:
-            raise ExportRefused(f"{out_dir} is not empty and holds no earlier kbwiki export: choose a new or empty folder")
+            raise ExportRefused(
+                f"{out_dir} is not empty and holds no earlier kbwiki export: choose a new or empty folder"
+            )
         if earlier.kb_id is not None and kb_id is not None and earlier.kb_id != str(kb_id) and not replace:
             old, new = _label(earlier.kb_name, earlier.kb_id), _label(kb_name, kb_id)
             if old == new:
@@ -145,8 +148,9 @@ def _remove(out_dir: Path, files: set[str]) -> None:
                 path.parent.rmdir()  # only when empty
 
 
-def export_vault(pages: WikiPageRepository, kb_id: str, out_dir: Path, kb_name: str | None = None,
-                 replace: bool = False) -> int:
+def export_vault(
+    pages: WikiPageRepository, kb_id: str, out_dir: Path, kb_name: str | None = None, replace: bool = False
+) -> int:
     """Write every live page of the KB under ``out_dir``; returns the page count.
 
     Files the earlier export wrote (listed in the marker) are overwritten or, for pages gone from
@@ -161,8 +165,9 @@ def export_vault(pages: WikiPageRepository, kb_id: str, out_dir: Path, kb_name: 
             rel = page_path(Path(), page).as_posix()
             path = out_dir / rel
             if rel not in earlier and rel not in written and (path.exists() or path.is_symlink()):
-                raise ExportRefused(f"{path} was not written by kbwiki export and would be overwritten: "
-                                    f"move it away and export again")
+                raise ExportRefused(
+                    f"{path} was not written by kbwiki export and would be overwritten: move it away and export again"
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(render_file(page), encoding="utf-8")
             written.add(rel)

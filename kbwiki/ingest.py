@@ -32,7 +32,9 @@ class IngestReport:
 
     def describe(self) -> str:
         head = ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())) or "no documents found"
-        return "\n".join([head, *self.problems[:50]] + ([f"... {len(self.problems) - 50} more"] if len(self.problems) > 50 else []))
+        return "\n".join(
+            [head, *self.problems[:50]] + ([f"... {len(self.problems) - 50} more"] if len(self.problems) > 50 else [])
+        )
 
 
 def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
@@ -45,8 +47,14 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
             report.counts["rejected"] += 1
             report.problems.append(f"rejected {doc.path}: {doc.reason}")
             continue
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
-                                 content=doc.text, source_uri=doc.source_uri)
+        result = submit_document(
+            deps,
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=doc.title,
+            content=doc.text,
+            source_uri=doc.source_uri,
+        )
         report.counts[result.status] += 1
         if result.reason:
             report.problems.append(f"{result.status} {doc.source_uri}: {result.reason}")
@@ -72,8 +80,7 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
     from actors.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
 
     deadline = time.monotonic() + timeout_s
-    bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0,
-               mininterval=1.0)
+    bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0, mininterval=1.0)
     try:
         while time.monotonic() < deadline:
             counts = deps.ops.counts_by_lane(SCOPE_KB, kb.id)

@@ -28,9 +28,16 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
         from stages.lint_checks import CHECKS
 
         deps = command_deps()
-        report = run_lint(tenant, find_kb(deps, tenant, kb_name).id, kbs=deps.kbs, pages=deps.pages,
-                          lint=LintRepository(deps.pool), pool=deps.pool,
-                          min_chars=deps.settings.min_document_chars, fix=fix)
+        report = run_lint(
+            tenant,
+            find_kb(deps, tenant, kb_name).id,
+            kbs=deps.kbs,
+            pages=deps.pages,
+            lint=LintRepository(deps.pool),
+            pool=deps.pool,
+            min_chars=deps.settings.min_document_chars,
+            fix=fix,
+        )
     if as_json:
         click.echo(report.model_dump_json(indent=2))
         return
@@ -38,8 +45,10 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
     for check in CHECKS:
         type_ = check.name
         fixable = "fixable" if check.fixable else "not fixable"
-        line = (f"  {type_:<17} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,} pages"
-                f"  [{check.severity}, {fixable}]")
+        line = (
+            f"  {type_:<17} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,} pages"
+            f"  [{check.severity}, {fixable}]"
+        )
         if fix:
             line += f"  fixed {report.fixed[type_]:,}"
         click.echo(line)

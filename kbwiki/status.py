@@ -14,8 +14,10 @@ if TYPE_CHECKING:  # importing actors builds the broker: only once the servers a
 NOT_WRITTEN_SAMPLE = 10
 NOT_WRITTEN_STATUSES = ("skipped", "failed")  # document statuses that wrote no page
 _REASON_CHARS = 200
-NO_WORKER = ("no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
-             " until one runs (`kbwiki worker`)")
+NO_WORKER = (
+    "no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
+    " until one runs (`kbwiki worker`)"
+)
 
 
 def no_worker_warning(deps: Deps) -> str | None:
@@ -46,9 +48,12 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
         "lanes": deps.ops.counts_by_lane(SCOPE_KB, kb.id),
         "dead_letters": deps.dead_letters.count(tenant_id=kb.tenant_id, scope=SCOPE_KB, scope_id=kb.id),
         "dead_letters_spooled": DeadLetterSpool(deps.redis, deps.settings.key_prefix).count(
-            tenant_id=kb.tenant_id, scope_id=kb.id),
-        "workers": {"alive": deps.workers.alive_count(deps.settings.worker_ttl_s),
-                    "heartbeat_ttl_s": deps.settings.worker_ttl_s},
+            tenant_id=kb.tenant_id, scope_id=kb.id
+        ),
+        "workers": {
+            "alive": deps.workers.alive_count(deps.settings.worker_ttl_s),
+            "heartbeat_ttl_s": deps.settings.worker_ttl_s,
+        },
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
         "not_written_more": max(0, total - len(sample)),
@@ -70,11 +75,16 @@ def status_lines(report: dict) -> list[str]:
         if section in ("not_written", "not_written_more"):
             continue
         if isinstance(values, dict):
-            lines.append(f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())) if values
-                         else f"{section}: none")
+            lines.append(
+                f"{section}: " + ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+                if values
+                else f"{section}: none"
+            )
         elif section == "dead_letters_spooled" and values:
-            lines.append(f"{section}: {values} (in Redis: PostgreSQL was down when they failed;"
-                         " `kbwiki dead-letters list` moves them into the table)")
+            lines.append(
+                f"{section}: {values} (in Redis: PostgreSQL was down when they failed;"
+                " `kbwiki dead-letters list` moves them into the table)"
+            )
         else:
             lines.append(f"{section}: {values}")
     workers = report.get("workers", {})

@@ -22,8 +22,13 @@ def worker_command(processes: int, threads: int, watch: bool = False) -> list[st
 def start_workers(processes: int, threads: int, log_path: Path | None = None) -> subprocess.Popen:
     """Start workers in the background (they inherit DATABASE_URL / REDIS_URL from the environment)."""
     out = open(log_path, "ab") if log_path else None  # noqa: SIM115  (owned by the child)
-    return subprocess.Popen(worker_command(processes, threads), cwd=ROOT, env=os.environ.copy(),
-                            stdout=out, stderr=subprocess.STDOUT if out else None)
+    return subprocess.Popen(
+        worker_command(processes, threads),
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=out,
+        stderr=subprocess.STDOUT if out else None,
+    )
 
 
 def stop_workers(proc: subprocess.Popen, timeout_s: float = 30) -> None:

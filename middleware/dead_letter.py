@@ -123,8 +123,9 @@ class DeadLetterMiddleware(dramatiq.Middleware):
       spool_factory: returns the ``DeadLetterSpool``; None keeps no spool (the failure is only logged).
     """
 
-    def __init__(self, pool_factory: Callable[[], ConnectionPool],
-                 spool_factory: Callable[[], DeadLetterSpool] | None = None) -> None:
+    def __init__(
+        self, pool_factory: Callable[[], ConnectionPool], spool_factory: Callable[[], DeadLetterSpool] | None = None
+    ) -> None:
         self._pool_factory = pool_factory
         self._spool_factory = spool_factory
         self._repo: TaskDeadLetterRepository | None = None
@@ -158,8 +159,14 @@ class DeadLetterMiddleware(dramatiq.Middleware):
                 if self._spool_factory is None:
                     raise
                 self._spool_factory().put(message.message_id, letter)
-                log.warning("dead_letter.spooled", actor=message.actor_name, message_id=message.message_id,
-                            scope=letter["scope"], scope_id=letter["scope_id"], error=repr(exc))
+                log.warning(
+                    "dead_letter.spooled",
+                    actor=message.actor_name,
+                    message_id=message.message_id,
+                    scope=letter["scope"],
+                    scope_id=letter["scope_id"],
+                    error=repr(exc),
+                )
         except Exception:  # best effort: the task's own failure is already logged by the worker
             log.exception("dead_letter.record_failed", actor=message.actor_name, message_id=message.message_id)
         finally:

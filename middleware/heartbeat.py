@@ -21,8 +21,9 @@ class HeartbeatMiddleware(dramatiq.Middleware):
     and the next beat runs anyway (a database outage must not stop the thread).
     """
 
-    def __init__(self, start: Callable[[], object], beat: Callable[[], object], stop: Callable[[], object],
-                 interval_s: float) -> None:
+    def __init__(
+        self, start: Callable[[], object], beat: Callable[[], object], stop: Callable[[], object], interval_s: float
+    ) -> None:
         self.start, self.beat, self.stop = start, beat, stop
         self.interval_s = interval_s
         self._stop = threading.Event()

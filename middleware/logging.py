@@ -68,8 +68,12 @@ class _JsonFormatter(logging.Formatter):
     """A standard-library log record as one JSON line shaped like structlog's (event, level, logger, timestamp)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = {"event": record.getMessage(), "level": record.levelname.lower(), "logger": record.name,
-                "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z")}
+        line = {
+            "event": record.getMessage(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "timestamp": datetime.fromtimestamp(record.created, UTC).isoformat().replace("+00:00", "Z"),
+        }
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False)

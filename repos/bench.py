@@ -56,21 +56,24 @@ class BenchKbRepository:
         """Insert a KB row (no name check: bench names are plain); returns its id."""
         kb_id = str(uuid.uuid4())
         with self.pool.connection() as conn:
-            conn.execute("INSERT INTO knowledge_bases (id, tenant_id, name) VALUES (%s, %s, %s)",
-                         (kb_id, tenant_id, name))
+            conn.execute(
+                "INSERT INTO knowledge_bases (id, tenant_id, name) VALUES (%s, %s, %s)", (kb_id, tenant_id, name)
+            )
         return kb_id
 
     def live_page_count(self, kb_id: str) -> int:
         """Live pages of the KB (0: the KB is still to be built)."""
         with self.pool.connection() as conn:
-            return conn.execute("SELECT count(*) AS n FROM wiki_pages WHERE knowledge_base_id = %s"
-                                " AND deleted_at IS NULL", (kb_id,)).fetchone()["n"]
+            return conn.execute(
+                "SELECT count(*) AS n FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL", (kb_id,)
+            ).fetchone()["n"]
 
     def live_pages(self, kb_id: str) -> list[dict[str, Any]]:
         """Every live page row of the KB, whole (the naive lookup the scale bench compares against)."""
         with self.pool.connection() as conn:
-            return conn.execute("SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL",
-                                (kb_id,)).fetchall()
+            return conn.execute(
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL", (kb_id,)
+            ).fetchall()
 
     def sample_pages(self, kb_id: str, n: int, seed: str = "") -> list[dict[str, Any]]:
         """``n`` live pages of the KB that link or are linked (slug, title, page_type, in_links), a
@@ -83,20 +86,27 @@ class BenchKbRepository:
                 " SELECT p.slug, p.title, p.page_type, (SELECT count(*) FROM wiki_links l WHERE l.to_slug = p.slug"
                 " AND l.knowledge_base_id = p.knowledge_base_id) AS in_links FROM wiki_pages p JOIN linked USING (slug)"
                 " WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL ORDER BY md5(%(seed)s || p.slug)"
-                " LIMIT %(n)s", {"kb": kb_id, "seed": seed, "n": n}).fetchall()
+                " LIMIT %(n)s",
+                {"kb": kb_id, "seed": seed, "n": n},
+            ).fetchall()
 
     def title_keys(self, kb_id: str) -> list[str]:
         """The KB's distinct title keys, sorted."""
         with self.pool.connection() as conn:
-            return [r["key"] for r in conn.execute(
-                "SELECT DISTINCT key FROM wiki_title_keys WHERE knowledge_base_id = %s ORDER BY key", (kb_id,))]
+            return [
+                r["key"]
+                for r in conn.execute(
+                    "SELECT DISTINCT key FROM wiki_title_keys WHERE knowledge_base_id = %s ORDER BY key", (kb_id,)
+                )
+            ]
 
     def drop_kb(self, kb_id: str) -> None:
         """Delete the KB and every row of it, in one transaction."""
         with self.pool.connection() as conn:
             for table in _KB_TABLES:
-                conn.execute(sql.SQL("DELETE FROM {} WHERE knowledge_base_id = %s").format(sql.Identifier(table)),
-                             (kb_id,))
+                conn.execute(
+                    sql.SQL("DELETE FROM {} WHERE knowledge_base_id = %s").format(sql.Identifier(table)), (kb_id,)
+                )
             conn.execute("DELETE FROM task_pending_ops WHERE scope_id = %s", (kb_id,))
             conn.execute("DELETE FROM knowledge_bases WHERE id = %s", (kb_id,))
 
@@ -107,20 +117,33 @@ class BenchKbRepository:
             conn.execute(
                 "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash,"
                 " status) SELECT id || '~' || %s, tenant_id, %s, title, source_uri, content, content_hash, status"
-                " FROM knowledges WHERE knowledge_base_id = %s", (clone_id[:8], clone_id, kb_id))
+                " FROM knowledges WHERE knowledge_base_id = %s",
+                (clone_id[:8], clone_id, kb_id),
+            )
             conn.execute(
                 "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content,"
                 " summary, aliases, source_refs, facts, name_key) SELECT tenant_id, %s, slug, title, page_type,"
                 " status, content, summary, aliases, source_refs, facts, name_key FROM wiki_pages"
-                " WHERE knowledge_base_id = %s AND deleted_at IS NULL", (clone_id, kb_id))
-            conn.execute("INSERT INTO wiki_links SELECT %s, from_slug, to_slug FROM wiki_links"
-                         " WHERE knowledge_base_id = %s", (clone_id, kb_id))
-            conn.execute("INSERT INTO wiki_title_keys SELECT %s, slug, key FROM wiki_title_keys"
-                         " WHERE knowledge_base_id = %s", (clone_id, kb_id))
+                " WHERE knowledge_base_id = %s AND deleted_at IS NULL",
+                (clone_id, kb_id),
+            )
+            conn.execute(
+                "INSERT INTO wiki_links SELECT %s, from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s",
+                (clone_id, kb_id),
+            )
+            conn.execute(
+                "INSERT INTO wiki_title_keys SELECT %s, slug, key FROM wiki_title_keys WHERE knowledge_base_id = %s",
+                (clone_id, kb_id),
+            )
 
 
-def copy_kb(url: str, tenant_id: int, kb_id: str, documents: Iterable[Sequence[Any]],
-            pages: Iterator[tuple[Sequence[Any], Iterable[str]]]) -> None:
+def copy_kb(
+    url: str,
+    tenant_id: int,
+    kb_id: str,
+    documents: Iterable[Sequence[Any]],
+    pages: Iterator[tuple[Sequence[Any], Iterable[str]]],
+) -> None:
     """Load a KB with COPY, bypassing the repositories (millions of rows in minutes), then derive
     its title keys and VACUUM ANALYZE the tables (as autovacuum would, later; VACUUM also flushes
     the GIN pending lists COPY filled).
@@ -129,19 +152,28 @@ def copy_kb(url: str, tenant_id: int, kb_id: str, documents: Iterable[Sequence[A
     ((slug, title, page_type, content, summary, aliases, source_refs), the slugs it links to).
     Pages and links go through two connections, each with its own COPY in flight.
     """
-    docs_sql = ("COPY knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash,"
-                " status, deleted_at) FROM STDIN")
+    docs_sql = (
+        "COPY knowledges (id, tenant_id, knowledge_base_id, title, source_uri, content, content_hash,"
+        " status, deleted_at) FROM STDIN"
+    )
     with psycopg.connect(url) as conn, conn.cursor().copy(docs_sql) as copy:
         for doc_id, title, source_uri, status, deleted in documents:
             copy.write_row((doc_id, tenant_id, kb_id, title, source_uri, "", "", status, "now" if deleted else None))
-    pages_sql = ("COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, summary,"
-                 " aliases, source_refs) FROM STDIN")
+    pages_sql = (
+        "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, summary,"
+        " aliases, source_refs) FROM STDIN"
+    )
     links_sql = "COPY wiki_links (knowledge_base_id, from_slug, to_slug) FROM STDIN"
-    with psycopg.connect(url) as pages_conn, psycopg.connect(url) as links_conn, \
-            pages_conn.cursor().copy(pages_sql) as pages_copy, links_conn.cursor().copy(links_sql) as links_copy:
+    with (
+        psycopg.connect(url) as pages_conn,
+        psycopg.connect(url) as links_conn,
+        pages_conn.cursor().copy(pages_sql) as pages_copy,
+        links_conn.cursor().copy(links_sql) as links_copy,
+    ):
         for (slug, title, page_type, content, summary, aliases, refs), links in pages:
-            pages_copy.write_row((tenant_id, kb_id, slug, title, page_type, content, summary,
-                                  json.dumps(aliases), json.dumps(refs)))
+            pages_copy.write_row(
+                (tenant_id, kb_id, slug, title, page_type, content, summary, json.dumps(aliases), json.dumps(refs))
+            )
             for to in links:
                 links_copy.write_row((kb_id, slug, to))
     with psycopg.connect(url, autocommit=True) as conn:
@@ -168,8 +200,9 @@ class KbProbe:
     def done(self) -> int:
         """Documents of the KB with status ``done``."""
         with self._conn() as conn:
-            return conn.execute("SELECT count(*) AS n FROM knowledges WHERE knowledge_base_id = %s"
-                                " AND status = 'done'", (self.kb_id,)).fetchone()["n"]
+            return conn.execute(
+                "SELECT count(*) AS n FROM knowledges WHERE knowledge_base_id = %s AND status = 'done'", (self.kb_id,)
+            ).fetchone()["n"]
 
     def progress(self) -> dict[str, int]:
         """``settled`` (documents done or skipped), ``rows`` (lane rows left) and ``index`` (1 when the
@@ -180,40 +213,54 @@ class KbProbe:
                 "         AND status IN ('done', 'skipped')) AS settled,"
                 " (SELECT count(*) FROM task_pending_ops WHERE scope_id = %(kb)s) AS rows,"
                 " (SELECT count(*) FROM wiki_pages WHERE knowledge_base_id = %(kb)s AND slug = 'index'"
-                "         AND deleted_at IS NULL) AS index", {"kb": self.kb_id}).fetchone()
+                "         AND deleted_at IS NULL) AS index",
+                {"kb": self.kb_id},
+            ).fetchone()
 
     def documents(self) -> list[dict[str, Any]]:
         """id, source_uri and status of every document of the KB."""
         with self._conn() as conn:
-            return conn.execute("SELECT id, source_uri, status FROM knowledges WHERE knowledge_base_id = %s",
-                                (self.kb_id,)).fetchall()
+            return conn.execute(
+                "SELECT id, source_uri, status FROM knowledges WHERE knowledge_base_id = %s", (self.kb_id,)
+            ).fetchall()
 
     def pages(self) -> list[dict[str, Any]]:
         """slug, page_type, title and source_refs of every live page of the KB."""
         with self._conn() as conn:
-            return conn.execute("SELECT slug, page_type, title, source_refs FROM wiki_pages"
-                                " WHERE knowledge_base_id = %s AND deleted_at IS NULL", (self.kb_id,)).fetchall()
+            return conn.execute(
+                "SELECT slug, page_type, title, source_refs FROM wiki_pages"
+                " WHERE knowledge_base_id = %s AND deleted_at IS NULL",
+                (self.kb_id,),
+            ).fetchall()
 
     def links(self) -> list[tuple[str, str]]:
         """(from_slug, to_slug) of every link of the KB."""
         with self._conn() as conn:
-            return [(r["from_slug"], r["to_slug"]) for r in conn.execute(
-                "SELECT from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s", (self.kb_id,))]
+            return [
+                (r["from_slug"], r["to_slug"])
+                for r in conn.execute(
+                    "SELECT from_slug, to_slug FROM wiki_links WHERE knowledge_base_id = %s", (self.kb_id,)
+                )
+            ]
 
     def dead_letters(self) -> list[dict[str, Any]]:
         """task_type, related_id and the first 200 characters of the error of every dead letter."""
         with self._conn() as conn:
-            return conn.execute("SELECT task_type, related_id, left(last_error, 200) AS error"
-                                " FROM task_dead_letters").fetchall()
+            return conn.execute(
+                "SELECT task_type, related_id, left(last_error, 200) AS error FROM task_dead_letters"
+            ).fetchall()
 
     def worker_ids(self, pids: Sequence[int]) -> list[str]:
         """The worker ids heartbeating from these process ids."""
         with self._conn() as conn:
-            return [r["worker_id"] for r in conn.execute(
-                "SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (list(pids),))]
+            return [
+                r["worker_id"]
+                for r in conn.execute("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (list(pids),))
+            ]
 
     def claims_held_by(self, worker_ids: Sequence[str]) -> int:
         """Lane rows still claimed by these workers."""
         with self._conn() as conn:
-            return conn.execute("SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)",
-                                (list(worker_ids),)).fetchone()["n"]
+            return conn.execute(
+                "SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)", (list(worker_ids),)
+            ).fetchone()["n"]

@@ -36,7 +36,7 @@ def yoyo_url(database_url: str) -> str:
     """yoyo wants ``postgresql+psycopg://``; accept the usual ``postgres(ql)://`` forms."""
     for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
         if database_url.startswith(prefix):
-            return "postgresql+psycopg://" + database_url[len(prefix):]
+            return "postgresql+psycopg://" + database_url[len(prefix) :]
     raise BadInput(f"not a PostgreSQL URL: {database_url.split('@')[-1]!r}")
 
 
@@ -78,8 +78,9 @@ def connection_lost(exc: psycopg.Error) -> bool:
     if isinstance(exc, PoolTimeout):
         return True
     state = exc.sqlstate
-    return isinstance(exc, psycopg.OperationalError) and (state is None or state.startswith("08")
-                                                          or state in _LOST_STATES)
+    return isinstance(exc, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or state in _LOST_STATES
+    )
 
 
 class Pool(ConnectionPool):
@@ -129,8 +130,9 @@ def get_pool(settings: Settings) -> Pool:
         if _pool is None:
             if not settings.database_url:
                 raise BadSetting("DATABASE_URL is not set (the kbwiki command sets it for embedded servers)")
-            _pool = make_pool(settings.database_url, settings.db_pool_min, settings.db_pool_max,
-                              settings.db_pool_timeout_s)
+            _pool = make_pool(
+                settings.database_url, settings.db_pool_min, settings.db_pool_max, settings.db_pool_timeout_s
+            )
         return _pool
 
 
@@ -168,13 +170,18 @@ def refresh_statistics(pool: ConnectionPool, tables: tuple[str, ...] = ANALYZED_
     rarer as tables grow. One session at a time runs it (a try-lock); others skip.
     """
     with pool.connection() as conn:
-        if not conn.execute("SELECT pg_try_advisory_xact_lock(hashtextextended('kbwiki-analyze', 0)) AS got"
-                            ).fetchone()["got"]:
+        if not conn.execute(
+            "SELECT pg_try_advisory_xact_lock(hashtextextended('kbwiki-analyze', 0)) AS got"
+        ).fetchone()["got"]:
             return []
-        stale = [r["relname"] for r in conn.execute(
-            "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s)"
-            " AND n_mod_since_analyze > %s * n_live_tup + %s ORDER BY relname",
-            (list(tables), STALE_FRACTION, STALE_ROWS))]
+        stale = [
+            r["relname"]
+            for r in conn.execute(
+                "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s)"
+                " AND n_mod_since_analyze > %s * n_live_tup + %s ORDER BY relname",
+                (list(tables), STALE_FRACTION, STALE_ROWS),
+            )
+        ]
         for table in stale:
             conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
     return stale

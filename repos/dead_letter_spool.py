@@ -28,8 +28,17 @@ from repos.dead_letters import TaskDeadLetterRepository
 from wiki.errors import RedisUnreachable
 
 #: The fields of one spooled dead letter: ``TaskDeadLetterRepository.insert``'s keywords.
-FIELDS = ("task_type", "tenant_id", "scope", "scope_id", "related_id", "payload", "last_error", "fail_count",
-          "failed_at")
+FIELDS = (
+    "task_type",
+    "tenant_id",
+    "scope",
+    "scope_id",
+    "related_id",
+    "payload",
+    "last_error",
+    "fail_count",
+    "failed_at",
+)
 
 
 @contextmanager
@@ -73,9 +82,12 @@ class DeadLetterSpool:
 
     def count(self, *, tenant_id: int | None, scope_id: str | None = None) -> int:
         """Spooled dead letters of ``tenant_id`` (None: every tenant), of one scope id when given."""
-        return sum(1 for row in self.letters().values()
-                   if (tenant_id is None or row.get("tenant_id") == tenant_id)
-                   and (scope_id is None or row.get("scope_id") == scope_id))
+        return sum(
+            1
+            for row in self.letters().values()
+            if (tenant_id is None or row.get("tenant_id") == tenant_id)
+            and (scope_id is None or row.get("scope_id") == scope_id)
+        )
 
     def drain_into(self, dead_letters: TaskDeadLetterRepository, *, tenant_id: int | None) -> int:
         """Write every spooled letter of ``tenant_id`` (None: every tenant's) to ``task_dead_letters``

@@ -211,7 +211,9 @@ class TaskDeadLetterRepository:
         _tenant_condition(tenant_id, conditions, params)
         where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
         with self.pool.connection() as conn:
-            row = conn.execute(sql.SQL("SELECT count(*) AS n FROM task_dead_letters{}").format(where), params).fetchone()
+            row = conn.execute(
+                sql.SQL("SELECT count(*) AS n FROM task_dead_letters{}").format(where), params
+            ).fetchone()
         return int(row["n"])
 
 

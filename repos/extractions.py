@@ -35,8 +35,15 @@ class ExtractionRepository:
             ).fetchall()
         return {r["knowledge_id"]: Extraction.model_validate(r["result"]) for r in rows}
 
-    def put(self, kb_id: str, knowledge_id: str, content_hash: str, extractor: str,
-            extraction: Extraction, conn: Connection | None = None) -> None:
+    def put(
+        self,
+        kb_id: str,
+        knowledge_id: str,
+        content_hash: str,
+        extractor: str,
+        extraction: Extraction,
+        conn: Connection | None = None,
+    ) -> None:
         """Store an extraction (idempotent: a second put for the same key keeps the first)."""
         with borrow(self.pool, conn) as c:
             c.execute(

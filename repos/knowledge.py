@@ -95,8 +95,7 @@ class KnowledgeBaseRepository:
 
 #: The live document of a (KB, source_uri), locked until the transaction ends.
 _SELECT_LIVE_DOC_FOR_UPDATE = (
-    "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL"
-    " FOR UPDATE"
+    "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL FOR UPDATE"
 )
 
 #: Insert a new document unless a live one holds its (KB, source_uri): the conflict target is the
@@ -121,8 +120,9 @@ class KnowledgeRepository:
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
 
-    def upsert(self, kb: KnowledgeBase, *, title: str, source_uri: str, content: str,
-               conn: Connection | None = None) -> tuple[Document, bool]:
+    def upsert(
+        self, kb: KnowledgeBase, *, title: str, source_uri: str, content: str, conn: Connection | None = None
+    ) -> tuple[Document, bool]:
         """Store a document keyed by (KB, source_uri); returns (document, changed).
 
         ``changed`` is False when a live document with the same source_uri already has the same
@@ -140,7 +140,11 @@ class KnowledgeRepository:
             for _ in range(_UPSERT_ATTEMPTS):
                 row = c.execute(_SELECT_LIVE_DOC_FOR_UPDATE, (kb.id, source_uri)).fetchone()
                 if row is not None:
-                    if row["content_hash"] == digest and row["title"] == title and row["status"] not in ("failed", "deleting"):
+                    if (
+                        row["content_hash"] == digest
+                        and row["title"] == title
+                        and row["status"] not in ("failed", "deleting")
+                    ):
                         return Document.model_validate(row), False
                     row = c.execute(
                         "UPDATE knowledges SET title = %s, content = %s, content_hash = %s, status = 'pending',"

@@ -168,7 +168,5 @@ class LintRepository:
     def latest_report(self, kb_id: str) -> LintReport | None:
         """The KB's latest stored report, or None."""
         with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT report FROM wiki_lint_reports WHERE knowledge_base_id = %s", (kb_id,)
-            ).fetchone()
+            row = conn.execute("SELECT report FROM wiki_lint_reports WHERE knowledge_base_id = %s", (kb_id,)).fetchone()
         return LintReport.model_validate(row["report"]) if row else None

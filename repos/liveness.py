@@ -15,7 +15,6 @@ from psycopg_pool import ConnectionPool
 
 from wiki.errors import FenceLost
 
-
 _LIVE = "SELECT worker_id FROM task_workers WHERE beat_at > now() - make_interval(secs => %(ttl)s)"
 
 
@@ -47,8 +46,8 @@ class WorkerRepository:
         """A worker that stops cleanly: release its claims and delete its row; returns claims released."""
         with self.pool.connection() as conn:
             released = conn.execute(
-                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_by = %s",
-                (worker_id,)).rowcount
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_by = %s", (worker_id,)
+            ).rowcount
             conn.execute("UPDATE task_lane_fences SET holder = NULL WHERE holder = %s", (worker_id,))
             conn.execute("DELETE FROM task_workers WHERE worker_id = %s", (worker_id,))
         return released
@@ -73,14 +72,18 @@ class WorkerRepository:
         with self.pool.connection() as conn:
             claims = conn.execute(
                 "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL"
-                f" WHERE claimed_by IS NOT NULL AND claimed_by NOT IN ({_LIVE})", params).rowcount
+                f" WHERE claimed_by IS NOT NULL AND claimed_by NOT IN ({_LIVE})",
+                params,
+            ).rowcount
             locks = conn.execute(
                 "UPDATE task_lane_fences SET holder = NULL"
                 f" WHERE holder IS NOT NULL AND holder NOT IN ({_LIVE})"
-                " RETURNING task_type, scope_id, lock_token", params).fetchall()
+                " RETURNING task_type, scope_id, lock_token",
+                params,
+            ).fetchall()
             workers = conn.execute(
-                "DELETE FROM task_workers WHERE beat_at <= now() - make_interval(secs => %(forget)s)",
-                params).rowcount
+                "DELETE FROM task_workers WHERE beat_at <= now() - make_interval(secs => %(forget)s)", params
+            ).rowcount
         return Reaped(workers, claims, [(r["task_type"], r["scope_id"], r["lock_token"] or "") for r in locks])
 
 
@@ -90,8 +93,7 @@ class LaneFenceRepository:
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
 
-    def take(self, task_type: str, scope: str, scope_id: str, holder: str | None = None,
-             lock_token: str = "") -> int:
+    def take(self, task_type: str, scope: str, scope_id: str, holder: str | None = None, lock_token: str = "") -> int:
         """Start a batch on the lane: a new token (one more than the last), committed at once, so
         every batch that started before can no longer write. Returns the token."""
         with self.pool.connection() as conn:
@@ -118,5 +120,6 @@ class LaneFenceRepository:
             (task_type, scope, scope_id),
         ).fetchone()
         if row is None or int(row["token"]) != token:
-            raise FenceLost(f"{task_type} batch of {scope_id} was overtaken (token {token}, now "
-                            f"{row['token'] if row else 'none'})")
+            raise FenceLost(
+                f"{task_type} batch of {scope_id} was overtaken (token {token}, now {row['token'] if row else 'none'})"
+            )

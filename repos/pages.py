@@ -169,8 +169,14 @@ class WikiPageRepository:
         """The live page at ``slug``, or None; ``for_update`` locks the row in the caller's transaction."""
         return self.get_many(kb_id, [slug], conn=conn, for_update=for_update).get(slug)
 
-    def get_many(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None,
-                 for_update: bool = False, skip_locked: bool = False) -> dict[str, Page]:
+    def get_many(
+        self,
+        kb_id: str,
+        slugs: Iterable[str],
+        conn: Connection | None = None,
+        for_update: bool = False,
+        skip_locked: bool = False,
+    ) -> dict[str, Page]:
         """The live pages among ``slugs`` (full rows), keyed by slug: one statement.
 
         ``for_update`` locks them in the caller's transaction, in slug order, so two writers
@@ -183,7 +189,8 @@ class WikiPageRepository:
         lock = " ORDER BY slug FOR UPDATE" + (" SKIP LOCKED" if skip_locked else "") if for_update else ""
         with borrow(self.pool, conn) as c:
             rows = c.execute(
-                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL" + lock,
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL"
+                + lock,
                 (kb_id, slugs),
             ).fetchall()
         return {r["slug"]: Page.model_validate(r) for r in rows}
@@ -291,8 +298,9 @@ class WikiPageRepository:
             out[r.pop("query")].append(PageLite.model_validate(r))
         return out
 
-    def pages_mentioning(self, kb_id: str, phrases: Iterable[str], after: str = "",
-                         limit: int | None = None) -> list[str]:
+    def pages_mentioning(
+        self, kb_id: str, phrases: Iterable[str], after: str = "", limit: int | None = None
+    ) -> list[str]:
         """Slugs (sorted, all > ``after``, at most ``limit``: None for all) of the live pages other than the index
         whose content holds one of ``phrases`` as a phrase: its words in order, compared as
         PostgreSQL's 'simple' text search configuration reads them (case-insensitive; CJK
@@ -306,8 +314,9 @@ class WikiPageRepository:
         if not phrases:
             return []
         with self.pool.connection() as conn:
-            rows = conn.execute(PAGES_MENTIONING_SQL, {"kb": kb_id, "phrases": "\n".join(phrases),
-                                                       "after": after, "limit": limit}).fetchall()
+            rows = conn.execute(
+                PAGES_MENTIONING_SQL, {"kb": kb_id, "phrases": "\n".join(phrases), "after": after, "limit": limit}
+            ).fetchall()
         return [r["slug"] for r in rows]
 
     def most_cited(self, kb_id: str, page_type: str, limit: int = 20) -> list[tuple[PageLite, int]]:
@@ -321,8 +330,9 @@ class WikiPageRepository:
         """:meth:`slugs_by_sources` for one document."""
         return self.slugs_by_sources(kb_id, [knowledge_id], conn=conn).get(knowledge_id, [])
 
-    def slugs_by_sources(self, kb_id: str, knowledge_ids: Iterable[str],
-                         conn: Connection | None = None) -> dict[str, list[str]]:
+    def slugs_by_sources(
+        self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None
+    ) -> dict[str, list[str]]:
         """For each document id, the slugs (sorted) of the live pages citing it: containment on the
         source_refs jsonb_path_ops GIN index, or the legacy ``"<id>|<title>"`` string form through
         the ``to_tsvector`` GIN index. One statement for all the ids.
@@ -336,8 +346,9 @@ class WikiPageRepository:
         if not ids:
             return out
         with borrow(self.pool, conn) as c:
-            rows = c.execute(SLUGS_BY_SOURCE_SQL, {
-                "kb": kb_id, "kids": "\n".join(ids), "legacy": "\n".join(f'%"{_like_escape(kid)}|%' for kid in ids)},
+            rows = c.execute(
+                SLUGS_BY_SOURCE_SQL,
+                {"kb": kb_id, "kids": "\n".join(ids), "legacy": "\n".join(f'%"{_like_escape(kid)}|%' for kid in ids)},
             ).fetchall()
         for r in rows:
             out[r["kid"]].append(r["slug"])
@@ -415,8 +426,9 @@ class WikiPageRepository:
         """Insert or update one live page: :meth:`save_many`; returns it with its stored version."""
         return page.model_copy(update={"version": self.save_many([page], conn=conn)[page.slug]})
 
-    def save_many(self, pages: Iterable[Page], conn: Connection | None = None,
-                  out_links: Mapping[str, set[str]] | None = None) -> dict[str, int]:
+    def save_many(
+        self, pages: Iterable[Page], conn: Connection | None = None, out_links: Mapping[str, set[str]] | None = None
+    ) -> dict[str, int]:
         """Insert or update the live pages of one KB at their slugs (version + 1 on update) and
         rewrite their out-links and title keys, in one transaction and five statements whatever
         their number. Returns {slug: stored version}. ``out_links``: {slug: ``out_link_slugs`` of
@@ -432,28 +444,49 @@ class WikiPageRepository:
         if len(kb_ids) > 1 or len(set(slugs)) < len(slugs):
             raise BadInput("save_many takes pages of one KB with distinct slugs")
         kb_id = kb_ids.pop()
-        rows = [{"tenant_id": p.tenant_id, "knowledge_base_id": kb_id, "slug": p.slug, "title": p.title,
-                 "page_type": p.page_type, "status": p.status, "content": p.content, "summary": p.summary,
-                 "aliases": p.aliases, "source_refs": [r.model_dump() for r in p.source_refs], "facts": p.facts,
-                 "name_key": page_name_key(p)}
-                for p in pages]
+        rows = [
+            {
+                "tenant_id": p.tenant_id,
+                "knowledge_base_id": kb_id,
+                "slug": p.slug,
+                "title": p.title,
+                "page_type": p.page_type,
+                "status": p.status,
+                "content": p.content,
+                "summary": p.summary,
+                "aliases": p.aliases,
+                "source_refs": [r.model_dump() for r in p.source_refs],
+                "facts": p.facts,
+                "name_key": page_name_key(p),
+            }
+            for p in pages
+        ]
         out_links = out_links or {}
-        links = sorted({(p.slug, t) for p in pages
-                        for t in (out_links[p.slug] if p.slug in out_links else out_link_slugs(p.content))
-                        if t != p.slug})
+        links = sorted(
+            {
+                (p.slug, t)
+                for p in pages
+                for t in (out_links[p.slug] if p.slug in out_links else out_link_slugs(p.content))
+                if t != p.slug
+            }
+        )
         keys = sorted({(p.slug, key) for p in pages for key in title_keys(p)})
         with borrow(self.pool, conn) as c:
             versions = {r["slug"]: r["version"] for r in c.execute(UPSERT_PAGES_SQL, (Jsonb(rows),)).fetchall()}
             c.execute(DELETE_LINKS_SQL, (kb_id, slugs))
             if links:
-                c.execute("INSERT INTO wiki_links (knowledge_base_id, from_slug, to_slug)"
-                          " SELECT %s, unnest(%s::text[]), unnest(%s::text[]) ON CONFLICT DO NOTHING",
-                          (kb_id, [f for f, _ in links], [t for _, t in links]))
+                c.execute(
+                    "INSERT INTO wiki_links (knowledge_base_id, from_slug, to_slug)"
+                    " SELECT %s, unnest(%s::text[]), unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                    (kb_id, [f for f, _ in links], [t for _, t in links]),
+                )
             c.execute(DELETE_KEYS_SQL, (kb_id, slugs))
             if keys:
-                c.execute("INSERT INTO wiki_title_keys (knowledge_base_id, slug, key)"
-                          " SELECT %s, unnest(%s::text[]), unnest(%s::text[])",
-                          (kb_id, [s for s, _ in keys], [k for _, k in keys]))
+                c.execute(
+                    "INSERT INTO wiki_title_keys (knowledge_base_id, slug, key)"
+                    " SELECT %s, unnest(%s::text[]), unnest(%s::text[])",
+                    (kb_id, [s for s, _ in keys], [k for _, k in keys]),
+                )
         return versions
 
     def delete(self, kb_id: str, slug: str, conn: Connection | None = None) -> bool:
@@ -482,8 +515,10 @@ class WikiPageRepository:
         with borrow(self.pool, conn) as c:
             # pages first, in id order: a concurrent save() locks its page row before its links,
             # so taking links first deadlocked against it (seen: delete-kb while workers ran)
-            rows = c.execute("SELECT deleted_at IS NULL AS live FROM wiki_pages WHERE knowledge_base_id = %s"
-                             " ORDER BY id FOR UPDATE", (kb_id,)).fetchall()
+            rows = c.execute(
+                "SELECT deleted_at IS NULL AS live FROM wiki_pages WHERE knowledge_base_id = %s ORDER BY id FOR UPDATE",
+                (kb_id,),
+            ).fetchall()
             c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,))
             n = sum(r["live"] for r in rows)
             c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s", (kb_id,))
@@ -504,9 +539,22 @@ class WikiPageRepository:
             ) as copy:
                 links, keys = [], []
                 for p in pages:
-                    copy.write_row((p.tenant_id, p.knowledge_base_id, p.slug, p.title, p.page_type, p.status,
-                                    p.content, p.summary, Jsonb(p.aliases),
-                                    Jsonb([r.model_dump() for r in p.source_refs]), Jsonb(p.facts), page_name_key(p)))
+                    copy.write_row(
+                        (
+                            p.tenant_id,
+                            p.knowledge_base_id,
+                            p.slug,
+                            p.title,
+                            p.page_type,
+                            p.status,
+                            p.content,
+                            p.summary,
+                            Jsonb(p.aliases),
+                            Jsonb([r.model_dump() for r in p.source_refs]),
+                            Jsonb(p.facts),
+                            page_name_key(p),
+                        )
+                    )
                     links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]
                     keys += [(p.knowledge_base_id, p.slug, key) for key in title_keys(p)]
                     n += 1

@@ -258,8 +258,9 @@ class TaskPendingOpsRepository:
             ).fetchone()
         return int(row["n"])
 
-    def release(self, ids: Sequence[int], conn: Connection | None = None, by: str | None = None,
-                not_before_s: float = 0.0) -> int:
+    def release(
+        self, ids: Sequence[int], conn: Connection | None = None, by: str | None = None, not_before_s: float = 0.0
+    ) -> int:
         """Clear the claim of these rows (they become claimable again); returns rows changed.
 
         ``by`` (a worker id) releases only the rows that worker still holds: a claim taken back
@@ -269,9 +270,11 @@ class TaskPendingOpsRepository:
         ids = int_ids(ids)
         if not ids:
             return 0
-        query = ("UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL,"
-                 " not_before = CASE WHEN %(delay)s > 0 THEN now() + make_interval(secs => %(delay)s) END"
-                 " WHERE id = ANY(%(ids)s)")
+        query = (
+            "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL,"
+            " not_before = CASE WHEN %(delay)s > 0 THEN now() + make_interval(secs => %(delay)s) END"
+            " WHERE id = ANY(%(ids)s)"
+        )
         if by is not None:
             query += " AND claimed_by = %(by)s"
         with borrow(self.pool, conn) as c:
@@ -285,8 +288,11 @@ class TaskPendingOpsRepository:
         if not ids:
             return 0
         with borrow(self.pool, conn) as c:
-            return c.execute("UPDATE task_pending_ops SET claimed_by = %s, claimed_at = now()"
-                             " WHERE id = ANY(%s) AND claimed_at IS NOT NULL", (owner, ids)).rowcount
+            return c.execute(
+                "UPDATE task_pending_ops SET claimed_by = %s, claimed_at = now()"
+                " WHERE id = ANY(%s) AND claimed_at IS NOT NULL",
+                (owner, ids),
+            ).rowcount
 
     def delete_by_ids(self, ids: Sequence[int], conn: Connection | None = None) -> int:
         """Delete these rows (work done); returns rows deleted. Empty input is a no-op."""
@@ -315,9 +321,11 @@ class TaskPendingOpsRepository:
         ids = int_ids(ids)
         if not ids:
             return 0
-        query = ("UPDATE task_pending_ops SET task_type = %(to)s, claimed_at = NULL, claimed_by = NULL,"
-                 " fail_count = 0, not_before = NULL, enqueued_at = now(), payload = payload || %(patch)s"
-                 " WHERE id = ANY(%(ids)s)")
+        query = (
+            "UPDATE task_pending_ops SET task_type = %(to)s, claimed_at = NULL, claimed_by = NULL,"
+            " fail_count = 0, not_before = NULL, enqueued_at = now(), payload = payload || %(patch)s"
+            " WHERE id = ANY(%(ids)s)"
+        )
         if from_task_type is not None:
             query += " AND task_type = %(from)s"
         params = {"to": to_task_type, "patch": Jsonb(payload_patch or {}), "ids": ids, "from": from_task_type}
@@ -342,8 +350,9 @@ class TaskPendingOpsRepository:
             ).fetchone()
         return int(row["n"])
 
-    def take_unclaimed_payload_items(self, task_type: str, scope: str, scope_id: str, key: str,
-                                     conn: Connection | None = None) -> set[str]:
+    def take_unclaimed_payload_items(
+        self, task_type: str, scope: str, scope_id: str, key: str, conn: Connection | None = None
+    ) -> set[str]:
         """Delete the lane's unclaimed rows and return the strings in the ``key`` arrays of their
         payloads (for example the slugs waiting in a KB's finalize lane, to queue them again
         merged): one statement, bounded by the lane, not the KB. A row being claimed meanwhile
@@ -413,8 +422,9 @@ class TaskPendingOpsRepository:
     def release_all(self) -> int:
         """Clear every claim of every lane (the messages behind them may be lost); returns rows released."""
         with self.pool.connection() as conn:
-            return conn.execute("UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL"
-                                " WHERE claimed_at IS NOT NULL").rowcount
+            return conn.execute(
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_at IS NOT NULL"
+            ).rowcount
 
     def reclaim_stale(self, stale_after_s: float) -> int:
         """Clear claims older than ``stale_after_s`` seconds (their worker died); returns rows released."""

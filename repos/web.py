@@ -82,10 +82,14 @@ ORDER BY h.score DESC, p.slug
 """
 
 # The start of a page's text for a snippet: wiki links as their display text, heading marks dropped.
-_PLAIN = (r"regexp_replace(regexp_replace(left(p.content, 4000), '\[\[(?:[^]|]*\|)?([^]]*)\]\]', '\1', 'g'),"
-          r" '^#+ ', '', 'gn')")
-_TSQUERY = ("(CASE WHEN %(phrase)s THEN phraseto_tsquery('simple'::regconfig, wiki_mention_text(%(q)s))"
-            " ELSE to_tsquery('simple'::regconfig, %(tsq)s) END)")
+_PLAIN = (
+    r"regexp_replace(regexp_replace(left(p.content, 4000), '\[\[(?:[^]|]*\|)?([^]]*)\]\]', '\1', 'g'),"
+    r" '^#+ ', '', 'gn')"
+)
+_TSQUERY = (
+    "(CASE WHEN %(phrase)s THEN phraseto_tsquery('simple'::regconfig, wiki_mention_text(%(q)s))"
+    " ELSE to_tsquery('simple'::regconfig, %(tsq)s) END)"
+)
 # Page text: migration 0051's index (CJK characters spaced out by wiki_mention_text, so a CJK
 # query is a phrase of characters). The first RANK_WINDOW matches are ranked.
 _TEXT_SEARCH_SQL = f"""
@@ -147,23 +151,30 @@ class WebRepository:
     def kbs(self, tenant_id: int, limit: int = MAX_LIST) -> list[KnowledgeBase]:
         """The tenant's live KBs by name (at most ``limit``)."""
         with self.pool.connection() as conn:
-            rows = conn.execute("SELECT * FROM knowledge_bases WHERE tenant_id = %s AND deleted_at IS NULL"
-                                " ORDER BY name LIMIT %s", (tenant_id, limit)).fetchall()
+            rows = conn.execute(
+                "SELECT * FROM knowledge_bases WHERE tenant_id = %s AND deleted_at IS NULL ORDER BY name LIMIT %s",
+                (tenant_id, limit),
+            ).fetchall()
         return [KnowledgeBase.model_validate(r) for r in rows]
 
     def kb(self, tenant_id: int, kb_id: str) -> KnowledgeBase | None:
         """The tenant's live KB ``kb_id``, or None (unknown, deleted or another tenant's)."""
         with self.pool.connection() as conn:
-            row = conn.execute("SELECT * FROM knowledge_bases WHERE id = %s AND tenant_id = %s"
-                               " AND deleted_at IS NULL", (kb_id, tenant_id)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM knowledge_bases WHERE id = %s AND tenant_id = %s AND deleted_at IS NULL",
+                (kb_id, tenant_id),
+            ).fetchone()
         return KnowledgeBase.model_validate(row) if row else None
 
     # -- pages --------------------------------------------------------------------------------
     def page(self, tenant_id: int, kb_id: str, slug: str) -> Page | None:
         """The live page ``slug`` of the tenant's KB, or None."""
         with self.pool.connection() as conn:
-            row = conn.execute("SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s"
-                               " AND deleted_at IS NULL AND tenant_id = %s", (kb_id, slug, tenant_id)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s"
+                " AND deleted_at IS NULL AND tenant_id = %s",
+                (kb_id, slug, tenant_id),
+            ).fetchone()
         return Page.model_validate(row) if row else None
 
     def backlinks(self, tenant_id: int, kb_id: str, slug: str, limit: int = MAX_LIST) -> list[PageLite]:
@@ -173,7 +184,9 @@ class WebRepository:
                 f"SELECT {_LITE} FROM wiki_links l JOIN wiki_pages p ON p.knowledge_base_id = l.knowledge_base_id"
                 " AND p.slug = l.from_slug AND p.deleted_at IS NULL"
                 " WHERE l.to_slug = %s AND l.knowledge_base_id = %s AND l.from_slug <> l.to_slug AND p.tenant_id = %s"
-                " ORDER BY l.from_slug LIMIT %s", (slug, kb_id, tenant_id, limit)).fetchall()
+                " ORDER BY l.from_slug LIMIT %s",
+                (slug, kb_id, tenant_id, limit),
+            ).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
     def lite(self, tenant_id: int, kb_id: str, slugs: list[str]) -> dict[str, PageLite]:
@@ -182,14 +195,22 @@ class WebRepository:
         if not slugs:
             return {}
         with self.pool.connection() as conn:
-            rows = conn.execute(f"SELECT {_LITE} FROM wiki_pages p WHERE p.knowledge_base_id = %s"
-                                " AND p.slug = ANY(%s) AND p.deleted_at IS NULL AND p.tenant_id = %s",
-                                (kb_id, slugs, tenant_id)).fetchall()
+            rows = conn.execute(
+                f"SELECT {_LITE} FROM wiki_pages p WHERE p.knowledge_base_id = %s"
+                " AND p.slug = ANY(%s) AND p.deleted_at IS NULL AND p.tenant_id = %s",
+                (kb_id, slugs, tenant_id),
+            ).fetchall()
         return {r["slug"]: PageLite.model_validate(r) for r in rows}
 
-    def neighbourhood(self, tenant_id: int, kb_id: str, slug: str, hops: int = 2,
-                      per_node: int = GRAPH_PER_NODE, max_nodes: int = GRAPH_MAX_NODES
-                      ) -> tuple[dict[str, PageLite], set[tuple[str, str]]]:
+    def neighbourhood(
+        self,
+        tenant_id: int,
+        kb_id: str,
+        slug: str,
+        hops: int = 2,
+        per_node: int = GRAPH_PER_NODE,
+        max_nodes: int = GRAPH_MAX_NODES,
+    ) -> tuple[dict[str, PageLite], set[tuple[str, str]]]:
         """The pages within ``hops`` links of ``slug`` (either direction) and the links among them:
         ({slug: page}, {(from, to)}). Each node contributes at most ``per_node`` out-links and as many
         in-links, and the graph stops growing at ``max_nodes`` pages (nearest first), so a hub costs
@@ -204,8 +225,9 @@ class WebRepository:
         frontier = [slug]
         with self.pool.connection() as conn:
             for _ in range(hops):
-                rows = conn.execute(_NEIGHBOURS_SQL, {"slugs": frontier, "kb": kb_id, "per": per_node,
-                                                      "tenant": tenant_id}).fetchall()
+                rows = conn.execute(
+                    _NEIGHBOURS_SQL, {"slugs": frontier, "kb": kb_id, "per": per_node, "tenant": tenant_id}
+                ).fetchall()
                 frontier = []
                 for r in rows:
                     node, outgoing, other = r.pop("node"), r.pop("outgoing"), r["slug"]
@@ -229,8 +251,16 @@ class WebRepository:
         if not q:
             return []
         like = "%" + _like_escape(q) + "%"
-        params = {"kb": kb_id, "tenant": tenant_id, "q": q, "like": like, "prefix": _like_escape(q) + "%",
-                  "limit": limit, "window": RANK_WINDOW, "trgm": len(q) >= 3}
+        params = {
+            "kb": kb_id,
+            "tenant": tenant_id,
+            "q": q,
+            "like": like,
+            "prefix": _like_escape(q) + "%",
+            "limit": limit,
+            "window": RANK_WINDOW,
+            "trgm": len(q) >= 3,
+        }
         words = [w for w in (_ts_word(w) for w in q.split()) if w]
         cjk = has_cjk(q)
         params["phrase"] = cjk
@@ -242,8 +272,14 @@ class WebRepository:
                 seen = {h.page.slug for h in hits}
                 for r in conn.execute(_TEXT_SEARCH_SQL, params).fetchall():
                     if r["slug"] not in seen:
-                        hits.append(SearchHit(page=PageLite.model_validate(r), kind="text", score=float(r["score"]),
-                                              snippet=_snippet(r["snippet"], cjk)))
+                        hits.append(
+                            SearchHit(
+                                page=PageLite.model_validate(r),
+                                kind="text",
+                                score=float(r["score"]),
+                                snippet=_snippet(r["snippet"], cjk),
+                            )
+                        )
         return hits[:limit]
 
     # -- documents ----------------------------------------------------------------------------
@@ -254,7 +290,9 @@ class WebRepository:
             row = conn.execute(
                 "SELECT id, tenant_id, knowledge_base_id, title, source_uri, left(content, 2000) AS content,"
                 " content_hash, status, error FROM knowledges WHERE id = %s AND knowledge_base_id = %s"
-                " AND tenant_id = %s", (knowledge_id, kb_id, tenant_id)).fetchone()
+                " AND tenant_id = %s",
+                (knowledge_id, kb_id, tenant_id),
+            ).fetchone()
         return Document.model_validate(row) if row else None
 
     def pages_citing(self, tenant_id: int, kb_id: str, knowledge_id: str, limit: int = MAX_LIST) -> list[PageLite]:
@@ -264,7 +302,8 @@ class WebRepository:
                 f"SELECT {_LITE} FROM wiki_pages p WHERE p.knowledge_base_id = %s AND p.deleted_at IS NULL"
                 " AND p.source_refs @> jsonb_build_array(jsonb_build_object('knowledge_id', %s::text))"
                 " AND p.tenant_id = %s ORDER BY p.page_type <> 'summary', p.slug LIMIT %s",
-                (kb_id, knowledge_id, tenant_id, limit)).fetchall()
+                (kb_id, knowledge_id, tenant_id, limit),
+            ).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
     # -- operations ---------------------------------------------------------------------------
@@ -277,7 +316,8 @@ class WebRepository:
                 " extract(epoch FROM now() - min(enqueued_at))::float8 AS oldest_age_s"
                 " FROM task_pending_ops WHERE tenant_id = %s AND scope = %s"
                 " GROUP BY scope_id, task_type ORDER BY scope_id, task_type",
-                (tenant_id, SCOPE_KB)).fetchall()
+                (tenant_id, SCOPE_KB),
+            ).fetchall()
         return [LaneRow.model_validate(r) for r in rows]
 
     def active_batches(self, tenant_id: int) -> dict[str, dict]:
@@ -289,14 +329,17 @@ class WebRepository:
                 " extract(epoch FROM now() - f.taken_at)::float8 AS age_s"
                 " FROM task_lane_fences f JOIN knowledge_bases k ON k.id = f.scope_id"
                 " WHERE k.tenant_id = %s AND f.scope = %s AND f.holder IS NOT NULL",
-                (tenant_id, SCOPE_KB)).fetchall()
+                (tenant_id, SCOPE_KB),
+            ).fetchall()
         return {r.pop("scope_id"): dict(r) for r in rows}
 
     def documents_by_status(self, tenant_id: int) -> dict[str, dict[str, int]]:
         """Per KB id of the tenant, its documents per status."""
         with self.pool.connection() as conn:
-            rows = conn.execute("SELECT knowledge_base_id, status, count(*) AS n FROM knowledges"
-                                " WHERE tenant_id = %s GROUP BY 1, 2", (tenant_id,)).fetchall()
+            rows = conn.execute(
+                "SELECT knowledge_base_id, status, count(*) AS n FROM knowledges WHERE tenant_id = %s GROUP BY 1, 2",
+                (tenant_id,),
+            ).fetchall()
         out: dict[str, dict[str, int]] = {}
         for r in rows:
             out.setdefault(r["knowledge_base_id"], {})[r["status"]] = r["n"]
@@ -308,7 +351,9 @@ class WebRepository:
             rows = conn.execute(
                 "SELECT p.knowledge_base_id, p.page_type, count(*) AS n FROM knowledge_bases k"
                 " JOIN wiki_pages p ON p.knowledge_base_id = k.id AND p.deleted_at IS NULL"
-                " WHERE k.tenant_id = %s AND k.deleted_at IS NULL GROUP BY 1, 2", (tenant_id,)).fetchall()
+                " WHERE k.tenant_id = %s AND k.deleted_at IS NULL GROUP BY 1, 2",
+                (tenant_id,),
+            ).fetchall()
         out: dict[str, dict[str, int]] = {}
         for r in rows:
             out.setdefault(r["knowledge_base_id"], {})[r["page_type"]] = r["n"]
@@ -322,14 +367,16 @@ class WebRepository:
                 "SELECT task_type, left(split_part(last_error, E'\\n', 1), 300) AS headline, count(*) AS n,"
                 " max(id) AS last_id, max(failed_at) AS last_failed_at FROM task_dead_letters"
                 " WHERE tenant_id = %s GROUP BY 1, 2 ORDER BY n DESC, last_id DESC LIMIT %s",
-                (tenant_id, limit)).fetchall()
+                (tenant_id, limit),
+            ).fetchall()
         return [DeadLetterGroup.model_validate(r) for r in rows]
 
     def dead_letters_by_type(self, tenant_id: int) -> dict[str, int]:
         """The tenant's dead letters per task type."""
         with self.pool.connection() as conn:
-            rows = conn.execute("SELECT task_type, count(*) AS n FROM task_dead_letters WHERE tenant_id = %s"
-                                " GROUP BY 1", (tenant_id,)).fetchall()
+            rows = conn.execute(
+                "SELECT task_type, count(*) AS n FROM task_dead_letters WHERE tenant_id = %s GROUP BY 1", (tenant_id,)
+            ).fetchall()
         return {r["task_type"]: r["n"] for r in rows}
 
 

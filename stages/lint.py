@@ -39,9 +39,18 @@ from wiki.models import KnowledgeBase
 log = structlog.get_logger(__name__)
 
 
-def run_lint(tenant_id: int, knowledge_base_id: str, *, kbs: KnowledgeBaseRepository, pages: WikiPageRepository,
-             lint: LintRepository, pool: ConnectionPool, min_chars: int, fix: bool = False,
-             checks: Sequence[LintCheck] = CHECKS) -> LintReport:
+def run_lint(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    kbs: KnowledgeBaseRepository,
+    pages: WikiPageRepository,
+    lint: LintRepository,
+    pool: ConnectionPool,
+    min_chars: int,
+    fix: bool = False,
+    checks: Sequence[LintCheck] = CHECKS,
+) -> LintReport:
     """Lint every live page of the KB, store the report as the KB's latest and return it.
 
     ``min_chars`` is ``Settings.min_document_chars`` (the empty-page threshold); ``pool`` holds
@@ -70,9 +79,18 @@ def run_lint(tenant_id: int, knowledge_base_id: str, *, kbs: KnowledgeBaseReposi
 class _Walk:
     """One KB's walks (the check-only one after ``--fix`` reuses it)."""
 
-    def __init__(self, kb: KnowledgeBase, tenant_id: int, *, kbs: KnowledgeBaseRepository,
-                 pages: WikiPageRepository, lint: LintRepository, pool: ConnectionPool, min_chars: int,
-                 checks: Sequence[LintCheck]) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        tenant_id: int,
+        *,
+        kbs: KnowledgeBaseRepository,
+        pages: WikiPageRepository,
+        lint: LintRepository,
+        pool: ConnectionPool,
+        min_chars: int,
+        checks: Sequence[LintCheck],
+    ) -> None:
         self.kb, self.tenant_id, self.kbs, self.pages, self.lint, self.pool = kb, tenant_id, kbs, pages, lint, pool
         self.min_chars = min_chars
         self.checks = tuple(checks)
@@ -106,8 +124,9 @@ class _Walk:
             if fix and any(i.fixable for found in issues.values() for i in found):
                 self._fix(page, issues, counts, tally)
 
-    def _fix(self, page: LintPage, issues: dict[str, list[LintIssue]], counts: dict[str, int],
-             tally: LintTally) -> None:
+    def _fix(
+        self, page: LintPage, issues: dict[str, list[LintIssue]], counts: dict[str, int], tally: LintTally
+    ) -> None:
         """Run the fixes of the checks that reported a fixable issue on ``page``, in ``fix_rank`` order.
 
         ``fixed`` counts what was mended of what was reported, never what a fix changed beyond it.

@@ -67,8 +67,16 @@ class PageFix:
     (a page re-rendered by a stale-source fix lost its cross-links).
     """
 
-    def __init__(self, kb: KnowledgeBase, page: LintPage, *, pool, lint: LintRepository,
-                 wiki_pages: WikiPageRepository, min_chars: int) -> None:
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        page: LintPage,
+        *,
+        pool,
+        lint: LintRepository,
+        wiki_pages: WikiPageRepository,
+        min_chars: int,
+    ) -> None:
         self.kb, self.page, self.pool, self.lint, self.wiki_pages = kb, page, pool, lint, wiki_pages
         self.min_chars = min_chars
         self.relink_due = False
@@ -117,9 +125,17 @@ class LintCheck(CheckInfo):
 
     def issues(self, page: LintPage, facts: Any, window: Window) -> list[LintIssue]:
         """The page's findings as issues of this check."""
-        return [LintIssue(type=self.name, severity=self.severity, page=f.page, target=f.target,
-                          description=f.description, fixable=self.fixable)
-                for f in self.find(page, facts, window)]
+        return [
+            LintIssue(
+                type=self.name,
+                severity=self.severity,
+                page=f.page,
+                target=f.target,
+                description=f.description,
+                fixable=self.fixable,
+            )
+            for f in self.find(page, facts, window)
+        ]
 
 
 # --- the link fixes, shared by broken_link and unlinked_mention ---------------------------------
@@ -130,8 +146,9 @@ def _matching_pages(lint: LintRepository, kb_id: str) -> rules.MentionLookup:
     return lambda phrases: [page for _, page in lint.title_matches(kb_id, phrases)]
 
 
-def relink_page(pool, wiki_pages: WikiPageRepository, lint: LintRepository, kb_id: str,
-                slug: str) -> tuple[set[str], set[str]]:
+def relink_page(
+    pool, wiki_pages: WikiPageRepository, lint: LintRepository, kb_id: str, slug: str
+) -> tuple[set[str], set[str]]:
     """Repair dead links, then link unlinked mentions, in one page under its row lock.
 
     Returns (slugs linked to mentions, dead slugs repaired or stripped); a page that needs
@@ -194,8 +211,9 @@ def _fix_stale_sources(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue]
             content = full.content
             if full.page_type in ("entity", "concept") and facts:
                 content = render_item_page(full.title, facts, full.aliases, len(refs))
-            ctx.wiki_pages.save(full.model_copy(update={"source_refs": refs, "facts": facts, "content": content}),
-                                conn=conn)
+            ctx.wiki_pages.save(
+                full.model_copy(update={"source_refs": refs, "facts": facts, "content": content}), conn=conn
+            )
             ctx.relink_due = ctx.relink_due or content != full.content
     mended = Mended(fixed=min(removed, n_stale), written=1)
     if deleted:
@@ -221,8 +239,15 @@ def _fix_empty_page(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue], n
         full = ctx.wiki_pages.get(kb_id, page.slug, conn=conn, for_update=True)
         if full is None or full.status == "archived":
             return Mended()
-        lite = LintPage(id=full.id or 0, slug=full.slug, title=full.title, page_type=full.page_type,
-                        status=full.status, aliases=full.aliases, content=full.content)
+        lite = LintPage(
+            id=full.id or 0,
+            slug=full.slug,
+            title=full.title,
+            page_type=full.page_type,
+            status=full.status,
+            aliases=full.aliases,
+            content=full.content,
+        )
         if not rules.empty_page(lite, ctx.min_chars):
             return Mended()
         ctx.wiki_pages.save(full.model_copy(update={"status": "archived"}), conn=conn)
@@ -253,13 +278,15 @@ def _gather_duplicates(window: Window) -> tuple[dict[str, list[PageLite]], dict[
 def _find_duplicates(page: LintPage, facts, window: Window) -> list[Finding]:
     same_title, alias_of = facts
     keys = rules.duplicate_keys(page.title)
-    return rules.duplicates(page, [c for k in keys for c in same_title.get(k, [])],
-                            [c for k in keys for c in alias_of.get(k, [])])
+    return rules.duplicates(
+        page, [c for k in keys for c in same_title.get(k, [])], [c for k in keys for c in alias_of.get(k, [])]
+    )
 
 
 def _gather_mentions(window: Window) -> dict[str, dict[str, list[PageLite]]]:
-    return mentions_by_page(lambda phrases: window.lint.title_matches(window.kb.id, phrases),
-                            {p.slug: p.content for p in window.pages})
+    return mentions_by_page(
+        lambda phrases: window.lint.title_matches(window.kb.id, phrases), {p.slug: p.content for p in window.pages}
+    )
 
 
 def _find_unlinked_mentions(page: LintPage, facts, window: Window) -> list[Finding]:
@@ -276,38 +303,69 @@ def _find_unlinked_mentions(page: LintPage, facts, window: Window) -> list[Findi
 #: a percentage): the two errors weigh most, the missed link least.
 CHECKS: tuple[LintCheck, ...] = (
     LintCheck(
-        name="broken_link", label="broken links", severity="error", weight=25, fixable=True,
-        gather=lambda w: w.wiki_pages.existing_slugs(w.kb.id, {link.slug for p in w.pages
-                                                              for link in parse_links(p.content)}),
+        name="broken_link",
+        label="broken links",
+        severity="error",
+        weight=25,
+        fixable=True,
+        gather=lambda w: w.wiki_pages.existing_slugs(
+            w.kb.id, {link.slug for p in w.pages for link in parse_links(p.content)}
+        ),
         find=lambda page, live, w: rules.broken_links(page, live),
-        fix=_fix_broken_links, fix_rank=3,
+        fix=_fix_broken_links,
+        fix_rank=3,
     ),
     LintCheck(
-        name="stale_source", label="stale source refs", severity="error", weight=20, fixable=True,
+        name="stale_source",
+        label="stale source refs",
+        severity="error",
+        weight=20,
+        fixable=True,
         gather=_gather_stale,
         find=lambda page, stale, w: rules.stale_sources(page, *stale.get(page.slug, (0, []))),
         count=lambda page, stale: stale.get(page.slug, (0, []))[0],
-        fix=_fix_stale_sources, fix_rank=1,
+        fix=_fix_stale_sources,
+        fix_rank=1,
     ),
     # Orphans need a page to link them from, duplicates a merge decision: both are left to people.
     LintCheck(
-        name="orphan", label="orphans", severity="warning", weight=15, fixable=False,
+        name="orphan",
+        label="orphans",
+        severity="warning",
+        weight=15,
+        fixable=False,
         gather=lambda w: w.lint.slugs_with_in_links(w.kb.id, [p.slug for p in w.pages]),
         find=lambda page, in_linked, w: rules.orphan(page, page.slug in in_linked),
     ),
     LintCheck(
-        name="duplicate", label="duplicates", severity="warning", weight=15, fixable=False,
-        gather=_gather_duplicates, find=_find_duplicates,
+        name="duplicate",
+        label="duplicates",
+        severity="warning",
+        weight=15,
+        fixable=False,
+        gather=_gather_duplicates,
+        find=_find_duplicates,
     ),
     LintCheck(
-        name="empty_page", label="empty pages", severity="warning", weight=15, fixable=True,
+        name="empty_page",
+        label="empty pages",
+        severity="warning",
+        weight=15,
+        fixable=True,
         find=lambda page, _, w: rules.empty_page(page, w.min_chars),
-        fix=_fix_empty_page, fix_rank=2,
+        fix=_fix_empty_page,
+        fix_rank=2,
     ),
     LintCheck(
-        name="unlinked_mention", label="unlinked mentions", severity="info", weight=10, fixable=True,
-        gather=_gather_mentions, find=_find_unlinked_mentions,
-        fix=_fix_unlinked_mentions, fix_rank=4,
+        name="unlinked_mention",
+        label="unlinked mentions",
+        severity="info",
+        weight=10,
+        fixable=True,
+        gather=_gather_mentions,
+        find=_find_unlinked_mentions,
+        fix=_fix_unlinked_mentions,
+        fix_rank=4,
     ),
 )
 

@@ -27,8 +27,9 @@ MENTION_PHRASES_PER_QUERY = 5000
 Resolver = Callable[[str, str | None], str | None]
 
 
-def dead_link_resolver(pages: WikiPageRepository, kb_id: str, contents: Iterable[str],
-                       conn: Connection | None = None) -> tuple[Resolver, set[str]]:
+def dead_link_resolver(
+    pages: WikiPageRepository, kb_id: str, contents: Iterable[str], conn: Connection | None = None
+) -> tuple[Resolver, set[str]]:
     """A ``rewrite_links`` resolver for every link of ``contents``, and the set of dead targets.
 
     Live targets resolve to themselves; a dead one through ``fuzzy_resolve`` (the documented
@@ -61,15 +62,20 @@ def dead_link_resolver(pages: WikiPageRepository, kb_id: str, contents: Iterable
         if target not in dead:
             return target
         name = query(target, display)
-        candidates = [*similar.get(name.lower(), []), *exact.get(name.lower(), []),
-                      *exact.get(normalize_name(name), []), *by_slug.get(normalize_slug(target), [])]
+        candidates = [
+            *similar.get(name.lower(), []),
+            *exact.get(name.lower(), []),
+            *exact.get(normalize_name(name), []),
+            *by_slug.get(normalize_slug(target), []),
+        ]
         return fuzzy_resolve(target, display, candidates)
 
     return resolve, dead
 
 
-def mentions_by_page(title_matches: Callable[[set[str]], list[tuple[str, PageLite]]],
-                     contents: Mapping[str, str]) -> dict[str, dict[str, list[PageLite]]]:
+def mentions_by_page(
+    title_matches: Callable[[set[str]], list[tuple[str, PageLite]]], contents: Mapping[str, str]
+) -> dict[str, dict[str, list[PageLite]]]:
     """Per page slug: {title key: pages} for the keys of entity/concept pages (titles and aliases)
     that are among the page's ``candidate_phrases``.
 

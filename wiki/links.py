@@ -286,9 +286,7 @@ def _best_matches(trie: dict, text: str, start: int, end: int) -> Iterator[tuple
 _BRACKETS = ("[", "]")
 
 
-def linkify(
-    text: str, targets: Sequence[LinkTarget], self_slug: str | None = None
-) -> tuple[str, set[str]]:
+def linkify(text: str, targets: Sequence[LinkTarget], self_slug: str | None = None) -> tuple[str, set[str]]:
     """Link the first safe mention of each target's title or alias; return (text, slugs linked).
 
     A mention becomes ``[[slug|<mention as written>]]``. Rules: matching is case-insensitive;
@@ -336,7 +334,7 @@ def linkify(
             slug = by_phrase[phrase]
             if normalize_slug(slug) in linked:
                 continue
-            if text[start - 1:start] in _BRACKETS or text[end:end + 1] in _BRACKETS:
+            if text[start - 1 : start] in _BRACKETS or text[end : end + 1] in _BRACKETS:
                 continue  # "List[int]": a link beside a bracket would fuse into "[[[" or "]]]"
             linked.add(normalize_slug(slug))
             edits.append((start, end, slug, " ".join(text[start:end].split())))
@@ -360,8 +358,7 @@ _STOPWORDS = frozenset(
     "were will with which who not but can if into than then there these those also such".split()
 )
 _TOKEN_RE = re.compile(
-    f"(?P<cjk>[{CJK_CLASS}]+)"
-    f"|(?P<word>(?:(?![{CJK_CLASS}])[^\\W_])+(?:[.'’&/+#-](?:(?![{CJK_CLASS}])[^\\W_])+)*[+#]*)"
+    f"(?P<cjk>[{CJK_CLASS}]+)|(?P<word>(?:(?![{CJK_CLASS}])[^\\W_])+(?:[.'’&/+#-](?:(?![{CJK_CLASS}])[^\\W_])+)*[+#]*)"
 )
 _WORD_PARTS_RE = re.compile(r"[.'’&/-]")
 _MAX_CJK_SUB = 8
@@ -427,9 +424,7 @@ def _slug_words(slug: str) -> str:
     return " ".join(slug.replace("-", " ").replace("_", " ").split())
 
 
-def rewrite_links(
-    text: str, resolve: Callable[[str, str | None], str | None]
-) -> tuple[str, int]:
+def rewrite_links(text: str, resolve: Callable[[str, str | None], str | None]) -> tuple[str, int]:
     """Point every link where ``resolve(slug, display)`` says; return (text, links changed).
 
     ``resolve`` returns the same slug (link kept as written), another slug (the link becomes
@@ -472,7 +467,7 @@ def unlink(text: str, drop: Callable[[Link], bool]) -> str:
     pos = 0
     for link in parse_links(text):
         if drop(link):
-            parts += [text[pos:link.start], link.display or _slug_words(link.slug)]
+            parts += [text[pos : link.start], link.display or _slug_words(link.slug)]
             pos = link.end
     if not parts:
         return text

@@ -57,6 +57,7 @@ class Finding(NamedTuple):
     description: str
     target: str | None = None
 
+
 #: Issues of each type kept as examples in a report; the rest are only counted.
 SAMPLE_PER_TYPE = 20
 
@@ -182,12 +183,14 @@ def stale_sources(page: LintPage, count: int, sample: Sequence[tuple[str, str]])
     ``STALE_SAMPLE_PER_PAGE``); refs beyond the sample are described together in the last one,
     so ``len(result) <= len(sample)`` while the tally counts all ``count`` (the check's ``count``).
     """
-    issues = [Finding(page.slug, f"cites document {title!r} ({kid}), which no longer exists", kid)
-              for kid, title in sample]
+    issues = [
+        Finding(page.slug, f"cites document {title!r} ({kid}), which no longer exists", kid) for kid, title in sample
+    ]
     if count > len(sample) and issues:
         last = issues[-1]
         issues[-1] = last._replace(
-            description=last.description + f"; {count - len(sample)} more stale source refs on this page")
+            description=last.description + f"; {count - len(sample)} more stale source refs on this page"
+        )
     return issues
 
 
@@ -213,12 +216,14 @@ def mention_targets(pages: Iterable[PageLite], self_slug: str) -> list[LinkTarge
     """
     live = {p.slug: p for p in pages if p.slug != self_slug and p.status != "archived"}
     ordered = [live[s] for s in sorted(live)]
-    return ([LinkTarget(p.slug, p.title) for p in ordered]
-            + [LinkTarget(p.slug, p.title, tuple(p.aliases)) for p in ordered if p.aliases])
+    return [LinkTarget(p.slug, p.title) for p in ordered] + [
+        LinkTarget(p.slug, p.title, tuple(p.aliases)) for p in ordered if p.aliases
+    ]
 
 
-def link_mentions(content: str, self_slug: str, first: Iterable[PageLite],
-                  lookup: MentionLookup) -> tuple[str, list[str]]:
+def link_mentions(
+    content: str, self_slug: str, first: Iterable[PageLite], lookup: MentionLookup
+) -> tuple[str, list[str]]:
     """Link the unlinked mentions of ``content`` until none is left; return (content, slugs linked).
 
     The one code path of the unlinked-mention check (on the page as read, the result thrown
@@ -283,15 +288,26 @@ def duplicates(page: LintPage, same_title: Iterable[PageLite], alias_holders: It
     family = _FAMILY[page.page_type]
     issues: dict[str, Finding] = {}
     for cand in same_title:
-        if (cand.slug < page.slug and cand.status != "archived" and _FAMILY[cand.page_type] == family
-                and normalize_name(cand.title) == key and cand.slug not in issues):
+        if (
+            cand.slug < page.slug
+            and cand.status != "archived"
+            and _FAMILY[cand.page_type] == family
+            and normalize_name(cand.title) == key
+            and cand.slug not in issues
+        ):
             issues[cand.slug] = Finding(page.slug, f"same title as [[{cand.slug}]] ({cand.title!r})", cand.slug)
     if family == "item":
         for cand in alias_holders:
-            if (cand.slug != page.slug and cand.status != "archived" and _FAMILY[cand.page_type] == "item"
-                    and cand.slug not in issues and any(normalize_name(a) == key for a in cand.aliases)):
-                issues[cand.slug] = Finding(page.slug, f"title is an alias of [[{cand.slug}]] ({cand.title!r})",
-                                            cand.slug)
+            if (
+                cand.slug != page.slug
+                and cand.status != "archived"
+                and _FAMILY[cand.page_type] == "item"
+                and cand.slug not in issues
+                and any(normalize_name(a) == key for a in cand.aliases)
+            ):
+                issues[cand.slug] = Finding(
+                    page.slug, f"title is an alias of [[{cand.slug}]] ({cand.title!r})", cand.slug
+                )
     return [issues[s] for s in sorted(issues)]
 
 
@@ -370,17 +386,33 @@ class LintTally:
         """:func:`health_score` of the walk so far."""
         return health_score(self.pages_checked, self.pages_affected, self.checks)
 
-    def report(self, kb_id: str, kb_name: str, fix: bool, created_at: datetime, duration_ms: int,
-               after: LintTally | None = None) -> LintReport:
+    def report(
+        self,
+        kb_id: str,
+        kb_name: str,
+        fix: bool,
+        created_at: datetime,
+        duration_ms: int,
+        after: LintTally | None = None,
+    ) -> LintReport:
         """The report of the walk so far; ``after`` is the tally of a check-only walk run after the
         fixes (its score is ``score_after_fix``; without it, ``score`` is)."""
         score = self.score()
         score_after = after.score() if fix and after else score
         report = LintReport(
-            knowledge_base_id=kb_id, knowledge_base_name=kb_name, pages_checked=self.pages_checked,
-            counts=dict(self.counts), pages_affected=dict(self.pages_affected), fixed=dict(self.fixed),
-            samples={t: list(s) for t, s in self.samples.items()}, score=score, score_after_fix=score_after,
-            summary="", fix=fix, created_at=created_at, duration_ms=duration_ms,
+            knowledge_base_id=kb_id,
+            knowledge_base_name=kb_name,
+            pages_checked=self.pages_checked,
+            counts=dict(self.counts),
+            pages_affected=dict(self.pages_affected),
+            fixed=dict(self.fixed),
+            samples={t: list(s) for t, s in self.samples.items()},
+            score=score,
+            score_after_fix=score_after,
+            summary="",
+            fix=fix,
+            created_at=created_at,
+            duration_ms=duration_ms,
             score_version=score_version(self.checks),
         )
         return report.model_copy(update={"summary": summary_line(report, self.checks)})

@@ -10,8 +10,16 @@ import unicodedata
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import (AfterValidator, AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter,
-                      field_validator)
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+)
 
 PageType = Literal["summary", "entity", "concept", "index"]
 PageStatus = Literal["draft", "published", "archived"]
@@ -30,13 +38,19 @@ class WikiConfig(BaseModel):
     ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
     #: Stored as ``ingest_reduce_parallel`` before it was named for what it bounds: still read.
     crosslink_parallel: int | None = Field(
-        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel"))
+        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel")
+    )
 
 
 #: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and
 #: paragraph separators, lone surrogates (undecodable command-line bytes), private use.
-_REFUSED_CATEGORIES = {"Cc": "a control character", "Zl": "a line separator", "Zp": "a paragraph separator",
-                       "Cs": "an undecodable character", "Co": "a private-use character"}
+_REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "an undecodable character",
+    "Co": "a private-use character",
+}
 #: Bidirectional controls: they make a name display as another (the rest of category Cf, e.g.
 #: the zero-width joiner of emoji sequences, is allowed).
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
@@ -49,8 +63,9 @@ def _check_kb_name(name: str) -> str:
     if len(name) > KB_NAME_MAX:
         raise ValueError(f"a knowledge base name has at most {KB_NAME_MAX} characters (got {len(name)})")
     for ch in name:
-        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or ("a bidirectional control"
-                                                                      if ch in _BIDI_CONTROLS else None)
+        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or (
+            "a bidirectional control" if ch in _BIDI_CONTROLS else None
+        )
         if what:
             raise ValueError(f"a knowledge base name cannot contain {what} ({ch.encode('unicode_escape').decode()})")
     return name

@@ -92,7 +92,9 @@ def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str],
     return "\n".join(lines).strip() + "\n"
 
 
-def render_summary_page(extraction: Extraction, source_uri: str, item_links: Sequence[tuple[str, str, str, str]]) -> str:
+def render_summary_page(
+    extraction: Extraction, source_uri: str, item_links: Sequence[tuple[str, str, str, str]]
+) -> str:
     """A document's summary page: its body, its source, and links to its entity and concept pages.
 
     ``item_links`` are (kind, slug, display, description) tuples in the extraction's order.
@@ -116,8 +118,12 @@ def neutral_paragraphs(body: str) -> str:
     return "\n\n".join(neutral(p) for p in body.split("\n\n") if p.strip())
 
 
-def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Page],
-                      most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None) -> str:
+def render_index_page(
+    kb_name: str,
+    counts: dict[str, int],
+    recent: Sequence[Page],
+    most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None,
+) -> str:
     """The index page: per-type counts, the entity and concept pages cited by the most documents
     (``most_cited``: page type -> (page, number of documents), most first) and the most recent
     summaries; every list is bounded by the caller."""
@@ -129,8 +135,9 @@ def render_index_page(kb_name: str, counts: dict[str, int], recent: Sequence[Pag
         cited = (most_cited or {}).get(page_type, [])
         if cited:
             lines += ["", f"## Most-cited {heading.lower()}", ""]
-            lines += [f"- {link(page.slug, page.title)} ({n} {'document' if n == 1 else 'documents'})"
-                      for page, n in cited]
+            lines += [
+                f"- {link(page.slug, page.title)} ({n} {'document' if n == 1 else 'documents'})" for page, n in cited
+            ]
     lines += ["", f"## Recent documents ({len(recent)})", ""]
     for page in recent:
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""

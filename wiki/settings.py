@@ -24,12 +24,8 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="KBWIKI_", extra="ignore")
 
-    database_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("KBWIKI_DATABASE_URL", "DATABASE_URL")
-    )
-    redis_url: str | None = Field(
-        default=None, validation_alias=AliasChoices("KBWIKI_REDIS_URL", "REDIS_URL")
-    )
+    database_url: str | None = Field(default=None, validation_alias=AliasChoices("KBWIKI_DATABASE_URL", "DATABASE_URL"))
+    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("KBWIKI_REDIS_URL", "REDIS_URL"))
     home: str | None = Field(default=None, description="Folder of the embedded servers (None: the per-user one).")
 
     db_pool_min: int = Field(default=1, ge=1, le=64)
@@ -48,20 +44,32 @@ class Settings(BaseSettings):
     # Was KBWIKI_INGEST_REDUCE_PARALLEL (it never bounded reduce, which runs one batch per KB at a
     # time): still read, with a deprecation line in the log (get_settings).
     crosslink_parallel: int = Field(
-        default=4, ge=1, le=64, description="Cross-link runs (one 100-page op each) of a KB at once.",
-        validation_alias=AliasChoices("KBWIKI_CROSSLINK_PARALLEL", DEPRECATED_CROSSLINK_VAR))
+        default=4,
+        ge=1,
+        le=64,
+        description="Cross-link runs (one 100-page op each) of a KB at once.",
+        validation_alias=AliasChoices("KBWIKI_CROSSLINK_PARALLEL", DEPRECATED_CROSSLINK_VAR),
+    )
     wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
     # A failed op waits document_retry_backoff_ms * 2**(fails-1) times a jitter in [1, 2) (capped at the max)
     # before it is claimed again: with 5 retries about 31-62 s in all, not 1.4 s as back to back.
-    document_retry_backoff_ms: int = Field(default=1000, ge=0, le=600_000, description="First in-batch retry's backoff.")
-    document_retry_backoff_max_ms: int = Field(default=60_000, ge=0, le=3_600_000, description="Longest in-batch backoff.")
+    document_retry_backoff_ms: int = Field(
+        default=1000, ge=0, le=600_000, description="First in-batch retry's backoff."
+    )
+    document_retry_backoff_max_ms: int = Field(
+        default=60_000, ge=0, le=3_600_000, description="Longest in-batch backoff."
+    )
 
     # The lock only says "someone is on it" (reduce writes are fenced in PostgreSQL); it is renewed
     # every ttl/3, so a short TTL costs a few Redis calls and frees a dead worker's KB soon.
     active_lock_ttl_s: int = Field(default=15, ge=3, le=3600, description="TTL of the active-batch lock.")
     heartbeat_interval_s: float = Field(default=2.0, gt=0, le=60, description="Worker heartbeat period.")
-    worker_ttl_s: float = Field(default=10.0, gt=0, le=600,
-                                description="A worker silent this long is dead: its claims and locks are taken back.")
+    worker_ttl_s: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="A worker silent this long is dead: its claims and locks are taken back.",
+    )
     debounce_ms: int = Field(default=500, ge=0, le=60_000, description="Trigger debounce window.")
     stale_claim_s: int = Field(default=300, ge=5, le=86_400, description="Age after which a claim is abandoned.")
     sweep_interval_s: int = Field(default=30, ge=1, le=3600, description="Recovery sweeper period.")
@@ -69,12 +77,14 @@ class Settings(BaseSettings):
     # Messages that carry data (a producer's document, a delete) retry through outages of hours:
     # Dramatiq's exponential backoff from data_retry_min_backoff_ms, capped at data_retry_max_backoff_ms,
     # for at least data_retry_s (actors.retry_policy turns this into max_retries).
-    data_retry_s: int = Field(default=86_400, ge=1, le=7 * 86_400,
-                              description="Least time a data-carrying message keeps retrying.")
+    data_retry_s: int = Field(
+        default=86_400, ge=1, le=7 * 86_400, description="Least time a data-carrying message keeps retrying."
+    )
     data_retry_min_backoff_ms: int = Field(default=1_000, ge=1, le=3_600_000, description="First retry's backoff.")
     data_retry_max_backoff_ms: int = Field(default=300_000, ge=1, le=86_400_000, description="Backoff cap.")
-    db_pool_timeout_s: float = Field(default=30, gt=0, le=600,
-                                     description="Seconds a borrower waits for a pooled connection.")
+    db_pool_timeout_s: float = Field(
+        default=30, gt=0, le=600, description="Seconds a borrower waits for a pooled connection."
+    )
 
     max_document_chars: int = Field(default=400_000, ge=1000, description="Longer documents are cut.")
     min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
@@ -108,6 +118,7 @@ def get_settings() -> Settings:
     """
     settings = Settings()
     if DEPRECATED_CROSSLINK_VAR in os.environ and "KBWIKI_CROSSLINK_PARALLEL" not in os.environ:
-        structlog.get_logger(__name__).warning("settings.deprecated", variable=DEPRECATED_CROSSLINK_VAR,
-                                               use="KBWIKI_CROSSLINK_PARALLEL")
+        structlog.get_logger(__name__).warning(
+            "settings.deprecated", variable=DEPRECATED_CROSSLINK_VAR, use="KBWIKI_CROSSLINK_PARALLEL"
+        )
     return settings

@@ -41,9 +41,24 @@ _CJK_RE = re.compile(f"[{CJK_CLASS}]")
 
 # Latin letters that have no decomposition but a usual ASCII spelling.
 _LATIN_SPECIAL = {
-    "ß": "ss", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O",
-    "đ": "d", "Đ": "D", "ł": "l", "Ł": "L", "þ": "th", "Þ": "TH", "ð": "d", "Ð": "D",
-    "ı": "i", "ħ": "h", "Ħ": "H",
+    "ß": "ss",
+    "æ": "ae",
+    "Æ": "AE",
+    "œ": "oe",
+    "Œ": "OE",
+    "ø": "o",
+    "Ø": "O",
+    "đ": "d",
+    "Đ": "D",
+    "ł": "l",
+    "Ł": "L",
+    "þ": "th",
+    "Þ": "TH",
+    "ð": "d",
+    "Ð": "D",
+    "ı": "i",
+    "ħ": "h",
+    "Ħ": "H",
 }
 
 # Apostrophes inside words are dropped rather than turned into separators, so that

@@ -191,12 +191,38 @@ _FOOTNOTE_RE = re.compile(r"^(\s*)\.\.[ \t]+(\[[^\]]+\])[ \t]+(.*)$")
 _ANON_TARGET_RE = re.compile(r"^\s*__ ")
 _OPTION_RE = re.compile(r"^\s*:[\w -]+:(?:\s|$)")
 _CODE_DIRECTIVES = frozenset({"code-block", "code", "sourcecode"})
-_DROPPED_DIRECTIVES = frozenset({
-    "toctree", "raw", "include", "literalinclude", "kernel-doc", "kernel-include", "kernel-abi",
-    "kernel-feat", "image", "highlight", "contents", "index", "meta", "csv-table", "list-table",
-    "only", "ifconfig", "default-role", "default-domain", "sectionauthor", "moduleauthor",
-    "currentmodule", "module", "program", "tabularcolumns", "cssclass", "class", "role",
-})
+_DROPPED_DIRECTIVES = frozenset(
+    {
+        "toctree",
+        "raw",
+        "include",
+        "literalinclude",
+        "kernel-doc",
+        "kernel-include",
+        "kernel-abi",
+        "kernel-feat",
+        "image",
+        "highlight",
+        "contents",
+        "index",
+        "meta",
+        "csv-table",
+        "list-table",
+        "only",
+        "ifconfig",
+        "default-role",
+        "default-domain",
+        "sectionauthor",
+        "moduleauthor",
+        "currentmodule",
+        "module",
+        "program",
+        "tabularcolumns",
+        "cssclass",
+        "class",
+        "role",
+    }
+)
 
 _ROLE_RE = re.compile(r":[A-Za-z][\w.+-]*(?::[A-Za-z][\w.+-]*)*:`([^`]+)`")
 _TEXT_TARGET_RE = re.compile(r"^(.*?)\s*<[^<>]+>$", re.DOTALL)
@@ -302,12 +328,7 @@ def rst_to_text(rst: str) -> str:
             else:
                 i += 1  # a transition, or an orphan adornment
             continue
-        if (
-            stripped
-            and _indent(line) == 0
-            and _ADORNMENT_RE.match(nxt)
-            and len(nxt.strip()) >= min(len(stripped), 3)
-        ):
+        if stripped and _indent(line) == 0 and _ADORNMENT_RE.match(nxt) and len(nxt.strip()) >= min(len(stripped), 3):
             heading(line, (nxt.strip()[0], False))
             i += 2
             continue

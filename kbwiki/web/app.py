@@ -42,8 +42,10 @@ HERE = Path(__file__).parent
 HOME_LIST = 20
 #: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
 COUNTS_CACHE_S = 10.0
-CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
-       " object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
+    " object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
 
 #: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``actors.requeue.requeue_dead_letter`` on
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
@@ -61,6 +63,7 @@ def kb_url(kb_id: str, *parts: str) -> str:
 
 def default_requeue() -> Requeue:
     """Requeue through the process-wide deps (builds the broker on first use)."""
+
     def requeue(dead_letter_id: int, tenant_id: int) -> str:
         from actors.requeue import requeue_dead_letter
         from kbwiki.command import command_deps
@@ -86,8 +89,9 @@ class TtlCache:
         return hit[1]
 
 
-def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = None,
-               requeue: Requeue | None = None) -> Starlette:
+def create_app(
+    pool: ConnectionPool, tenant_id: int, ops_token: str | None = None, requeue: Requeue | None = None
+) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None)."""
@@ -128,10 +132,15 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
     def kb_home(request: Request) -> Response:
         kb = the_kb(request)
         index = web.page(tenant_id, kb.id, "index")
-        return render(request, "kb_home.html", kb=kb, counts=counts.get(kb.id, lambda: pages.counts_by_type(kb.id)),
-                      index_html=page_html(kb, index.content) if index else "",
-                      recent=pages.recent(kb.id, "summary", HOME_LIST),
-                      most_cited={t: pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")})
+        return render(
+            request,
+            "kb_home.html",
+            kb=kb,
+            counts=counts.get(kb.id, lambda: pages.counts_by_type(kb.id)),
+            index_html=page_html(kb, index.content) if index else "",
+            recent=pages.recent(kb.id, "summary", HOME_LIST),
+            most_cited={t: pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")},
+        )
 
     def page_view(request: Request) -> Response:
         kb = the_kb(request)
@@ -139,9 +148,16 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         if page is None:
             raise HTTPException(404, "no such page")
         sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
-        return render(request, "page.html", kb=kb, page=page, html=page_html(kb, page.content),
-                      backlinks=web.backlinks(tenant_id, kb.id, page.slug), sources=sources,
-                      more_sources=max(0, len(page.source_refs) - len(sources)))
+        return render(
+            request,
+            "page.html",
+            kb=kb,
+            page=page,
+            html=page_html(kb, page.content),
+            backlinks=web.backlinks(tenant_id, kb.id, page.slug),
+            sources=sources,
+            more_sources=max(0, len(page.source_refs) - len(sources)),
+        )
 
     def search(request: Request) -> Response:
         kb = the_kb(request)
@@ -155,8 +171,9 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         slug = request.path_params["slug"]
         if web.page(tenant_id, kb.id, slug) is None:
             raise HTTPException(404, "no such page")
-        return JSONResponse([{"slug": p.slug, "title": p.title, "type": p.page_type}
-                             for p in web.backlinks(tenant_id, kb.id, slug)])
+        return JSONResponse(
+            [{"slug": p.slug, "title": p.title, "type": p.page_type} for p in web.backlinks(tenant_id, kb.id, slug)]
+        )
 
     def graph_view(request: Request) -> Response:
         kb = the_kb(request)
@@ -171,12 +188,16 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         nodes, edges = web.neighbourhood(tenant_id, kb.id, slug)
         if not nodes:
             raise HTTPException(404, "no such page")
-        return JSONResponse({
-            "center": slug,
-            "nodes": [{"id": p.slug, "title": p.title, "type": p.page_type, "url": kb_url(kb.id, "page", p.slug)}
-                      for p in nodes.values()],
-            "edges": [{"source": a, "target": b} for a, b in sorted(edges)],
-        })
+        return JSONResponse(
+            {
+                "center": slug,
+                "nodes": [
+                    {"id": p.slug, "title": p.title, "type": p.page_type, "url": kb_url(kb.id, "page", p.slug)}
+                    for p in nodes.values()
+                ],
+                "edges": [{"source": a, "target": b} for a, b in sorted(edges)],
+            }
+        )
 
     def document_view(request: Request) -> Response:
         kb = the_kb(request)
@@ -189,8 +210,16 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
         evidence = []
         if evidence_of and (cited := web.page(tenant_id, kb.id, evidence_of)) is not None:
             evidence = list(cited.facts.get(doc.id, {}).get("evidence", []))
-        return render(request, "document.html", kb=kb, doc=doc, summary=summary,
-                      supports=[p for p in citing if p is not summary], evidence_of=evidence_of, evidence=evidence)
+        return render(
+            request,
+            "document.html",
+            kb=kb,
+            doc=doc,
+            summary=summary,
+            supports=[p for p in citing if p is not summary],
+            evidence_of=evidence_of,
+            evidence=evidence,
+        )
 
     def lint_view(request: Request) -> Response:
         kb = the_kb(request)
@@ -200,26 +229,44 @@ def create_app(pool: ConnectionPool, tenant_id: int, ops_token: str | None = Non
     def ops_view(request: Request) -> Response:
         signed_in = guard.signed_in(request.cookies.get(COOKIE))
         kbs = {kb.id: kb for kb in web.kbs(tenant_id, limit=10_000)}
-        return render(request, "ops.html", kbs=kbs, lanes=web.lanes(tenant_id), active=web.active_batches(tenant_id),
-                      documents=web.documents_by_status(tenant_id), groups=web.dead_letter_groups(tenant_id),
-                      letters=dead_letters.list(tenant_id=tenant_id, limit=50), guard=guard, signed_in=signed_in,
-                      csrf=guard.csrf_value() if signed_in else "", message=request.query_params.get("m", ""))
+        return render(
+            request,
+            "ops.html",
+            kbs=kbs,
+            lanes=web.lanes(tenant_id),
+            active=web.active_batches(tenant_id),
+            documents=web.documents_by_status(tenant_id),
+            groups=web.dead_letter_groups(tenant_id),
+            letters=dead_letters.list(tenant_id=tenant_id, limit=50),
+            guard=guard,
+            signed_in=signed_in,
+            csrf=guard.csrf_value() if signed_in else "",
+            message=request.query_params.get("m", ""),
+        )
 
     def dead_letter_view(request: Request) -> Response:
         row = dead_letters.get(int(request.path_params["id"]), tenant_id=tenant_id)
         if row is None:
             raise HTTPException(404, "no such dead letter")
         signed_in = guard.signed_in(request.cookies.get(COOKIE))
-        return render(request, "dead_letter.html", row=row, signed_in=signed_in,
-                      csrf=guard.csrf_value() if signed_in else "")
+        return render(
+            request, "dead_letter.html", row=row, signed_in=signed_in, csrf=guard.csrf_value() if signed_in else ""
+        )
 
     async def ops_login(request: Request) -> Response:
         form = await request.form()
         if not guard.token_ok(str(form.get("token", ""))):
             return RedirectResponse("/ops?m=wrong+token", status_code=303)
         response = RedirectResponse("/ops", status_code=303)
-        response.set_cookie(COOKIE, guard.session_value(), max_age=SESSION_S, path=COOKIE_PATH, httponly=True,
-                            samesite="strict", secure=request.url.scheme == "https")
+        response.set_cookie(
+            COOKIE,
+            guard.session_value(),
+            max_age=SESSION_S,
+            path=COOKIE_PATH,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
         return response
 
     async def ops_logout(request: Request) -> Response:

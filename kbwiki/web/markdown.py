@@ -21,10 +21,40 @@ from wiki.links import parse_links
 _WIKILINK = re.compile(r"\[\[[^\[\]\n]*\]\]")
 
 #: Tags and attributes a page's HTML may keep (what CommonMark produces, nothing executable).
-ALLOWED_TAGS = {"a", "p", "br", "hr", "em", "strong", "code", "pre", "blockquote", "ul", "ol", "li",
-                "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td", "img"}
-ALLOWED_ATTRIBUTES = {"a": {"href", "title", "class"}, "img": {"src", "alt", "title"}, "ol": {"start"},
-                      "th": {"align"}, "td": {"align"}}
+ALLOWED_TAGS = {
+    "a",
+    "p",
+    "br",
+    "hr",
+    "em",
+    "strong",
+    "code",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "li",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "img",
+}
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title", "class"},
+    "img": {"src", "alt", "title"},
+    "ol": {"start"},
+    "th": {"align"},
+    "td": {"align"},
+}
 ALLOWED_SCHEMES = {"http", "https", "mailto"}
 
 
@@ -60,5 +90,10 @@ def render_markdown(content: str, href: Callable[[str], str], live: Callable[[st
 
 def sanitise(html: str) -> str:
     """``html`` with only :data:`ALLOWED_TAGS`, :data:`ALLOWED_ATTRIBUTES` and URL schemes kept."""
-    return nh3.clean(html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, url_schemes=ALLOWED_SCHEMES,
-                     link_rel="noopener noreferrer")
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes=ALLOWED_SCHEMES,
+        link_rel="noopener noreferrer",
+    )

@@ -41,12 +41,15 @@ class KbwikiCollector(Collector):
         started = time.perf_counter()
         t = self.tenant_id
         names = {kb.id: kb.name for kb in self.repo.kbs(t, limit=10_000)}
-        rows = GaugeMetricFamily("kbwiki_lane_rows", "Rows waiting in a KB's lane (claimed ones included).",
-                                 labels=["kb", "lane"])
-        age = GaugeMetricFamily("kbwiki_lane_oldest_age_seconds", "Age of the oldest row of a KB's lane.",
-                                labels=["kb", "lane"])
-        claimed = GaugeMetricFamily("kbwiki_lane_claimed_rows", "Rows of a KB's lane claimed by a worker.",
-                                    labels=["kb", "lane"])
+        rows = GaugeMetricFamily(
+            "kbwiki_lane_rows", "Rows waiting in a KB's lane (claimed ones included).", labels=["kb", "lane"]
+        )
+        age = GaugeMetricFamily(
+            "kbwiki_lane_oldest_age_seconds", "Age of the oldest row of a KB's lane.", labels=["kb", "lane"]
+        )
+        claimed = GaugeMetricFamily(
+            "kbwiki_lane_claimed_rows", "Rows of a KB's lane claimed by a worker.", labels=["kb", "lane"]
+        )
         for lane in self.repo.lanes(t):
             if lane.knowledge_base_id in names:
                 labels = [names[lane.knowledge_base_id], lane.task_type]
@@ -63,11 +66,15 @@ class KbwikiCollector(Collector):
             for page_type, n in counts.items():
                 if kb_id in names:
                     pages.add_metric([names[kb_id], page_type], n)
-        dead = GaugeMetricFamily("kbwiki_dead_letters", "Dead letters of the tenant per task type.",
-                                 labels=["task_type"])
+        dead = GaugeMetricFamily(
+            "kbwiki_dead_letters", "Dead letters of the tenant per task type.", labels=["task_type"]
+        )
         for task_type, n in self.repo.dead_letters_by_type(t).items():
             dead.add_metric([task_type], n)
         kbs = GaugeMetricFamily("kbwiki_knowledge_bases", "Live KBs of the tenant.", value=len(names))
-        took = GaugeMetricFamily("kbwiki_metrics_read_seconds", "Time the last read of these gauges took.",
-                                 value=time.perf_counter() - started)
+        took = GaugeMetricFamily(
+            "kbwiki_metrics_read_seconds",
+            "Time the last read of these gauges took.",
+            value=time.perf_counter() - started,
+        )
         return [rows, claimed, age, docs, pages, dead, kbs, took]

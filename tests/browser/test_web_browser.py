@@ -7,8 +7,8 @@ on CI)."""
 from __future__ import annotations
 
 import shutil
-from urllib.parse import quote
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -23,8 +23,9 @@ SHOTS = Path(__file__).resolve().parents[1] / "output" / "screenshots"
 WAIT_S = 15
 
 if not (CHROMIUM and CHROMEDRIVER):
-    pytest.skip("no chromium/chromedriver installed (Debian: apt-get install chromium chromium-driver)",
-                allow_module_level=True)
+    pytest.skip(
+        "no chromium/chromedriver installed (Debian: apt-get install chromium chromium-driver)", allow_module_level=True
+    )
 
 from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
@@ -38,8 +39,14 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,900", "--lang=en-US"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,900",
+        "--lang=en-US",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
     yield driver
@@ -103,10 +110,12 @@ def test_read_search_graph_and_ops(browser, site):
     shot(browser, "06-graph")
     # a click on a node opens its page
     x, y = browser.execute_script(
-        "const p = window.kbwikiGraph.$id('beta-store').renderedPosition(); return [p.x, p.y];")
+        "const p = window.kbwikiGraph.$id('beta-store').renderedPosition(); return [p.x, p.y];"
+    )
     graph = browser.find_element(By.ID, "graph")
     ActionChains(browser).move_to_element_with_offset(
-        graph, int(x - graph.size["width"] / 2), int(y - graph.size["height"] / 2)).click().perform()
+        graph, int(x - graph.size["width"] / 2), int(y - graph.size["height"] / 2)
+    ).click().perform()
     wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Beta Store"))
 
     browser.get(f"{base}/kb/{wiki.kb_id}/page/hostile")
@@ -123,6 +132,7 @@ def test_read_search_graph_and_ops(browser, site):
     assert "Traceback (most recent call last)" in row.find_element(By.CSS_SELECTOR, "pre.error").text
     assert "wiki:ingest" in browser.find_element(By.ID, "lanes").text
     assert "extractor exploded" in browser.find_element(By.ID, "dead-letter-groups").text
-    assert f"dl-{wiki.other_dead_letter_id}" not in [e.get_attribute("id") for e in
-                                                   browser.find_elements(By.CSS_SELECTOR, "#dead-letters tr")]
+    assert f"dl-{wiki.other_dead_letter_id}" not in [
+        e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#dead-letters tr")
+    ]
     shot(browser, "08-ops")

@@ -27,8 +27,11 @@ def test_worker_threads_give_the_wiki_a_sequential_run_gives(deps, worker):
     _submit(deps, kb, shuffled)
 
     def drained():
-        return (lane_rows(deps, kb.id) == 0 and deps.docs.count_by_status(kb.id).get("done", 0) == len(docs)
-                and deps.pages.link_stats(kb.id)["dead_links"] == 0)
+        return (
+            lane_rows(deps, kb.id) == 0
+            and deps.docs.count_by_status(kb.id).get("done", 0) == len(docs)
+            and deps.pages.link_stats(kb.id)["dead_links"] == 0
+        )
 
     wait_until(drained, 300, "every lane drained")
 

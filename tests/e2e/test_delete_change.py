@@ -31,8 +31,14 @@ def _submit_all(deps, kb, docs) -> dict[str, str]:
 
     ids = {}
     for doc in docs:
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
-                                 content=doc.text, source_uri=doc.source_uri)
+        result = submit_document(
+            deps,
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=doc.title,
+            content=doc.text,
+            source_uri=doc.source_uri,
+        )
         assert result.status == "queued", (doc.title, result)
         ids[doc.source_uri] = result.knowledge_id
     return ids
@@ -68,11 +74,14 @@ def _wiki(deps, kb) -> dict[str, tuple[str, ...]]:
 def _differences(deps, kb, fresh, changed, expected) -> str:
     """Each page the two wikis disagree on: its title, aliases and cited documents in each."""
     lines = []
-    for slug in sorted(changed.keys() ^ expected.keys() | {s for s in changed.keys() & expected.keys()
-                                                            if changed[s] != expected[s]}):
+    for slug in sorted(
+        changed.keys() ^ expected.keys() | {s for s in changed.keys() & expected.keys() if changed[s] != expected[s]}
+    ):
         mine, theirs = deps.pages.get(kb.id, slug), deps.pages.get(fresh.id, slug)
-        lines.append(f"{slug}: after changes {mine and (mine.title, mine.aliases, changed[slug])};"
-                     f" fresh {theirs and (theirs.title, theirs.aliases, expected[slug])}")
+        lines.append(
+            f"{slug}: after changes {mine and (mine.title, mine.aliases, changed[slug])};"
+            f" fresh {theirs and (theirs.title, theirs.aliases, expected[slug])}"
+        )
     return "pages differ from a fresh ingest:\n" + "\n".join(lines)
 
 
@@ -102,8 +111,14 @@ def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, wor
     from actors.ingest import submit_document
 
     for doc in edited.values():
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=doc.title,
-                                 content=doc.text, source_uri=doc.source_uri)
+        result = submit_document(
+            deps,
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=doc.title,
+            content=doc.text,
+            source_uri=doc.source_uri,
+        )
         assert result.status == "queued" and result.knowledge_id == ids[doc.source_uri]
     _wait_settled(deps, kb, "deletes and edits applied")
 

@@ -24,13 +24,15 @@ def test_export_right_after_ingest_wait_has_the_complete_index(pipeline_env, dep
     folder.mkdir()
     for topic in TOPICS:
         (folder / f"{topic.lower()}.md").write_text(
-            f"# {topic}\n\nThe {topic} is a bird of the shore. The {topic} feeds on insects and small fish.\n")
+            f"# {topic}\n\nThe {topic} is a bird of the shore. The {topic} feeds on insects and small fish.\n"
+        )
     name = f"wait-{uuid.uuid4().hex[:6]}"
     workers = start_workers(1, 4, tmp_path / "worker.log")
     runner = CliRunner()
     try:
-        result = runner.invoke(main, ["ingest", str(folder), "--kb", name, "--wait", "--timeout", "180"],
-                               catch_exceptions=False)
+        result = runner.invoke(
+            main, ["ingest", str(folder), "--kb", name, "--wait", "--timeout", "180"], catch_exceptions=False
+        )
         assert result.exit_code == 0, result.output
         out = tmp_path / "vault"
         assert runner.invoke(main, ["export", "--kb", name, str(out)], catch_exceptions=False).exit_code == 0

@@ -25,8 +25,12 @@ TTL_S = 3.0  # long enough that a loaded machine gets from one beat to the next 
 
 
 def _ops(deps, kb, n: int):
-    return [deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                             dedup_key=f"doc-{i}") for i in range(n)]
+    return [
+        deps.ops.enqueue(
+            tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest", dedup_key=f"doc-{i}"
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_silent_workers_claims_and_batch_lock_are_taken_back(deps, actors_broker, clean_db):
@@ -127,8 +131,12 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
     docs = _documents(deps.extractor, 30)
     for doc in docs:
-        assert submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
-                               source_uri=doc.source_uri).status == "queued"
+        assert (
+            submit_document(
+                deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
+            ).status
+            == "queued"
+        )
 
     def query(text: str, params) -> list[dict]:
         with deps.pool.connection() as conn:
@@ -159,8 +167,11 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
         held = claims_of(ids)
         assert held > 0
         wait_until(lambda: claims_of(ids) == 0, 30, "the dead worker's claims taken back")
-        wait_until(lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs)
-                   and lane_rows(deps, kb.id) == 0, 180, "every document done by the surviving worker")
+        wait_until(
+            lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs) and lane_rows(deps, kb.id) == 0,
+            180,
+            "every document done by the surviving worker",
+        )
     finally:
         for proc in procs:
             if proc.poll() is None:

@@ -31,9 +31,13 @@ from tests.support.tcp_proxy import TcpProxy
 pytestmark = pytest.mark.e2e
 
 DOCUMENTS = 5
-SHORT_RETRIES = {"KBWIKI_DATA_RETRY_S": "3", "KBWIKI_DATA_RETRY_MIN_BACKOFF_MS": "100",
-                 "KBWIKI_DATA_RETRY_MAX_BACKOFF_MS": "400", "KBWIKI_DB_POOL_TIMEOUT_S": "0.5",
-                 "KBWIKI_SWEEP_INTERVAL_S": "1"}
+SHORT_RETRIES = {
+    "KBWIKI_DATA_RETRY_S": "3",
+    "KBWIKI_DATA_RETRY_MIN_BACKOFF_MS": "100",
+    "KBWIKI_DATA_RETRY_MAX_BACKOFF_MS": "400",
+    "KBWIKI_DB_POOL_TIMEOUT_S": "0.5",
+    "KBWIKI_SWEEP_INTERVAL_S": "1",
+}
 
 
 @pytest.fixture()
@@ -58,8 +62,13 @@ def _proxied_env(database_url: str, proxy: TcpProxy, **overrides: str) -> dict:
 def _submit(kb, i: int) -> None:
     from actors.ingest import wiki_submit
 
-    wiki_submit.send(tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=f"Outage document {i}",
-                     content=f"Document {i} was sent while the database was away. " * 5, source_uri=f"d{i}.md")
+    wiki_submit.send(
+        tenant_id=kb.tenant_id,
+        knowledge_base_id=kb.id,
+        title=f"Outage document {i}",
+        content=f"Document {i} was sent while the database was away. " * 5,
+        source_uri=f"d{i}.md",
+    )
 
 
 def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, database_url, tmp_path: Path):
@@ -79,8 +88,11 @@ def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, data
         proxy.down()
         for i in range(1, DOCUMENTS + 1):
             _submit(kb, i)
-        wait_until(lambda: spool.count(tenant_id=1, scope_id=kb.id) == DOCUMENTS, 120,
-                   "every document's retries used up and its dead letter spooled in Redis")
+        wait_until(
+            lambda: spool.count(tenant_id=1, scope_id=kb.id) == DOCUMENTS,
+            120,
+            "every document's retries used up and its dead letter spooled in Redis",
+        )
         assert all(deps.docs.find(kb.id, f"d{i}.md") is None for i in range(1, DOCUMENTS + 1))
         letters = [row for row in spool.letters().values() if row["scope_id"] == kb.id]
         assert {row["task_type"] for row in letters} == {"wiki_submit"}
@@ -96,14 +108,16 @@ def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, data
         assert len(rows) == DOCUMENTS and {r[2] for r in rows} == {"wiki_submit"}
         requeued = runner.invoke(main, ["dead-letters", "requeue", "--all", "--kb", kb.name], catch_exceptions=False)
         assert requeued.stdout.splitlines()[-1] == f"requeued {DOCUMENTS}, failed 0", requeued.output
-        wait_until(lambda: all(deps.docs.find(kb.id, f"d{i}.md") for i in range(1, DOCUMENTS + 1)), 90,
-                   "every document stored once PostgreSQL is back")
+        wait_until(
+            lambda: all(deps.docs.find(kb.id, f"d{i}.md") for i in range(1, DOCUMENTS + 1)),
+            90,
+            "every document stored once PostgreSQL is back",
+        )
     finally:
         stop_workers(worker)
 
 
-def test_documents_sent_during_a_shorter_outage_are_stored_by_their_retries(deps, proxy, database_url,
-                                                                            tmp_path: Path):
+def test_documents_sent_during_a_shorter_outage_are_stored_by_their_retries(deps, proxy, database_url, tmp_path: Path):
     kb = deps.kbs.get_or_create(1, f"blip-{uuid.uuid4().hex[:6]}")
     log_path = tmp_path / "worker.log"
     worker = _start_worker(_proxied_env(database_url, proxy, KBWIKI_DATA_RETRY_S="120"), log_path)
@@ -121,8 +135,11 @@ def test_documents_sent_during_a_shorter_outage_are_stored_by_their_retries(deps
         wait_until(lambda: failed_attempts() >= 3, 60, "attempts failing while PostgreSQL is away")
         assert all(deps.docs.find(kb.id, f"d{i}.md") is None for i in (1, 2, 3))
         proxy.up()
-        wait_until(lambda: all(deps.docs.find(kb.id, f"d{i}.md") for i in (1, 2, 3)), 90,
-                   "every document stored by a retry once PostgreSQL is back")
+        wait_until(
+            lambda: all(deps.docs.find(kb.id, f"d{i}.md") for i in (1, 2, 3)),
+            90,
+            "every document stored by a retry once PostgreSQL is back",
+        )
         assert deps.dead_letters.list(tenant_id=1, scope="knowledge_base", scope_id=kb.id) == []
         assert DeadLetterSpool(deps.redis, SESSION_PREFIX).count(tenant_id=1, scope_id=kb.id) == 0
     finally:

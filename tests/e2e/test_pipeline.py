@@ -29,16 +29,21 @@ def test_documents_become_a_linked_cited_wiki(deps, worker):
     docs = _real_docs()
     ids = {}
     for doc in docs:
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title,
-                                 content=doc.text, source_uri=doc.source_uri)
+        result = submit_document(
+            deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
+        )
         assert result.status == "queued"
         ids[result.knowledge_id] = doc.title
 
     def settled():
         counts = deps.docs.count_by_status(kb.id)
         index = deps.pages.get(kb.id, "index")
-        return (lane_rows(deps, kb.id) == 0 and counts.get("done", 0) == len(docs)
-                and index is not None and index.content.count("[[doc-") == len(docs))
+        return (
+            lane_rows(deps, kb.id) == 0
+            and counts.get("done", 0) == len(docs)
+            and index is not None
+            and index.content.count("[[doc-") == len(docs)
+        )
 
     wait_until(settled, 180, "every document reduced and listed in the index")
 
@@ -74,14 +79,19 @@ def test_unchanged_resubmission_is_free(deps, worker):
 
     kb = deps.kbs.get_or_create(1, f"e2e-{uuid.uuid4().hex[:6]}")
     doc = shipped_doc("wiki.slugs")
-    first = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
-                            source_uri=doc.source_uri)
-    wait_until(lambda: deps.docs.count_by_status(kb.id).get("done") == 1 and lane_rows(deps, kb.id) == 0,
-               120, "the document reduced and every lane empty")
+    first = submit_document(
+        deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
+    )
+    wait_until(
+        lambda: deps.docs.count_by_status(kb.id).get("done") == 1 and lane_rows(deps, kb.id) == 0,
+        120,
+        "the document reduced and every lane empty",
+    )
     # the index is rebuilt by its own trigger after the lanes drain: compare the other pages
     pages_before = {p.slug: p.version for p in deps.pages.iter_pages(kb.id) if p.page_type != "index"}
-    again = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
-                            source_uri=doc.source_uri)
+    again = submit_document(
+        deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
+    )
     assert first.status == "queued" and again.status == "unchanged"
     assert again.knowledge_id == first.knowledge_id
     assert lane_rows(deps, kb.id) == 0

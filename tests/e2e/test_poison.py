@@ -13,8 +13,17 @@ from wiki.models import Extraction
 
 pytestmark = pytest.mark.e2e
 
-TITLES = ["wiki.links", "wiki.slugs", "repos.pages", "repos.task_queue", "wiki.text", "actors.reduce",
-          "kbwiki.export", "wiki.dedup", "actors.delete"]
+TITLES = [
+    "wiki.links",
+    "wiki.slugs",
+    "repos.pages",
+    "repos.task_queue",
+    "wiki.text",
+    "actors.reduce",
+    "kbwiki.export",
+    "wiki.dedup",
+    "actors.delete",
+]
 POISON = "wiki.text"
 
 
@@ -60,8 +69,9 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
     ids = {}
     for title in TITLES:  # the poison sits in the middle: it shares pump claims and batches with the others
         doc = docs[title]
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=doc.text,
-                                 source_uri=doc.source_uri)
+        result = submit_document(
+            deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=doc.text, source_uri=doc.source_uri
+        )
         assert result.status == "queued"
         ids[title] = result.knowledge_id
     poison_id = ids[POISON]
@@ -69,8 +79,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
 
     def settled():
         counts = deps.docs.count_by_status(kb.id)
-        return (lane_rows(deps, kb.id) == 0 and counts.get("done", 0) == len(healthy)
-                and counts.get("failed", 0) == 1)
+        return lane_rows(deps, kb.id) == 0 and counts.get("done", 0) == len(healthy) and counts.get("failed", 0) == 1
 
     wait_until(settled, 120, "the healthy documents written and the poison failed")
 
@@ -78,7 +87,12 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
     assert budget == 5
     [letter] = deps.dead_letters.list(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id)
     assert (letter.task_type, letter.scope, letter.scope_id, letter.related_id, letter.tenant_id) == (
-        INGEST, "knowledge_base", kb.id, poison_id, 1)
+        INGEST,
+        "knowledge_base",
+        kb.id,
+        poison_id,
+        1,
+    )
     assert letter.fail_count == budget + 1 == poisoned.poison_calls
     assert (letter.payload["op"], letter.payload["dedup_key"]) == ("ingest", poison_id)
     assert f"RuntimeError: extractor cannot cope with {POISON!r}" in letter.last_error
@@ -97,8 +111,11 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
     poisoned.broken = False
     assert requeue_dead_letter(deps, letter.id, tenant_id=kb.tenant_id) == "reinserted"
     assert deps.dead_letters.get(letter.id, tenant_id=None) is None
-    wait_until(lambda: deps.docs.get(poison_id).status == "done" and lane_rows(deps, kb.id) == 0, 60,
-               "the requeued document written")
+    wait_until(
+        lambda: deps.docs.get(poison_id).status == "done" and lane_rows(deps, kb.id) == 0,
+        60,
+        "the requeued document written",
+    )
     assert deps.pages.counts_by_type(kb.id)["summary"] == len(TITLES)
     assert deps.dead_letters.count(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id) == 0
     assert poisoned.poison_calls == budget + 1

@@ -94,8 +94,9 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
 
     ids = []
     for doc in _documents(deps.extractor, DOCS):
-        result = submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text,
-                                 source_uri=doc.source_uri)
+        result = submit_document(
+            deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
+        )
         assert result.status == "queued"
         ids.append(result.knowledge_id)
 
@@ -109,8 +110,11 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
         # 2. Every worker killed mid-run, Redis flushed again, workers restarted.
         # Redis holds keys again only once a worker has talked to it since the flush (a fetch, an ack or a
         # trigger): kill after that, so the second flush takes state away rather than finding none.
-        wait_until(lambda: done() <= 2 * DOCS // 3 and claims() > 0 and _has_keys(client, prefix), 30,
-                   "work claimed and Redis state rebuilt before the kill")
+        wait_until(
+            lambda: done() <= 2 * DOCS // 3 and claims() > 0 and _has_keys(client, prefix),
+            30,
+            "work claimed and Redis state rebuilt before the kill",
+        )
         killed = _kill_tree(workers)
         abandoned = claims()
         second_flush = _flush(client, prefix)
@@ -125,8 +129,11 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
 
     workers = _start(tmp_path / "workers-2.log")
     try:
-        wait_until(lambda: done() == DOCS and lane_rows(deps, kb.id) == 0, 75,
-                   "every document written and every lane empty after the restart")
+        wait_until(
+            lambda: done() == DOCS and lane_rows(deps, kb.id) == 0,
+            75,
+            "every document written and every lane empty after the restart",
+        )
     finally:
         _kill_tree(workers)
 

@@ -26,20 +26,35 @@ SHARED = ["Apache", "Kafka", "Postgres", "Linux", "Python", "Django", "Nginx", "
 def _mapped(deps, kb, title: str) -> str:
     """A document whose extraction names every SHARED thing, queued on the reduce lane."""
     doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} text " * 20)
-    items = [ExtractedItem(name=n, kind="entity", description=f"{n} in {title}.", evidence=[f"{n} in {title}."])
-             for n in SHARED]
-    deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name,
-                         Extraction(summary=f"{title}.", body=f"{title}.", items=items))
-    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                     dedup_key=doc.id, payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name})
+    items = [
+        ExtractedItem(name=n, kind="entity", description=f"{n} in {title}.", evidence=[f"{n} in {title}."])
+        for n in SHARED
+    ]
+    deps.extractions.put(
+        kb.id,
+        doc.id,
+        doc.content_hash,
+        deps.extractor.name,
+        Extraction(summary=f"{title}.", body=f"{title}.", items=items),
+    )
+    deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=REDUCE,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op="ingest",
+        dedup_key=doc.id,
+        payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
+    )
     return doc.id
 
 
 def _waiting_on_locks(pool) -> int:
     """Sessions of the test database waiting for a lock."""
     with pool.connection() as conn:
-        return conn.execute("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database()"
-                            " AND wait_event_type = 'Lock'").fetchone()["n"]
+        return conn.execute(
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()["n"]
 
 
 def _batch(kb, errors: list) -> threading.Thread:

@@ -11,8 +11,13 @@ from wiki.links import out_link_slugs
 def test_a_page_created_later_is_linked_from_the_pages_that_mentioned_it_first(env):  # noqa: F811
     deps, kb = env
     for name in ("Alpha", "Beta", "Gamma"):
-        _submit(deps, kb, name, f"The {name} line mentions the Sprocket Drive in passing.",
-                f"* {name} Part (entity): {name} Part is a part.")
+        _submit(
+            deps,
+            kb,
+            name,
+            f"The {name} line mentions the Sprocket Drive in passing.",
+            f"* {name} Part (entity): {name} Part is a part.",
+        )
     _settle(deps, kb)
     assert deps.pages.get(kb.id, "sprocket-drive") is None
 
@@ -22,7 +27,12 @@ def test_a_page_created_later_is_linked_from_the_pages_that_mentioned_it_first(e
     for name in ("alpha", "beta", "gamma"):
         assert "sprocket-drive" in out_link_slugs(deps.pages.get(kb.id, f"doc-{name}").content), name
     assert deps.pages.pages_mentioning(kb.id, ["sprocket drive"]) == [
-        "doc-alpha", "doc-beta", "doc-delta", "doc-gamma", "sprocket-drive"]
+        "doc-alpha",
+        "doc-beta",
+        "doc-delta",
+        "doc-gamma",
+        "sprocket-drive",
+    ]
     assert deps.pages.pages_mentioning(kb.id, ["SPROCKET  drive"], "doc-delta", 1) == ["doc-gamma"]
     assert deps.pages.pages_mentioning(kb.id, ["every sprocket", "  "]) == []
 
@@ -36,14 +46,25 @@ def test_linking_waits_while_documents_are_still_coming(env):  # noqa: F811
     from actors.pacing import DEFER_S
 
     deps, kb = env
-    _submit(deps, kb, "Alpha", "The Alpha line mentions the Sprocket Drive in passing.",
-            "* Alpha Part (entity): Alpha Part is a part.")
+    _submit(
+        deps,
+        kb,
+        "Alpha",
+        "The Alpha line mentions the Sprocket Drive in passing.",
+        "* Alpha Part (entity): Alpha Part is a part.",
+    )
     _submit(deps, kb, "Beta", "* Beta Part (entity): Beta Part is a part.")
     _settle(deps, kb)
     enqueue_keys(deps, kb, {"sprocket drive"})
     enqueue_touched(deps, kb, ["doc-alpha", "doc-beta"])
-    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                     dedup_key="a-document-being-mapped")
+    deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op="ingest",
+        dedup_key="a-document-being-mapped",
+    )
 
     waiting = run_backlink(deps, kb.tenant_id, kb.id)
     assert waiting.deferred and waiting.claimed == 0 and waiting.remaining == 1
@@ -61,8 +82,13 @@ def test_a_title_that_goes_away_is_unlinked_from_the_pages_that_mentioned_it(env
     from actors.delete import delete_document
 
     deps, kb = env
-    _submit(deps, kb, "Alpha", "The Alpha line mentions the Sprocket Drive in passing.",
-            "* Alpha Part (entity): Alpha Part is a part.")
+    _submit(
+        deps,
+        kb,
+        "Alpha",
+        "The Alpha line mentions the Sprocket Drive in passing.",
+        "* Alpha Part (entity): Alpha Part is a part.",
+    )
     delta = _submit(deps, kb, "Delta", "* Sprocket Drive (entity): The Sprocket Drive turns every wheel.")
     _settle(deps, kb)
     assert "sprocket-drive" in out_link_slugs(deps.pages.get(kb.id, "doc-alpha").content)

@@ -32,10 +32,22 @@ def _wiki(settings, pool):
     kb = deps.kbs.get_or_create(1, f"ctx-{uuid.uuid4().hex[:6]}")
     doc, _ = deps.docs.upsert(kb, title="Intro", source_uri="intro.md", content="Intro text. " * 10)
     ref = [SourceRef(knowledge_id=doc.id, title="Intro")]
-    for slug, title, page_type in [("intro", "Intro", "summary"), ("read-copy-update", "Read-Copy Update", "concept"),
-                                   ("widget", "Widget", "entity")]:
-        deps.pages.save(Page(tenant_id=1, knowledge_base_id=kb.id, slug=slug, title=title, page_type=page_type,
-                             content=f"{title} body text.", source_refs=ref))
+    for slug, title, page_type in [
+        ("intro", "Intro", "summary"),
+        ("read-copy-update", "Read-Copy Update", "concept"),
+        ("widget", "Widget", "entity"),
+    ]:
+        deps.pages.save(
+            Page(
+                tenant_id=1,
+                knowledge_base_id=kb.id,
+                slug=slug,
+                title=title,
+                page_type=page_type,
+                content=f"{title} body text.",
+                source_refs=ref,
+            )
+        )
     return deps, kb, doc
 
 
@@ -61,10 +73,16 @@ def test_a_batch_asks_for_all_its_texts_and_documents_in_one_statement_each(sett
 
     found = ctx.by_name_keys(["readcopyupdate", "widget", "intro", "nothinglikeit"])
     assert {k: [p.slug for p in v] for k, v in found.items()} == {  # a summary page has no name key
-        "readcopyupdate": ["read-copy-update"], "widget": ["widget"], "intro": [], "nothinglikeit": []}
+        "readcopyupdate": ["read-copy-update"],
+        "widget": ["widget"],
+        "intro": [],
+        "nothinglikeit": [],
+    }
     assert [p.slug for p in ctx.by_name_keys(["widget"])["widget"]] == ["widget"]  # a cache hit
     assert ctx.slugs_citing_many([doc.id, "unknown-doc"]) == {
-        doc.id: ["intro", "read-copy-update", "widget"], "unknown-doc": []}
+        doc.id: ["intro", "read-copy-update", "widget"],
+        "unknown-doc": [],
+    }
     assert ctx.slugs_citing(doc.id) == ["intro", "read-copy-update", "widget"]
 
     assert pages.calls == {"by_name_keys": 1, "slugs_by_sources": 1}

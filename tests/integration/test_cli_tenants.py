@@ -40,8 +40,17 @@ def shared(clean_db, deps, tmp_path, monkeypatch):  # noqa: F811
         doc = deps.docs.find(kb.id, "a.md")
         ref = [SourceRef(knowledge_id=doc.id, title="Alpha")]
         for slug, page_type in (("doc-alpha", "summary"), ("alpha", "entity")):
-            deps.pages.save(Page(tenant_id=tenant, knowledge_base_id=kb.id, slug=slug, title="Alpha",
-                                 page_type=page_type, content=f"T{tenant} page {slug}.", source_refs=ref))
+            deps.pages.save(
+                Page(
+                    tenant_id=tenant,
+                    knowledge_base_id=kb.id,
+                    slug=slug,
+                    title="Alpha",
+                    page_type=page_type,
+                    content=f"T{tenant} page {slug}.",
+                    source_refs=ref,
+                )
+            )
         found[tenant] = (kb, doc)
     assert found[1][0].id != found[2][0].id
     return name, found, run

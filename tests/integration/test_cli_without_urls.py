@@ -62,8 +62,14 @@ def test_command_runs_with_urls_unset(database_url, tmp_path, args):
 
 def _run(database_url, tmp_path, args) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    out = subprocess.run([sys.executable, "-c", SCRIPT, database_url, REDIS_URL, json.dumps(args)],
-                         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT, database_url, REDIS_URL, json.dumps(args)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -91,8 +91,9 @@ def test_concurrent_upserts_of_different_contents_keep_the_last_writers(clean_db
     def work(i: int, barrier: threading.Barrier):
         with psycopg.connect(database_url, row_factory=dict_row) as conn:
             barrier.wait()
-            doc, changed = docs.upsert(kb, title="Shared", source_uri="folder/shared.md", content=contents[i],
-                                       conn=conn)
+            doc, changed = docs.upsert(
+                kb, title="Shared", source_uri="folder/shared.md", content=contents[i], conn=conn
+            )
             with commit_lock:  # the list order is the commit order
                 conn.commit()
                 commit_order.append(i)
@@ -116,8 +117,10 @@ def test_parallel_ingests_of_one_folder_queue_each_document_once(actors_broker, 
     from actors.lanes import INGEST, OP_INGEST
     from wiki.settings import get_settings
 
-    files = [(f"folder/doc{n}.md", f"Document {n} of a folder that parallel ingest commands all read. " * 3)
-             for n in range(10)]
+    files = [
+        (f"folder/doc{n}.md", f"Document {n} of a folder that parallel ingest commands all read. " * 3)
+        for n in range(10)
+    ]
     pool = make_pool(database_url, 1, THREADS + 2)
     deps = build_deps(get_settings(), pool)
     try:
@@ -125,8 +128,12 @@ def test_parallel_ingests_of_one_folder_queue_each_document_once(actors_broker, 
 
         def work(i: int, barrier: threading.Barrier):
             barrier.wait()
-            return [submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=uri,
-                                    content=content, source_uri=uri) for uri, content in files]
+            return [
+                submit_document(
+                    deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=uri, content=content, source_uri=uri
+                )
+                for uri, content in files
+            ]
 
         results = _race(THREADS, work)
 

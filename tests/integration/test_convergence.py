@@ -61,8 +61,9 @@ def _submit(deps, kb, docs) -> dict[str, str]:
 
     ids = {}
     for title, uri, text in docs:
-        result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text,
-                                 source_uri=uri)
+        result = submit_document(
+            deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
+        )
         assert result.status == "queued", (title, result)
         ids[uri] = result.knowledge_id
     return ids
@@ -76,9 +77,18 @@ def _ingest(deps, kb, docs) -> dict[str, str]:
 
 def _wiki(deps, kb) -> dict[str, tuple]:
     """slug -> (type, title, aliases, content, cited document titles, out-links): everything but ids."""
-    return {p.slug: (p.page_type, p.title, tuple(p.aliases), p.content, tuple(sorted(r.title for r in p.source_refs)),
-                     tuple(sorted(out_link_slugs(p.content))))
-            for p in deps.pages.iter_pages(kb.id) if p.page_type != "index"}
+    return {
+        p.slug: (
+            p.page_type,
+            p.title,
+            tuple(p.aliases),
+            p.content,
+            tuple(sorted(r.title for r in p.source_refs)),
+            tuple(sorted(out_link_slugs(p.content))),
+        )
+        for p in deps.pages.iter_pages(kb.id)
+        if p.page_type != "index"
+    }
 
 
 def _assert_same(left: dict, right: dict) -> None:

@@ -24,8 +24,13 @@ def _reduce_only(deps, kb) -> None:
 
 def _sprocket_mentioning_widget(deps, kb) -> None:
     """A reduced KB whose "sprocket" page mentions the "widget" page, not yet cross-linked."""
-    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.",
-            "* Sprocket (entity): A sprocket drives the widget of every machine.")
+    _submit(
+        deps,
+        kb,
+        "Alpha",
+        "* Widget (entity): Widget is a small part.",
+        "* Sprocket (entity): A sprocket drives the widget of every machine.",
+    )
     _reduce_only(deps, kb)
 
 
@@ -57,8 +62,11 @@ def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(
     assert deps.pages.get(kb.id, "sprocket") and deps.pages.get(kb.id, "widget")
 
     with deps.pool.connection() as holder:  # another writer holds the sprocket page
-        holder.execute("SELECT 1 FROM wiki_pages WHERE knowledge_base_id = %s AND slug = 'sprocket'"
-                       " AND deleted_at IS NULL FOR UPDATE", (kb.id,))
+        holder.execute(
+            "SELECT 1 FROM wiki_pages WHERE knowledge_base_id = %s AND slug = 'sprocket'"
+            " AND deleted_at IS NULL FOR UPDATE",
+            (kb.id,),
+        )
         result = run_crosslink(deps, kb.tenant_id, kb.id)
         assert result.busy == 1
         put_back = deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)

@@ -21,8 +21,8 @@ from middleware.dead_letter import DeadLetterMiddleware, probe_scope
 from middleware.logging import StructlogMiddleware, configure_logging
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.queue_common import TRUNCATED_SUFFIX
-from wiki.errors import ERROR_LIMIT_BYTES
 from tests.conftest import REDIS_URL
+from wiki.errors import ERROR_LIMIT_BYTES
 
 DEADLINE_S = 30
 
@@ -53,8 +53,9 @@ def broker(clean_db, redis_prefix, redis_client) -> Iterator[RedisBroker]:
 
 def _proxy(actor_name: str, *, args=(), kwargs=None, options=None) -> MessageProxy:
     return MessageProxy(
-        dramatiq.Message(queue_name="default", actor_name=actor_name, args=args, kwargs=kwargs or {},
-                         options=options or {})
+        dramatiq.Message(
+            queue_name="default", actor_name=actor_name, args=args, kwargs=kwargs or {}, options=options or {}
+        )
     )
 
 
@@ -102,18 +103,25 @@ def test_no_row_for_an_attempt_that_will_be_retried_then_one_when_exhausted(brok
     name = f"flaky_{uuid.uuid4().hex[:8]}"
     dramatiq.actor(lambda **_: None, broker=broker, actor_name=name, max_retries=2, min_backoff=10, max_backoff=10)
 
-    message = _proxy(name, kwargs={"knowledge_base_id": "kb1", "tenant_id": 2, "knowledge_id": "doc-9"},
-                     options={"retries": 1})
+    message = _proxy(
+        name, kwargs={"knowledge_base_id": "kb1", "tenant_id": 2, "knowledge_id": "doc-9"}, options={"retries": 1}
+    )
     _run_attempt(broker, message, _raised(RuntimeError("first")))
     assert not message.failed and dead.count(tenant_id=None) == 0
 
-    message = _proxy(name, kwargs={"knowledge_base_id": "kb1", "tenant_id": 2, "knowledge_id": "doc-9"},
-                     options={"retries": 2})
+    message = _proxy(
+        name, kwargs={"knowledge_base_id": "kb1", "tenant_id": 2, "knowledge_id": "doc-9"}, options={"retries": 2}
+    )
     _run_attempt(broker, message, _raised(RuntimeError("last straw")))
     assert message.failed
     [row] = dead.list(tenant_id=None)
     assert (row.task_type, row.scope, row.scope_id, row.related_id, row.tenant_id) == (
-        name, "knowledge_base", "kb1", "doc-9", 2)
+        name,
+        "knowledge_base",
+        "kb1",
+        "doc-9",
+        2,
+    )
     assert row.fail_count == 3
     assert row.last_error.startswith("RuntimeError: last straw") and "Traceback" in row.last_error
     assert row.payload["message_id"] == message.message_id and row.payload["kwargs"]["knowledge_id"] == "doc-9"
@@ -182,8 +190,9 @@ def test_a_letter_postgresql_refuses_is_spooled_in_redis_then_moved_with_its_tim
     unreachable.open(wait=False)
     try:
         mw = DeadLetterMiddleware(lambda: unreachable, lambda: spool)
-        message = _proxy("wiki_submit", kwargs={"tenant_id": 3, "knowledge_base_id": "kb1", "title": "t"},
-                         options={"retries": 9})
+        message = _proxy(
+            "wiki_submit", kwargs={"tenant_id": 3, "knowledge_base_id": "kb1", "title": "t"}, options={"retries": 9}
+        )
         message.stuff_exception(_raised(ConnectionError("database is away")))
         message.fail()
         with capture_logs() as logs:
@@ -204,8 +213,10 @@ def test_a_letter_postgresql_refuses_is_spooled_in_redis_then_moved_with_its_tim
     assert row.last_error.startswith("ConnectionError: database is away")
 
     # both stores down: logged, never raised
-    mw = DeadLetterMiddleware(lambda: (_ for _ in ()).throw(RuntimeError("no pool")),
-                              lambda: DeadLetterSpool(redis_lib.Redis(port=1), redis_prefix))
+    mw = DeadLetterMiddleware(
+        lambda: (_ for _ in ()).throw(RuntimeError("no pool")),
+        lambda: DeadLetterSpool(redis_lib.Redis(port=1), redis_prefix),
+    )
     message = _proxy("wiki_submit", kwargs={"tenant_id": 3})
     message.fail()
     with capture_logs() as logs:
@@ -263,8 +274,15 @@ def test_worker_dead_letters_exhausted_skipped_and_unknown_messages_only(broker,
         always.send(tenant_id=3, knowledge_base_id="kb-7", knowledge_id="doc-42")
         once.send(tenant_id=3, knowledge_base_id="kb-8")
         old.send_with_options(kwargs={"tenant_id": 3}, delay=20)
-        broker.enqueue(dramatiq.Message(queue_name="default", actor_name=f"ghost_{suffix}", args=(),
-                                        kwargs={"knowledge_id": "doc-x"}, options={}))
+        broker.enqueue(
+            dramatiq.Message(
+                queue_name="default",
+                actor_name=f"ghost_{suffix}",
+                args=(),
+                kwargs={"knowledge_id": "doc-x"},
+                options={},
+            )
+        )
         wait_for(lambda: dead.count(tenant_id=None) >= 3, "three dead letters")
         wait_for(lambda: attempts["once_ok"] == 1, "the flaky actor to succeed")
     finally:
@@ -277,7 +295,11 @@ def test_worker_dead_letters_exhausted_skipped_and_unknown_messages_only(broker,
     exhausted = by_type[f"always_{suffix}"]
     assert exhausted.fail_count == 3
     assert (exhausted.scope, exhausted.scope_id, exhausted.related_id, exhausted.tenant_id) == (
-        "knowledge_base", "kb-7", "doc-42", 3)
+        "knowledge_base",
+        "kb-7",
+        "doc-42",
+        3,
+    )
     assert "RuntimeError: cannot process doc-42" in exhausted.last_error
     assert exhausted.payload["kwargs"] == {"tenant_id": 3, "knowledge_base_id": "kb-7", "knowledge_id": "doc-42"}
     assert exhausted.payload["actor_name"] == f"always_{suffix}"

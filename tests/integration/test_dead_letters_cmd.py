@@ -47,21 +47,34 @@ def _wiki_dead_letter(deps, kb, title="doc", fails=6):  # noqa: F811
     from actors.lanes import INGEST, OP_INGEST, SCOPE_KB
 
     doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} " * 20)
-    op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
-                          dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
-    row = deps.dead_letters.move_op_to_dead_letters(op.model_copy(update={"fail_count": fails}),
-                                                    task_type=INGEST, error=TRACEBACK)
+    op = deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_INGEST,
+        dedup_key=doc.id,
+        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+    )
+    row = deps.dead_letters.move_op_to_dead_letters(
+        op.model_copy(update={"fail_count": fails}), task_type=INGEST, error=TRACEBACK
+    )
     deps.docs.set_status([doc.id], "failed", f"extraction failed {fails} times")
     return row, doc
 
 
 def _message_dead_letter(deps, actor_name, kwargs, options=None, scope=("unknown", "")):  # noqa: F811
     """A dead letter as the middleware writes it: the payload is the whole message."""
-    message = dramatiq.Message(queue_name="wiki", actor_name=actor_name, args=(), kwargs=kwargs,
-                               options=options or {})
-    return deps.dead_letters.insert(task_type=actor_name, tenant_id=kwargs.get("tenant_id", 0), scope=scope[0],
-                                    scope_id=scope[1], payload=message.asdict(),
-                                    last_error="RuntimeError: boom\nTraceback ...", fail_count=3)
+    message = dramatiq.Message(queue_name="wiki", actor_name=actor_name, args=(), kwargs=kwargs, options=options or {})
+    return deps.dead_letters.insert(
+        task_type=actor_name,
+        tenant_id=kwargs.get("tenant_id", 0),
+        scope=scope[0],
+        scope_id=scope[1],
+        payload=message.asdict(),
+        last_error="RuntimeError: boom\nTraceback ...",
+        fail_count=3,
+    )
 
 
 def _drain(broker, queue_name: str) -> list[MessageProxy]:
@@ -93,7 +106,8 @@ def test_since_accepts_ages_and_iso_times():
     assert now.tzinfo == UTC and now.hour == 12
     assert since.convert("2024-05-01T12:00+02:00", None, None).utcoffset() == timedelta(hours=2)
     assert since.convert("3d", None, None) - since.convert("2h", None, None) == pytest.approx(
-        timedelta(days=-3, hours=2), abs=timedelta(seconds=5))
+        timedelta(days=-3, hours=2), abs=timedelta(seconds=5)
+    )
 
 
 # ---- list / show -------------------------------------------------------------------------------
@@ -104,8 +118,9 @@ def test_list_filters_by_kb_task_type_and_since_and_pages(run, deps):  # noqa: F
     first, doc = _wiki_dead_letter(deps, kb, "alpha")
     second, _ = _wiki_dead_letter(deps, kb, "beta")
     _wiki_dead_letter(deps, other, "gamma")
-    reduce = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id},
-                                  scope=("knowledge_base", kb.id))
+    reduce = _message_dead_letter(
+        deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id}, scope=("knowledge_base", kb.id)
+    )
 
     result = run("dead-letters", "list", "--kb", kb.name)
     assert result.exit_code == 0, result.output
@@ -113,14 +128,22 @@ def test_list_filters_by_kb_task_type_and_since_and_pages(run, deps):  # noqa: F
     assert [int(line.split("\t")[0]) for line in lines[:-1]] == [reduce.id, second.id, first.id]
     assert lines[-1] == "3 dead letters, end of list"
     fields = lines[2].split("\t")
-    assert fields[2:] == ["wiki:ingest", f"knowledge_base/{kb.id}", doc.id, "fails=6",
-                          "RuntimeError: extractor exploded"]
+    assert fields[2:] == [
+        "wiki:ingest",
+        f"knowledge_base/{kb.id}",
+        doc.id,
+        "fails=6",
+        "RuntimeError: extractor exploded",
+    ]
 
     result = run("dead-letters", "list", "--kb", kb.name, "--task-type", "wiki:ingest", "--limit", "1")
     assert result.stdout.splitlines() == [result.stdout.splitlines()[0], f"next page: --cursor {second.id}"]
     assert result.stdout.startswith(f"{second.id}\t")
     result = run("dead-letters", "list", "--kb", kb.name, "--task-type", "wiki:ingest", "--cursor", str(second.id))
-    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [str(first.id), "1 dead letters, end of list"]
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [
+        str(first.id),
+        "1 dead letters, end of list",
+    ]
 
     after_first = (first.failed_at + timedelta(microseconds=1)).isoformat()
     result = run("dead-letters", "list", "--kb", kb.name, "--since", after_first)
@@ -137,9 +160,15 @@ def test_list_refuses_a_bad_cursor_and_an_unknown_kb(run):
 
 def test_show_prints_the_payload_as_json_and_the_whole_error(run, deps):  # noqa: F811
     long_error = "\n".join(f"line {i}" for i in range(300))
-    row = deps.dead_letters.insert(task_type="wiki_map", scope="knowledge", scope_id="k1", related_id="k1",
-                                   payload={"kwargs": {"knowledge_id": "k1"}, "nested": [1, "é"]},
-                                   last_error=long_error, fail_count=4)  # no tenant: tenant 0
+    row = deps.dead_letters.insert(
+        task_type="wiki_map",
+        scope="knowledge",
+        scope_id="k1",
+        related_id="k1",
+        payload={"kwargs": {"knowledge_id": "k1"}, "nested": [1, "é"]},
+        last_error=long_error,
+        fail_count=4,
+    )  # no tenant: tenant 0
     result = run("dead-letters", "show", "--tenant", "0", str(row.id))
     assert result.exit_code == 0
     head, _, rest = result.stdout.partition("payload:\n")
@@ -175,8 +204,13 @@ def test_requeue_wiki_op_goes_back_to_the_ingest_lane_with_a_fresh_budget(run, d
 def test_requeue_message_resends_it_with_retries_reset(run, deps, actors_broker):  # noqa: F811
     kb = _kb(deps)
     kwargs = {"tenant_id": 1, "knowledge_base_id": kb.id}
-    options = {"retries": 5, "traceback": "Traceback ...", "redis_message_id": "old", "requeue_timestamp": 1,
-               "max_retries": 7}
+    options = {
+        "retries": 5,
+        "traceback": "Traceback ...",
+        "redis_message_id": "old",
+        "requeue_timestamp": 1,
+        "max_retries": 7,
+    }
     row = _message_dead_letter(deps, "wiki_reduce", kwargs, options, ("knowledge_base", kb.id))
     _drain(actors_broker, "wiki")
     result = run("dead-letters", "requeue", str(row.id))
@@ -193,9 +227,16 @@ def test_requeue_keeps_what_it_cannot_requeue_and_exits_1(run, deps, actors_brok
     kb = _kb(deps)
     ghost = _message_dead_letter(deps, f"ghost_{uuid.uuid4().hex[:6]}", {"tenant_id": 1})
     foreign, _ = _wiki_dead_letter(deps, kb)
-    foreign = deps.dead_letters.insert(task_type=foreign.task_type, tenant_id=99, scope=foreign.scope,
-                                       scope_id=foreign.scope_id, related_id=foreign.related_id,
-                                       payload=foreign.payload, last_error="x", fail_count=6)
+    foreign = deps.dead_letters.insert(
+        task_type=foreign.task_type,
+        tenant_id=99,
+        scope=foreign.scope,
+        scope_id=foreign.scope_id,
+        related_id=foreign.related_id,
+        payload=foreign.payload,
+        last_error="x",
+        fail_count=6,
+    )
     result = run("dead-letters", "requeue", str(ghost.id), "999999")
     assert result.exit_code == 1
     assert f"{ghost.id}\tnot requeued: actor" in result.stderr
@@ -207,6 +248,7 @@ def test_requeue_keeps_what_it_cannot_requeue_and_exits_1(run, deps, actors_brok
     assert deps.dead_letters.get(ghost.id, tenant_id=1) is not None
     assert deps.dead_letters.get(foreign.id, tenant_id=99) is not None
     from actors.lanes import INGEST, SCOPE_KB
+
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 0
 
 
@@ -214,8 +256,9 @@ def test_requeue_all_takes_only_the_filtered_rows(run, deps, actors_broker):  # 
     kb, other = _kb(deps), _kb(deps)
     mine = [_wiki_dead_letter(deps, kb, f"d{i}")[0] for i in range(3)]
     theirs, _ = _wiki_dead_letter(deps, other)
-    message = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id},
-                                   scope=("knowledge_base", kb.id))
+    message = _message_dead_letter(
+        deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id}, scope=("knowledge_base", kb.id)
+    )
     assert run("dead-letters", "requeue").exit_code == 2
     assert run("dead-letters", "requeue", str(theirs.id), "--kb", kb.name).exit_code == 2
     result = run("dead-letters", "requeue", "--all", "--kb", kb.name, "--task-type", "wiki:ingest")
@@ -269,8 +312,9 @@ def two_tenants(deps):  # noqa: F811
     for tenant in (1, 2):
         kb = deps.kbs.get_or_create(tenant, name)
         row, _ = _wiki_dead_letter(deps, kb, "same")
-        message = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": tenant, "knowledge_base_id": kb.id},
-                                       scope=("knowledge_base", kb.id))
+        message = _message_dead_letter(
+            deps, "wiki_reduce", {"tenant_id": tenant, "knowledge_base_id": kb.id}, scope=("knowledge_base", kb.id)
+        )
         found[tenant] = (kb, row, message)
     return found
 
@@ -308,19 +352,26 @@ def test_requeue_by_id_and_all_touch_only_the_tenant(run, deps, two_tenants, act
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb1.id) == 0
     result = run("dead-letters", "requeue", "--tenant", "2", "--all")
     assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "requeued 2, failed 0"
-    assert deps.dead_letters.get(row2.id, tenant_id=2) is None and deps.dead_letters.get(message2.id, tenant_id=2) is None
-    assert deps.ops.pending_count(INGEST, SCOPE_KB, kb2.id) == 1 and deps.ops.pending_count(INGEST, SCOPE_KB, kb1.id) == 0
+    assert (
+        deps.dead_letters.get(row2.id, tenant_id=2) is None and deps.dead_letters.get(message2.id, tenant_id=2) is None
+    )
+    assert (
+        deps.ops.pending_count(INGEST, SCOPE_KB, kb2.id) == 1 and deps.ops.pending_count(INGEST, SCOPE_KB, kb1.id) == 0
+    )
     assert {r.id for r in deps.dead_letters.list(tenant_id=None)} == {row1.id, message1.id}
     _drain(actors_broker, "wiki")
 
 
-@pytest.mark.parametrize("how", [("--all",), ("--kb", "KB"), ("--task-type", "wiki:ingest"), ("--since", "1h"), ("IDS",)])
+@pytest.mark.parametrize(
+    "how", [("--all",), ("--kb", "KB"), ("--task-type", "wiki:ingest"), ("--since", "1h"), ("IDS",)]
+)
 def test_purge_deletes_only_the_tenants_dead_letters(run, deps, two_tenants, how):  # noqa: F811
     kb1, row1, message1 = two_tenants[1]
     kb2, row2, message2 = two_tenants[2]
     args = {"KB": kb2.name}
-    argv = [args.get(a, a) for a in how if a != "IDS"] + ([str(row1.id), str(message1.id), str(row2.id)]
-                                                        if how == ("IDS",) else [])
+    argv = [args.get(a, a) for a in how if a != "IDS"] + (
+        [str(row1.id), str(message1.id), str(row2.id)] if how == ("IDS",) else []
+    )
     result = run("dead-letters", "purge", "--tenant", "2", *argv)
     assert result.exit_code == 0, result.output
     left = {r.id for r in deps.dead_letters.list(tenant_id=None)}
@@ -337,15 +388,38 @@ def test_status_says_spooled_letters_exist_and_list_moves_them_into_the_table(ru
     from tests.conftest import SESSION_PREFIX
 
     kb = _kb(deps)
-    message = dramatiq.Message(queue_name="wiki", actor_name="wiki_submit", args=(),
-                               kwargs={"tenant_id": 1, "knowledge_base_id": kb.id, "title": "t", "content": "c"},
-                               options={})
+    message = dramatiq.Message(
+        queue_name="wiki",
+        actor_name="wiki_submit",
+        args=(),
+        kwargs={"tenant_id": 1, "knowledge_base_id": kb.id, "title": "t", "content": "c"},
+        options={},
+    )
     spool = DeadLetterSpool(deps.redis, SESSION_PREFIX)
-    spool.put(message.message_id, {"task_type": "wiki_submit", "tenant_id": 1, "scope": "knowledge_base",
-                                   "scope_id": kb.id, "payload": message.asdict(),
-                                   "last_error": "OperationalError: server closed the connection", "fail_count": 584})
-    spool.put("other-tenant", {"task_type": "wiki_submit", "tenant_id": 2, "scope": "knowledge_base",
-                               "scope_id": "kb-of-2", "payload": {}, "last_error": "x", "fail_count": 1})
+    spool.put(
+        message.message_id,
+        {
+            "task_type": "wiki_submit",
+            "tenant_id": 1,
+            "scope": "knowledge_base",
+            "scope_id": kb.id,
+            "payload": message.asdict(),
+            "last_error": "OperationalError: server closed the connection",
+            "fail_count": 584,
+        },
+    )
+    spool.put(
+        "other-tenant",
+        {
+            "task_type": "wiki_submit",
+            "tenant_id": 2,
+            "scope": "knowledge_base",
+            "scope_id": "kb-of-2",
+            "payload": {},
+            "last_error": "x",
+            "fail_count": 1,
+        },
+    )
     try:
         status = run("status", "--kb", kb.name)
         assert "dead_letters_spooled: 1 (in Redis" in status.stdout

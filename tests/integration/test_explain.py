@@ -8,8 +8,16 @@ import uuid
 import pytest
 from psycopg.types.json import Jsonb
 
-from repos.pages import (BY_NAME_KEYS_SQL, DELETE_KEYS_SQL, DELETE_LINKS_SQL, SIMILAR_TITLES_SQL, SLUGS_BY_SOURCE_SQL, TITLE_MATCHES_SQL,
-                         TRGM_INDEX_ONLY,                          WikiPageRepository)
+from repos.pages import (
+    BY_NAME_KEYS_SQL,
+    DELETE_KEYS_SQL,
+    DELETE_LINKS_SQL,
+    SIMILAR_TITLES_SQL,
+    SLUGS_BY_SOURCE_SQL,
+    TITLE_MATCHES_SQL,
+    TRGM_INDEX_ONLY,
+    WikiPageRepository,
+)
 from tests.support.pages import make_pages
 
 N_PAGES = 12_000
@@ -36,8 +44,11 @@ def _plan(pool, sql: str, params, setting: str | None = None) -> str:
 def test_source_ref_lookup_uses_the_jsonb_path_ops_index(pool, big_kb):
     # a batch's documents in one statement: each one probe of the index
     kids = [f"doc-{i}" for i in range(40, 90)]
-    plan = _plan(pool, SLUGS_BY_SOURCE_SQL, {
-        "kb": big_kb, "kids": "\n".join(kids), "legacy": "\n".join(f'%"{k}|%' for k in kids)})
+    plan = _plan(
+        pool,
+        SLUGS_BY_SOURCE_SQL,
+        {"kb": big_kb, "kids": "\n".join(kids), "legacy": "\n".join(f'%"{k}|%' for k in kids)},
+    )
     assert "idx_wiki_pages_source_refs" in plan
     assert "Seq Scan on wiki_pages" not in plan
     found = WikiPageRepository(pool).slugs_by_sources(big_kb, kids)
@@ -47,8 +58,9 @@ def test_source_ref_lookup_uses_the_jsonb_path_ops_index(pool, big_kb):
 def test_similar_title_lookup_uses_the_title_key_trigram_index(pool, big_kb):
     title = make_pages(big_kb, 10)[7].title
     texts = [p.title.lower() for p in make_pages(big_kb, 60)[10:]]
-    plan = _plan(pool, SIMILAR_TITLES_SQL, {"kb": big_kb, "texts": "\n".join([title.lower(), *texts]), "k": 5},
-                 TRGM_INDEX_ONLY)
+    plan = _plan(
+        pool, SIMILAR_TITLES_SQL, {"kb": big_kb, "texts": "\n".join([title.lower(), *texts]), "k": 5}, TRGM_INDEX_ONLY
+    )
     assert "idx_wiki_title_keys_trgm" in plan
     assert "Seq Scan on wiki_title_keys" not in plan and "Seq Scan on wiki_pages" not in plan
     found = WikiPageRepository(pool).similar_titles(big_kb, title, k=5)

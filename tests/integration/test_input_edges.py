@@ -18,8 +18,19 @@ from kbwiki.corpus import CorpusDoc, Rejected, iter_folder_docs
 from tests.conftest import REDIS_URL
 from wiki.models import valid_kb_name
 
-BAD_NAMES = ["two\nlines", "tab\there", "nul\x00", "esc\x1b[31mred", "c\rr", "del\x7f", "c\x85d", "ls\u2028x",
-             "ps\u2029x", "bidi\u202egnp.exe", "isolate\u2066x"]
+BAD_NAMES = [
+    "two\nlines",
+    "tab\there",
+    "nul\x00",
+    "esc\x1b[31mred",
+    "c\rr",
+    "del\x7f",
+    "c\x85d",
+    "ls\u2028x",
+    "ps\u2029x",
+    "bidi\u202egnp.exe",
+    "isolate\u2066x",
+]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)
@@ -36,8 +47,15 @@ def test_a_kb_name_with_a_control_character_is_refused_everywhere(name, clean_db
         assert conn.execute("SELECT count(*) AS n FROM knowledge_bases").fetchone()["n"] == 0
 
 
-@pytest.mark.parametrize(("name", "stored"), [("  padded  ", "padded"), ("日本語の知識", "日本語の知識"),
-                                              ("dev 👩\u200d💻", "dev 👩\u200d💻"), ("a" * 255, "a" * 255)])
+@pytest.mark.parametrize(
+    ("name", "stored"),
+    [
+        ("  padded  ", "padded"),
+        ("日本語の知識", "日本語の知識"),
+        ("dev 👩\u200d💻", "dev 👩\u200d💻"),
+        ("a" * 255, "a" * 255),
+    ],
+)
 def test_printable_kb_names_are_kept(name, stored):
     assert valid_kb_name(name) == stored
 
@@ -76,11 +94,21 @@ def test_a_commands_output_has_no_log_lines_and_its_logs_go_to_the_home(tmp_path
     (folder / "short.md").write_text("A short document that is written in full, without a cut. " * 3)
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_")}
-    env.update(DATABASE_URL=database_url, REDIS_URL=REDIS_URL, KBWIKI_HOME=str(home),
-               KBWIKI_KEY_PREFIX=f"kbwiki-test-{uuid.uuid4().hex[:8]}", KBWIKI_REDIS_NAMESPACE="kbwiki-test-edges",
-               KBWIKI_MAX_DOCUMENT_CHARS="1000")
-    out = subprocess.run([sys.executable, "-m", "kbwiki.cli", "ingest", str(folder), "--kb",
-                          f"edges-{uuid.uuid4().hex[:6]}"], env=env, capture_output=True, text=True, timeout=120)
+    env.update(
+        DATABASE_URL=database_url,
+        REDIS_URL=REDIS_URL,
+        KBWIKI_HOME=str(home),
+        KBWIKI_KEY_PREFIX=f"kbwiki-test-{uuid.uuid4().hex[:8]}",
+        KBWIKI_REDIS_NAMESPACE="kbwiki-test-edges",
+        KBWIKI_MAX_DOCUMENT_CHARS="1000",
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "kbwiki.cli", "ingest", str(folder), "--kb", f"edges-{uuid.uuid4().hex[:6]}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     for stream in (out.stdout, out.stderr):
         assert not [line for line in stream.splitlines() if line.lstrip().startswith("{")], stream

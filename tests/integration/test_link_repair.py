@@ -23,15 +23,25 @@ def kb_pages(settings, clean_db):
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"repair-{uuid.uuid4().hex[:6]}")
     ref = [SourceRef(knowledge_id="k1", title="Doc")]
-    pages = [Page(tenant_id=1, knowledge_base_id=kb.id, slug=slug, title=title, page_type=kind, aliases=aliases,
-                  content=f"{title} is a page.", source_refs=ref)
-             for slug, title, kind, aliases in [
-                 ("beijing-daxing", "Beijing Daxing", "entity", []),
-                 ("shanghai-tower", "Shanghai Tower", "entity", ["上海中心大厦"]),
-                 ("read-copy-update", "read-copy update", "concept", ["RCU"]),
-                 ("zhongguo-yinhang", "Zhongguo Yinhang", "entity", []),
-                 ("doc-guide", "Guide", "summary", []),
-             ]]
+    pages = [
+        Page(
+            tenant_id=1,
+            knowledge_base_id=kb.id,
+            slug=slug,
+            title=title,
+            page_type=kind,
+            aliases=aliases,
+            content=f"{title} is a page.",
+            source_refs=ref,
+        )
+        for slug, title, kind, aliases in [
+            ("beijing-daxing", "Beijing Daxing", "entity", []),
+            ("shanghai-tower", "Shanghai Tower", "entity", ["上海中心大厦"]),
+            ("read-copy-update", "read-copy update", "concept", ["RCU"]),
+            ("zhongguo-yinhang", "Zhongguo Yinhang", "entity", []),
+            ("doc-guide", "Guide", "summary", []),
+        ]
+    ]
     deps.pages.save_many(pages)
     yield deps.pages, kb.id
     deps.redis.close()
@@ -42,22 +52,28 @@ def _repair(pages, kb_id: str, text: str) -> str:
     return rewrite_links(text, resolve)[0]
 
 
-@pytest.mark.parametrize("text, repaired", [
-    # live targets, with or without a vault folder, are kept as written
-    ("[[beijing-daxing|Daxing]]", "[[beijing-daxing|Daxing]]"),
-    ("[[entity/beijing-daxing]] [[summary/doc-guide|Guide]]", "[[entity/beijing-daxing]] [[summary/doc-guide|Guide]]"),
-    # 1. the display text is a live title or alias (CJK alias, no slug in common)
-    ("[[rcu-2|RCU]]", "[[read-copy-update|RCU]]"),
-    ("[[shang-hai-zhong-xin|上海中心大厦]]", "[[shanghai-tower|上海中心大厦]]"),
-    # 2. slugs equal without hyphens and case, whatever the display text (CJK, no title has it)
-    ("[[bei-jing-daxing|北京大兴]]", "[[beijing-daxing|北京大兴]]"),
-    ("[[Shanghai_Tower|the tower]]", "[[shanghai-tower|the tower]]"),
-    ("[[entity/Bei-Jing-Daxing]]", "[[beijing-daxing|Bei Jing Daxing]]"),
-    # 3. bigram Jaccard of the normalized slugs >= 0.8
-    ("[[zhongguo-yinghang|中国银行]]", "[[zhongguo-yinhang|中国银行]]"),
-    # 4. nothing close: plain text
-    ("[[acme-corp|Acme Corp]] and [[concept/gone]]", "Acme Corp and gone"),
-])
+@pytest.mark.parametrize(
+    "text, repaired",
+    [
+        # live targets, with or without a vault folder, are kept as written
+        ("[[beijing-daxing|Daxing]]", "[[beijing-daxing|Daxing]]"),
+        (
+            "[[entity/beijing-daxing]] [[summary/doc-guide|Guide]]",
+            "[[entity/beijing-daxing]] [[summary/doc-guide|Guide]]",
+        ),
+        # 1. the display text is a live title or alias (CJK alias, no slug in common)
+        ("[[rcu-2|RCU]]", "[[read-copy-update|RCU]]"),
+        ("[[shang-hai-zhong-xin|上海中心大厦]]", "[[shanghai-tower|上海中心大厦]]"),
+        # 2. slugs equal without hyphens and case, whatever the display text (CJK, no title has it)
+        ("[[bei-jing-daxing|北京大兴]]", "[[beijing-daxing|北京大兴]]"),
+        ("[[Shanghai_Tower|the tower]]", "[[shanghai-tower|the tower]]"),
+        ("[[entity/Bei-Jing-Daxing]]", "[[beijing-daxing|Bei Jing Daxing]]"),
+        # 3. bigram Jaccard of the normalized slugs >= 0.8
+        ("[[zhongguo-yinghang|中国银行]]", "[[zhongguo-yinhang|中国银行]]"),
+        # 4. nothing close: plain text
+        ("[[acme-corp|Acme Corp]] and [[concept/gone]]", "Acme Corp and gone"),
+    ],
+)
 def test_every_resolve_stage(kb_pages, text, repaired):
     pages, kb_id = kb_pages
     assert _repair(pages, kb_id, text) == repaired

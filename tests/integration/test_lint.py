@@ -37,13 +37,33 @@ class Wiki:
             self.docs[title] = doc.id
         return self.docs[title]
 
-    def page(self, slug: str, title: str, content: str, *, page_type: str = "entity", sources=("doc one",),
-             aliases=(), refs: list[SourceRef] | None = None, facts: dict | None = None) -> Page:
+    def page(
+        self,
+        slug: str,
+        title: str,
+        content: str,
+        *,
+        page_type: str = "entity",
+        sources=("doc one",),
+        aliases=(),
+        refs: list[SourceRef] | None = None,
+        facts: dict | None = None,
+    ) -> Page:
         if refs is None:
             refs = [SourceRef(knowledge_id=self.doc(t), title=t) for t in sources]
-        return self.deps.pages.save(Page(
-            tenant_id=self.kb.tenant_id, knowledge_base_id=self.kb.id, slug=slug, title=title,
-            page_type=page_type, content=content, aliases=list(aliases), source_refs=refs, facts=facts or {}))
+        return self.deps.pages.save(
+            Page(
+                tenant_id=self.kb.tenant_id,
+                knowledge_base_id=self.kb.id,
+                slug=slug,
+                title=title,
+                page_type=page_type,
+                content=content,
+                aliases=list(aliases),
+                source_refs=refs,
+                facts=facts or {},
+            )
+        )
 
     def lint(self, fix: bool = False):
         return self.lint_with(CHECKS, fix)
@@ -51,23 +71,33 @@ class Wiki:
     def lint_with(self, checks, fix: bool = False):
         from stages.lint import run_lint
 
-        return run_lint(self.kb.tenant_id, self.kb.id, kbs=self.deps.kbs, pages=self.deps.pages,
-                        lint=LintRepository(self.deps.pool), pool=self.deps.pool,
-                        min_chars=self.deps.settings.min_document_chars, fix=fix, checks=checks)
+        return run_lint(
+            self.kb.tenant_id,
+            self.kb.id,
+            kbs=self.deps.kbs,
+            pages=self.deps.pages,
+            lint=LintRepository(self.deps.pool),
+            pool=self.deps.pool,
+            min_chars=self.deps.settings.min_document_chars,
+            fix=fix,
+            checks=checks,
+        )
 
     def get(self, slug: str) -> Page | None:
         return self.deps.pages.get(self.kb.id, slug)
 
     def out_links(self, slug: str) -> set[str]:
         with self.deps.pool.connection() as conn:
-            rows = conn.execute("SELECT to_slug FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s",
-                                (self.kb.id, slug)).fetchall()
+            rows = conn.execute(
+                "SELECT to_slug FROM wiki_links WHERE knowledge_base_id = %s AND from_slug = %s", (self.kb.id, slug)
+            ).fetchall()
         return {r["to_slug"] for r in rows}
 
     def delete_doc(self, title: str) -> None:
         with self.deps.pool.connection() as conn:
-            conn.execute("UPDATE knowledges SET status = 'deleted', deleted_at = now() WHERE id = %s",
-                         (self.docs[title],))
+            conn.execute(
+                "UPDATE knowledges SET status = 'deleted', deleted_at = now() WHERE id = %s", (self.docs[title],)
+            )
 
 
 @pytest.fixture()
@@ -93,12 +123,18 @@ def _issues(report, type_: str) -> set[tuple[str, str | None]]:
 
 def _healthy(w: Wiki) -> None:
     w.page("index", "Index", f"{PROSE}\n\n- [[doc-alpha|About alpha]]\n", page_type="index", sources=())
-    w.page("doc-alpha", "Alpha handbook", f"{PROSE} See [[alpha-engine|the engine]] and [[beta-tool]].\n",
-           page_type="summary")
-    w.page("alpha-engine", "Alpha Engine",
-           f"{PROSE} It runs [[beta-tool#usage|the beta]] jobs.\n\n## Sources\n\n- [[doc-alpha|Alpha handbook]]\n")
-    w.page("beta-tool", "Beta Tool", f"{PROSE} Driven by [[alpha-engine|ALPHA ENGINE]].\n",
-           page_type="concept")
+    w.page(
+        "doc-alpha",
+        "Alpha handbook",
+        f"{PROSE} See [[alpha-engine|the engine]] and [[beta-tool]].\n",
+        page_type="summary",
+    )
+    w.page(
+        "alpha-engine",
+        "Alpha Engine",
+        f"{PROSE} It runs [[beta-tool#usage|the beta]] jobs.\n\n## Sources\n\n- [[doc-alpha|Alpha handbook]]\n",
+    )
+    w.page("beta-tool", "Beta Tool", f"{PROSE} Driven by [[alpha-engine|ALPHA ENGINE]].\n", page_type="concept")
 
 
 def test_a_reachable_wiki_has_no_orphans_and_display_links_are_not_broken(wiki, small_windows):
@@ -117,8 +153,12 @@ def test_a_reachable_wiki_has_no_orphans_and_display_links_are_not_broken(wiki, 
 
 def test_broken_links_in_both_forms_are_reported_whatever_the_display_text(wiki):
     _healthy(wiki)
-    wiki.page("gamma", "Gamma", f"{PROSE} [[ghost]], [[phantom|Alpha Engine]], [[alpha-engine|Ghost]], "
-              "[[ghost|again]] and `[[in-code]]`.\n", sources=("doc two",))
+    wiki.page(
+        "gamma",
+        "Gamma",
+        f"{PROSE} [[ghost]], [[phantom|Alpha Engine]], [[alpha-engine|Ghost]], [[ghost|again]] and `[[in-code]]`.\n",
+        sources=("doc two",),
+    )
     wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
 
     report = wiki.lint()
@@ -158,8 +198,12 @@ def test_source_refs_to_deleted_or_missing_documents_are_stale(wiki):
     wiki.page("cited", "Cited", f"{PROSE}", sources=("kept doc", "gone doc"))
     missing = SourceRef(knowledge_id=str(uuid.uuid4()), title="never stored")
     wiki.page("ghostly", "Ghostly", f"{PROSE}", refs=[missing])
-    wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[cited]] [[ghostly]] [[alpha-engine]] [[beta-tool]]",
-              page_type="summary")
+    wiki.page(
+        "doc-alpha",
+        "Alpha handbook",
+        f"{PROSE} [[cited]] [[ghostly]] [[alpha-engine]] [[beta-tool]]",
+        page_type="summary",
+    )
     wiki.delete_doc("gone doc")
 
     report = wiki.lint()
@@ -170,8 +214,12 @@ def test_source_refs_to_deleted_or_missing_documents_are_stale(wiki):
 
 def test_mentions_of_other_titles_that_are_not_linked_are_reported(wiki):
     _healthy(wiki)
-    wiki.page("gamma", "Gamma", f"{PROSE} The Alpha Engine and the beta tool work together; "
-              "`Beta Tool` in code does not count.\n", sources=("doc two",))
+    wiki.page(
+        "gamma",
+        "Gamma",
+        f"{PROSE} The Alpha Engine and the beta tool work together; `Beta Tool` in code does not count.\n",
+        sources=("doc two",),
+    )
     wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
 
     report = wiki.lint()
@@ -233,8 +281,12 @@ def test_samples_are_bounded_while_counts_are_not(wiki, small_windows):
 
 def test_fix_repairs_broken_links_by_fuzzy_resolve_else_plain_text(wiki):
     _healthy(wiki)
-    before = wiki.page("gamma", "Gamma", f"{PROSE} Uses [[alpha-engin|the alpha engin]] and [[zzz-nowhere|old thing]].",
-                       sources=("doc two",))
+    before = wiki.page(
+        "gamma",
+        "Gamma",
+        f"{PROSE} Uses [[alpha-engin|the alpha engin]] and [[zzz-nowhere|old thing]].",
+        sources=("doc two",),
+    )
     wiki.page("doc-alpha", "Alpha handbook", f"{PROSE} [[gamma]] [[alpha-engine]] [[beta-tool]]", page_type="summary")
 
     report = wiki.lint(fix=True)
@@ -264,12 +316,25 @@ def test_fix_archives_near_empty_pages(wiki):
 
 def test_fix_removes_stale_source_refs_and_deletes_pages_left_without_any(wiki, small_windows):
     _healthy(wiki)
-    facts = {wiki.doc("kept doc"): {"doc_title": "kept doc", "summary_slug": "doc-alpha", "description": "Kept.",
-                                    "evidence": ["The kept document says this."], "seq": 1},
-             wiki.doc("gone doc"): {"doc_title": "gone doc", "summary_slug": "doc-gone", "description": "Gone.",
-                                    "evidence": ["The gone document said that."], "seq": 2}}
-    before = wiki.page("cited", "Cited", f"{PROSE} The gone document said that.", sources=("kept doc", "gone doc"),
-                       facts=facts)
+    facts = {
+        wiki.doc("kept doc"): {
+            "doc_title": "kept doc",
+            "summary_slug": "doc-alpha",
+            "description": "Kept.",
+            "evidence": ["The kept document says this."],
+            "seq": 1,
+        },
+        wiki.doc("gone doc"): {
+            "doc_title": "gone doc",
+            "summary_slug": "doc-gone",
+            "description": "Gone.",
+            "evidence": ["The gone document said that."],
+            "seq": 2,
+        },
+    }
+    before = wiki.page(
+        "cited", "Cited", f"{PROSE} The gone document said that.", sources=("kept doc", "gone doc"), facts=facts
+    )
     # "doc-gone" cites only the deleted document; "alpha-engine" (an earlier window) links to it.
     wiki.page("alpha-engine", "Alpha Engine", f"{PROSE} Read [[doc-gone|the gone doc]] and [[beta-tool]].")
     wiki.page("doc-gone", "Gone doc", f"{PROSE} [[cited]]", page_type="summary", sources=("gone doc",))
@@ -308,11 +373,16 @@ def test_fix_links_unlinked_mentions(wiki):
 
 def test_a_second_fix_fixes_nothing(wiki, small_windows):
     _healthy(wiki)
-    wiki.page("gamma", "Gamma", f"{PROSE} The Beta Tool and [[alpha-engin|the engine]] and [[doc-gone]].",
-              sources=("doc two",))
+    wiki.page(
+        "gamma",
+        "Gamma",
+        f"{PROSE} The Beta Tool and [[alpha-engin|the engine]] and [[doc-gone]].",
+        sources=("doc two",),
+    )
     wiki.page("stub", "Stub", "Nothing yet.")
-    wiki.page("doc-gone", "Gone doc", f"{PROSE} Mentions Gamma and [[gamma]].", page_type="summary",
-              sources=("gone doc",))
+    wiki.page(
+        "doc-gone", "Gone doc", f"{PROSE} Mentions Gamma and [[gamma]].", page_type="summary", sources=("gone doc",)
+    )
     wiki.page("lonely", "Lonely", f"{PROSE} Mentions the alpha engine and the Gone doc.", sources=("gone doc", "kept"))
     wiki.page("acme", "Alpha engine", f"{PROSE}")  # a duplicate: reported, never fixed
     wiki.delete_doc("gone doc")
@@ -394,8 +464,9 @@ def _filler_before(phrase: str, head: str, linked_head: str, tail: str) -> str:
 
     for n in range(300, 700):
         filler = " ".join(f"w{i}x" for i in range(n))
-        if (phrase not in candidate_phrases(f"{head} {filler} {tail}")
-                and phrase in candidate_phrases(f"{linked_head} {filler} {tail}")):
+        if phrase not in candidate_phrases(f"{head} {filler} {tail}") and phrase in candidate_phrases(
+            f"{linked_head} {filler} {tail}"
+        ):
             return filler
     raise AssertionError("no filler length puts the phrase at the limit")
 
@@ -407,12 +478,18 @@ def _stdlib_like(w: Wiki) -> None:
     w.page("base-class", "base class", f"{PROSE}", page_type="concept", aliases=["base classes"])
     w.page("base-classes", "base classes", f"{PROSE}", page_type="concept")
     # The page of the report's sample: two mentions of the shared key.
-    w.page("abc", "abc", f"{PROSE} The abc module defines base classes for containers.\n\n"
-           "Register virtual subclasses with the base classes of collections.abc.\n", sources=("abc doc",))
+    w.page(
+        "abc",
+        "abc",
+        f"{PROSE} The abc module defines base classes for containers.\n\n"
+        "Register virtual subclasses with the base classes of collections.abc.\n",
+        sources=("abc doc",),
+    )
     # A mention of an alias only (the check looked titles up, the fix titles and aliases).
     w.page("json", "JSON", f"{PROSE} Read and write data.", aliases=["JavaScript Object Notation"])
-    w.page("pickle", "pickle", f"{PROSE} Unlike JavaScript Object Notation, pickle is binary.\n",
-           sources=("pickle doc",))
+    w.page(
+        "pickle", "pickle", f"{PROSE} Unlike JavaScript Object Notation, pickle is binary.\n", sources=("pickle doc",)
+    )
     # One broken link written twice: one issue, so at most one fix.
     w.page("shelve", "shelve", f"{PROSE} Built on [[dbm-module]] and [[dbm-module|dbm]].\n", sources=("shelve doc",))
     # A long page: its last mention is only a candidate phrase once the first one is linked.
@@ -424,11 +501,28 @@ def _stdlib_like(w: Wiki) -> None:
     w.page("long-read", "Long read", f"{head} {filler} {tail}\n", sources=("long doc",))
     # A page linking a near-empty page whose title covers another title: once --fix archives
     # the stub, its title stops hiding the mention of "base classes" inside it.
-    w.page("inspect", "inspect", f"{PROSE} See [[abstract-base-classes|abstract base classes]]; "
-           "abstract base classes register subclasses.\n", sources=("inspect doc",))
+    w.page(
+        "inspect",
+        "inspect",
+        f"{PROSE} See [[abstract-base-classes|abstract base classes]]; abstract base classes register subclasses.\n",
+        sources=("inspect doc",),
+    )
     w.page("abstract-base-classes", "Abstract base classes", "## Overview\n\nTBD.\n", page_type="concept")
-    links = " ".join(f"[[{s}]]" for s in ("abc", "pickle", "shelve", "long-read", "inspect", "json",
-                                           "base-class", "base-classes", "zeta-widget", "omega-gadget"))
+    links = " ".join(
+        f"[[{s}]]"
+        for s in (
+            "abc",
+            "pickle",
+            "shelve",
+            "long-read",
+            "inspect",
+            "json",
+            "base-class",
+            "base-classes",
+            "zeta-widget",
+            "omega-gadget",
+        )
+    )
     w.page("doc-alpha", "Alpha handbook", f"{PROSE} {links} [[alpha-engine]] [[beta-tool]]", page_type="summary")
 
 

@@ -20,10 +20,16 @@ def _shout_fix(ctx: PageFix, page, issues, n: int) -> Mended:
 
 #: The whole of a new check: no query (the page alone says enough), a rule, a weight and a fix.
 SHOUTING = LintCheck(
-    name="shouting_title", label="shouting titles", severity="info", weight=5, fixable=True,
-    find=lambda page, _, window: [Finding(page.slug, f"title {page.title!r} is in capitals")]
-    if page.title.isupper() else [],
-    fix=_shout_fix, fix_rank=5,
+    name="shouting_title",
+    label="shouting titles",
+    severity="info",
+    weight=5,
+    fixable=True,
+    find=lambda page, _, window: (
+        [Finding(page.slug, f"title {page.title!r} is in capitals")] if page.title.isupper() else []
+    ),
+    fix=_shout_fix,
+    fix_rank=5,
 )
 
 

@@ -12,8 +12,10 @@ from actors.reduce import run_reduce_batch
 from tests.e2e.conftest import wait_until
 from wiki.extract.offline import OfflineExtractor
 
-TEXT = ("The widget library draws widgets on screens. Widgets are small parts of a user interface. "
-        "The widget library keeps a list of widgets and redraws them when they change. ") * 3
+TEXT = (
+    "The widget library draws widgets on screens. Widgets are small parts of a user interface. "
+    "The widget library keeps a list of widgets and redraws them when they change. "
+) * 3
 
 
 class _RacedExtractor(OfflineExtractor):
@@ -41,8 +43,15 @@ class _FailingExtractor(OfflineExtractor):
 
 def _queued(deps, kb, title: str):
     doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=TEXT)
-    op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                          dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
+    op = deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op="ingest",
+        dedup_key=doc.id,
+        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+    )
     return doc, op
 
 
@@ -75,12 +84,19 @@ def test_a_failed_document_waits_its_backoff_before_the_next_attempt(settings, c
     backing_off = deps.ops.get(op.id)
     assert backing_off.claimed_at is None and backing_off.not_before is not None
     assert deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300) == []  # not before its backoff ends
-    assert [o.id for o in wait_until(lambda: deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300), 10,
-                                     "the op claimable after its backoff")] == [op.id]
+    assert [
+        o.id
+        for o in wait_until(
+            lambda: deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300), 10, "the op claimable after its backoff"
+        )
+    ] == [op.id]
 
 
 def test_the_backoff_schedule_doubles_with_jitter_up_to_its_cap(settings, pool):
-    deps = build_deps(settings.model_copy(update={"document_retry_backoff_ms": 1000, "document_retry_backoff_max_ms": 60_000}), pool=pool)
+    deps = build_deps(
+        settings.model_copy(update={"document_retry_backoff_ms": 1000, "document_retry_backoff_max_ms": 60_000}),
+        pool=pool,
+    )
     for fails in range(1, 6):
         low = 2 ** (fails - 1)
         delays = {backoff_s(deps, fails) for _ in range(50)}

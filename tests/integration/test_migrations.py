@@ -12,8 +12,17 @@ from psycopg import sql
 from repos.db import apply_migrations, rollback_migrations
 from tests.conftest import ADMIN_URL, _with_dbname
 
-TABLES = {"task_pending_ops", "task_dead_letters", "knowledge_bases", "knowledges", "wiki_pages", "wiki_links",
-          "wiki_extractions", "wiki_lint_reports", "wiki_title_keys"}
+TABLES = {
+    "task_pending_ops",
+    "task_dead_letters",
+    "knowledge_bases",
+    "knowledges",
+    "wiki_pages",
+    "wiki_links",
+    "wiki_extractions",
+    "wiki_lint_reports",
+    "wiki_title_keys",
+}
 
 
 def _tables(url: str) -> set[str]:
@@ -54,9 +63,11 @@ def test_pages_written_before_the_name_key_column_get_their_key():
     with _scratch_db() as url:
         apply_migrations(url)
         with psycopg.connect(url, autocommit=True) as conn:  # rows as an older version wrote them
-            conn.execute("INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content)"
-                         " VALUES (1, 'kb', 'photons', 'Photons', 'concept', 'x'),"
-                         " (1, 'kb', 'doc-photons', 'Photons', 'summary', 'x')")
+            conn.execute(
+                "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content)"
+                " VALUES (1, 'kb', 'photons', 'Photons', 'concept', 'x'),"
+                " (1, 'kb', 'doc-photons', 'Photons', 'summary', 'x')"
+            )
         backend = get_backend(yoyo_url(url))
         backfill = read_migrations(str(MIGRATIONS_DIR)).filter(lambda m: m.id == "0061_page_name_key_backfill")
         with backend.lock():

@@ -26,19 +26,25 @@ def env(actors_broker, pool):  # noqa: F811
 def _submit(deps, kb, title: str, content: str) -> str:
     from actors.ingest import submit_document
 
-    result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=content,
-                             source_uri=f"docs/{title}.md")
+    result = submit_document(
+        deps,
+        tenant_id=kb.tenant_id,
+        knowledge_base_id=kb.id,
+        title=title,
+        content=content,
+        source_uri=f"docs/{title}.md",
+    )
     assert result.status == "queued", result
     return result.knowledge_id
 
 
 PHOTON_DOCS = {
     "Light": "Photons are particles of light that carry energy. Photons move at the speed of light. "
-             "A laser sends out photons in one direction.",
+    "A laser sends out photons in one direction.",
     "Quanta": "PHOTONS are the quanta of the electromagnetic field. PHOTONS have no rest mass. "
-              "Detectors count PHOTONS one by one.",
+    "Detectors count PHOTONS one by one.",
     "Fibres": "The photons are small packets of energy in the fibre. The photons travel through the glass core. "
-              "Losses in the fibre absorb some photons.",
+    "Losses in the fibre absorb some photons.",
 }
 
 
@@ -56,19 +62,27 @@ def test_case_variants_in_three_documents_make_one_page_citing_all_three(env):
     assert not any("travel" in slug for slug in pages)
     # the lead defines the subject; every quoted sentence is a whole sentence of a source
     lead = page.content.splitlines()[0]
-    assert lead in {"Photons are particles of light that carry energy.",
-                    "PHOTONS are the quanta of the electromagnetic field.",
-                    "The photons are small packets of energy in the fibre."}
+    assert lead in {
+        "Photons are particles of light that carry energy.",
+        "PHOTONS are the quanta of the electromagnetic field.",
+        "The photons are small packets of energy in the fibre.",
+    }
     sources = " ".join(PHOTON_DOCS.values())
-    quoted = [line[2:line.rindex(" ([[")] for line in page.content.splitlines() if line.startswith("- ") and "([[" in line]
+    quoted = [
+        line[2 : line.rindex(" ([[")] for line in page.content.splitlines() if line.startswith("- ") and "([[" in line
+    ]
     assert quoted and all(q in sources for q in quoted)
     _assert_no_dead_links(deps, kb)
 
 
-CHINESE = ("北京大兴国际机场是位于中国北京市大兴区的超大型国际航空枢纽。北京大兴国际机场于2019年9月25日正式通航。"
-           "中国民用航空局是主管民用航空事业的国家局。中国民用航空局负责机场的管理。")
-JAPANESE = ("東京スカイツリーは東京都墨田区にある電波塔である。東京スカイツリーの建設は2008年に始まった。"
-            "電波塔は放送用の電波を送信する塔である。電波塔は高い場所に建てられる。")
+CHINESE = (
+    "北京大兴国际机场是位于中国北京市大兴区的超大型国际航空枢纽。北京大兴国际机场于2019年9月25日正式通航。"
+    "中国民用航空局是主管民用航空事业的国家局。中国民用航空局负责机场的管理。"
+)
+JAPANESE = (
+    "東京スカイツリーは東京都墨田区にある電波塔である。東京スカイツリーの建設は2008年に始まった。"
+    "電波塔は放送用の電波を送信する塔である。電波塔は高い場所に建てられる。"
+)
 
 
 def test_chinese_and_japanese_documents_give_pages_in_their_script_with_stable_slugs(env):

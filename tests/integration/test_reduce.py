@@ -14,8 +14,15 @@ from wiki.models import ExtractedItem, Extraction
 def _mapped(deps, kb, title: str, extraction: Extraction) -> str:
     doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} text " * 20)
     deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name, extraction)
-    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="ingest",
-                     dedup_key=doc.id, payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name})
+    deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=REDUCE,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op="ingest",
+        dedup_key=doc.id,
+        payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
+    )
     return doc.id
 
 
@@ -24,8 +31,13 @@ def test_one_document_naming_a_thing_twice_gets_one_page(settings, clean_db):
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
     items = [
-        ExtractedItem(name="RCU", kind="entity", aliases=["Read-Copy Update"], description="RCU is a mechanism.",
-                      evidence=["RCU is a mechanism."]),
+        ExtractedItem(
+            name="RCU",
+            kind="entity",
+            aliases=["Read-Copy Update"],
+            description="RCU is a mechanism.",
+            evidence=["RCU is a mechanism."],
+        ),
         ExtractedItem(name="read-copy update", kind="concept", description="", evidence=["Read-copy update scales."]),
         ExtractedItem(name="rcu", kind="concept", description="", evidence=["rcu again."]),
     ]
@@ -50,8 +62,13 @@ def test_an_alias_never_decides_which_page_an_item_joins_whichever_came_first(se
     # later items reached through its alias. Three documents then made one page or two depending
     # on their order. Only the name decides now, so every order gives the same two pages.
     def item(name, aliases=()):
-        return ExtractedItem(name=name, kind="entity", aliases=list(aliases), description=f"{name} is a scheme.",
-                             evidence=[f"{name} is a scheme."])
+        return ExtractedItem(
+            name=name,
+            kind="entity",
+            aliases=list(aliases),
+            description=f"{name} is a scheme.",
+            evidence=[f"{name} is a scheme."],
+        )
 
     docs = {"Intro": item("Read-Copy Update"), "Basics": item("RCU"), "Details": item("RCU", ["read copy update"])}
     outcomes = []
@@ -91,8 +108,11 @@ def test_a_failing_batch_gives_its_claims_back_at_once(settings, clean_db):
 
 def _item_pages(deps, kb) -> dict[str, set[str]]:
     """slug -> titles of the documents an entity/concept page cites."""
-    return {p.slug: {r.title for r in p.source_refs} for p in deps.pages.iter_pages(kb.id)
-            if p.page_type in ("entity", "concept")}
+    return {
+        p.slug: {r.title for r in p.source_refs}
+        for p in deps.pages.iter_pages(kb.id)
+        if p.page_type in ("entity", "concept")
+    }
 
 
 def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean_db):
@@ -101,12 +121,21 @@ def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean
     # an item named like one page and aliased like another went to whichever the batch saw first.
     # Now they share a name key (one page, titled by the smallest slug), and aliases never merge.
     def item(name, aliases=()):
-        return ExtractedItem(name=name, kind="entity", aliases=list(aliases), description=f"{name} is a thing.",
-                             evidence=[f"{name} is a thing."])
+        return ExtractedItem(
+            name=name,
+            kind="entity",
+            aliases=list(aliases),
+            description=f"{name} is a thing.",
+            evidence=[f"{name} is a thing."],
+        )
 
-    docs = [("argparse", [item("FileType")]), ("exceptions", [item("file type")]),
-            ("futures", [item("CancelledError")]), ("taskgroups", [item("asyncio.CancelledError")]),
-            ("timeouts", [item("asyncio.CancelledError", ["CancelledError"])])]
+    docs = [
+        ("argparse", [item("FileType")]),
+        ("exceptions", [item("file type")]),
+        ("futures", [item("CancelledError")]),
+        ("taskgroups", [item("asyncio.CancelledError")]),
+        ("timeouts", [item("asyncio.CancelledError", ["CancelledError"])]),
+    ]
     outcomes = []
     settings = settings.model_copy(update={"ingest_batch_size": len(docs)})  # the e2e env may set a smaller one
     for batches in ([docs], [[d] for d in docs]):
@@ -129,8 +158,12 @@ def test_a_concept_named_index_never_takes_the_index_pages_slug(settings, clean_
 
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
-    item = ExtractedItem(name="Index", kind="concept", description="An index is a catalogue number.",
-                         evidence=["An index is a catalogue number."])
+    item = ExtractedItem(
+        name="Index",
+        kind="concept",
+        description="An index is a catalogue number.",
+        evidence=["An index is a catalogue number."],
+    )
     _mapped(deps, kb, "Catalogues", Extraction(summary="Catalogues.", body="Catalogues.", items=[item]))
     run_reduce_batch(deps, kb.tenant_id, kb.id)  # before the KB has an index page
     rebuild_index(deps, kb.tenant_id, kb.id)
@@ -171,8 +204,9 @@ def test_names_that_slugify_alike_but_differ_in_key_keep_two_pages(settings, cle
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
 
     def item(name):
-        return ExtractedItem(name=name, kind="entity", description=f"{name} is a language.",
-                             evidence=[f"{name} is a language."])
+        return ExtractedItem(
+            name=name, kind="entity", description=f"{name} is a language.", evidence=[f"{name} is a language."]
+        )
 
     _mapped(deps, kb, "Languages", Extraction(summary="Languages.", body="Languages.", items=[item("C"), item("C++")]))
     run_reduce_batch(deps, kb.tenant_id, kb.id)

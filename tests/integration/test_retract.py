@@ -36,8 +36,11 @@ class ScriptedExtractor:
             m = _ITEM.match(line.strip())
             if m:
                 name, kind, sentence = m.groups()
-                items.append(ExtractedItem(name=name, kind=kind, description=f"{name} as {title} describes it.",
-                                           evidence=[sentence]))
+                items.append(
+                    ExtractedItem(
+                        name=name, kind=kind, description=f"{name} as {title} describes it.", evidence=[sentence]
+                    )
+                )
             elif line.strip():
                 prose.append(line.strip())
         body = "\n\n".join(prose) or title
@@ -61,8 +64,9 @@ def _submit(deps, kb, name: str, *lines: str) -> str:
     from actors.ingest import submit_document
 
     content = f"{name} is a test document about the pipeline.\n" + "\n".join(lines)
-    result = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=name, content=content,
-                             source_uri=f"test/{name}.md")
+    result = submit_document(
+        deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=name, content=content, source_uri=f"test/{name}.md"
+    )
     assert result.status in ("queued", "unchanged"), result
     return result.knowledge_id
 
@@ -88,12 +92,27 @@ def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
     from actors.delete import delete_document
 
     deps, kb = env
-    a = _submit(deps, kb, "alpha", "* Redis Broker (entity): Alpha keeps its locks in the Redis broker.",
-                "* Alpha Widget (concept): The alpha widget only exists in alpha.")
-    b = _submit(deps, kb, "beta", "* Redis Broker (entity): Beta sends its triggers through the Redis broker.",
-                "* Beta Gadget (concept): The beta gadget only exists in beta.")
-    _submit(deps, kb, "gamma", "Gamma works next to the Alpha Widget every day.",
-            "* Gamma Tool (entity): The gamma tool is gamma's own.")
+    a = _submit(
+        deps,
+        kb,
+        "alpha",
+        "* Redis Broker (entity): Alpha keeps its locks in the Redis broker.",
+        "* Alpha Widget (concept): The alpha widget only exists in alpha.",
+    )
+    b = _submit(
+        deps,
+        kb,
+        "beta",
+        "* Redis Broker (entity): Beta sends its triggers through the Redis broker.",
+        "* Beta Gadget (concept): The beta gadget only exists in beta.",
+    )
+    _submit(
+        deps,
+        kb,
+        "gamma",
+        "Gamma works next to the Alpha Widget every day.",
+        "* Gamma Tool (entity): The gamma tool is gamma's own.",
+    )
     _settle(deps, kb)
     pages = _pages(deps, kb)
     assert {"doc-alpha", "doc-beta", "doc-gamma", "redis-broker", "alpha-widget", "beta-gadget"} <= set(pages)
@@ -141,8 +160,13 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
     deps, kb = env
     keep = _submit(deps, kb, "keeper", "* Shared Queue (concept): The keeper drains the shared queue.")
     _settle(deps, kb)
-    doomed = _submit(deps, kb, "doomed", "* Shared Queue (concept): The doomed document fills the shared queue.",
-                     "* Doomed Thing (entity): The doomed thing lives here.")
+    doomed = _submit(
+        deps,
+        kb,
+        "doomed",
+        "* Shared Queue (concept): The doomed document fills the shared queue.",
+        "* Doomed Thing (entity): The doomed thing lives here.",
+    )
     pump_ingest_lane(deps, kb.tenant_id, kb.id)
     [op] = [o for o in deps.ops.peek(INGEST, SCOPE_KB, kb.id) if o.dedup_key == doomed]
     assert map_document(deps, kb.tenant_id, kb.id, doomed, op.id) == "mapped"
@@ -154,8 +178,7 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
     [retract] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
     assert retract.op == OP_RETRACT
     # the racing ingest op in the same batch: a map or a duplicate message moving it in around the delete
-    lane = {"tenant_id": kb.tenant_id, "task_type": REDUCE, "scope": SCOPE_KB, "scope_id": kb.id,
-            "dedup_key": doomed}
+    lane = {"tenant_id": kb.tenant_id, "task_type": REDUCE, "scope": SCOPE_KB, "scope_id": kb.id, "dedup_key": doomed}
     if ingest_older:  # ingest, then retract: the retract is the last op
         deps.ops.delete_by_ids([retract.id])
         deps.ops.enqueue(op=OP_INGEST, payload=mapped.payload, **lane)
@@ -175,8 +198,15 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
     _assert_no_dead_links(deps, kb)
     # an ingest op arriving after everything settled: map drops it without extracting
     calls = deps.extractor.calls
-    stale = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id,
-                             op=OP_INGEST, dedup_key=doomed, payload={"knowledge_id": doomed})
+    stale = deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_INGEST,
+        dedup_key=doomed,
+        payload={"knowledge_id": doomed},
+    )
     assert map_document(deps, kb.tenant_id, kb.id, doomed, stale.id) == "deleted"
     assert deps.extractor.calls == calls and deps.ops.get(stale.id) is None
     assert deps.docs.get(doomed).status == "deleted"
@@ -226,8 +256,15 @@ def test_unchanged_content_costs_no_extraction_and_no_rewrite(env):
 
     assert _submit(deps, kb, "steady", "* Steady State (concept): The steady state never changes.") == kid
     # even an ingest op for the same content (a producer re-sending it) hits the extraction cache
-    deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
-                     dedup_key=kid, payload={"knowledge_id": kid})
+    deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_INGEST,
+        dedup_key=kid,
+        payload={"knowledge_id": kid},
+    )
     _settle(deps, kb)
     assert deps.extractor.calls == 1
     assert {slug: p.version for slug, p in _pages(deps, kb).items() if slug != "index"} == versions
@@ -238,33 +275,64 @@ def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
 
     deps, kb = env
     content = "upgrade is a test document about the pipeline.\n* Steady State (concept): It never changes."
-    first = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
-                            content=content, source_uri="test/upgrade.md")
+    first = submit_document(
+        deps,
+        tenant_id=kb.tenant_id,
+        knowledge_base_id=kb.id,
+        title="upgrade",
+        content=content,
+        source_uri="test/upgrade.md",
+    )
     _settle(deps, kb)
     assert first.status == "queued" and deps.extractor.calls == 1
 
     deps.extractor.name = "scripted-v2"  # an upgraded extractor: the cached extraction is not its own
-    again = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
-                            content=content, source_uri="test/upgrade.md")
+    again = submit_document(
+        deps,
+        tenant_id=kb.tenant_id,
+        knowledge_base_id=kb.id,
+        title="upgrade",
+        content=content,
+        source_uri="test/upgrade.md",
+    )
     assert again.status == "queued" and again.knowledge_id == first.knowledge_id
     _settle(deps, kb)
     assert deps.extractor.calls == 2 and deps.docs.get(first.knowledge_id).status == "done"
-    third = submit_document(deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title="upgrade",
-                            content=content, source_uri="test/upgrade.md")
+    third = submit_document(
+        deps,
+        tenant_id=kb.tenant_id,
+        knowledge_base_id=kb.id,
+        title="upgrade",
+        content=content,
+        source_uri="test/upgrade.md",
+    )
     assert third.status == "unchanged"
 
 
 def test_changed_content_replaces_the_contribution_and_keeps_slugs(env):
     deps, kb = env
     other = _submit(deps, kb, "other", "* Cache Layer (concept): Other documents put a cache layer in front.")
-    kid = _submit(deps, kb, "mutable", "* Cache Layer (concept): The first version caches everything forever.",
-                  "* Old Feature (entity): The old feature is removed in version two.")
+    kid = _submit(
+        deps,
+        kb,
+        "mutable",
+        "* Cache Layer (concept): The first version caches everything forever.",
+        "* Old Feature (entity): The old feature is removed in version two.",
+    )
     _settle(deps, kb)
     before = _pages(deps, kb)
     assert "old-feature" in before
 
-    assert _submit(deps, kb, "mutable", "* Cache Layer (concept): The second version caches for one hour.",
-                   "* New Feature (entity): The new feature arrives in version two.") == kid
+    assert (
+        _submit(
+            deps,
+            kb,
+            "mutable",
+            "* Cache Layer (concept): The second version caches for one hour.",
+            "* New Feature (entity): The new feature arrives in version two.",
+        )
+        == kid
+    )
     _settle(deps, kb)
     assert deps.extractor.calls == 3
     pages = _pages(deps, kb)
@@ -287,8 +355,10 @@ def test_retract_beyond_the_fact_cap_leaves_no_fact_of_the_document(env):
 
     deps, kb = env
     n = MAX_FACT_SOURCES + 2
-    ids = [_submit(deps, kb, f"doc{i:02d}", f"* Popular Topic (concept): Document {i:02d} mentions the popular topic.")
-           for i in range(n)]
+    ids = [
+        _submit(deps, kb, f"doc{i:02d}", f"* Popular Topic (concept): Document {i:02d} mentions the popular topic.")
+        for i in range(n)
+    ]
     _settle(deps, kb)
     page = deps.pages.get(kb.id, "popular-topic")
     assert len(page.source_refs) == n and len(page.facts) == MAX_FACT_SOURCES
@@ -337,9 +407,15 @@ def test_deleting_a_kb_removes_its_lanes_and_pages_and_handlers_succeed(env):
 
     # rows that raced the deletion are drained by whichever handler finds them, without raising
     for lane in (INGEST, REDUCE, FINALIZE):
-        deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=lane, scope=SCOPE_KB, scope_id=kb.id,
-                         op=OP_TOUCH if lane == FINALIZE else OP_INGEST, dedup_key="" if lane == FINALIZE else "x",
-                         payload={"slugs": ["doomed-base"]} if lane == FINALIZE else {})
+        deps.ops.enqueue(
+            tenant_id=kb.tenant_id,
+            task_type=lane,
+            scope=SCOPE_KB,
+            scope_id=kb.id,
+            op=OP_TOUCH if lane == FINALIZE else OP_INGEST,
+            dedup_key="" if lane == FINALIZE else "x",
+            payload={"slugs": ["doomed-base"]} if lane == FINALIZE else {},
+        )
     assert pump_ingest_lane(deps, kb.tenant_id, kb.id) == 0
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
     assert run_reduce_batch(deps, kb.tenant_id, kb.id).documents == 0

@@ -14,8 +14,9 @@ from tests.support.pages import make_pages
 
 def _analyze_count(pool, table: str) -> int:
     with pool.connection() as conn:
-        return conn.execute("SELECT analyze_count + autoanalyze_count AS n FROM pg_stat_user_tables"
-                            " WHERE relname = %s", (table,)).fetchone()["n"]
+        return conn.execute(
+            "SELECT analyze_count + autoanalyze_count AS n FROM pg_stat_user_tables WHERE relname = %s", (table,)
+        ).fetchone()["n"]
 
 
 def test_a_table_that_outgrew_its_statistics_is_analyzed_once(pool):
@@ -26,7 +27,9 @@ def test_a_table_that_outgrew_its_statistics_is_analyzed_once(pool):
     before = _analyze_count(pool, "wiki_title_keys")
     kb_id = f"stats-{uuid.uuid4().hex[:8]}"
     # past the rule once counted in the live rows too: n > f * (live + n) + rows
-    WikiPageRepository(pool).bulk_insert(make_pages(kb_id, int((STALE_FRACTION * live + STALE_ROWS) / (1 - STALE_FRACTION)) + 200))
+    WikiPageRepository(pool).bulk_insert(
+        make_pages(kb_id, int((STALE_FRACTION * live + STALE_ROWS) / (1 - STALE_FRACTION)) + 200)
+    )
     refreshed: list[str] = []
     deadline = time.monotonic() + 30  # the inserting session reports its row counts within a second or so
     while "wiki_title_keys" not in refreshed and time.monotonic() < deadline:

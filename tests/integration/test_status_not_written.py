@@ -45,8 +45,15 @@ def _skipped_by_map(deps, kb, source_uri: str, content: str = CODE_ONLY):  # noq
     from actors.map import map_document
 
     doc, _ = deps.docs.upsert(kb, title=source_uri, source_uri=source_uri, content=content)
-    op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
-                          dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
+    op = deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_INGEST,
+        dedup_key=doc.id,
+        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+    )
     assert map_document(deps, kb.tenant_id, kb.id, doc.id, op.id) == "skipped"
     return doc
 
@@ -64,27 +71,38 @@ def test_status_prints_the_reason_of_skipped_and_failed_documents(run, deps):  #
     lines = result.output.splitlines()
     assert "documents: done=1, failed=1, skipped=1" in lines
     start = lines.index("not written:")
-    assert lines[start + 1:] == [
+    assert lines[start + 1 :] == [
         "  failed dir/bad.md: extraction failed 6 times: RuntimeError('boom')",
         "  skipped ast.md: no wiki content: the document has no usable sentence",
     ]
 
     report = json.loads(run("status", "--kb", kb.name, "--json").output)
     assert report["not_written"] == [
-        {"status": "failed", "source_uri": "dir/bad.md", "title": "bad",
-         "reason": "extraction failed 6 times:\nRuntimeError('boom')"},
-        {"status": "skipped", "source_uri": "ast.md", "title": "ast.md",
-         "reason": "no wiki content: the document has no usable sentence"},
+        {
+            "status": "failed",
+            "source_uri": "dir/bad.md",
+            "title": "bad",
+            "reason": "extraction failed 6 times:\nRuntimeError('boom')",
+        },
+        {
+            "status": "skipped",
+            "source_uri": "ast.md",
+            "title": "ast.md",
+            "reason": "no wiki content: the document has no usable sentence",
+        },
     ]
     assert report["not_written_more"] == 0
     assert not_written_summary(report, kb.name) == (
-        f"documents not written: skipped=1, failed=1 (reasons: kbwiki status --kb {kb.name})")
+        f"documents not written: skipped=1, failed=1 (reasons: kbwiki status --kb {kb.name})"
+    )
 
 
 def test_status_sample_is_bounded_and_counts_the_rest(run, deps):  # noqa: F811
     kb = _kb(deps)
-    docs = [deps.docs.upsert(kb, title=f"d{i}", source_uri=f"d{i:02}.md", content=f"doc {i} " * 10)[0]
-            for i in range(NOT_WRITTEN_SAMPLE + 3)]
+    docs = [
+        deps.docs.upsert(kb, title=f"d{i}", source_uri=f"d{i:02}.md", content=f"doc {i} " * 10)[0]
+        for i in range(NOT_WRITTEN_SAMPLE + 3)
+    ]
     deps.docs.set_status([d.id for d in docs], "skipped", "no wiki content: the document has no usable sentence")
     deleted, _ = deps.docs.upsert(kb, title="gone", source_uri="a-gone.md", content="gone " * 20)
     deps.docs.set_status([deleted.id], "skipped", "old reason")
@@ -116,10 +134,19 @@ def test_the_tilde_heading_document_is_no_longer_skipped(deps):  # noqa: F811
     from actors.map import map_document
 
     kb = _kb(deps)
-    text = "# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum.\n"
+    text = (
+        "# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum.\n"
+    )
     doc, _ = deps.docs.upsert(kb, title="Tilde", source_uri="t.md", content=text)
-    op = deps.ops.enqueue(tenant_id=kb.tenant_id, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op=OP_INGEST,
-                          dedup_key=doc.id, payload={"knowledge_id": doc.id, "content_hash": doc.content_hash})
+    op = deps.ops.enqueue(
+        tenant_id=kb.tenant_id,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_INGEST,
+        dedup_key=doc.id,
+        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
+    )
     assert map_document(deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
     assert deps.docs.sample_not_written(kb.id) == []
 
@@ -131,8 +158,17 @@ def test_sample_limit_is_checked(deps):  # noqa: F811
 
 
 def test_status_lines_keep_the_count_sections() -> None:
-    report = {"knowledge_base": {"name": "k"}, "pages": {}, "dead_letters": 0,
-              "not_written": [{"status": "skipped", "source_uri": "", "title": "T", "reason": ""}],
-              "not_written_more": 0}
-    assert status_lines(report) == ["knowledge_base: name=k", "pages: none", "dead_letters: 0",
-                                    "not written:", "  skipped T: (no reason recorded)"]
+    report = {
+        "knowledge_base": {"name": "k"},
+        "pages": {},
+        "dead_letters": 0,
+        "not_written": [{"status": "skipped", "source_uri": "", "title": "T", "reason": ""}],
+        "not_written_more": 0,
+    }
+    assert status_lines(report) == [
+        "knowledge_base: name=k",
+        "pages: none",
+        "dead_letters: 0",
+        "not written:",
+        "  skipped T: (no reason recorded)",
+    ]

@@ -30,8 +30,9 @@ def dead(clean_db) -> TaskDeadLetterRepository:
 
 
 def _add(ops: TaskPendingOpsRepository, key: str, *, kb: str = "kb1", task_type: str = INGEST, op: str = "ingest"):
-    return ops.enqueue(tenant_id=7, task_type=task_type, scope=KB, scope_id=kb, op=op, dedup_key=key,
-                       payload={"knowledge_id": key})
+    return ops.enqueue(
+        tenant_id=7, task_type=task_type, scope=KB, scope_id=kb, op=op, dedup_key=key, payload={"knowledge_id": key}
+    )
 
 
 def _make_kb(pool, kb_id: str, tenant_id: int = 7, deleted: bool = False) -> None:
@@ -98,9 +99,10 @@ def test_enqueue_if_kb_active_refuses_unknown_deleted_and_foreign_kbs(ops):
 def test_enqueue_if_kb_active_holds_the_kb_row_until_commit(ops, database_url):
     _make_kb(ops.pool, "live")
     with ops.pool.connection() as conn:
-        assert ops.enqueue_if_kb_active(
-            tenant_id=7, task_type=INGEST, scope=KB, scope_id="live", op="ingest", conn=conn
-        ) is not None
+        assert (
+            ops.enqueue_if_kb_active(tenant_id=7, task_type=INGEST, scope=KB, scope_id="live", op="ingest", conn=conn)
+            is not None
+        )
         # A soft delete from another session must wait for the enqueuing transaction.
         with psycopg.connect(database_url, autocommit=True) as other:
             other.execute("SET lock_timeout = '200ms'")
@@ -220,8 +222,15 @@ def test_release_and_delete_by_ids(ops):
 
 
 def test_move_resets_the_op_in_the_target_lane_and_merges_payload(ops):
-    a = ops.enqueue(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="ingest", dedup_key="a",
-                    payload={"knowledge_id": "a", "keep": 1})
+    a = ops.enqueue(
+        tenant_id=7,
+        task_type=INGEST,
+        scope=KB,
+        scope_id="kb1",
+        op="ingest",
+        dedup_key="a",
+        payload={"knowledge_id": "a", "keep": 1},
+    )
     ops.claim(INGEST, KB, "kb1", 10, STALE_S)
     assert ops.incr_fail_count(a.id) == 1
     assert ops.move([a.id], REDUCE, {"content_hash": "h1", "keep": 2}) == 1
@@ -256,7 +265,9 @@ def test_counts_per_lane_and_lanes_with_rows(ops):
     assert ops.counts_by_lane(KB, "nope") == {}
     lanes = ops.lanes_with_rows()
     assert [(lane.task_type, lane.scope_id, lane.rows, lane.tenant_id) for lane in lanes] == [
-        (INGEST, "kb1", 3, 7), (REDUCE, "kb1", 1, 7), (INGEST, "kb2", 1, 7)
+        (INGEST, "kb1", 3, 7),
+        (REDUCE, "kb1", 1, 7),
+        (INGEST, "kb2", 1, 7),
     ]
     assert len(ops.lanes_with_rows(limit=0)) == 1
 
@@ -354,8 +365,15 @@ def test_dead_letter_get_and_delete_are_idempotent(dead):
 
 
 def test_move_op_to_dead_letters_is_one_transaction(ops, dead):
-    op = ops.enqueue(tenant_id=7, task_type=REDUCE, scope=KB, scope_id="kb1", op="ingest", dedup_key="doc-1",
-                     payload={"knowledge_id": "doc-1"})
+    op = ops.enqueue(
+        tenant_id=7,
+        task_type=REDUCE,
+        scope=KB,
+        scope_id="kb1",
+        op="ingest",
+        dedup_key="doc-1",
+        payload={"knowledge_id": "doc-1"},
+    )
     ops.incr_fail_count(op.id)
     op = ops.peek(REDUCE, KB, "kb1")[0]
 

@@ -90,7 +90,7 @@ def test_document_view(client, wiki):
     assert r.status_code == 200
     assert "Alpha Engine writes to Beta Store." in r.text  # the evidence the page cites
     assert "/page/doc-storage-engines-guide" in r.text and "/page/beta-store" in r.text
-    assert "status <span class=\"status pending\">pending</span>" in r.text
+    assert 'status <span class="status pending">pending</span>' in r.text
 
 
 def test_search_titles_aliases_text_latin_and_cjk(client, wiki):
@@ -143,8 +143,15 @@ def test_lint_view(client, wiki, clean_db):
 
     r = client.get(f"/kb/{wiki.kb_id}/lint")
     assert r.status_code == 200 and "No report yet" in r.text
-    report = run_lint(1, wiki.kb_id, kbs=KnowledgeBaseRepository(clean_db), pages=WikiPageRepository(clean_db),
-                      lint=LintRepository(clean_db), pool=clean_db, min_chars=40)
+    report = run_lint(
+        1,
+        wiki.kb_id,
+        kbs=KnowledgeBaseRepository(clean_db),
+        pages=WikiPageRepository(clean_db),
+        lint=LintRepository(clean_db),
+        pool=clean_db,
+        min_chars=40,
+    )
     r = client.get(f"/kb/{wiki.kb_id}/lint")
     assert f"health score <strong>{report.score}</strong>" in r.text
     for issue_type, n in report.counts.items():
@@ -193,10 +200,27 @@ def test_exact_title_first_among_many_substring_matches(client, wiki, clean_db):
     from repos.pages import WikiPageRepository
     from wiki.models import Page
 
-    pages = [Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug=f"restore-{i}", title=f"Restore {i}",
-                  page_type="concept", content="Restore things.\n") for i in range(300)]
-    pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="store", title="Store", page_type="concept",
-                      content="A store.\n"))
+    pages = [
+        Page(
+            tenant_id=1,
+            knowledge_base_id=wiki.kb_id,
+            slug=f"restore-{i}",
+            title=f"Restore {i}",
+            page_type="concept",
+            content="Restore things.\n",
+        )
+        for i in range(300)
+    ]
+    pages.append(
+        Page(
+            tenant_id=1,
+            knowledge_base_id=wiki.kb_id,
+            slug="store",
+            title="Store",
+            page_type="concept",
+            content="A store.\n",
+        )
+    )
     WikiPageRepository(clean_db).bulk_insert(pages)
     r = client.get(f"/kb/{wiki.kb_id}/search", params={"q": "Store"}, headers={"HX-Request": "true"})
     found = re.findall(r"/page/([^\"]+)\"", r.text)
@@ -215,8 +239,12 @@ def test_kbwiki_serve_command_serves_its_tenant(clean_db, wiki, database_url, tm
 
     port = free_port()
     env = {**os.environ, "DATABASE_URL": database_url, "KBWIKI_HOME": str(tmp_path / "home")}
-    proc = subprocess.Popen([sys.executable, "-m", "kbwiki.cli", "serve", "--port", str(port), "--tenant", "2"],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbwiki.cli", "serve", "--port", str(port), "--tenant", "2"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -240,8 +268,9 @@ def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps)
     from repos.pending_ops import TaskPendingOpsRepository
 
     failed_id = TaskDeadLetterRepository(clean_db).get(wiki.dead_letter_id, tenant_id=1).related_id
-    app = create_app(clean_db, tenant_id=1, ops_token=TOKEN,
-                     requeue=lambda i, t: requeue_dead_letter(deps, i, tenant_id=t))
+    app = create_app(
+        clean_db, tenant_id=1, ops_token=TOKEN, requeue=lambda i, t: requeue_dead_letter(deps, i, tenant_id=t)
+    )
     with serving(app) as base, httpx.Client(base_url=base) as c:
         c.post("/ops/login", data={"token": TOKEN})
         csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/ops").text).group(1)
@@ -259,13 +288,37 @@ def test_hub_graph_and_backlinks_are_capped(client, wiki, clean_db):
     from wiki.models import Page
 
     # 300 pages link the hub; each also links 30 pages of its own (the second hop)
-    pages = [Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug=f"spoke-{i}", title=f"Spoke {i}",
-                  page_type="concept", content="[[hub|Hub]] " + " ".join(f"[[leaf-{i}-{j}|x]]" for j in range(30)))
-             for i in range(300)]
-    pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="hub", title="Hub", page_type="concept",
-                      content="The hub.\n"))
-    pages.append(Page(tenant_id=1, knowledge_base_id=wiki.kb_id, slug="many", title="Many", page_type="concept",
-                      content=" ".join(f"[[spoke-{i}|s{i}]]" for i in range(250)) + " [[gone|Gone]]"))
+    pages = [
+        Page(
+            tenant_id=1,
+            knowledge_base_id=wiki.kb_id,
+            slug=f"spoke-{i}",
+            title=f"Spoke {i}",
+            page_type="concept",
+            content="[[hub|Hub]] " + " ".join(f"[[leaf-{i}-{j}|x]]" for j in range(30)),
+        )
+        for i in range(300)
+    ]
+    pages.append(
+        Page(
+            tenant_id=1,
+            knowledge_base_id=wiki.kb_id,
+            slug="hub",
+            title="Hub",
+            page_type="concept",
+            content="The hub.\n",
+        )
+    )
+    pages.append(
+        Page(
+            tenant_id=1,
+            knowledge_base_id=wiki.kb_id,
+            slug="many",
+            title="Many",
+            page_type="concept",
+            content=" ".join(f"[[spoke-{i}|s{i}]]" for i in range(250)) + " [[gone|Gone]]",
+        )
+    )
     WikiPageRepository(clean_db).bulk_insert(pages)
     many = client.get(f"/kb/{wiki.kb_id}/page/many").text
     assert many.count('class="wikilink"') == 250 and many.count('class="wikilink dead"') == 1

@@ -21,7 +21,9 @@ from wiki.models import ExtractedItem, Extraction
 
 
 def _extraction(name: str) -> Extraction:
-    item = ExtractedItem(name=name, kind="concept", description=f"{name} is a scheme.", evidence=[f"{name} is a scheme."])
+    item = ExtractedItem(
+        name=name, kind="concept", description=f"{name} is a scheme.", evidence=[f"{name} is a scheme."]
+    )
     return Extraction(summary=f"About {name}.", body=f"About {name}.", items=[item])
 
 

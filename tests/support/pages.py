@@ -28,10 +28,15 @@ def make_pages(kb_id: str, n: int, tenant_id: int = 1) -> list[Page]:
     pages = []
     for i, title in zip(range(n), titles):
         slug = slugify(title)
-        pages.append(Page(
-            tenant_id=tenant_id, knowledge_base_id=kb_id, slug=slug, title=title,
-            page_type="entity" if i % 2 else "concept",
-            content=f"{title} is a thing. See [[{slugify(words[i % len(words)])}|more]].\n" * 20,
-            source_refs=[SourceRef(knowledge_id=f"doc-{i // 4}", title=f"Document {i // 4}")],
-        ))
+        pages.append(
+            Page(
+                tenant_id=tenant_id,
+                knowledge_base_id=kb_id,
+                slug=slug,
+                title=title,
+                page_type="entity" if i % 2 else "concept",
+                content=f"{title} is a thing. See [[{slugify(words[i % len(words)])}|more]].\n" * 20,
+                source_refs=[SourceRef(knowledge_id=f"doc-{i // 4}", title=f"Document {i // 4}")],
+            )
+        )
     return pages

@@ -12,18 +12,26 @@ KBWIKI = [sys.executable, "-m", "kbwiki.cli"]
 
 
 def _run(tmp_path, **env) -> subprocess.CompletedProcess:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_") and k not in ("DATABASE_URL", "REDIS_URL")}
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_") and k not in ("DATABASE_URL", "REDIS_URL")
+    }
     env = {"KBWIKI_HOME": str(tmp_path / "home"), **env}
-    return subprocess.run([*KBWIKI, "status", "--kb", "x"], cwd=tmp_path, env={**base, **env},
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [*KBWIKI, "status", "--kb", "x"], cwd=tmp_path, env={**base, **env}, capture_output=True, text=True, timeout=60
+    )
 
 
-@pytest.mark.parametrize(("env", "expected"), [
-    ({"KBWIKI_INGEST_BATCH_SIZE": "abc"}, "bad setting KBWIKI_INGEST_BATCH_SIZE='abc'"),
-    ({"KBWIKI_LOG_LEVEL": "LOUD"}, "bad setting KBWIKI_LOG_LEVEL='LOUD'"),
-    ({"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"},
-     "cannot connect to PostgreSQL (DATABASE_URL)"),
-])
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"KBWIKI_INGEST_BATCH_SIZE": "abc"}, "bad setting KBWIKI_INGEST_BATCH_SIZE='abc'"),
+        ({"KBWIKI_LOG_LEVEL": "LOUD"}, "bad setting KBWIKI_LOG_LEVEL='LOUD'"),
+        (
+            {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"},
+            "cannot connect to PostgreSQL (DATABASE_URL)",
+        ),
+    ],
+)
 def test_bad_settings_and_unreachable_servers_give_one_line(tmp_path, env, expected):
     out = _run(tmp_path, **env)
     assert out.returncode == 1
@@ -91,8 +99,9 @@ def test_servers_going_away_print_that_one_line_and_nothing_else(database_url, t
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_")}
     env.update(DATABASE_URL=database_url, REDIS_URL=REDIS_URL)
-    out = subprocess.run([sys.executable, "-c", _GONE], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _GONE], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 1, out.stderr
     lines = out.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: the servers went away (PoolTimeout"), out.stderr

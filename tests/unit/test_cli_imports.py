@@ -11,14 +11,25 @@ import os
 import subprocess
 import sys
 
-MODULES = ["kbwiki.cli", "kbwiki.ingest", "kbwiki.status", "kbwiki.demo", "kbwiki.export", "kbwiki.corpus",
-           "kbwiki.workers", "kbwiki.vault"]
+MODULES = [
+    "kbwiki.cli",
+    "kbwiki.ingest",
+    "kbwiki.status",
+    "kbwiki.demo",
+    "kbwiki.export",
+    "kbwiki.corpus",
+    "kbwiki.workers",
+    "kbwiki.vault",
+]
 
 
 def test_command_modules_do_not_import_actors():
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
-    code = "import sys\n" + "".join(f"import {m}\n" for m in MODULES) + \
-        "bad = sorted(m for m in sys.modules if m == 'actors' or m.startswith('actors.'))\nprint(bad)\n"
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in MODULES)
+        + "bad = sorted(m for m in sys.modules if m == 'actors' or m.startswith('actors.'))\nprint(bad)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -202,9 +202,7 @@ def test_names_that_are_not_utf8_are_rejected_and_the_rest_is_read(tmp_path: Pat
 def test_a_single_file_whose_name_is_not_utf8_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "caf\udce9 notes.md"
     _make(path, b"# Notes\n\nText.\n")
-    assert list(iter_folder_docs(path)) == [
-        Rejected("caf\\xe9 notes.md", "file name is not valid UTF-8; rename it")
-    ]
+    assert list(iter_folder_docs(path)) == [Rejected("caf\\xe9 notes.md", "file name is not valid UTF-8; rename it")]
 
 
 def test_stdlib_module_names_that_are_not_utf8_are_skipped(tmp_path: Path) -> None:

@@ -9,39 +9,56 @@ import pytest
 from wiki.dedup import name_key, singular
 
 
-@pytest.mark.parametrize("names", [
-    ("ACME Corp", "Acme  Corp.", "acme-corp"),
-    ("Photons", "photons", "PHOTONS", "photon"),
-    ("actors", "actor", "Actor"),
-    ("file type", "file-type", "FileType", "file_type"),
-    ("Café Müller", "Cafe Muller"),
-    ("mutexes", "mutex"), ("policies", "policy"), ("indices", "index"),
-])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("ACME Corp", "Acme  Corp.", "acme-corp"),
+        ("Photons", "photons", "PHOTONS", "photon"),
+        ("actors", "actor", "Actor"),
+        ("file type", "file-type", "FileType", "file_type"),
+        ("Café Müller", "Cafe Muller"),
+        ("mutexes", "mutex"),
+        ("policies", "policy"),
+        ("indices", "index"),
+    ],
+)
 def test_spelling_case_separator_and_plural_variants_share_a_key(names):
     assert len({name_key(n) for n in names}) == 1, {n: name_key(n) for n in names}
 
 
-@pytest.mark.parametrize("name, other", [
-    ("ARM Cortex-A9", "ARM Cortex-A5"), ("IPv6", "IPv4"), ("Python 3", "Python 2"), ("ext4", "ext3"),
-    ("Windows 10", "Windows 11"),
-])
+@pytest.mark.parametrize(
+    "name, other",
+    [
+        ("ARM Cortex-A9", "ARM Cortex-A5"),
+        ("IPv6", "IPv4"),
+        ("Python 3", "Python 2"),
+        ("ext4", "ext3"),
+        ("Windows 10", "Windows 11"),
+    ],
+)
 def test_names_differing_in_a_number_or_version_never_share_a_key(name, other):
     assert name_key(name) != name_key(other)
 
 
-@pytest.mark.parametrize("name, other", [
-    ("Acme Cloud", "Acme Corp"),
-    ("Settings.database_url", "DATABASE_URL"),  # a qualified name is not its last part
-    ("comp.lang.python", "Python"),             # nor a name its alias
-    ("C++", "C"), ("C#", "C"), ("C++", "C#"),   # "+" and "#" tell languages apart
-    ("上海中心", "上海中心大厦"),
-])
+@pytest.mark.parametrize(
+    "name, other",
+    [
+        ("Acme Cloud", "Acme Corp"),
+        ("Settings.database_url", "DATABASE_URL"),  # a qualified name is not its last part
+        ("comp.lang.python", "Python"),  # nor a name its alias
+        ("C++", "C"),
+        ("C#", "C"),
+        ("C++", "C#"),  # "+" and "#" tell languages apart
+        ("上海中心", "上海中心大厦"),
+    ],
+)
 def test_related_names_keep_their_own_keys(name, other):
     assert name_key(name) != name_key(other)
 
 
-@pytest.mark.parametrize("word", ["news", "series", "analysis", "status", "class", "redis", "bus", "aws", "data",
-                                  "a5s"])
+@pytest.mark.parametrize(
+    "word", ["news", "series", "analysis", "status", "class", "redis", "bus", "aws", "data", "a5s"]
+)
 def test_words_that_are_not_plural_nouns_stay(word):
     assert singular(word) == word
 

@@ -15,8 +15,11 @@ from repos.db import make_pool
 from repos.servers import check_database, check_redis
 from wiki import errors
 
-KINDS = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)
-         if issubclass(cls, Exception) and cls.__module__ == errors.__name__]
+KINDS = [
+    cls
+    for _, cls in inspect.getmembers(errors, inspect.isclass)
+    if issubclass(cls, Exception) and cls.__module__ == errors.__name__
+]
 #: The exit code each kind must end a command with: click's usage code for bad input, else 1.
 USAGE = (errors.BadInput,)
 

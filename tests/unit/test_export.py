@@ -21,8 +21,9 @@ class FakePages:
 
 
 def page(slug: str, page_type: str = "entity", kb: str = "a") -> Page:
-    return Page(slug=slug, title=slug.title(), page_type=page_type, tenant_id=1, knowledge_base_id=kb,
-                content=f"about {slug}")
+    return Page(
+        slug=slug, title=slug.title(), page_type=page_type, tenant_id=1, knowledge_base_id=kb, content=f"about {slug}"
+    )
 
 
 def kb_pages(*slugs: str, kb: str = "a") -> list[Page]:

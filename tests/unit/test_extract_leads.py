@@ -11,7 +11,7 @@ from wiki.extract.offline import (
     _prose_blocks,
     _strip_inline,
 )
-from wiki.models import Extraction, ExtractedItem
+from wiki.models import ExtractedItem, Extraction
 
 
 def _extract(text: str, title: str = "sample") -> Extraction:
@@ -47,7 +47,8 @@ def test_the_sentence_under_the_names_own_heading_is_its_lead() -> None:
     assert item is not None
     assert item.evidence[0] == "Convert a wall clock time into the scheduler's time zone."
     assert item.description == (
-        "`frobnicate_time` is a function of `sample` that converts a wall clock time into the scheduler's time zone.")
+        "`frobnicate_time` is a function of `sample` that converts a wall clock time into the scheduler's time zone."
+    )
 
 
 def test_a_heading_sentence_that_narrates_or_points_back_is_not_a_lead() -> None:
@@ -62,15 +63,33 @@ def test_a_heading_sentence_that_narrates_or_points_back_is_not_a_lead() -> None
 
 
 def test_definitions_win_and_circular_or_caveat_sentences_do_not() -> None:
-    assert _lead_rank(["message object", "message objects"], True,
-                      "A message object is defined as something that has headers and a payload.") == 3
+    assert (
+        _lead_rank(
+            ["message object", "message objects"],
+            True,
+            "A message object is defined as something that has headers and a payload.",
+        )
+        == 3
+    )
     # the name again after the verb: says nothing of what it is
-    assert _lead_rank(["opcode", "opcodes"], True, "opcode is an OpcodeInfo record, describing the current opcode.") <= 1
+    assert (
+        _lead_rank(["opcode", "opcodes"], True, "opcode is an OpcodeInfo record, describing the current opcode.") <= 1
+    )
     # what it does, with a warning attached: a caveat, not a definition
-    assert _lead_rank(["parser instance", "parser instances"], True,
-                      "A parser instance contains state and should not be used by two threads at once.") <= 1
-    assert _lead_rank(["parser instance", "parser instances"], True,
-                      "A parser instance contains the state of one token sequence.") == 2
+    assert (
+        _lead_rank(
+            ["parser instance", "parser instances"],
+            True,
+            "A parser instance contains state and should not be used by two threads at once.",
+        )
+        <= 1
+    )
+    assert (
+        _lead_rank(
+            ["parser instance", "parser instances"], True, "A parser instance contains the state of one token sequence."
+        )
+        == 2
+    )
 
 
 def test_lines_of_a_list_or_field_list_are_separate_units() -> None:
@@ -121,8 +140,10 @@ def test_a_phrase_of_common_words_defined_once_is_not_a_page() -> None:
 
 def test_asterisks_inside_words_are_kept_and_emphasis_is_removed() -> None:
     code: list[str] = []
-    assert _strip_inline("Heaps are arrays for which a[k] <= a[2*k+1] and a[k] <= a[2*k+2].", code) == \
-        "Heaps are arrays for which a[k] <= a[2*k+1] and a[k] <= a[2*k+2]."
+    assert (
+        _strip_inline("Heaps are arrays for which a[k] <= a[2*k+1] and a[k] <= a[2*k+2].", code)
+        == "Heaps are arrays for which a[k] <= a[2*k+1] and a[k] <= a[2*k+2]."
+    )
     assert _strip_inline("The *first* and **second** words.", code) == "The first and second words."
 
 
@@ -148,8 +169,11 @@ def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> 
     leads = _descriptions(text, "pkg.store")
     assert leads["BlobFile.write"] == (
         "`BlobFile.write` is a method of `pkg.store.BlobFile` that compresses a bytes object and appends it "
-        "to the file.")
-    assert leads["open_blob"] == "`open_blob` is a function of `pkg.store` that returns a BlobFile reading the named file."
+        "to the file."
+    )
+    assert (
+        leads["open_blob"] == "`open_blob` is a function of `pkg.store` that returns a BlobFile reading the named file."
+    )
     # the quote stays the document's own words
     write = _item(_extract(text, "pkg.store"), "BlobFile.write")
     assert write is not None and write.evidence[0] == "Compress a bytes object and append it to the file."
@@ -158,25 +182,41 @@ def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> 
 def test_a_noun_phrase_docstring_gets_the_subject_it_leaves_out() -> None:
     from wiki.extract.offline import _subject_lead
 
-    assert _subject_lead("heapq", "Heap queue algorithm (a.k.a. priority queue).", "heapq") == \
-        "`heapq` is a module: heap queue algorithm (a.k.a. priority queue)."
-    assert _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq") == \
-        "`heappushpop` is a function of `heapq`: fast version of a heappush followed by a heappop."
-    assert _subject_lead("MetaPathFinder", "Abstract base class for import finders on sys.meta_path.",
-                         "importlib.abc") == "`MetaPathFinder` is an abstract base class for import finders on sys.meta_path."
-    assert _subject_lead("code_info", "Formatted details of methods, functions, or code.", "dis") == \
-        "`code_info` is a function of `dis`: formatted details of methods, functions, or code."
+    assert (
+        _subject_lead("heapq", "Heap queue algorithm (a.k.a. priority queue).", "heapq")
+        == "`heapq` is a module: heap queue algorithm (a.k.a. priority queue)."
+    )
+    assert (
+        _subject_lead("heappushpop", "Fast version of a heappush followed by a heappop.", "heapq")
+        == "`heappushpop` is a function of `heapq`: fast version of a heappush followed by a heappop."
+    )
+    assert (
+        _subject_lead("MetaPathFinder", "Abstract base class for import finders on sys.meta_path.", "importlib.abc")
+        == "`MetaPathFinder` is an abstract base class for import finders on sys.meta_path."
+    )
+    assert (
+        _subject_lead("code_info", "Formatted details of methods, functions, or code.", "dis")
+        == "`code_info` is a function of `dis`: formatted details of methods, functions, or code."
+    )
     # a sentence with its own verb keeps its words
-    assert _subject_lead("SSLContext", "An SSLContext holds various configuration options.", "ssl") == \
-        "An SSLContext holds various configuration options."
+    assert (
+        _subject_lead("SSLContext", "An SSLContext holds various configuration options.", "ssl")
+        == "An SSLContext holds various configuration options."
+    )
     # a comparison joins as an aside, never copied subjectless
-    assert _subject_lead("Loop.call_at", "Like call_later(), but uses an absolute time.", "loops") == \
-        "`Loop.call_at` is a method of `loops.Loop`, like `call_later()`, but uses an absolute time."
-    assert _subject_lead("rmtree", "Recursively remove an entire directory tree.", "shutil") == \
-        "`rmtree` is a function of `shutil` that recursively removes an entire directory tree."
+    assert (
+        _subject_lead("Loop.call_at", "Like call_later(), but uses an absolute time.", "loops")
+        == "`Loop.call_at` is a method of `loops.Loop`, like `call_later()`, but uses an absolute time."
+    )
+    assert (
+        _subject_lead("rmtree", "Recursively remove an entire directory tree.", "shutil")
+        == "`rmtree` is a function of `shutil` that recursively removes an entire directory tree."
+    )
     # "Set" may be an adjective too, but "Set color options of" is no "adjective noun of" phrase
-    assert _subject_lead("color_config", "Set color options of Text widget.", "idlelib.colorizer") == \
-        "`color_config` is a function of `idlelib.colorizer` that sets color options of Text widget."
+    assert (
+        _subject_lead("color_config", "Set color options of Text widget.", "idlelib.colorizer")
+        == "`color_config` is a function of `idlelib.colorizer` that sets color options of Text widget."
+    )
 
 
 def test_fragments_and_admonitions_are_neither_lead_nor_evidence() -> None:
@@ -202,7 +242,8 @@ def test_a_lower_case_owner_heading_its_own_section_makes_a_method_and_an_articl
     )
     leads = _descriptions(text, "cal")
     assert leads["day.toordinal"] == (
-        "`day.toordinal` is a method of `cal.day` that returns the ordinal of the day, counting from the first day.")
+        "`day.toordinal` is a method of `cal.day` that returns the ordinal of the day, counting from the first day."
+    )
     assert leads["day.weekday"] == "`day.weekday` is an integer from zero to six naming the day of the week."
 
 
@@ -212,36 +253,55 @@ def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
     sentence = "Check the vendor pages for the calibration tools."
     assert _subject_lead("URLS", sentence, "Force feedback joysticks") == sentence
     assert _subject_lead("ff_calibrate", sentence, "Force feedback joysticks") == (
-        "`ff_calibrate` is a function that checks the vendor pages for the calibration tools.")
+        "`ff_calibrate` is a function that checks the vendor pages for the calibration tools."
+    )
 
 
 def test_template_joins_stay_grammatical() -> None:
     from wiki.extract.offline import _subject_lead
 
     # "A <noun> can ...": the noun phrase has its own verb, so the join needs "that"
-    assert _subject_lead("GlobPattern", "A glob pattern can match many file names.", "globs") == \
-        "`GlobPattern` is a glob pattern that can match many file names."
-    assert _subject_lead("Base.run", "An abstract method that does the work.", "jobs") == \
-        "`Base.run` is an abstract method that does the work."
+    assert (
+        _subject_lead("GlobPattern", "A glob pattern can match many file names.", "globs")
+        == "`GlobPattern` is a glob pattern that can match many file names."
+    )
+    assert (
+        _subject_lead("Base.run", "An abstract method that does the work.", "jobs")
+        == "`Base.run` is an abstract method that does the work."
+    )
     # the subject's own verb further on: a sentence, kept as written
-    assert _subject_lead("PyLib", "An instance of this class represents a loaded library.", "libs") == \
-        "An instance of this class represents a loaded library."
+    assert (
+        _subject_lead("PyLib", "An instance of this class represents a loaded library.", "libs")
+        == "An instance of this class represents a loaded library."
+    )
     # a subjectless passive docstring gets its subject and "is"; a raised class is an exception
-    assert _subject_lead("Proto.data_received", "Called when some data is received.", "protos") == \
-        "`Proto.data_received` is a method of `protos.Proto` that is called when some data is received."
-    assert _subject_lead("DupKeyError", "Raised by strict readers when a key is repeated.", "readers") == \
-        "`DupKeyError` is an exception of `readers` that is raised by strict readers when a key is repeated."
+    assert (
+        _subject_lead("Proto.data_received", "Called when some data is received.", "protos")
+        == "`Proto.data_received` is a method of `protos.Proto` that is called when some data is received."
+    )
+    assert (
+        _subject_lead("DupKeyError", "Raised by strict readers when a key is repeated.", "readers")
+        == "`DupKeyError` is an exception of `readers` that is raised by strict readers when a key is repeated."
+    )
     # "Attempt to ..." opening a method's docstring is an instruction, not a noun phrase
-    assert _subject_lead("Dist.read", "Attempt to load the named file.", "dists") == \
-        "`Dist.read` is a method of `dists.Dist` that attempts to load the named file."
+    assert (
+        _subject_lead("Dist.read", "Attempt to load the named file.", "dists")
+        == "`Dist.read` is a method of `dists.Dist` that attempts to load the named file."
+    )
     # a noun naming the kind opens a noun phrase, not an instruction ("hooks method for")
-    assert _subject_lead("Case.tearDown", "Hook method for cleaning up after the test.", "tests") == \
-        "`Case.tearDown` is a hook method for cleaning up after the test."
+    assert (
+        _subject_lead("Case.tearDown", "Hook method for cleaning up after the test.", "tests")
+        == "`Case.tearDown` is a hook method for cleaning up after the test."
+    )
     # every coordinated verb is conjugated, also after "or" and when the verb may be a noun
-    assert _subject_lead("fetch", "Return the cached row, or raise KeyError.", "rows") == \
-        "`fetch` is a function of `rows` that returns the cached row, or raises KeyError."
-    assert _subject_lead("merge", "Return the keys and values of both tables.", "rows") == \
-        "`merge` is a function of `rows` that returns the keys and values of both tables."
+    assert (
+        _subject_lead("fetch", "Return the cached row, or raise KeyError.", "rows")
+        == "`fetch` is a function of `rows` that returns the cached row, or raises KeyError."
+    )
+    assert (
+        _subject_lead("merge", "Return the keys and values of both tables.", "rows")
+        == "`merge` is a function of `rows` that returns the keys and values of both tables."
+    )
 
 
 def test_a_concept_lead_defines_the_general_term() -> None:
@@ -304,25 +364,31 @@ def test_an_event_or_caveat_about_a_code_name_is_not_its_lead() -> None:
 
 def test_a_comparison_or_a_status_never_leads_a_page() -> None:
     needles = ["Enhanced IBRS"]
-    for sentence in ("Enhanced IBRS is more efficient than retpoline.",
-                     "Enhanced IBRS is faster than the software mitigation.",
-                     "Enhanced IBRS is the same as the older IBRS on these parts.",
-                     "Enhanced IBRS is being implemented for newer processors."):
+    for sentence in (
+        "Enhanced IBRS is more efficient than retpoline.",
+        "Enhanced IBRS is faster than the software mitigation.",
+        "Enhanced IBRS is the same as the older IBRS on these parts.",
+        "Enhanced IBRS is being implemented for newer processors.",
+    ):
         assert _lead_rank(needles, False, sentence) == 0, sentence
     assert _lead_rank(needles, False, "Enhanced IBRS is a hardware mitigation for Spectre variant 2.") == 3
 
 
 def test_the_defining_sentence_wins_over_a_comparison_before_it() -> None:
-    text = ("# mitigations\n\nEnhanced IBRS is more efficient than retpoline on recent processors.\n\n"
-            "Enhanced IBRS is a hardware feature that restricts indirect branch speculation.\n")
+    text = (
+        "# mitigations\n\nEnhanced IBRS is more efficient than retpoline on recent processors.\n\n"
+        "Enhanced IBRS is a hardware feature that restricts indirect branch speculation.\n"
+    )
     assert _descriptions(text, "mitigations")["Enhanced IBRS"].startswith("Enhanced IBRS is a hardware feature")
 
 
 def test_a_wrapped_line_that_opens_with_a_path_continues_the_sentence() -> None:
-    text = ("SRBDS is a hardware vulnerability that allows MDS\n"
-            "Documentation/admin-guide/hw-vuln/mds.rst techniques to\n"
-            "infer values returned from special register accesses.  Special register\n"
-            "accesses are accesses to off core registers.\n")
+    text = (
+        "SRBDS is a hardware vulnerability that allows MDS\n"
+        "Documentation/admin-guide/hw-vuln/mds.rst techniques to\n"
+        "infer values returned from special register accesses.  Special register\n"
+        "accesses are accesses to off core registers.\n"
+    )
     blocks = _prose_blocks(text)[0]
     assert blocks[0].startswith("SRBDS is a hardware vulnerability that allows MDS Documentation/")
     assert "special register accesses. Special register accesses" in blocks[0]

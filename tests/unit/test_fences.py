@@ -15,8 +15,10 @@ from wiki.extract import ExtractionError
 from wiki.extract.offline import OfflineExtractor
 from wiki.text import document_title, fenced_code_lines
 
-TILDE_DOC = ("# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum. "
-             "Python is a programming language.\n")
+TILDE_DOC = (
+    "# Tilde\n\ntilde\n~~~\n\nThe tilde module helps Python programs do things. It keeps the work to a minimum. "
+    "Python is a programming language.\n"
+)
 
 
 def _code(text: str) -> list[int]:
@@ -95,7 +97,9 @@ def test_ast_docstring_shape_yields_wiki_content() -> None:
 
 
 def test_unclosed_fence_marker_is_not_prose() -> None:
-    text = "Intro text about the widget library for everyone.\n\n```python\nThe widget library draws widgets on screens.\n"
+    text = (
+        "Intro text about the widget library for everyone.\n\n```python\nThe widget library draws widgets on screens.\n"
+    )
     extraction = OfflineExtractor().extract("Widgets", text)
     assert "`" not in extraction.body
     assert "draws widgets on screens" in extraction.body

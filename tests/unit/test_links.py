@@ -96,7 +96,7 @@ def test_title_wrapped_across_lines() -> None:
         "## All about Acme Corp\n",
         "[Acme Corp][1]\n",
         "[1]: https://example.org  Acme Corp\n",
-        "<span title=\"Acme Corp\">x</span>",
+        '<span title="Acme Corp">x</span>',
         "| name | owner |\n|---|---|\n| Acme Corp | x |\n",
     ],
 )
@@ -194,7 +194,9 @@ def test_falls_back_to_shorter_title_when_boundary_fails() -> None:
 
 
 def test_shared_title_goes_to_first_target() -> None:
-    out, linked = linkify("Mercury rises", [LinkTarget("mercury-planet", "Mercury"), LinkTarget("mercury-element", "Mercury")])
+    out, linked = linkify(
+        "Mercury rises", [LinkTarget("mercury-planet", "Mercury"), LinkTarget("mercury-element", "Mercury")]
+    )
     assert linked == {"mercury-planet"}
 
 
@@ -235,7 +237,21 @@ def test_idempotent() -> None:
 def test_idempotent_random() -> None:
     rng = random.Random(7)
     targets = [ACME, CLOUD, ACME_SHORT, GOOGLE, TOWER, SHANGHAI]
-    pieces = ["Acme", "Corp", "Cloud", "Google", "上海", "中心大厦", "`x`", "[a](b)", "\n", " ", ".", "# ", "http://e.com/Acme"]
+    pieces = [
+        "Acme",
+        "Corp",
+        "Cloud",
+        "Google",
+        "上海",
+        "中心大厦",
+        "`x`",
+        "[a](b)",
+        "\n",
+        " ",
+        ".",
+        "# ",
+        "http://e.com/Acme",
+    ]
     for _ in range(200):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
         once, _ = linkify(text, targets)
@@ -312,9 +328,7 @@ def test_rewrite_keep_retarget_and_strip() -> None:
         return {"keep": "keep", "old-name": "new-name"}.get(slug)
 
     out, changed = rewrite_links(text, resolve)
-    assert out == (
-        "A [[keep|Kept]], [[new-name|old name]], [[new-name#Usage|usage]], gone page and Gone Thing."
-    )
+    assert out == ("A [[keep|Kept]], [[new-name|old name]], [[new-name#Usage|usage]], gone page and Gone Thing.")
     assert changed == 4
     assert len(calls) == len(set(calls)) == 5
 
@@ -403,9 +417,11 @@ def test_linkify_never_links_a_mention_beside_a_bracket():
 
 def _key_lookup(pages: list[PageLite]):
     """A title-key lookup as the database answers it: pages with lower(title) or lower(alias) among the phrases."""
+
     def lookup(phrases):
         wanted = set(phrases)
         return [p for p in pages if {k.lower() for k in (p.title, *p.aliases)} & wanted]
+
     return lookup
 
 
@@ -420,7 +436,10 @@ def test_mention_targets_put_titles_before_aliases_whatever_the_row_order() -> N
     text = "Defines base classes. Register them with base classes."
     for rows in ([alias_holder, title_holder], [title_holder, alias_holder]):
         assert [(t.slug, t.aliases) for t in mention_targets(rows, "abc")] == [
-            ("base-class", ()), ("base-classes", ()), ("base-class", ("base classes",))]
+            ("base-class", ()),
+            ("base-classes", ()),
+            ("base-class", ("base classes",)),
+        ]
         out, linked = link_mentions(text, "abc", rows, _key_lookup(rows))
         assert out == "Defines [[base-classes|base classes]]. Register them with base classes."
         assert linked == ["base-classes"]
@@ -438,8 +457,9 @@ def test_link_mentions_goes_on_until_checking_its_output_finds_nothing() -> None
     for n in range(300, 700):
         filler = " ".join(f"w{i}x" for i in range(n))
         text = f"{head} {filler} {tail}"
-        if ("omega gadget" not in candidate_phrases(text)
-                and "omega gadget" in candidate_phrases(f"The [[zeta-widget|Zeta Widget]] spins. {filler} {tail}")):
+        if "omega gadget" not in candidate_phrases(text) and "omega gadget" in candidate_phrases(
+            f"The [[zeta-widget|Zeta Widget]] spins. {filler} {tail}"
+        ):
             break
     else:
         raise AssertionError("no filler length puts the phrase at the limit")

@@ -6,14 +6,22 @@ from __future__ import annotations
 from wiki.lint import LintPage, unlinked_mentions
 from wiki.models import PageLite
 
-TARGET = PageLite(slug="garbage-collector", title="garbage collector", page_type="concept", status="published",
-                  aliases=[])
+TARGET = PageLite(
+    slug="garbage-collector", title="garbage collector", page_type="concept", status="published", aliases=[]
+)
 TEXT = "The garbage collector frees cycles that reference counting misses."
 
 
 def _page(page_type: str) -> LintPage:
-    return LintPage(id=1, slug="index" if page_type == "index" else "gc-notes", title="Notes", page_type=page_type,
-                    status="published", aliases=[], content=TEXT)
+    return LintPage(
+        id=1,
+        slug="index" if page_type == "index" else "gc-notes",
+        title="Notes",
+        page_type=page_type,
+        status="published",
+        aliases=[],
+        content=TEXT,
+    )
 
 
 def test_a_summary_mentioning_a_title_is_reported():

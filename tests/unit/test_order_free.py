@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from actors.reduce import item_type
-from wiki.lint import LintPage, broken_links
 from wiki.links import LinkTarget, linkify, parse_links, unlink
+from wiki.lint import LintPage, broken_links
 from wiki.models import Extraction, PageLite
 from wiki.render import listed_link_starts, render_index_page, render_summary_page
 from wiki.slugs import INDEX_SLUG, RESERVED_SLUGS
@@ -13,14 +13,24 @@ from wiki.slugs import INDEX_SLUG, RESERVED_SLUGS
 def test_a_folder_prefix_as_obsidian_writes_it_is_not_part_of_the_slug() -> None:
     links = parse_links("See [[entity/acme-cloud]], [[summary/doc-guide|the guide]] and [[concept/x#Use|x]].")
     assert [(link.slug, link.display, link.heading) for link in links] == [
-        ("acme-cloud", None, None), ("doc-guide", "the guide", None), ("x", "x", "Use")]
+        ("acme-cloud", None, None),
+        ("doc-guide", "the guide", None),
+        ("x", "x", "Use"),
+    ]
     # only the vault's page folders are prefixes: any other "/" stays (and names no live page)
     assert [link.slug for link in parse_links("[[notes/acme]] [[entity/]]")] == ["notes/acme", "entity/"]
 
 
 def test_lint_does_not_call_a_folder_prefixed_link_to_a_live_page_broken() -> None:
-    page = LintPage(id=1, slug="doc-a", title="A", page_type="summary", status="published", aliases=[],
-                    content="[[entity/acme|Acme]] and [[concept/gone]]")
+    page = LintPage(
+        id=1,
+        slug="doc-a",
+        title="A",
+        page_type="summary",
+        status="published",
+        aliases=[],
+        content="[[entity/acme|Acme]] and [[concept/gone]]",
+    )
     assert [issue.target for issue in broken_links(page, {"acme"})] == ["gone"]
 
 
@@ -52,8 +62,10 @@ def test_unlink_reads_a_link_without_display_as_its_slug_words() -> None:
 
 
 def test_the_index_page_lists_counts_most_cited_and_recent() -> None:
-    cited = {"entity": [(PageLite(slug="acme", title="Acme", page_type="entity"), 12)],
-             "concept": [(PageLite(slug="widget", title="widget", page_type="concept"), 1)]}
+    cited = {
+        "entity": [(PageLite(slug="acme", title="Acme", page_type="entity"), 12)],
+        "concept": [(PageLite(slug="widget", title="widget", page_type="concept"), 1)],
+    }
     content = render_index_page("kb", {"summary": 3, "entity": 1, "concept": 1, "index": 1}, [], cited)
     assert "Wiki of **kb**: 5 pages." in content
     assert "## Most-cited entities\n\n- [[acme|Acme]] (12 documents)" in content

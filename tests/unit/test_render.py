@@ -28,10 +28,20 @@ def test_the_lead_is_the_best_definition_whatever_the_order_of_the_sources() -> 
 
 def test_the_page_opens_with_the_best_lead_and_quotes_each_source() -> None:
     facts = {
-        "k1": {"doc_title": "Drivers", "summary_slug": "doc-drivers", "description": DESCRIPTIONS[1],
-               "evidence": [DESCRIPTIONS[1]], "seq": 1},
-        "k2": {"doc_title": "Memory", "summary_slug": "doc-memory", "description": DESCRIPTIONS[3],
-               "evidence": [DESCRIPTIONS[3]], "seq": 2},
+        "k1": {
+            "doc_title": "Drivers",
+            "summary_slug": "doc-drivers",
+            "description": DESCRIPTIONS[1],
+            "evidence": [DESCRIPTIONS[1]],
+            "seq": 1,
+        },
+        "k2": {
+            "doc_title": "Memory",
+            "summary_slug": "doc-memory",
+            "description": DESCRIPTIONS[3],
+            "evidence": [DESCRIPTIONS[3]],
+            "seq": 2,
+        },
     }
     page = render_item_page("slab allocator", facts, [], 2)
     assert page.splitlines()[0] == DESCRIPTIONS[3]

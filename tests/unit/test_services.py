@@ -115,8 +115,9 @@ def test_starts_servers_with_pg_trgm_and_stops_them_on_exit(home: Path) -> None:
 
 
 def test_set_urls_start_nothing(home: Path) -> None:
-    given = Settings(home=str(home), database_url="postgresql://u@db.invalid:5432/x",
-                     redis_url="redis://cache.invalid:6379/0")
+    given = Settings(
+        home=str(home), database_url="postgresql://u@db.invalid:5432/x", redis_url="redis://cache.invalid:6379/0"
+    )
     with local_services(given) as settings:
         assert settings.database_url == given.database_url
         assert settings.redis_url == given.redis_url
@@ -136,8 +137,14 @@ with local_services(Settings(home=sys.argv[1], database_url=None, redis_url=None
 
 def _child(home: Path) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    return subprocess.Popen([sys.executable, "-c", _CHILD, str(home)], cwd=REPO, env=env, text=True,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(home)],
+        cwd=REPO,
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
 
 
 def test_second_process_reuses_servers_and_leaves_them_running(home: Path) -> None:
@@ -171,10 +178,20 @@ def test_stale_state_is_cleaned_up_and_servers_started_anew(home: Path) -> None:
     dead.wait()
     home.mkdir(parents=True)
     stale = {"owner_pid": dead.pid, "owner_started": 0.0}
-    (home / STATE_FILE).write_text(json.dumps({
-        "postgres": {**stale, "port": 1, "bindir": str(home / "none"), "data": str(home / "pg"), "run_as": None},
-        "redis": {**stale, "port": 1, "pid": dead.pid, "binary": "none"},
-    }))
+    (home / STATE_FILE).write_text(
+        json.dumps(
+            {
+                "postgres": {
+                    **stale,
+                    "port": 1,
+                    "bindir": str(home / "none"),
+                    "data": str(home / "pg"),
+                    "run_as": None,
+                },
+                "redis": {**stale, "port": 1, "pid": dead.pid, "binary": "none"},
+            }
+        )
+    )
     with local_services(_embedded(home)) as settings:
         assert _pg_answers(settings.database_url)
         assert _redis_answers(settings.redis_url)
@@ -213,10 +230,12 @@ def test_a_home_of_another_postgresql_major_version_is_refused_before_anything_s
 def test_redis_data_of_another_build_is_refused(home: Path) -> None:
     (home / "redis" / "appendonlydir").mkdir(parents=True)
     (home / "redis" / "appendonlydir" / "appendonly.aof.1.incr.aof").write_text("")
-    (home / BUILD_FILE).write_text(json.dumps({"redis": {"path": "/gone/redis-server", "name": "Redis",
-                                                         "version": "1.0.0", "origin": "the system"}}))
-    with pytest.raises(ServiceError, match=r"holds Redis 1 data .* or remove .*redis"), \
-            local_services(_embedded(home)):
+    (home / BUILD_FILE).write_text(
+        json.dumps(
+            {"redis": {"path": "/gone/redis-server", "name": "Redis", "version": "1.0.0", "origin": "the system"}}
+        )
+    )
+    with pytest.raises(ServiceError, match=r"holds Redis 1 data .* or remove .*redis"), local_services(_embedded(home)):
         pass
     assert not (home / STATE_FILE).exists() and not (home / "pg").exists()
 
@@ -265,8 +284,14 @@ def test_a_home_in_a_private_folder_works(tmp_path_factory: pytest.TempPathFacto
 
 def test_every_command_prints_its_home_on_stderr(home: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    out = subprocess.run([sys.executable, "-m", "kbwiki.cli", "status", "--kb", "nope", "--json"], cwd=tmp_path,
-                         env={**env, "KBWIKI_HOME": str(home)}, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "kbwiki.cli", "status", "--kb", "nope", "--json"],
+        cwd=tmp_path,
+        env={**env, "KBWIKI_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.splitlines()[0].startswith(f"kbwiki: home {home} (PostgreSQL ")
     assert "Error: no knowledge base named 'nope'" in out.stderr

@@ -65,9 +65,7 @@ def get_extractor(settings: Settings) -> Extractor:
 
         return OfflineExtractor()
     if settings.extractor == "llm":
-        raise NotImplementedError(
-            "the LLM extractor is not implemented yet; set KBWIKI_EXTRACTOR=offline"
-        )
+        raise NotImplementedError("the LLM extractor is not implemented yet; set KBWIKI_EXTRACTOR=offline")
     raise ValueError(f"unknown extractor {settings.extractor!r}")
 
 
@@ -78,8 +76,16 @@ _LINK_SYNTAX = re.compile(r"\[|\]|\||`|\{\{|\}\}|\]\(")
 # "C#" and "F#" are real names; a "#" anywhere else is a heading or an anchor.
 _HASH_OK = re.compile(r"^[A-Za-z]{1,3}#$")
 # Pairs of wrapping marks an LLM or a Markdown source commonly leaves around a name.
-_WRAPPERS = (("**", "**"), ("__", "__"), ("*", "*"), ("`", "`"), ('"', '"'), ("'", "'"),
-             ("\u201c", "\u201d"), ("\u2018", "\u2019"))
+_WRAPPERS = (
+    ("**", "**"),
+    ("__", "__"),
+    ("*", "*"),
+    ("`", "`"),
+    ('"', '"'),
+    ("'", "'"),
+    ("\u201c", "\u201d"),
+    ("\u2018", "\u2019"),
+)
 _TRAILING = " \t.,;:!?"
 
 
@@ -106,7 +112,7 @@ def _clean(name: str) -> str:
             name, changed = stripped, True
         for left, right in _WRAPPERS:
             if len(name) > len(left) + len(right) and name.startswith(left) and name.endswith(right):
-                name, changed = name[len(left):-len(right)].strip(), True
+                name, changed = name[len(left) : -len(right)].strip(), True
     return name
 
 

@@ -60,7 +60,7 @@ def split_sentences(block: str) -> list[str]:
     out: list[str] = []
     start = 0
     for m in _SPLIT.finditer(block):
-        piece = block[start:m.end()].strip()
+        piece = block[start : m.end()].strip()
         if piece:
             out.append(piece)
         start = m.end()
@@ -131,8 +131,9 @@ def _ja_runs(sentence: str) -> list[tuple[str, bool, int]]:
         feature = word.feature
         noun = feature.pos1 == "名詞" and feature.pos2 in ("普通名詞", "固有名詞")
         # a prefix opens a run, a noun-making suffix ("版", "性") continues one
-        affix = (feature.pos1 == "接頭辞" and not current) or (feature.pos1 == "接尾辞" and current
-                                                              and feature.pos2 == "名詞的")
+        affix = (feature.pos1 == "接頭辞" and not current) or (
+            feature.pos1 == "接尾辞" and current and feature.pos2 == "名詞的"
+        )
         if (noun or affix) and _CJK.search(word.surface):
             current.append((word.surface, feature.pos2))
         else:
@@ -179,7 +180,7 @@ def definition_rank(name: str, sentence: str) -> int:
     text = sentence.lstrip("「『“（(")
     if not text.startswith(name):
         return 0
-    rest = text[len(name):]
+    rest = text[len(name) :]
     if _ZH_DEFINES.match(rest) or _JA_DEFINES.match(rest):
         return 2
     return 1 if _SUBJECT.match(rest) else 0

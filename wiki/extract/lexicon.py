@@ -90,7 +90,7 @@ def third_person(word: str) -> str | None:
     if not lemmas(low):
         # "Undefine", "Reindent", "Preload": a prefix the lexicon lacks on a verb it knows
         for prefix in ("un", "re", "de", "pre", "dis"):
-            stem = low[len(prefix):]
+            stem = low[len(prefix) :]
             if low.startswith(prefix) and len(stem) > 3 and stem in lemmas(stem).get("VERB", ()):
                 forms = getInflection(stem, tag="VBZ")
                 return prefix + forms[0] if forms else None

@@ -224,8 +224,12 @@ def _list_units(lines: list[str]) -> list[list[str]]:
     units: list[list[str]] = [[lines[0]]]
     for prev, line in zip(lines, lines[1:]):
         before, after = prev.strip(), line.strip()
-        if (len(before) < SHORT_LINE_SHARE * width and not _LINE_END_PUNCT.search(before)
-                and _ITEM_OPENER.match(after) and not _PATH_OPENER.match(after)):
+        if (
+            len(before) < SHORT_LINE_SHARE * width
+            and not _LINE_END_PUNCT.search(before)
+            and _ITEM_OPENER.match(after)
+            and not _PATH_OPENER.match(after)
+        ):
             units.append([line])
         else:
             units[-1].append(line)
@@ -291,11 +295,11 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
         bullet = _BULLET.match(line)
         if bullet:
             flush()
-            line = line[bullet.end():]
+            line = line[bullet.end() :]
         field_line = _FIELD.match(line)
         if field_line:
             flush()  # each field of a field list is a unit of its own, never joined to the last
-            line = line[field_line.end():]
+            line = line[field_line.end() :]
         current.append(line)
         if stripped.endswith("::"):
             flush()
@@ -465,8 +469,13 @@ class _Entities:
         if not shouting:
             for m in _ACRONYM.finditer(text):
                 word = m.group(1)
-                if 2 <= sum(c.isupper() for c in word) and len(word) <= 10 and not _ROMAN.match(word) \
-                        and not _emphasis(word) and not _path_segment(text, m.start(), m.end()):
+                if (
+                    2 <= sum(c.isupper() for c in word)
+                    and len(word) <= 10
+                    and not _ROMAN.match(word)
+                    and not _emphasis(word)
+                    and not _path_segment(text, m.start(), m.end())
+                ):
                     self.add(word, order, 0.5)
         for m in _CAPSEQ.finditer(text):
             words = m.group(0).split()
@@ -476,8 +485,11 @@ class _Entities:
             if at_start and (self._common(words[0]) or (len(words) > 1 and _imperative(words[0]))):
                 words = words[1:]  # "Raise KeyError if ...", "Use Redis for ...": an opening verb
                 at_start = False
-            while words and (is_stopword(words[0]) or words[0].lower() in _NOT_NAMES
-                             or (words[0][0].isupper() and words[0][1:].islower() and _verb_first(words[0]))):
+            while words and (
+                is_stopword(words[0])
+                or words[0].lower() in _NOT_NAMES
+                or (words[0][0].isupper() and words[0][1:].islower() and _verb_first(words[0]))
+            ):
                 words = words[1:]  # "Called Foo": a verb or adverb opening a clause is not a name
             while words and (is_stopword(words[-1]) or words[-1].lower() in _NOT_NAMES):
                 words = words[:-1]
@@ -488,8 +500,11 @@ class _Entities:
                 # A word opening every sentence it is in is a name only when no dictionary has it
                 # and the text never writes it in lower case ("Redis", not "Photons").
                 opener = at_start and (lexicon.dictionary_word(word) or self.lower_words[word.lower()] > 0)
-                if opener or word.isupper() or self._common(word) or (
-                    _MIXED.fullmatch(word) and not _ACRONYM_PLURAL.match(word)
+                if (
+                    opener
+                    or word.isupper()
+                    or self._common(word)
+                    or (_MIXED.fullmatch(word) and not _ACRONYM_PLURAL.match(word))
                 ):
                     continue  # sentence-initial word, acronym or identifier: handled elsewhere
                 if _hyphenated_adjective(word) or _path_segment(text, m.start(), m.end()):
@@ -529,8 +544,14 @@ class _Entities:
         """Fold "Popen" into "subprocess.Popen", "Widgets" into "Widget" and spelled-out
         acronyms into the acronym (the folded forms become aliases)."""
         for expansion in sorted(self.expansions):
-            owner = next((k for k in sorted(self.found) if expansion in
-                          {f.casefold() for f in self.found[k].forms} and k != expansion), None)
+            owner = next(
+                (
+                    k
+                    for k in sorted(self.found)
+                    if expansion in {f.casefold() for f in self.found[k].forms} and k != expansion
+                ),
+                None,
+            )
             if owner and expansion in self.found:
                 self._fold(expansion, owner)
         by_last: dict[str, list[str]] = {}
@@ -596,7 +617,7 @@ def _path_segment(text: str, start: int, end: int) -> bool:
         return False
     left = text.rfind(" ", 0, start) + 1
     right = text.find(" ", end)
-    token = text[left:right if right >= 0 else len(text)].rstrip(".,;:)")
+    token = text[left : right if right >= 0 else len(text)].rstrip(".,;:)")
     # "Documentation/admin-guide", "ABI/testing/sysfs", "Documentation/foo.rst"
     return token.count("/") >= 2 or "." in token or any(len(p) > 3 for p in token.split("/")[1:])
 
@@ -618,8 +639,13 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
         if name is None or first is None or name.removesuffix("()") in out:
             continue
         text = first.text
-        if _informative(text) and len(text) <= DESCRIPTION_CHARS and not _UNRESOLVED.match(text) \
-                and not _narration(text) and not _ADMONITION.match(text):
+        if (
+            _informative(text)
+            and len(text) <= DESCRIPTION_CHARS
+            and not _UNRESOLVED.match(text)
+            and not _narration(text)
+            and not _ADMONITION.match(text)
+        ):
             # not "Copyright (C) 2004 ...", "This is ...", a story, "WARNING: you may want to ..."
             out[name.removesuffix("()")] = first
     return out
@@ -673,7 +699,7 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     first = words[0] if words[0].isupper() and len(words[0]) > 1 else words[0][:1].lower() + words[0][1:]
     phrase = " ".join([first, *words[1:]])
     head = next((w for w in words[:6] if w.lower() in _NOUN_PHRASE_NEXT), None)
-    singular = not any(lexicon.plural_noun(w.strip(",;:.").lower()) for w in words[:words.index(head) if head else 3])
+    singular = not any(lexicon.plural_noun(w.strip(",;:.").lower()) for w in words[: words.index(head) if head else 3])
     if kind in ("class", "exception") and singular:
         return f"`{name}` is {'an' if first[0].lower() in 'aeiou' else 'a'} {phrase}"
     owner = name.rpartition(".")[0]
@@ -733,8 +759,12 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
         return text  # "## URLS" in a prose document titles a section; it names no code
     words = text.split(" ", 2)
     owner, dot, _member = name.rpartition(".")
-    if len(words) > 2 and words[0] in ("A", "An") and name != title and not (dot and owner not in sections
-                                                                              and not owner[:1].isupper()):
+    if (
+        len(words) > 2
+        and words[0] in ("A", "An")
+        and name != title
+        and not (dot and owner not in sections and not owner[:1].isupper())
+    ):
         # the subject's words: up to a relative pronoun or a comma ("An instance of this class
         # represents ..." has its verb after four words; "A ... that does" is a noun phrase)
         head: list[str] = []
@@ -744,13 +774,18 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
             head.append(w.strip(",;:.").lower())
             if w.endswith((",", ";", ":")):
                 break
-        if _member.lower() not in head and name.lower() not in head and not any(
-                lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head):
+        if (
+            _member.lower() not in head
+            and name.lower() not in head
+            and not any(lexicon.third_person(w) == w and "NOUN" not in lexicon.lemmas(w) for w in head)
+        ):
             # "An abstract method that ...", not "An SSLContext holds ..." (a sentence with a verb)
             tokens = text.split(" ")
             modal = next((i for i in range(2, min(len(tokens), 5)) if tokens[i] in _MODAL_VERBS), None)
-            if modal is not None and all(t.isalpha() and t.lower() not in _NOUN_PHRASE_NEXT
-                                         and t.lower() not in ("that", "which", "who") for t in tokens[1:modal]):
+            if modal is not None and all(
+                t.isalpha() and t.lower() not in _NOUN_PHRASE_NEXT and t.lower() not in ("that", "which", "who")
+                for t in tokens[1:modal]
+            ):
                 # "A wildcard pattern can match ...": the noun phrase has its own verb; the join
                 # needs "that" ("`X` is a wildcard pattern that can match ...")
                 tokens.insert(modal, "that")
@@ -762,13 +797,22 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
     if words[0].lower() in _NOT_INSTRUCTIONS and like is None:
         return text
     adverb = ""
-    if len(words) > 2 and words[0].endswith("ly") and set(lexicon.lemmas(words[0])) == {"ADV"} \
-            and words[1].isalpha() and set(lexicon.lemmas(words[1])) == {"VERB"}:
+    if (
+        len(words) > 2
+        and words[0].endswith("ly")
+        and set(lexicon.lemmas(words[0])) == {"ADV"}
+        and words[1].isalpha()
+        and set(lexicon.lemmas(words[1])) == {"VERB"}
+    ):
         # "Recursively remove an entire directory tree.": the instruction is the second word
         adverb, words = words[0].lower() + " ", [words[1].capitalize(), *words[2].split(" ", 1)]
         text = " ".join(words)
-    passive = like is None and words[0].endswith("ed") and lexicon.inflected_verb(words[0]) \
+    passive = (
+        like is None
+        and words[0].endswith("ed")
+        and lexicon.inflected_verb(words[0])
         and words[1].lower() in _PASSIVE_NEXT
+    )
     if passive:
         verb = "is " + words[0].lower()  # "Called when ...": "`X` is a method of `Y` that is called when ..."
     else:
@@ -790,19 +834,27 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
         other = like.group(1)
         other = f"`{other}`" if _IDENT.match(other) and not other.startswith("`") else other
         return f"`{name}` is {_kind_phrase(kind, module, owner)}, like {other}, but {like.group(2)}"
-    if len(words) > 2 and "NOUN" in lexicon.lemmas(words[0]) and re.fullmatch(_KIND_NOUNS, words[1]) \
-            and words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT:
+    if (
+        len(words) > 2
+        and "NOUN" in lexicon.lemmas(words[0])
+        and re.fullmatch(_KIND_NOUNS, words[1])
+        and words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT
+    ):
         # "Hook method for deconstructing ...": a noun phrase naming its kind, not "hooks method"
         article = "an" if words[0][0].lower() in "aeiou" else "a"
         return f"`{name}` is {article} {words[0].lower()} {words[1]} {words[2]}"
     if passive:
         pass
-    elif "ADJ" in lexicon.lemmas(words[0]) and words[1] not in _OBJECT_OPENERS and (
-            len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT):
+    elif (
+        "ADJ" in lexicon.lemmas(words[0])
+        and words[1] not in _OBJECT_OPENERS
+        and (len(words) < 3 or words[2].split(" ", 1)[0].lower() in _NOUN_PHRASE_NEXT)
+    ):
         return text  # "Fast version of a heappush ...": adjective, noun, "of": a noun phrase
     elif "NOUN" in lexicon.lemmas(words[0]) and (
-            (words[1].lower() in _NOUN_PHRASE_NEXT and not (kind in ("method", "function") and words[1] == "to"))
-            or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)):
+        (words[1].lower() in _NOUN_PHRASE_NEXT and not (kind in ("method", "function") and words[1] == "to"))
+        or (kind in ("module", "class") and words[1] not in _OBJECT_OPENERS)
+    ):
         # "Stuff to parse", "Heap queue algorithm": a noun may open a module's or a class's
         # docstring; a function's opens with what it does ("Set color options of ...")
         return text
@@ -822,7 +874,7 @@ _LIKE_BUT = re.compile(r"^Like\s+([^,]{1,60}),\s+but\s+(\S.*)$")
 
 
 def _kind_phrase(kind: str, module: str, owner: str) -> str:
-    """"a method of `mod.Owner`", "a module", "a function of `mod`": what a code name is. Code
+    """ "a method of `mod.Owner`", "a module", "a function of `mod`": what a code name is. Code
     spans: the cross-linker leaves them alone, so "idlelib" inside the name gets no link."""
     if kind == "method":
         return f"a method of `{module + '.' if module else ''}{owner}`"
@@ -950,8 +1002,7 @@ def _needles(forms: list[str], concept: bool) -> list[str]:
     return sorted(out, key=lambda f: (-len(f), f))
 
 
-def _mentions(needles: list[str], concept: bool, sentences: list[_Sentence],
-              lowered: list[str]) -> list[_Sentence]:
+def _mentions(needles: list[str], concept: bool, sentences: list[_Sentence], lowered: list[str]) -> list[_Sentence]:
     out = []
     for sentence, low in zip(sentences, lowered):
         if _find(low if concept else sentence.text, needles):
@@ -991,12 +1042,12 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
         start = _ARTICLE.match(text).end()
         rest = (text.lower() if concept else text)[start:]
         needle = next((n for n in needles if rest.startswith(n)), "")
-        if needle and _find(rest[len(needle):], [needle.lower() if concept else needle]):
+        if needle and _find(rest[len(needle) :], [needle.lower() if concept else needle]):
             return 1
         if rank == 2 and _CAVEAT.search(text):
             return 1
         if concept and needle and not has_cjk(text):
-            rank = min(rank, _general_definition_rank(text[start + len(needle):]))
+            rank = min(rank, _general_definition_rank(text[start + len(needle) :]))
     if rank >= 1 and _POINTS_BACK.search(text):
         return rank - 1  # "... the most popular way to do it": "it" is another sentence's
     return rank
@@ -1051,13 +1102,13 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         return max((cjk.definition_rank(n, text) for n in needles), default=0) * 3 // 2
     if len(text.split()) < 4:
         return 0
-    rest = text[_ARTICLE.match(text).end():]
+    rest = text[_ARTICLE.match(text).end() :]
     probe = rest.lower() if concept else rest
     best = 0
     for needle in needles:
         if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
             continue
-        after = rest[len(needle):]
+        after = rest[len(needle) :]
         if not concept:
             after = after.removeprefix("()")  # "kmalloc() returns ...": the call is the name
         if concept and _continues(needle, after):
@@ -1070,8 +1121,9 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         if plural and (lexicon.plural_noun(plural.group(1)) or lexicon.plural_noun(plural.group(2) or "")):
             return 3  # "Photons are particles of light", "Rotary encoders are small devices"
         passive = re.match(r"\s+(?:is|are|was|were)\s+(?:not\b|(?:[a-z]+ly\s+)?([a-z]+))", after)
-        if passive and (passive.group(1) is None or passive.group(1).endswith("ed")
-                        or lexicon.inflected_verb(passive.group(1))):
+        if passive and (
+            passive.group(1) is None or passive.group(1).endswith("ed") or lexicon.inflected_verb(passive.group(1))
+        ):
             # "X is set to ...", "X are rarely used", "X is not ...": what happens to X, not what it is.
             # Only "X is used/designed/meant to ..." says what X is for; a lead like "X is interrupted
             # by ..." or "The GIL is not released" tells one event or caveat, so it ranks 0 and another
@@ -1081,8 +1133,7 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition
             best = max(best, 1)
-        elif _DEFINES.match(after) and not re.match(
-                r"\s+[a-z]+\s+(?:for|of|in|on|with|to)\b", after):
+        elif _DEFINES.match(after) and not re.match(r"\s+[a-z]+\s+(?:for|of|in|on|with|to)\b", after):
             best = 2  # "Weak reference support for Python" is a noun phrase, not "X supports"
         else:
             follow = re.match(r"\s*(?:\([^)]{1,80}\)\s*)?([A-Za-z]+)(?:\s+([A-Za-z]+))?", after)
@@ -1136,7 +1187,9 @@ def _describe(concept: bool, needles: list[str], mentions: list[_Sentence]) -> t
 
 
 #: A sentence opening with a pronoun or demonstrative that points back at an earlier sentence.
-_UNRESOLVED = re.compile(r"^(?:This|That|These|Those|It|Its|They|Their|Them|Such)\b(?!\s+(?:is|are)\s+(?:a|an|the)\s+\w+\s+(?:of|for)\b)")
+_UNRESOLVED = re.compile(
+    r"^(?:This|That|These|Those|It|Its|They|Their|Them|Such)\b(?!\s+(?:is|are)\s+(?:a|an|the)\s+\w+\s+(?:of|for)\b)"
+)
 
 
 def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
@@ -1236,9 +1289,14 @@ def _parameter(word: str, prose_low: str) -> bool:
     if lexicon.dictionary_word(low) or lexicon.zipf(low) > 0:
         return False
     w = re.escape(low)
-    return re.search(
-        rf"\b{w}\s+{_PARAMETER_NOUNS}\b|\b{_PARAMETER_NOUNS}\s+{w}\b|\b{w}\s*=[^=]"
-        rf"|\b{w}\s+(?:is|are)\s+(?:a|an|the)\s+{_VALUE_NOUNS}\b", prose_low) is not None
+    return (
+        re.search(
+            rf"\b{w}\s+{_PARAMETER_NOUNS}\b|\b{_PARAMETER_NOUNS}\s+{w}\b|\b{w}\s*=[^=]"
+            rf"|\b{w}\s+(?:is|are)\s+(?:a|an|the)\s+{_VALUE_NOUNS}\b",
+            prose_low,
+        )
+        is not None
+    )
 
 
 def _concept_name(phrase: str, prose_low: str) -> str | None:
@@ -1274,8 +1332,12 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
         return None
     if len(words) == 1 and _parameter(last, prose_low):
         return None
-    if len(words) > 1 and last.endswith("s") and "VERB" in lexicon.lemmas(last) \
-            and _verb_in_context(" ".join(words), prose_low):
+    if (
+        len(words) > 1
+        and last.endswith("s")
+        and "VERB" in lexicon.lemmas(last)
+        and _verb_in_context(" ".join(words), prose_low)
+    ):
         return None
     return validate_item_name(" ".join(words))
 
@@ -1290,7 +1352,7 @@ def _surface_forms(name: str, sentences: list[str]) -> list[str]:
             continue  # a case mapping that changes lengths would shift the offsets
         for start in _occurrences(lowered, low):
             if _bounded(lowered, start, start + len(low)):
-                forms.add(text[start:start + len(low)])
+                forms.add(text[start : start + len(low)])
     forms.discard(name)
     return sorted(forms)
 
@@ -1344,8 +1406,9 @@ class OfflineExtractor:
         # CJK sentences are written without a space between them.
         return "\n\n".join(re.sub(r"(?<=[。！？；」』）])\s+(?=\S)", "", " ".join(p)) for p in paragraphs if p)
 
-    def _items(self, title: str, sentences: list[_Sentence], code: list[str],
-               headings: dict[int, str]) -> list[ExtractedItem]:
+    def _items(
+        self, title: str, sentences: list[_Sentence], code: list[str], headings: dict[int, str]
+    ) -> list[ExtractedItem]:
         lower_words, cap_words = _word_counts(sentences)
         entities = _Entities(lower_words, cap_words)
         defined = _heading_definitions(sentences, headings)
@@ -1413,8 +1476,9 @@ class OfflineExtractor:
                 taken.update({fold, singular, fold + "s"})
         return items
 
-    def _cjk_items(self, items: list[ExtractedItem], taken: set[str], sentences: list[_Sentence],
-                   lowered: list[str]) -> None:
+    def _cjk_items(
+        self, items: list[ExtractedItem], taken: set[str], sentences: list[_Sentence], lowered: list[str]
+    ) -> None:
         """Add the Chinese/Japanese names of the CJK sentences (``cjk.names``) to ``items``."""
         texts = [s.text for s in sentences if has_cjk(s.text)]
         if not texts:
@@ -1425,8 +1489,11 @@ class OfflineExtractor:
         for name, kind, words, _first in cjk.names(texts, japanese):
             if counts[kind] >= limits[kind] or name.casefold() in taken:
                 continue
-            if kind == "concept" and words == 1 and not any(
-                    cjk.definition_rank(name, s.text) == 2 for s in sentences if name in s.text):
+            if (
+                kind == "concept"
+                and words == 1
+                and not any(cjk.definition_rank(name, s.text) == 2 for s in sentences if name in s.text)
+            ):
                 continue  # a lone word ("函数", "function") is a page only where it is defined
             if any(name in other for other in taken if has_cjk(other)):
                 continue  # a piece of a longer name already kept
@@ -1437,8 +1504,15 @@ class OfflineExtractor:
                 taken.add(name.casefold())
 
     @staticmethod
-    def _item(name: str, kind: str, forms: list[str], sentences: list[_Sentence],
-              lowered: list[str], defined: _Sentence | None = None, lead: str | None = None) -> ExtractedItem | None:
+    def _item(
+        name: str,
+        kind: str,
+        forms: list[str],
+        sentences: list[_Sentence],
+        lowered: list[str],
+        defined: _Sentence | None = None,
+        lead: str | None = None,
+    ) -> ExtractedItem | None:
         """The item, or None when the name fails the guard or the page would not earn its place
         (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads;
         ``lead``: the description made of it (``_subject_lead``), else ``defined`` as written."""
@@ -1454,8 +1528,7 @@ class OfflineExtractor:
             description, rank = _describe(concept, needles, mentions)
         if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
             return None
-        if concept and len(mentions) < MIN_MENTIONS and all(
-                lexicon.too_common(w) for w in name.split()):
+        if concept and len(mentions) < MIN_MENTIONS and all(lexicon.too_common(w) for w in name.split()):
             # "starting points" defined once: common words whose meaning the one docstring
             # around them gives; a term the document builds on it uses again
             return None
@@ -1478,6 +1551,9 @@ class OfflineExtractor:
         else:
             seen = forms
         return ExtractedItem(
-            name=name, kind=kind, aliases=_aliases(name, seen), description=description,
+            name=name,
+            kind=kind,
+            aliases=_aliases(name, seen),
+            description=description,
             evidence=evidence,
         )
