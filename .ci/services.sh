@@ -186,4 +186,16 @@ if ! ensure_pg_trgm; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-contrib >&2 || true
     ensure_pg_trgm || die "pg_trgm cannot be created at $HOST:$PGPORT even after installing postgresql-contrib"
 fi
+# The browser tests (tests/browser) drive Debian's headless chromium through its chromedriver; a
+# CJK font makes their screenshots of CJK pages readable. They skip when chromium is absent, so a
+# failed install here is reported and not fatal. KBWIKI_BROWSER_TESTS=0 leaves them skipped.
+if [[ "${KBWIKI_BROWSER_TESTS:-1}" != 0 ]] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+    if ((EUID == 0)) && command -v apt-get >/dev/null; then
+        say "installing chromium, chromium-driver and a CJK font for the browser tests"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+            chromium chromium-driver fonts-wqy-zenhei >&2 || say "chromium could not be installed: the browser tests will skip"
+    else
+        say "no chromium/chromedriver (install chromium and chromium-driver): the browser tests will skip"
+    fi
+fi
 say "PostgreSQL at $HOST:$PGPORT (pg_trgm ok) and Redis at $HOST:$REDIS_PORT answer"

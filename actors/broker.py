@@ -66,6 +66,10 @@ def build_broker(settings: Settings) -> RedisBroker:
     middleware = [m() for m in default_middleware]
     spool = functools.cache(lambda: DeadLetterSpool(redis.Redis.from_url(settings.redis_url), settings.key_prefix))
     middleware += [StructlogMiddleware(), DeadLetterMiddleware(lambda: get_pool(settings), spool)]
+    if settings.dramatiq_prometheus:  # message counts and durations, served by the workers on :9191
+        from dramatiq.middleware.prometheus import Prometheus
+
+        middleware.append(Prometheus())
     # Messages a killed worker had fetched go back to the queue once its broker heartbeat is older
     # than heartbeat_timeout, at a maintenance pass (a share of commands out of a million). Dramatiq's
     # defaults (60 s, 0.1 %) left a killed worker's prefetched map messages (and their claims) for

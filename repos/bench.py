@@ -75,6 +75,21 @@ class BenchKbRepository:
                 "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL", (kb_id,)
             ).fetchall()
 
+    def sample_pages(self, kb_id: str, n: int, seed: str = "") -> list[dict[str, Any]]:
+        """``n`` live pages of the KB that link or are linked (slug, title, page_type, in_links), a
+        fixed pseudo-random sample per ``seed`` (ordered by md5 of seed and slug): the web
+        benchmark's requests. Reads the KB's links once (a benchmark's setup, not a product query)."""
+        with self.pool.connection() as conn:
+            return conn.execute(
+                "WITH linked AS (SELECT from_slug AS slug FROM wiki_links WHERE knowledge_base_id = %(kb)s"
+                "  UNION SELECT to_slug FROM wiki_links WHERE knowledge_base_id = %(kb)s)"
+                " SELECT p.slug, p.title, p.page_type, (SELECT count(*) FROM wiki_links l WHERE l.to_slug = p.slug"
+                " AND l.knowledge_base_id = p.knowledge_base_id) AS in_links FROM wiki_pages p JOIN linked USING (slug)"
+                " WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL ORDER BY md5(%(seed)s || p.slug)"
+                " LIMIT %(n)s",
+                {"kb": kb_id, "seed": seed, "n": n},
+            ).fetchall()
+
     def title_keys(self, kb_id: str) -> list[str]:
         """The KB's distinct title keys, sorted."""
         with self.pool.connection() as conn:

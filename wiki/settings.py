@@ -112,6 +112,14 @@ class Settings(BaseSettings):
     # A KB paused on a configuration error (401, 404, a 400 in every output mode) looks again this often.
     llm_pause_s: float = Field(default=60.0, ge=0.1, le=86_400, description="Recheck period of a paused KB.")
 
+    # The web face (``kbwiki serve``): the tenant it serves and the token behind its operations
+    # page's actions (unset: the page is read-only).
+    web_tenant: int = Field(default=1, ge=0, description="Tenant ``kbwiki serve`` serves.")
+    web_ops_token: str | None = Field(default=None, min_length=16, description="Token of the ops page's actions.")
+
+    # Dramatiq's Prometheus middleware on the workers (an exposition server on dramatiq_prom_port, 9191).
+    dramatiq_prometheus: bool = Field(default=False, description="Add Dramatiq's Prometheus middleware.")
+
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
 
     @field_validator("log_level", mode="before")

@@ -1,0 +1,326 @@
+"""The web face's routes: KB list and home, page, search, graph, document, lint report,
+operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
+
+Every KB-level route first finds the KB among the tenant's live ones and answers 404 otherwise,
+so a URL for another tenant's KB, page, document or dead letter is a 404. Endpoints that read the
+database are plain functions (Starlette runs them in its thread pool; the pool is psycopg's).
+Responses carry a Content-Security-Policy that allows scripts from this server only: page HTML
+is sanitised (``kbwiki.web.markdown``) and the CSP is the second fence.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import quote
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from psycopg_pool import ConnectionPool
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from actors.deps import run_stage
+from kbwiki.command import command_deps
+from kbwiki.web.markdown import render_markdown
+from kbwiki.web.metrics import KbwikiCollector
+from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.lint import LintRepository
+from repos.pages import WikiPageRepository
+from repos.web import SEARCH_LIMIT, WebRepository
+from stages.requeue import requeue_dead_letter
+from wiki.errors import DeadLetterNotFound, RequeueRefused
+from wiki.links import out_link_slugs
+from wiki.models import KnowledgeBase
+
+HERE = Path(__file__).parent
+#: Recent summaries and most-cited pages per type on a KB's home.
+HOME_LIST = 20
+#: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
+COUNTS_CACHE_S = 10.0
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
+    " object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+
+#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``actors.requeue.requeue_dead_letter`` on
+#: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
+Requeue = Callable[[int, int], str]
+
+
+def _quote(value: str) -> str:
+    return quote(value, safe="")
+
+
+def kb_url(kb_id: str, *parts: str) -> str:
+    """The path of a KB's view: ``/kb/<id>/<part>/...`` with each part percent-encoded."""
+    return "/".join([f"/kb/{_quote(kb_id)}", *(_quote(p) for p in parts)])
+
+
+def default_requeue() -> Requeue:
+    """Requeue through the process-wide deps (builds the broker on first use)."""
+
+    def requeue(dead_letter_id: int, tenant_id: int) -> str:
+        return run_stage(requeue_dead_letter, command_deps(), dead_letter_id, tenant_id=tenant_id)
+
+    return requeue
+
+
+class TtlCache:
+    """Values computed at most once per ``ttl_s`` seconds per key (thread-safe enough: two
+    threads may both compute a missing value; the last one is kept)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._values: dict[object, tuple[float, object]] = {}
+
+    def get(self, key: object, compute: Callable[[], object]):
+        hit = self._values.get(key)
+        if hit is None or time.monotonic() - hit[0] > self.ttl_s:
+            hit = (time.monotonic(), compute())
+            self._values[key] = hit
+        return hit[1]
+
+
+def create_app(
+    pool: ConnectionPool, tenant_id: int, ops_token: str | None = None, requeue: Requeue | None = None
+) -> Starlette:
+    """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
+    page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
+    (:func:`default_requeue` when None)."""
+    web = WebRepository(pool)
+    pages = WikiPageRepository(pool)
+    lint = LintRepository(pool)
+    dead_letters = TaskDeadLetterRepository(pool)
+    guard = OpsGuard(ops_token)
+    requeue = requeue or default_requeue()
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
+    counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(KbwikiCollector(web, tenant_id))
+
+    def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
+        response = templates.TemplateResponse(request, name, context, status_code=status_code)
+        response.headers["Content-Security-Policy"] = CSP
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "same-origin"
+        return response
+
+    def the_kb(request: Request) -> KnowledgeBase:
+        kb = web.kb(tenant_id, request.path_params["kb_id"])
+        if kb is None:
+            raise HTTPException(404, "no such knowledge base")
+        return kb
+
+    def page_html(kb: KnowledgeBase, content: str) -> str:
+        live = pages.existing_slugs(kb.id, out_link_slugs(content))  # kb is the tenant's (the_kb)
+        return render_markdown(content, lambda slug: kb_url(kb.id, "page", slug), lambda slug: slug in live)
+
+    # -- reading ------------------------------------------------------------------------------
+    def kb_list(request: Request) -> Response:
+        kbs = web.kbs(tenant_id)
+        return render(request, "kbs.html", kbs=kbs, counts=counts.get("tenant", lambda: web.pages_by_type(tenant_id)))
+
+    def kb_home(request: Request) -> Response:
+        kb = the_kb(request)
+        index = web.page(tenant_id, kb.id, "index")
+        return render(
+            request,
+            "kb_home.html",
+            kb=kb,
+            counts=counts.get(kb.id, lambda: pages.counts_by_type(kb.id)),
+            index_html=page_html(kb, index.content) if index else "",
+            recent=pages.recent(kb.id, "summary", HOME_LIST),
+            most_cited={t: pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")},
+        )
+
+    def page_view(request: Request) -> Response:
+        kb = the_kb(request)
+        page = web.page(tenant_id, kb.id, request.path_params["slug"])
+        if page is None:
+            raise HTTPException(404, "no such page")
+        sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
+        return render(
+            request,
+            "page.html",
+            kb=kb,
+            page=page,
+            html=page_html(kb, page.content),
+            backlinks=web.backlinks(tenant_id, kb.id, page.slug),
+            sources=sources,
+            more_sources=max(0, len(page.source_refs) - len(sources)),
+        )
+
+    def search(request: Request) -> Response:
+        kb = the_kb(request)
+        q = request.query_params.get("q", "")
+        hits = web.search(tenant_id, kb.id, q, SEARCH_LIMIT) if q.strip() else []
+        name = "search_results.html" if request.headers.get("HX-Request") else "search.html"
+        return render(request, name, kb=kb, q=q, hits=hits)
+
+    def backlinks_json(request: Request) -> Response:
+        kb = the_kb(request)
+        slug = request.path_params["slug"]
+        if web.page(tenant_id, kb.id, slug) is None:
+            raise HTTPException(404, "no such page")
+        return JSONResponse(
+            [{"slug": p.slug, "title": p.title, "type": p.page_type} for p in web.backlinks(tenant_id, kb.id, slug)]
+        )
+
+    def graph_view(request: Request) -> Response:
+        kb = the_kb(request)
+        page = web.page(tenant_id, kb.id, request.path_params["slug"])
+        if page is None:
+            raise HTTPException(404, "no such page")
+        return render(request, "graph.html", kb=kb, page=page)
+
+    def graph_json(request: Request) -> Response:
+        kb = the_kb(request)
+        slug = request.path_params["slug"]
+        nodes, edges = web.neighbourhood(tenant_id, kb.id, slug)
+        if not nodes:
+            raise HTTPException(404, "no such page")
+        return JSONResponse(
+            {
+                "center": slug,
+                "nodes": [
+                    {"id": p.slug, "title": p.title, "type": p.page_type, "url": kb_url(kb.id, "page", p.slug)}
+                    for p in nodes.values()
+                ],
+                "edges": [{"source": a, "target": b} for a, b in sorted(edges)],
+            }
+        )
+
+    def document_view(request: Request) -> Response:
+        kb = the_kb(request)
+        doc = web.document(tenant_id, kb.id, request.path_params["knowledge_id"])
+        if doc is None:
+            raise HTTPException(404, "no such document")
+        citing = web.pages_citing(tenant_id, kb.id, doc.id)
+        summary = next((p for p in citing if p.page_type == "summary"), None)
+        evidence_of = request.query_params.get("page")
+        evidence = []
+        if evidence_of and (cited := web.page(tenant_id, kb.id, evidence_of)) is not None:
+            evidence = list(cited.facts.get(doc.id, {}).get("evidence", []))
+        return render(
+            request,
+            "document.html",
+            kb=kb,
+            doc=doc,
+            summary=summary,
+            supports=[p for p in citing if p is not summary],
+            evidence_of=evidence_of,
+            evidence=evidence,
+        )
+
+    def lint_view(request: Request) -> Response:
+        kb = the_kb(request)
+        return render(request, "lint.html", kb=kb, report=lint.latest_report(kb.id))
+
+    # -- operations ---------------------------------------------------------------------------
+    def ops_view(request: Request) -> Response:
+        signed_in = guard.signed_in(request.cookies.get(COOKIE))
+        kbs = {kb.id: kb for kb in web.kbs(tenant_id, limit=10_000)}
+        return render(
+            request,
+            "ops.html",
+            kbs=kbs,
+            lanes=web.lanes(tenant_id),
+            active=web.active_batches(tenant_id),
+            documents=web.documents_by_status(tenant_id),
+            groups=web.dead_letter_groups(tenant_id),
+            letters=dead_letters.list(tenant_id=tenant_id, limit=50),
+            guard=guard,
+            signed_in=signed_in,
+            csrf=guard.csrf_value() if signed_in else "",
+            message=request.query_params.get("m", ""),
+        )
+
+    def dead_letter_view(request: Request) -> Response:
+        row = dead_letters.get(int(request.path_params["id"]), tenant_id=tenant_id)
+        if row is None:
+            raise HTTPException(404, "no such dead letter")
+        signed_in = guard.signed_in(request.cookies.get(COOKIE))
+        return render(
+            request, "dead_letter.html", row=row, signed_in=signed_in, csrf=guard.csrf_value() if signed_in else ""
+        )
+
+    async def ops_login(request: Request) -> Response:
+        form = await request.form()
+        if not guard.token_ok(str(form.get("token", ""))):
+            return RedirectResponse("/ops?m=wrong+token", status_code=303)
+        response = RedirectResponse("/ops", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            guard.session_value(),
+            max_age=SESSION_S,
+            path=COOKIE_PATH,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    async def ops_logout(request: Request) -> Response:
+        response = RedirectResponse("/ops", status_code=303)
+        response.delete_cookie(COOKIE, path=COOKIE_PATH)
+        return response
+
+    async def ops_action(request: Request) -> Response:
+        form = await request.form()
+        if not guard.action_allowed(request.cookies.get(COOKIE), form.get("csrf")):
+            raise HTTPException(403, "sign in with the ops token first")
+        dead_letter_id = int(request.path_params["id"])
+        action = request.path_params["action"]
+        if action not in ("requeue", "purge"):
+            raise HTTPException(404, "no such action")
+        if action == "requeue":
+            try:
+                outcome = await run_in_threadpool(requeue, dead_letter_id, tenant_id)
+            except DeadLetterNotFound:
+                raise HTTPException(404, "no such dead letter") from None
+            except RequeueRefused as exc:
+                return RedirectResponse(f"/ops?m={_quote(f'{dead_letter_id} not requeued: {exc}')}", status_code=303)
+            message = f"{dead_letter_id} {outcome}"
+        else:
+            n = await run_in_threadpool(lambda: dead_letters.purge(tenant_id=tenant_id, ids=[dead_letter_id]))
+            if not n:
+                raise HTTPException(404, "no such dead letter")
+            message = f"{dead_letter_id} purged"
+        return RedirectResponse(f"/ops?m={_quote(message)}", status_code=303)
+
+    def metrics(request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def not_found(request: Request, exc: HTTPException) -> Response:
+        return render(request, "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail)
+
+    routes = [
+        Route("/", kb_list),
+        Route("/kb/{kb_id}", kb_home),
+        Route("/kb/{kb_id}/page/{slug}", page_view),
+        Route("/kb/{kb_id}/graph/{slug}", graph_view),
+        Route("/kb/{kb_id}/graph.json/{slug}", graph_json),
+        Route("/kb/{kb_id}/backlinks.json/{slug}", backlinks_json),
+        Route("/kb/{kb_id}/search", search),
+        Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
+        Route("/kb/{kb_id}/lint", lint_view),
+        Route("/ops", ops_view),
+        Route("/ops/dead-letters/{id:int}", dead_letter_view),
+        Route("/ops/login", ops_login, methods=["POST"]),
+        Route("/ops/logout", ops_logout, methods=["POST"]),
+        Route("/ops/dead-letters/{id:int}/{action:str}", ops_action, methods=["POST"]),
+        Route("/metrics", metrics),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    return app

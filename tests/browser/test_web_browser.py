@@ -1,0 +1,138 @@
+"""The web face in headless Chromium (the system's chromium and chromedriver, driven by Selenium):
+KB home, a page, a followed link, search in Latin and CJK, the graph, a hostile page and the
+operations page. Each view is saved as a screenshot under ``tests/output/screenshots/`` (kept as a
+CI artifact). Skipped, saying why, when no chromium is installed (``.ci/services.sh`` installs it
+on CI)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from kbwiki.web.app import create_app
+from tests.support.web import build_wiki, serving
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+SHOTS = Path(__file__).resolve().parents[1] / "output" / "screenshots"
+WAIT_S = 15
+
+if not (CHROMIUM and CHROMEDRIVER):
+    pytest.skip(
+        "no chromium/chromedriver installed (Debian: apt-get install chromium chromium-driver)", allow_module_level=True
+    )
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+
+@pytest.fixture()
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,900",
+        "--lang=en-US",
+    ):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture()
+def site(clean_db):
+    wiki = build_wiki(clean_db)
+    with serving(create_app(clean_db, tenant_id=1, ops_token=None)) as base:
+        yield base, wiki
+
+
+def shot(driver, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def no_alert(driver) -> bool:
+    try:
+        _ = driver.switch_to.alert  # raises when no alert is open
+    except NoAlertPresentException:
+        return True
+    return False
+
+
+def search(driver, wait, text: str, slug: str) -> None:
+    box = driver.find_element(By.ID, "q")
+    box.clear()
+    box.send_keys(text)
+    # the results of this query (not those of the letters typed so far) hold the page
+    selector = f'#hits[data-q="{text}"] a[href$="/page/{quote(slug, safe="")}"]'
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, selector)))
+
+
+def test_read_search_graph_and_ops(browser, site):
+    base, wiki = site
+    wait = WebDriverWait(browser, WAIT_S)
+    browser.get(f"{base}/kb/{wiki.kb_id}")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "web-demo"
+    shot(browser, "01-kb-home")
+
+    browser.find_element(By.LINK_TEXT, "Storage engines guide").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Storage engines guide"))
+    shot(browser, "02-page")
+
+    browser.find_element(By.CSS_SELECTOR, "div.content a.wikilink[href$='/page/alpha-engine']").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Alpha Engine"))
+    assert "AE" in browser.find_element(By.CLASS_NAME, "aliases").text
+    shot(browser, "03-followed-link")
+
+    search(browser, wait, "beta", "beta-store")  # as you type: htmx swaps the results in
+    assert browser.current_url.endswith("/page/alpha-engine")  # no navigation happened
+    shot(browser, "04-search-latin")
+    search(browser, wait, "国际机场", "北京大兴")
+    shot(browser, "05-search-cjk")
+
+    browser.find_element(By.ID, "graph-link").click()
+    wait.until(lambda d: d.find_element(By.ID, "graph").get_attribute("data-ready") == "1")
+    assert int(browser.find_element(By.ID, "graph").get_attribute("data-nodes")) >= 4
+    shot(browser, "06-graph")
+    # a click on a node opens its page
+    x, y = browser.execute_script(
+        "const p = window.kbwikiGraph.$id('beta-store').renderedPosition(); return [p.x, p.y];"
+    )
+    graph = browser.find_element(By.ID, "graph")
+    ActionChains(browser).move_to_element_with_offset(
+        graph, int(x - graph.size["width"] / 2), int(y - graph.size["height"] / 2)
+    ).click().perform()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Beta Store"))
+
+    browser.get(f"{base}/kb/{wiki.kb_id}/page/hostile")
+    title = browser.find_element(By.ID, "page-title").text
+    assert title == "<script>alert(1)</script>"  # shown as text
+    assert no_alert(browser) and browser.title != "pwned"
+    assert browser.find_elements(By.CSS_SELECTOR, "div.content img") == []
+    shot(browser, "07-hostile-page-inert")
+
+    browser.get(f"{base}/ops")
+    row = browser.find_element(By.ID, f"dl-{wiki.dead_letter_id}")
+    assert "RuntimeError: extractor exploded" in row.text
+    row.find_element(By.TAG_NAME, "summary").click()  # the error's detail
+    assert "Traceback (most recent call last)" in row.find_element(By.CSS_SELECTOR, "pre.error").text
+    assert "wiki:ingest" in browser.find_element(By.ID, "lanes").text
+    assert "extractor exploded" in browser.find_element(By.ID, "dead-letter-groups").text
+    assert f"dl-{wiki.other_dead_letter_id}" not in [
+        e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#dead-letters tr")
+    ]
+    shot(browser, "08-ops")
