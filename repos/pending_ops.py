@@ -147,6 +147,33 @@ class TaskPendingOpsRepository:
             row = c.execute(_INSERT_OP, params).fetchone()
         return PendingOp.model_validate(row)
 
+    def enqueue_chunks(
+        self,
+        *,
+        tenant_id: int,
+        task_type: str,
+        scope: str,
+        scope_id: str,
+        op: str,
+        key: str,
+        items: Sequence[str],
+        chunk: int,
+        conn: Connection | None = None,
+    ) -> int:
+        """Append ops to the lane carrying ``items`` in order, ``chunk`` per op as ``payload[key]``
+        (so several runs can share the work out); returns the ops written. Raises as ``enqueue``."""
+        for i in range(0, len(items), chunk):
+            self.enqueue(
+                tenant_id=tenant_id,
+                task_type=task_type,
+                scope=scope,
+                scope_id=scope_id,
+                op=op,
+                payload={key: list(items[i : i + chunk])},
+                conn=conn,
+            )
+        return -(-len(items) // chunk)
+
     def enqueue_if_kb_active(
         self,
         *,

@@ -61,17 +61,17 @@ def enqueue_keys(
     kb: KnowledgeBase, keys: set[str], *, ops: TaskPendingOpsRepository, conn: Connection | None = None
 ) -> None:
     """Queue the title ``keys`` whose page changed, ``KEYS_PER_OP`` per backlink op."""
-    ordered = sorted(keys)
-    for i in range(0, len(ordered), KEYS_PER_OP):
-        ops.enqueue(
-            tenant_id=kb.tenant_id,
-            task_type=BACKLINK,
-            scope=SCOPE_KB,
-            scope_id=kb.id,
-            op=OP_KEYS,
-            payload={"keys": ordered[i : i + KEYS_PER_OP]},
-            conn=conn,
-        )
+    ops.enqueue_chunks(
+        tenant_id=kb.tenant_id,
+        task_type=BACKLINK,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_KEYS,
+        key="keys",
+        items=sorted(keys),
+        chunk=KEYS_PER_OP,
+        conn=conn,
+    )
 
 
 def run_backlink(

@@ -66,16 +66,17 @@ def enqueue_touched(
     kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRepository, conn: Connection | None = None
 ) -> None:
     """Queue ``slugs`` for cross-linking, ``CHUNK`` per finalize op (so runs can share them out)."""
-    for i in range(0, len(slugs), CHUNK):
-        ops.enqueue(
-            tenant_id=kb.tenant_id,
-            task_type=FINALIZE,
-            scope=SCOPE_KB,
-            scope_id=kb.id,
-            op=OP_TOUCH,
-            payload={"slugs": slugs[i : i + CHUNK]},
-            conn=conn,
-        )
+    ops.enqueue_chunks(
+        tenant_id=kb.tenant_id,
+        task_type=FINALIZE,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_TOUCH,
+        key="slugs",
+        items=slugs,
+        chunk=CHUNK,
+        conn=conn,
+    )
 
 
 def run_crosslink(
