@@ -39,6 +39,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -111,7 +112,9 @@ def serve(model: Path, port: int, ctx: int, threads: int, parallel: int) -> None
     server = xlc.Server(params)  # serves from its own threads; returns once the model is loaded
     print(f"serving {model} as {MODEL_ALIAS!r} on {server.listening_address}", flush=True)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
-    del server
+    # Not `del server`: its shutdown waits for open client connections (a worker's keep-alive
+    # pool) and hung for minutes; the process holds nothing that needs flushing.
+    os._exit(0)
 
 
 def free_port() -> int:
@@ -195,11 +198,21 @@ def user_prompt(doc: str, mode: str) -> str:
     return f"{ask}\n\nDocument:\n<<<\n{doc}\n>>>"
 
 
-def response_format(mode: str) -> dict | None:
+def unbounded(schema: dict) -> dict:
+    """``schema`` without maxLength/maxItems anywhere: what a schema without bounds lets a model do."""
+    if isinstance(schema, dict):
+        return {k: unbounded(v) for k, v in schema.items() if k not in ("maxLength", "maxItems")}
+    if isinstance(schema, list):
+        return [unbounded(v) for v in schema]
+    return schema
+
+
+def response_format(mode: str, bounded: bool = True) -> dict | None:
     """The OpenAI ``response_format`` for ``mode`` (None: plain text, JSON asked for in words)."""
     if mode == "json_schema":
+        schema = ProbeExtraction.model_json_schema()
         return {"type": "json_schema",
-                "json_schema": {"name": "extraction", "strict": True, "schema": ProbeExtraction.model_json_schema()}}
+                "json_schema": {"name": "extraction", "strict": True, "schema": schema if bounded else unbounded(schema)}}
     if mode == "json_object":
         return {"type": "json_object"}
     return None
@@ -243,7 +256,7 @@ def corpus_files(limit: int) -> list[Path]:
 def probe(args: argparse.Namespace) -> None:
     """One request per document and mode against a fresh local server; prints what came back."""
     require("openai")
-    from openai import BadRequestError, OpenAI
+    from openai import APITimeoutError, BadRequestError, OpenAI
 
     docs = [(p, p.read_text(errors="replace")[: args.doc_chars]) for p in corpus_files(args.docs)]
     log = Path(tempfile.gettempdir()) / "kbwiki-llm-local-server.log"
@@ -254,13 +267,17 @@ def probe(args: argparse.Namespace) -> None:
                 request = {"model": MODEL_ALIAS, "temperature": 0, "max_tokens": args.max_tokens,
                            "messages": [{"role": "system", "content": SYSTEM},
                                         {"role": "user", "content": user_prompt(doc, mode)}]}
-                if (fmt := response_format(mode)) is not None:
+                if (fmt := response_format(mode, not args.unbounded)) is not None:
                     request["response_format"] = fmt
+                request["extra_body"] = json.loads(args.extra)
                 started = time.monotonic()
                 try:
                     answer = client.chat.completions.create(**request)
                 except BadRequestError as exc:  # a mode the server rejects
                     print(f"\n== {mode} | {path.name}: 400 {exc.message}")
+                    continue
+                except APITimeoutError:
+                    print(f"\n== {mode} | {path.name}: no answer within {args.timeout:.0f} s")
                     continue
                 elapsed = time.monotonic() - started
                 choice, usage = answer.choices[0], answer.usage
@@ -287,10 +304,13 @@ def ingest(args: argparse.Namespace) -> None:
         tmp = Path(tmp_name)
         docs = tmp / "docs"
         docs.mkdir()
-        for i, path in enumerate(corpus_files(args.limit)):
-            (docs / f"{i:02d}-{path.name}").symlink_to(path)
+        for i, path in enumerate(corpus_files(args.limit)):  # copies: ingest skips links that leave the folder
+            shutil.copyfile(path, docs / f"{i:02d}-{path.name}")
         env = {**os.environ, "KBWIKI_HOME": os.environ.get("KBWIKI_HOME", str(tmp / "home")),
-               "KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_MODEL": MODEL_ALIAS, "KBWIKI_LLM_API_KEY": "none"}
+               "KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_MODEL": MODEL_ALIAS, "KBWIKI_LLM_API_KEY": "none",
+               # A section and its answer must fit one slot's context (--ctx tokens, ~4 characters each).
+               "KBWIKI_LLM_SECTION_CHARS": str(args.section_chars), "KBWIKI_LLM_MAX_TOKENS": str(args.max_tokens),
+               "KBWIKI_LLM_TIMEOUT_S": str(args.request_timeout), "KBWIKI_LLM_EXTRA_BODY": args.extra_body}
         kb = f"llm-local-{int(time.time())}"
         # One slot per worker thread, each with the context the extractor's budget assumes.
         with local_server(args.ctx, args.threads, args.threads_worker,
@@ -303,25 +323,33 @@ def ingest(args: argparse.Namespace) -> None:
                 started = time.monotonic()
                 done = subprocess.run([kbwiki, "ingest", str(docs), "--kb", kb, "--wait"], cwd=ROOT, env=env)
                 elapsed = time.monotonic() - started
-                status = json.loads(subprocess.run([kbwiki, "status", "--kb", kb, "--json"], cwd=ROOT, env=env,
-                                                   check=True, capture_output=True, text=True).stdout)
-                subprocess.run([kbwiki, "export", str(tmp / "vault"), "--kb", kb], cwd=ROOT, env=env, check=True,
-                               capture_output=True)
+                status = subprocess.run([kbwiki, "status", "--kb", kb, "--json"], cwd=ROOT, env=env,
+                                        capture_output=True, text=True)
+                letters = subprocess.run([kbwiki, "dead-letters", "list", "--kb", kb], cwd=ROOT, env=env,
+                                         capture_output=True, text=True)
+                subprocess.run([kbwiki, "export", str(tmp / "vault"), "--kb", kb], cwd=ROOT, env=env)
             finally:
-                worker.terminate()
-                worker.wait(timeout=120)
+                worker.terminate()  # workers finish their messages first: a model call in flight delays this
+                try:
+                    worker.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
         print(f"kbwiki ingest --wait exit code: {done.returncode}")
         print(f"{args.limit} documents in {elapsed:.0f} s: {elapsed / args.limit:.1f} s per document")
-        print(json.dumps(status, indent=1))
-        pages = sorted((tmp / "vault").rglob("*.md"), key=lambda p: -p.stat().st_size)
-        for page in [p for p in pages if p.name != "index.md"][:3]:
+        print(status.stdout or status.stderr)
+        print(letters.stdout or letters.stderr)
+        # Three pages: the largest of each kind first (a summary, an entity, a concept), then the next largest.
+        pages = sorted((p for p in (tmp / "vault").rglob("*.md") if p.name != "index.md"), key=lambda p: -p.stat().st_size)
+        firsts = list({p.parent: p for p in reversed(pages)}.values())
+        shown = (firsts + [p for p in pages if p not in firsts])[:3]
+        for page in shown:
             print(f"\n----- {page.relative_to(tmp / 'vault')}\n{page.read_text()[:3000]}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="the server's CPU threads")
-    parser.add_argument("--ctx", type=int, default=4096, help="context tokens per slot")
+    parser.add_argument("--ctx", type=int, default=8192, help="context tokens per slot (SmolLM2 was trained on 8,192)")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="run the server in the foreground")
     s.add_argument("--port", type=int, default=8080)
@@ -331,11 +359,18 @@ def main() -> None:
     p.add_argument("--docs", type=int, default=3)
     p.add_argument("--doc-chars", type=int, default=4000, help="characters of each document sent")
     p.add_argument("--max-tokens", type=int, default=1024)
+    p.add_argument("--unbounded", action="store_true", help="json_schema without maxLength/maxItems")
+    p.add_argument("--extra", default="{}", help='extra request fields as JSON, e.g. {"repeat_penalty": 1.2}')
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per request")
     p.add_argument("--show-chars", type=int, default=1200, help="characters of each answer printed")
     i = sub.add_parser("ingest", help="kbwiki ingest with KBWIKI_EXTRACTOR=llm")
     i.add_argument("--limit", type=int, default=20)
     i.add_argument("--threads-worker", type=int, default=2, help="worker threads = server slots")
+    i.add_argument("--section-chars", type=int, default=3000, help="KBWIKI_LLM_SECTION_CHARS")
+    i.add_argument("--max-tokens", type=int, default=1024, help="KBWIKI_LLM_MAX_TOKENS")
+    # llama.cpp's repetition penalty: without it this model repeats a phrase until max_tokens.
+    i.add_argument("--extra-body", default='{"temperature": 0, "repeat_penalty": 1.3}', help="KBWIKI_LLM_EXTRA_BODY")
+    i.add_argument("--request-timeout", type=float, default=900.0, help="KBWIKI_LLM_TIMEOUT_S (a loaded CPU is slow)")
     args = parser.parse_args()
     if args.command == "serve":
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})  # sigwait receives them
