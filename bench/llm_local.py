@@ -310,7 +310,9 @@ def ingest(args: argparse.Namespace) -> None:
                "KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_MODEL": MODEL_ALIAS, "KBWIKI_LLM_API_KEY": "none",
                # A section and its answer must fit one slot's context (--ctx tokens, ~4 characters each).
                "KBWIKI_LLM_SECTION_CHARS": str(args.section_chars), "KBWIKI_LLM_MAX_TOKENS": str(args.max_tokens),
-               "KBWIKI_LLM_TIMEOUT_S": str(args.request_timeout), "KBWIKI_LLM_EXTRA_BODY": args.extra_body}
+               "KBWIKI_LLM_TIMEOUT_S": str(args.request_timeout), "KBWIKI_LLM_EXTRA_BODY": args.extra_body,
+               "KBWIKI_LLM_MAX_INVALID_SHARE": str(args.max_invalid_share),
+               "KBWIKI_WIKI_MAX_FAIL_RETRIES": str(args.fail_retries)}
         kb = f"llm-local-{int(time.time())}"
         # One slot per worker thread, each with the context the extractor's budget assumes.
         with local_server(args.ctx, args.threads, args.threads_worker,
@@ -370,6 +372,10 @@ def main() -> None:
     i.add_argument("--max-tokens", type=int, default=1024, help="KBWIKI_LLM_MAX_TOKENS")
     # llama.cpp's repetition penalty: without it this model repeats a phrase until max_tokens.
     i.add_argument("--extra-body", default='{"temperature": 0, "repeat_penalty": 1.3}', help="KBWIKI_LLM_EXTRA_BODY")
+    # This model invents most quotes: the quote check drops those items, and 1.0 keeps the rest of
+    # the answer (summary, body) instead of failing the document; 0.5 is kbwiki's default.
+    i.add_argument("--max-invalid-share", type=float, default=1.0, help="KBWIKI_LLM_MAX_INVALID_SHARE")
+    i.add_argument("--fail-retries", type=int, default=1, help="KBWIKI_WIKI_MAX_FAIL_RETRIES (each try is minutes here)")
     i.add_argument("--request-timeout", type=float, default=900.0, help="KBWIKI_LLM_TIMEOUT_S (a loaded CPU is slow)")
     args = parser.parse_args()
     if args.command == "serve":
