@@ -323,7 +323,8 @@ def ingest(args: argparse.Namespace) -> None:
                                           cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
             try:
                 started = time.monotonic()
-                done = subprocess.run([kbwiki, "ingest", str(docs), "--kb", kb, "--wait"], cwd=ROOT, env=env)
+                done = subprocess.run([kbwiki, "ingest", str(docs), "--kb", kb, "--wait", "--timeout", str(args.wait_timeout)],
+                                      cwd=ROOT, env=env)
                 elapsed = time.monotonic() - started
                 status = subprocess.run([kbwiki, "status", "--kb", kb, "--json"], cwd=ROOT, env=env,
                                         capture_output=True, text=True)
@@ -376,6 +377,7 @@ def main() -> None:
     # the answer (summary, body) instead of failing the document; 0.5 is kbwiki's default.
     i.add_argument("--max-invalid-share", type=float, default=1.0, help="KBWIKI_LLM_MAX_INVALID_SHARE")
     i.add_argument("--fail-retries", type=int, default=1, help="KBWIKI_WIKI_MAX_FAIL_RETRIES (each try is minutes here)")
+    i.add_argument("--wait-timeout", type=float, default=3600.0, help="kbwiki ingest --timeout")
     i.add_argument("--request-timeout", type=float, default=900.0, help="KBWIKI_LLM_TIMEOUT_S (a loaded CPU is slow)")
     args = parser.parse_args()
     if args.command == "serve":
