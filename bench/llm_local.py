@@ -135,9 +135,23 @@ def local_server(ctx: int, threads: int, parallel: int, log: Path, deadline_s: f
     require(SERVER_PACKAGE)
     port = free_port()
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, __file__, "--ctx", str(ctx), "--threads", str(threads),
-                                 "serve", "--port", str(port), "--parallel", str(parallel)],
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--ctx",
+                str(ctx),
+                "--threads",
+                str(threads),
+                "serve",
+                "--port",
+                str(port),
+                "--parallel",
+                str(parallel),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         started = time.monotonic()
@@ -173,7 +187,9 @@ class Entity(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(max_length=80)
     description: str = Field(max_length=300, description="one sentence")
-    evidence: list[Annotated[str, Field(max_length=200)]] = Field(max_length=3, description="short quotes copied word for word from the document")
+    evidence: list[Annotated[str, Field(max_length=200)]] = Field(
+        max_length=3, description="short quotes copied word for word from the document"
+    )
 
 
 class ProbeExtraction(BaseModel):
@@ -184,8 +200,10 @@ class ProbeExtraction(BaseModel):
     entities: list[Entity] = Field(max_length=5)
 
 
-SYSTEM = ("You extract facts from one document. Answer with JSON only. Every evidence quote must be "
-          "copied word for word from the document.")
+SYSTEM = (
+    "You extract facts from one document. Answer with JSON only. Every evidence quote must be "
+    "copied word for word from the document."
+)
 
 
 def user_prompt(doc: str, mode: str) -> str:
@@ -211,8 +229,10 @@ def response_format(mode: str, bounded: bool = True) -> dict | None:
     """The OpenAI ``response_format`` for ``mode`` (None: plain text, JSON asked for in words)."""
     if mode == "json_schema":
         schema = ProbeExtraction.model_json_schema()
-        return {"type": "json_schema",
-                "json_schema": {"name": "extraction", "strict": True, "schema": schema if bounded else unbounded(schema)}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "extraction", "strict": True, "schema": schema if bounded else unbounded(schema)},
+        }
     if mode == "json_object":
         return {"type": "json_object"}
     return None
@@ -264,9 +284,15 @@ def probe(args: argparse.Namespace) -> None:
         client = OpenAI(base_url=base_url, api_key="none", max_retries=0, timeout=args.timeout)
         for mode in args.modes.split(","):
             for path, doc in docs:
-                request = {"model": MODEL_ALIAS, "temperature": 0, "max_tokens": args.max_tokens,
-                           "messages": [{"role": "system", "content": SYSTEM},
-                                        {"role": "user", "content": user_prompt(doc, mode)}]}
+                request = {
+                    "model": MODEL_ALIAS,
+                    "temperature": 0,
+                    "max_tokens": args.max_tokens,
+                    "messages": [
+                        {"role": "system", "content": SYSTEM},
+                        {"role": "user", "content": user_prompt(doc, mode)},
+                    ],
+                }
                 if (fmt := response_format(mode, not args.unbounded)) is not None:
                     request["response_format"] = fmt
                 request["extra_body"] = json.loads(args.extra)
@@ -284,10 +310,12 @@ def probe(args: argparse.Namespace) -> None:
                 timings = (answer.model_extra or {}).get("timings", {})
                 content = choice.message.content or ""
                 verdict, found, given = check(content, doc)
-                print(f"\n== {mode} | {path.name} | {elapsed:.1f} s | prompt {usage.prompt_tokens} tok "
-                      f"({timings.get('prompt_per_second', 0):.0f} tok/s) | completion {usage.completion_tokens} tok "
-                      f"({timings.get('predicted_per_second', 0):.1f} tok/s) | finish_reason={choice.finish_reason} "
-                      f"| {verdict} | quotes in document {found}/{given}")
+                print(
+                    f"\n== {mode} | {path.name} | {elapsed:.1f} s | prompt {usage.prompt_tokens} tok "
+                    f"({timings.get('prompt_per_second', 0):.0f} tok/s) | completion {usage.completion_tokens} tok "
+                    f"({timings.get('predicted_per_second', 0):.1f} tok/s) | finish_reason={choice.finish_reason} "
+                    f"| {verdict} | quotes in document {found}/{given}"
+                )
                 print(content[: args.show_chars])
 
 
@@ -306,30 +334,46 @@ def ingest(args: argparse.Namespace) -> None:
         docs.mkdir()
         for i, path in enumerate(corpus_files(args.limit)):  # copies: ingest skips links that leave the folder
             shutil.copyfile(path, docs / f"{i:02d}-{path.name}")
-        env = {**os.environ, "KBWIKI_HOME": os.environ.get("KBWIKI_HOME", str(tmp / "home")),
-               "KBWIKI_EXTRACTOR": "llm", "KBWIKI_LLM_MODEL": MODEL_ALIAS, "KBWIKI_LLM_API_KEY": "none",
-               # A section and its answer must fit one slot's context (--ctx tokens, ~4 characters each).
-               "KBWIKI_LLM_SECTION_CHARS": str(args.section_chars), "KBWIKI_LLM_MAX_TOKENS": str(args.max_tokens),
-               "KBWIKI_LLM_TIMEOUT_S": str(args.request_timeout), "KBWIKI_LLM_EXTRA_BODY": args.extra_body,
-               "KBWIKI_LLM_MAX_INVALID_SHARE": str(args.max_invalid_share),
-               "KBWIKI_WIKI_MAX_FAIL_RETRIES": str(args.fail_retries)}
+        env = {
+            **os.environ,
+            "KBWIKI_HOME": os.environ.get("KBWIKI_HOME", str(tmp / "home")),
+            "KBWIKI_EXTRACTOR": "llm",
+            "KBWIKI_LLM_MODEL": MODEL_ALIAS,
+            "KBWIKI_LLM_API_KEY": "none",
+            # A section and its answer must fit one slot's context (--ctx tokens, ~4 characters each).
+            "KBWIKI_LLM_SECTION_CHARS": str(args.section_chars),
+            "KBWIKI_LLM_MAX_TOKENS": str(args.max_tokens),
+            "KBWIKI_LLM_TIMEOUT_S": str(args.request_timeout),
+            "KBWIKI_LLM_EXTRA_BODY": args.extra_body,
+            "KBWIKI_LLM_MAX_INVALID_SHARE": str(args.max_invalid_share),
+            "KBWIKI_WIKI_MAX_FAIL_RETRIES": str(args.fail_retries),
+        }
         kb = f"llm-local-{int(time.time())}"
         # One slot per worker thread, each with the context the extractor's budget assumes.
-        with local_server(args.ctx, args.threads, args.threads_worker,
-                          tmp / "server.log") as base_url:
+        with local_server(args.ctx, args.threads, args.threads_worker, tmp / "server.log") as base_url:
             env["KBWIKI_LLM_BASE_URL"] = base_url
             with open(tmp / "worker.log", "ab") as log:
-                worker = subprocess.Popen([kbwiki, "worker", "-p", "1", "-t", str(args.threads_worker)],
-                                          cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                worker = subprocess.Popen(
+                    [kbwiki, "worker", "-p", "1", "-t", str(args.threads_worker)],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             try:
                 started = time.monotonic()
-                done = subprocess.run([kbwiki, "ingest", str(docs), "--kb", kb, "--wait", "--timeout", str(args.wait_timeout)],
-                                      cwd=ROOT, env=env)
+                done = subprocess.run(
+                    [kbwiki, "ingest", str(docs), "--kb", kb, "--wait", "--timeout", str(args.wait_timeout)],
+                    cwd=ROOT,
+                    env=env,
+                )
                 elapsed = time.monotonic() - started
-                status = subprocess.run([kbwiki, "status", "--kb", kb, "--json"], cwd=ROOT, env=env,
-                                        capture_output=True, text=True)
-                letters = subprocess.run([kbwiki, "dead-letters", "list", "--kb", kb], cwd=ROOT, env=env,
-                                         capture_output=True, text=True)
+                status = subprocess.run(
+                    [kbwiki, "status", "--kb", kb, "--json"], cwd=ROOT, env=env, capture_output=True, text=True
+                )
+                letters = subprocess.run(
+                    [kbwiki, "dead-letters", "list", "--kb", kb], cwd=ROOT, env=env, capture_output=True, text=True
+                )
                 subprocess.run([kbwiki, "export", str(tmp / "vault"), "--kb", kb], cwd=ROOT, env=env)
             finally:
                 worker.terminate()  # workers finish their messages first: a model call in flight delays this
@@ -342,7 +386,9 @@ def ingest(args: argparse.Namespace) -> None:
         print(status.stdout or status.stderr)
         print(letters.stdout or letters.stderr)
         # Three pages: the largest of each kind first (a summary, an entity, a concept), then the next largest.
-        pages = sorted((p for p in (tmp / "vault").rglob("*.md") if p.name != "index.md"), key=lambda p: -p.stat().st_size)
+        pages = sorted(
+            (p for p in (tmp / "vault").rglob("*.md") if p.name != "index.md"), key=lambda p: -p.stat().st_size
+        )
         firsts = list({p.parent: p for p in reversed(pages)}.values())
         shown = (firsts + [p for p in pages if p not in firsts])[:3]
         for page in shown:
@@ -376,7 +422,9 @@ def main() -> None:
     # This model invents most quotes: the quote check drops those items, and 1.0 keeps the rest of
     # the answer (summary, body) instead of failing the document; 0.5 is kbwiki's default.
     i.add_argument("--max-invalid-share", type=float, default=1.0, help="KBWIKI_LLM_MAX_INVALID_SHARE")
-    i.add_argument("--fail-retries", type=int, default=1, help="KBWIKI_WIKI_MAX_FAIL_RETRIES (each try is minutes here)")
+    i.add_argument(
+        "--fail-retries", type=int, default=1, help="KBWIKI_WIKI_MAX_FAIL_RETRIES (each try is minutes here)"
+    )
     i.add_argument("--wait-timeout", type=float, default=3600.0, help="kbwiki ingest --timeout")
     i.add_argument("--request-timeout", type=float, default=900.0, help="KBWIKI_LLM_TIMEOUT_S (a loaded CPU is slow)")
     args = parser.parse_args()
