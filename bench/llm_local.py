@@ -346,6 +346,7 @@ def ingest(args: argparse.Namespace) -> None:
             "KBWIKI_LLM_TIMEOUT_S": str(args.request_timeout),
             "KBWIKI_LLM_EXTRA_BODY": args.extra_body,
             "KBWIKI_LLM_MAX_INVALID_SHARE": str(args.max_invalid_share),
+            "KBWIKI_LLM_BOUNDED_SCHEMA": "false" if args.unbounded else "true",
             "KBWIKI_WIKI_MAX_FAIL_RETRIES": str(args.fail_retries),
         }
         kb = f"llm-local-{int(time.time())}"
@@ -417,8 +418,10 @@ def main() -> None:
     i.add_argument("--threads-worker", type=int, default=2, help="worker threads = server slots")
     i.add_argument("--section-chars", type=int, default=3000, help="KBWIKI_LLM_SECTION_CHARS")
     i.add_argument("--max-tokens", type=int, default=1024, help="KBWIKI_LLM_MAX_TOKENS")
-    # llama.cpp's repetition penalty: without it this model repeats a phrase until max_tokens.
-    i.add_argument("--extra-body", default='{"temperature": 0, "repeat_penalty": 1.3}', help="KBWIKI_LLM_EXTRA_BODY")
+    # The bounded schema (KBWIKI_LLM_BOUNDED_SCHEMA) is what stops this model's loops; a repetition
+    # penalty did not and made generation five times slower.
+    i.add_argument("--extra-body", default='{"temperature": 0}', help="KBWIKI_LLM_EXTRA_BODY")
+    i.add_argument("--unbounded", action="store_true", help="KBWIKI_LLM_BOUNDED_SCHEMA=false (the model loops)")
     # This model invents most quotes: the quote check drops those items, and 1.0 keeps the rest of
     # the answer (summary, body) instead of failing the document; 0.5 is kbwiki's default.
     i.add_argument("--max-invalid-share", type=float, default=1.0, help="KBWIKI_LLM_MAX_INVALID_SHARE")
