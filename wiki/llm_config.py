@@ -36,6 +36,7 @@ class LLMOverride(BaseModel):
     thinking_off: dict[str, Any] | None = None
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
     document_budget_s: float | None = Field(default=None, gt=0, le=3600)
+    bounded_schema: bool | None = None
 
 
 class LLMConfig(BaseModel):
@@ -54,7 +55,12 @@ class LLMConfig(BaseModel):
       gets at most what is left of it;
     - ``transport_attempts`` / ``retry_max_wait_s``: tries of one request through timeouts, 408,
       429 and 5xx, and the longest wait between two (a longer ``Retry-After`` is cut to it);
-    - ``max_invalid_share``: an answer with a larger share of invalid items fails as a whole.
+    - ``max_invalid_share``: an answer with a larger share of invalid items fails as a whole;
+    - ``bounded_schema``: the answer schema also bounds every string (``maxLength``) and list
+      (``maxItems``). Off by default: OpenAI's strict structured outputs refuse ``maxLength``. On
+      for small local models behind a grammar (llama.cpp's server): without bounds they repeat a
+      phrase until ``max_tokens`` (measured with SmolLM2-135M: 0 of 20 documents without, see
+      docs/decisions.md).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -75,6 +81,7 @@ class LLMConfig(BaseModel):
     transport_attempts: int = Field(default=5, ge=1, le=50)
     retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600)
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)
+    bounded_schema: bool = False
 
     def with_override(self, override: LLMOverride | None) -> LLMConfig:
         """This config with the override's set fields replacing its own."""
@@ -110,6 +117,7 @@ def config_from_settings(settings: Any) -> LLMConfig:
             "transport_attempts",
             "retry_max_wait_s",
             "max_invalid_share",
+            "bounded_schema",
         )
     }
     if settings.llm_thinking_off is not None:

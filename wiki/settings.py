@@ -109,6 +109,7 @@ class Settings(BaseSettings):
     llm_transport_attempts: int = Field(default=5, ge=1, le=50, description="Tries through 408/429/5xx/timeouts.")
     llm_retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600, description="Longest wait between tries.")
     llm_max_invalid_share: float = Field(default=0.5, ge=0, le=1, description="Invalid items that fail an answer.")
+    llm_bounded_schema: bool = Field(default=False, description="Bound strings and lists in the answer schema.")
     # A KB paused on a configuration error (401, 404, a 400 in every output mode) looks again this often.
     llm_pause_s: float = Field(default=60.0, ge=0.1, le=86_400, description="Recheck period of a paused KB.")
 

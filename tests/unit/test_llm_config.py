@@ -72,3 +72,33 @@ def test_the_answer_schema_is_strict_everywhere():
     found = list(objects(answer_schema()))
     assert len(found) == 3
     assert all(o["additionalProperties"] is False and set(o["required"]) == set(o["properties"]) for o in found)
+
+
+def _nodes(node, kind):
+    if isinstance(node, dict):
+        if node.get("type") == kind:
+            yield node
+        for value in node.values():
+            yield from _nodes(value, kind)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _nodes(value, kind)
+
+
+def test_a_bounded_schema_bounds_every_string_and_list_and_the_default_none():
+    bounded = answer_schema(True)
+    strings, lists = list(_nodes(bounded, "string")), list(_nodes(bounded, "array"))
+    assert strings and all(0 < s["maxLength"] <= 2000 for s in strings if "enum" not in s)
+    assert lists and all(0 < a["maxItems"] <= 12 for a in lists)
+    plain = answer_schema()
+    assert not any("maxLength" in s for s in _nodes(plain, "string"))
+    assert not any("maxItems" in a for a in _nodes(plain, "array"))
+
+
+def test_a_bounded_schema_is_a_cache_key_of_its_own():
+    from wiki.extract.llm import LLMExtractor
+    from wiki.llm_config import LLMConfig
+
+    plain, bounded = LLMExtractor(LLMConfig()), LLMExtractor(LLMConfig(bounded_schema=True))
+    assert plain.name_for("json_schema") != bounded.name_for("json_schema")
+    assert "bounded" in bounded.name_for("json_schema")

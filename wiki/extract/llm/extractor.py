@@ -168,11 +168,13 @@ class LLMExtractor:
         return self.name_for(remembered_mode(self.config.base_url, self.config.model) or MODES[0])
 
     def name_for(self, mode: OutputMode) -> str:
-        """The cache key of results produced in ``mode``."""
-        name = f"llm-{PROMPT_VERSION}-{mode}:{self.config.model}"
+        """The cache key of results produced in ``mode`` (a bounded schema is a mode of its own: its
+        answers are shorter)."""
+        mode_key = f"{mode}-bounded" if self.config.bounded_schema else mode
+        name = f"llm-{PROMPT_VERSION}-{mode_key}:{self.config.model}"
         if len(name) > 64:
             digest = hashlib.sha256(self.config.model.encode()).hexdigest()[:8]
-            name = f"llm-{PROMPT_VERSION}-{mode}:{self.config.model[:30]}~{digest}"
+            name = f"llm-{PROMPT_VERSION}-{mode_key}:{self.config.model[:30]}~{digest}"
         return name
 
     def cache_names(self) -> list[str]:
@@ -250,9 +252,18 @@ class LLMExtractor:
         thinking_retried = False
         pages = [(h, p.title) for h, p in handles.items()]
         while True:
-            messages = map_messages(title, section, pages, with_schema=mode != "json_schema", fenced=mode == "fenced")
+            messages = map_messages(
+                title,
+                section,
+                pages,
+                with_schema=mode != "json_schema",
+                fenced=mode == "fenced",
+                bounded=c.bounded_schema,
+            )
             try:
-                answer = self.client.complete(messages, mode, answer_schema(), extra, deadline=stats.deadline)
+                answer = self.client.complete(
+                    messages, mode, answer_schema(c.bounded_schema), extra, deadline=stats.deadline
+                )
             except ModeRejected as exc:
                 if exc.too_long:  # the input, not the mode or the configuration: a smaller section may fit
                     raise _Truncated("", f"the endpoint refused the input as too long: {exc.message}") from None

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wiki.models import MAX_ITEM_NAME_CHARS, MAX_SUMMARY_CHARS
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -52,10 +54,28 @@ class MapEnvelope(_Strict):
     items: list[Any]
 
 
-@lru_cache(maxsize=1)
-def answer_schema() -> dict[str, Any]:
+#: With ``bounded``: the longest string of each field (characters) and the most entries of each
+#: list. Names and summaries take the limits pages keep (``wiki.models``); the rest are what a
+#: page shows of one source. The answer is still validated by the models above.
+STRING_BOUNDS = {
+    "summary": MAX_SUMMARY_CHARS,
+    "body": 2000,
+    "name": MAX_ITEM_NAME_CHARS,
+    "description": 400,
+    "quote": 400,
+    "source": 8,
+    "same_as": 8,
+    "aliases": MAX_ITEM_NAME_CHARS,
+}
+LIST_BOUNDS = {"items": 12, "aliases": 5, "evidence": 3}
+
+
+@lru_cache(maxsize=2)
+def answer_schema(bounded: bool = False) -> dict[str, Any]:
     """``MapAnswer``'s JSON schema in the shape OpenAI's strict structured outputs accept: every
-    property required (nullable ones as ``anyOf`` with null), ``additionalProperties: false``."""
+    property required (nullable ones as ``anyOf`` with null), ``additionalProperties: false``.
+    ``bounded`` adds ``maxLength`` to every string and ``maxItems`` to every list
+    (``STRING_BOUNDS``, ``LIST_BOUNDS``): a grammar-constrained small model then cannot loop."""
     schema = MapAnswer.model_json_schema()
 
     def fix(node: Any) -> None:
@@ -73,9 +93,32 @@ def answer_schema() -> dict[str, Any]:
                 fix(value)
 
     fix(schema)
+    if bounded:
+        _bound(schema)
     return schema
 
 
-def schema_text() -> str:
+def _bound(node: Any, field: str = "") -> None:
+    """Add ``maxLength``/``maxItems`` below ``node``; ``field`` is the property it is the value of."""
+    if isinstance(node, dict):
+        if node.get("type") == "string" and field in STRING_BOUNDS:
+            node["maxLength"] = STRING_BOUNDS[field]
+        if node.get("type") == "array" and field in LIST_BOUNDS:
+            node["maxItems"] = LIST_BOUNDS[field]
+        for key, value in node.items():
+            if key == "properties":
+                for name, prop in value.items():
+                    _bound(prop, name)
+            elif key in ("items", "anyOf"):
+                _bound(value, field)
+            elif key == "$defs":
+                for definition in value.values():
+                    _bound(definition)
+    elif isinstance(node, list):
+        for value in node:
+            _bound(value, field)
+
+
+def schema_text(bounded: bool = False) -> str:
     """The schema as compact JSON, for the prompt of the modes without structured output."""
-    return json.dumps(answer_schema(), separators=(",", ":"))
+    return json.dumps(answer_schema(bounded), separators=(",", ":"))

@@ -22,16 +22,17 @@ def _load(version: str) -> tuple[str, str]:
 
 
 def map_messages(
-    title: str, document: str, pages: list[tuple[str, str]], *, with_schema: bool, fenced: bool
+    title: str, document: str, pages: list[tuple[str, str]], *, with_schema: bool, fenced: bool, bounded: bool = False
 ) -> list[dict[str, str]]:
     """The chat messages for one call: ``pages`` as ``[(handle, title)]``; ``with_schema`` puts the
-    JSON schema in the prompt (the modes without structured output), ``fenced`` asks for the
+    JSON schema in the prompt (the modes without structured output; ``bounded`` as
+    ``schema.answer_schema``), ``fenced`` asks for the
     answer in a ```json block. Placeholders are replaced once each, document last, so a document
     that contains ``{{...}}`` is sent as it is."""
     system, user = _load(PROMPT_VERSION)
     instruction = ""
     if with_schema:
-        instruction = "\nThe JSON object follows this JSON schema:\n" + schema_text()
+        instruction = "\nThe JSON object follows this JSON schema:\n" + schema_text(bounded)
     if fenced:
         instruction += "\nWrite the JSON object inside one ```json fenced block."
     listing = "\n".join(f"{handle}: {name}" for handle, name in pages) or "(none)"
