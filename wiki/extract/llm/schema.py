@@ -13,8 +13,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wiki.models import MAX_ITEM_NAME_CHARS, MAX_SUMMARY_CHARS
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -55,19 +53,20 @@ class MapEnvelope(_Strict):
 
 
 #: With ``bounded``: the longest string of each field (characters) and the most entries of each
-#: list. Names and summaries take the limits pages keep (``wiki.models``); the rest are what a
-#: page shows of one source. The answer is still validated by the models above.
+#: list, tight enough that a whole answer fits a small model's budget (about 7,000 characters,
+#: under 2,048 tokens): a grammar-constrained model that loops fills a string to its bound and
+#: moves on. The answer is still validated by the models above.
 STRING_BOUNDS = {
-    "summary": MAX_SUMMARY_CHARS,
-    "body": 2000,
-    "name": MAX_ITEM_NAME_CHARS,
-    "description": 400,
-    "quote": 400,
+    "summary": 400,
+    "body": 600,
+    "name": 80,
+    "description": 300,
+    "quote": 200,
     "source": 8,
     "same_as": 8,
-    "aliases": MAX_ITEM_NAME_CHARS,
+    "aliases": 80,
 }
-LIST_BOUNDS = {"items": 12, "aliases": 5, "evidence": 3}
+LIST_BOUNDS = {"items": 6, "aliases": 3, "evidence": 2}
 
 
 @lru_cache(maxsize=2)
