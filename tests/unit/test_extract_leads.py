@@ -399,3 +399,18 @@ def test_a_parameter_table_row_is_not_quoted_as_a_sentence() -> None:
 
     assert not _whole_sentence("filename Specifies that a FileHandler be created, using the specified filename.")
     assert _whole_sentence("kmalloc() returns physically contiguous memory.")
+
+
+def test_a_lead_that_hands_the_reader_elsewhere_or_names_itself_is_no_lead() -> None:
+    assert (
+        _lead_rank(
+            ["mount trap"], True, "Mount traps are directories with extra properties as described in the next section."
+        )
+        == 0
+    )
+    assert (
+        _lead_rank(["mv88e6xxx"], False, "The mv88e6xxx driver implements the following driver-specific parameters.")
+        == 0
+    )
+    assert _lead_rank(["attach_type"], False, "attach_type is the program's attach type.") == 0
+    assert _lead_rank(["attach_type"], False, "attach_type is the kind of hook a program attaches to.") == 3
