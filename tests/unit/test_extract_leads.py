@@ -414,3 +414,11 @@ def test_a_lead_that_hands_the_reader_elsewhere_or_names_itself_is_no_lead() -> 
     )
     assert _lead_rank(["attach_type"], False, "attach_type is the program's attach type.") == 0
     assert _lead_rank(["attach_type"], False, "attach_type is the kind of hook a program attaches to.") == 3
+
+
+def test_an_all_caps_name_is_never_called_a_function() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    assert _subject_lead("STRSET_GET", "Request string sets from the kernel.", "ethtool_netlink") == (
+        "`STRSET_GET` requests string sets from the kernel."
+    )

@@ -849,8 +849,12 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
         return text
     if passive and kind == "class" and name.endswith(("Error", "Exception", "Warning")):
         kind = "exception"  # "Raised by strict parsers when ...": a class raised is an exception
-    subject = _kind_phrase(kind, module, owner)
     rest = text.split(" ", 1)[1] if passive else _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
+    if kind == "function" and name.isupper():
+        # STRSET_GET, AUTOFS_DEV_IOCTL_TIMEOUT_CMD: a constant, a command or a message type, which
+        # the heading does not say; "is a function" would be wrong, so the name is the bare subject
+        return f"`{name}` {adverb}{verb} {rest}"
+    subject = _kind_phrase(kind, module, owner)
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"
 
 
@@ -1383,7 +1387,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v6"
+    name = "offline-v7"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
