@@ -422,3 +422,21 @@ def test_an_all_caps_name_is_never_called_a_function() -> None:
     assert _subject_lead("STRSET_GET", "Request string sets from the kernel.", "ethtool_netlink") == (
         "`STRSET_GET` requests string sets from the kernel."
     )
+
+
+def test_a_property_or_a_maybe_of_a_named_thing_is_no_lead_but_of_code_it_is() -> None:
+    for sentence in (
+        "HPET is quite complex, and was originally intended to replace the PIT.",
+        "IOMMU is also required to support the PCIe features ATS and PRI.",
+        "The BHB can still influence the choice of indirect branch predictor entry.",
+    ):
+        name = sentence.removeprefix("The ").split()[0]
+        assert _lead_rank([name], False, sentence) == 0, sentence
+    assert _lead_rank(["nr_to_reclaim"], False, "nr_to_reclaim limits the number of pages to evict.") == 1
+    assert _lead_rank(["Queue.empty"], False, "Queue.empty is true when the queue holds nothing.") == 1
+    # "refers to all X as Y" is a naming note, not what the thing is
+    assert (
+        _lead_rank(["kernel crypto API"], True, "The kernel crypto API refers to all algorithms as transformations.")
+        < 3
+    )
+    assert _lead_rank(["DMA"], False, "DMA refers to both physical I/O and memory to memory move operations.") == 3

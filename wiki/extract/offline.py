@@ -941,7 +941,8 @@ _DEFINES = re.compile(
 # The strongest definitions: "X is a/an/the/one ...", "X refers to", "X, the ..., ..." (apposition).
 _DEFINES_WHAT = re.compile(
     rf"^(?:\s*\([^)]{{0,80}}\))?(?:\s+(?:{_NOUNS}))?(?:\s+(?:is|are|was|were)\s+(?:a|an|the|one|any)\s"
-    rf"|\s+(?:refers to|means|stands for|consists of|is used|are used|(?:is|are)\s+defined\s+as)\b"
+    rf"|\s+(?:refers to(?!\s+(?:all|every|each|them|it|its|a\s+\w+\s+via)\b)|means|stands for|consists of|is used"
+    rf"|are used|(?:is|are)\s+defined\s+as)\b"
     rf"|\s*,\s+(?:a|an|the)\s[^,]{{1,80}},)",
     re.IGNORECASE,
 )
@@ -1147,8 +1148,10 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             purpose = passive.group(1) in _PURPOSE_PARTICIPLES
             best = max(best, 1 if concept or purpose else 0)
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
-            # "UUID objects are immutable", "The special characters are:": a property, not a definition
-            best = max(best, 1)
+            # "UUID objects are immutable", "The special characters are:": a property, not a definition;
+            # of a named thing that is no code ("HPET is quite complex", "IOMMU is also required ..."),
+            # it tells a reader who does not know the thing nothing at all
+            best = max(best, 1 if concept or _code_like(needle) else 0)
         elif _DEFINES.match(after) and not re.match(r"\s+[a-z]+\s+(?:for|of|in|on|with|to)\b", after):
             best = 2  # "Weak reference support for Python" is a noun phrase, not "X supports"
         else:
@@ -1158,9 +1161,15 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             pos = lexicon.lemmas(word)
             # "X returns the ..." is a verb; "Configuration functions for ..." a plural noun.
             verb = word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in _AFTER_VERB)
-            if word in _MODALS or verb:
-                best = max(best, 1)
+            if verb or (word in _MODALS and (concept or _code_like(needle))):
+                best = max(best, 1)  # "The BHB can still influence ...": what X may do, not what it is
     return best
+
+
+def _code_like(name: str) -> bool:
+    """Whether ``name`` is written like code (``nr_to_reclaim``, ``kmalloc()``, ``Queue.get``,
+    ``setEncoding``): what it does is what it is. An acronym or a proper name (HPET, IOMMU) is not."""
+    return bool(re.search(r"[_.()]|[a-z][A-Z]", name)) or (name[:1].islower() and _IDENT.match(name) is not None)
 
 
 #: "X is more efficient than Y", "X is the same as Y", "X is being implemented", "X is still/now
@@ -1387,7 +1396,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v7"
+    name = "offline-v8"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
