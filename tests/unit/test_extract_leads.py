@@ -440,3 +440,15 @@ def test_a_property_or_a_maybe_of_a_named_thing_is_no_lead_but_of_code_it_is() -
         < 3
     )
     assert _lead_rank(["DMA"], False, "DMA refers to both physical I/O and memory to memory move operations.") == 3
+
+
+def test_a_cjk_sentence_that_only_says_where_or_how_is_no_definition() -> None:
+    from wiki.extract import cjk
+
+    assert cjk.definition_rank("北京大兴国际机场", "北京大兴国际机场是位于北京的国际机场。") == 2
+    assert cjk.definition_rank("原理", "原理是，如果锁的所有者正在运行，它很可能不久就会释放锁。") == 0
+    assert cjk.definition_rank("模式", "模式是通过接口的文件设置和读取的。") == 0
+    assert cjk.definition_rank("叶子", "叶子可以在任何没有被元数据指针占据的槽中。") == 0
+    assert cjk.definition_rank("东京塔", "东京塔用于广播电视信号。") == 1
+    assert cjk.definition_rank("東京スカイツリー", "東京スカイツリーは東京都墨田区にある電波塔である。") == 2
+    assert cjk.definition_rank("モード", "モードはファイルで設定します。") == 0

@@ -168,19 +168,28 @@ def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int
 
 
 # "X是…", "X为…", "X指…", "X，…是": a Chinese definition; "XとはY", "XはYである/です": Japanese.
-_ZH_DEFINES = re.compile(r"^(?:是|为|指|即|乃|，[^，。]{1,30}，?是)")
-_JA_DEFINES = re.compile(r"^(?:とは|って|は|（[^）]{1,40}）は)")
-# The name as the subject of another verb: a particle or a verb right after it, not more of a word.
-_SUBJECT = re.compile(r"^(?:が|も|、|，|在|可以|可|会|能|将|被|有|也|都|用于|提供|支持)")
+# "X是一种…" defines X; "X是，如果…" ("the rationale is that, if …") only opens a clause.
+_ZH_DEFINES = re.compile(r"^(?:是(?![，,：:])|为(?![，,：:])|指|即|乃|，[^，。]{1,30}，?是(?![，,：:]))")
+# "Xとは…", and "Xは…" only when the sentence ends as a definition ("…である。", "…です。", "…を指す。"):
+# a bare topic "Xは" opens any statement about X ("モードは…で設定します").
+_JA_DEFINES = re.compile(r"^(?:とは|って)")
+_JA_TOPIC = re.compile(r"^(?:は|（[^）]{1,40}）は)")
+_JA_DEFINITION_END = re.compile(r"(?:である|です|だ|のこと|を指す|をいう|と呼ばれる)[。．.!！]?\s*$")
+# What X is for ("X用于…", "X提供…"): a role, weaker than a definition.
+_ZH_ROLE = re.compile(r"^(?:用于|提供|支持|负责|允许)")
 
 
 def definition_rank(name: str, sentence: str) -> int:
     """2 when ``sentence`` starts with ``name`` and defines it ("北京大兴国际机场是…",
-    "東京スカイツリーは…である"), 1 when it starts with ``name`` otherwise, else 0."""
+    "東京スカイツリーは…である。"), 1 when it says what ``name`` is for ("X用于…", "X提供…"), else 0:
+    a sentence where the name is only the subject of another verb ("叶子可以在…", "模式是通过…设置")
+    tells a reader nothing of what it is (the linux-doc judge failed 5 of 5 Chinese pages led so)."""
     text = sentence.lstrip("「『“（(")
     if not text.startswith(name):
         return 0
     rest = text[len(name) :]
-    if _ZH_DEFINES.match(rest) or _JA_DEFINES.match(rest):
+    if _ZH_DEFINES.match(rest) and not re.match(r"^是通过|^是在|^是由于|^是因为", rest):
         return 2
-    return 1 if _SUBJECT.match(rest) else 0
+    if _JA_DEFINES.match(rest) or (_JA_TOPIC.match(rest) and _JA_DEFINITION_END.search(text)):
+        return 2
+    return 1 if _ZH_ROLE.match(rest) else 0

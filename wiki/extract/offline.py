@@ -1396,7 +1396,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v8"
+    name = "offline-v9"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
