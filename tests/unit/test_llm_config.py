@@ -88,8 +88,8 @@ def _nodes(node, kind):
 def test_a_bounded_schema_bounds_every_string_and_list_and_the_default_none():
     bounded = answer_schema(True)
     strings, lists = list(_nodes(bounded, "string")), list(_nodes(bounded, "array"))
-    assert strings and all(0 < s["maxLength"] <= 600 for s in strings if "enum" not in s)
-    assert lists and all(0 < a["maxItems"] <= 6 for a in lists)
+    assert strings and all(0 < s["maxLength"] <= 300 for s in strings if "enum" not in s)
+    assert lists and all(0 < a["maxItems"] <= 4 for a in lists)
     plain = answer_schema()
     assert not any("maxLength" in s for s in _nodes(plain, "string"))
     assert not any("maxItems" in a for a in _nodes(plain, "array"))

@@ -53,20 +53,20 @@ class MapEnvelope(_Strict):
 
 
 #: With ``bounded``: the longest string of each field (characters) and the most entries of each
-#: list, tight enough that a whole answer fits a small model's budget (about 7,000 characters,
-#: under 2,048 tokens): a grammar-constrained model that loops fills a string to its bound and
+#: list, tight enough that a whole answer fits a small model's budget (about 3,500 characters,
+#: about 1,000 tokens): a grammar-constrained model that loops fills a string to its bound and
 #: moves on. The answer is still validated by the models above.
 STRING_BOUNDS = {
-    "summary": 400,
-    "body": 600,
-    "name": 80,
-    "description": 300,
-    "quote": 200,
+    "summary": 300,
+    "body": 300,
+    "name": 60,
+    "description": 200,
+    "quote": 160,
     "source": 8,
     "same_as": 8,
-    "aliases": 80,
+    "aliases": 60,
 }
-LIST_BOUNDS = {"items": 6, "aliases": 3, "evidence": 2}
+LIST_BOUNDS = {"items": 4, "aliases": 2, "evidence": 2}
 
 
 @lru_cache(maxsize=2)
