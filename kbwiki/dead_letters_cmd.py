@@ -88,7 +88,8 @@ def error_headline(error: str) -> str:
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     if not lines:
         return ""
-    line = lines[-1] if lines[0].startswith("Traceback") else lines[0]
+    # a bare traceback, or one cut from the front ("in handle_request"): its last line is the exception
+    line = lines[-1] if lines[0].startswith(("Traceback", "File ")) or ":" not in lines[0] else lines[0]
     return line if len(line) <= HEADLINE_CHARS else line[: HEADLINE_CHARS - 1] + "…"
 
 

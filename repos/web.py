@@ -328,7 +328,10 @@ class WebRepository:
                 "SELECT f.scope_id, f.task_type, f.holder, f.token,"
                 " extract(epoch FROM now() - f.taken_at)::float8 AS age_s"
                 " FROM task_lane_fences f JOIN knowledge_bases k ON k.id = f.scope_id"
-                " WHERE k.tenant_id = %s AND f.scope = %s AND f.holder IS NOT NULL",
+                " WHERE k.tenant_id = %s AND f.scope = %s AND f.holder IS NOT NULL"
+                # the holder stays on the fence after its batch: running means it still claims rows
+                " AND EXISTS (SELECT 1 FROM task_pending_ops o WHERE o.task_type = f.task_type"
+                "  AND o.scope = f.scope AND o.scope_id = f.scope_id AND o.claimed_at IS NOT NULL)",
                 (tenant_id, SCOPE_KB),
             ).fetchall()
         return {r.pop("scope_id"): dict(r) for r in rows}

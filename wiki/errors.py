@@ -28,8 +28,13 @@ ERROR_LIMIT_BYTES = 8192
 
 
 def error_text(exc: BaseException) -> str:
-    """The traceback of ``exc``, its last ``ERROR_LIMIT_BYTES`` characters (the end says where it failed)."""
-    return "".join(traceback.format_exception(exc))[-ERROR_LIMIT_BYTES:]
+    """``"<Type>: <first line of the message>"`` (the headline a list or a grouping shows), then the
+    end of ``exc``'s traceback (where it failed), within ``ERROR_LIMIT_BYTES`` characters in all."""
+    message = str(exc).strip().splitlines()
+    head = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+    head = head[: ERROR_LIMIT_BYTES // 8]
+    tail = "".join(traceback.format_exception(exc))
+    return f"{head}\n{tail[-(ERROR_LIMIT_BYTES - len(head) - 1) :]}"
 
 
 def fail_budget_spent(fails: int | None, max_fail_retries: int) -> bool:

@@ -106,3 +106,18 @@ def test_a_lost_connection_is_translated_at_the_pool_and_a_statement_error_is_no
             conn.execute("SELECT 1 / 0")
     finally:
         pool.close()
+
+
+def test_an_error_text_opens_with_its_exception_line_whatever_the_traceback_length():
+    def deep(n: int) -> None:
+        if n == 0:
+            raise ValueError("the model answered nothing\nraw answer follows")
+        deep(n - 1)
+
+    try:
+        deep(300)  # a traceback far longer than the cut
+    except ValueError as exc:
+        text = errors.error_text(exc)
+    assert text.splitlines()[0] == "ValueError: the model answered nothing"
+    assert len(text) <= errors.ERROR_LIMIT_BYTES and "Traceback" not in text.splitlines()[0]
+    assert text.rstrip().endswith("raw answer follows")
