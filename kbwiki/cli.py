@@ -33,8 +33,8 @@ def migrate(rollback: bool) -> None:
 
 
 @main.command()
-@click.option("--processes", "-p", default=2, show_default=True, type=int)
-@click.option("--threads", "-t", default=8, show_default=True, type=int)
+@click.option("--processes", "-p", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--threads", "-t", default=8, show_default=True, type=click.IntRange(1, 256))
 @click.option("--watch", is_flag=True, help="Reload workers when code changes (development).")
 def worker(processes: int, threads: int, watch: bool) -> None:
     """Run Dramatiq workers on the ``actors`` package until interrupted."""
@@ -77,7 +77,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) ->
         if report.queued and (warning := no_worker_warning(deps)):
             click.echo(warning)
         if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
-            raise lanes_timeout(kb_name, timeout)
+            raise lanes_timeout(deps, kb, kb_name, timeout)
 
 
 @main.command()
@@ -124,8 +124,8 @@ def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
 @main.command()
 @click.option("--kb", "kb_name", default="python-stdlib", show_default=True, callback=kb_name_param)
 @click.option("--out", "out_dir", default="wiki-out", show_default=True, type=click.Path(path_type=Path))
-@click.option("--processes", "-p", default=2, show_default=True, type=int)
-@click.option("--threads", "-t", default=4, show_default=True, type=int)
+@click.option("--processes", "-p", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--threads", "-t", default=4, show_default=True, type=click.IntRange(1, 256))
 def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
     """Build a wiki of the Python standard library's documentation, export it and print its numbers."""
     from kbwiki.demo import run_demo

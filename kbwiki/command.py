@@ -72,9 +72,12 @@ def main() -> None:
 def checked_settings() -> Settings:
     """The settings, or ``BadSetting`` with one line per bad environment variable (not a pydantic traceback)."""
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
 
     try:
         return get_settings()
+    except SettingsError as exc:  # a JSON-valued variable that is not JSON ("error parsing value for field ...")
+        raise BadSetting(f"bad setting: {exc} (a JSON object is expected, e.g. '{{\"temperature\": 0}}')") from None
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
@@ -183,11 +186,18 @@ def command_deps() -> Deps:
     return get_deps()
 
 
-def lanes_timeout(kb_name: str, timeout: float) -> WaitTimedOut:
-    """The error of a ``--wait`` that ran out: work is only done while a worker runs."""
-    return WaitTimedOut(
-        f"lanes of {kb_name!r} were not empty after {timeout:.0f} s; is a worker running (`kbwiki worker`)?"
-    )
+def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
+    """The error of a ``--wait`` that ran out, with the likeliest reason: the KB's model work paused
+    on a configuration error, no live worker, or (else) work still under way."""
+    head = f"lanes of {kb_name!r} were not empty after {timeout:.0f} s"
+    paused = deps.llm_errors.get(kb.id)
+    if paused is not None:
+        return WaitTimedOut(
+            f"{head}: the KB's model work is paused (HTTP {paused.status}: {paused.message}); see `kbwiki status`"
+        )
+    if not deps.workers.alive_count(deps.settings.worker_ttl_s):
+        return WaitTimedOut(f"{head}; no worker is alive: start one (`kbwiki worker`)")
+    return WaitTimedOut(f"{head}; the work goes on in the workers: see `kbwiki status --kb {kb_name}`")
 
 
 def find_kb(deps, tenant: int, name: str, create: bool = False):

@@ -43,7 +43,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
             queued += result.status == "deleting"
             click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
-            raise lanes_timeout(kb_name, timeout)
+            raise lanes_timeout(deps, kb, kb_name, timeout)
     if missing:
         raise UnknownDocument(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
 

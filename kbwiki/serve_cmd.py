@@ -9,7 +9,7 @@ from kbwiki.command import main, services
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", default=8000, show_default=True, type=int, help="Port to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option(
     "--tenant", type=int, default=None, help="Tenant served (default KBWIKI_WEB_TENANT, else 1); one tenant per server."
 )

@@ -25,7 +25,7 @@ class LLMOverride(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str | None = None
+    base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
     model: str | None = None
     api_key: str | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=3600)

@@ -93,7 +93,7 @@ class Settings(BaseSettings):
     min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
 
     extractor: Literal["offline", "llm"] = "offline"
-    llm_base_url: str | None = None
+    llm_base_url: str | None = Field(default=None, pattern=r"^https?://\S+$", description="http(s) URL ending in /v1")
     llm_model: str = "gpt-4o-mini"
     llm_api_key: str | None = None
     # The LLM extractor's tunables (wiki.llm_config.LLMConfig documents each); a KB may override

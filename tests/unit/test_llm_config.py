@@ -102,3 +102,16 @@ def test_a_bounded_schema_is_a_cache_key_of_its_own():
     plain, bounded = LLMExtractor(LLMConfig()), LLMExtractor(LLMConfig(bounded_schema=True))
     assert plain.name_for("json_schema") != bounded.name_for("json_schema")
     assert "bounded" in bounded.name_for("json_schema")
+
+
+def test_a_base_url_that_is_no_http_url_is_refused_where_it_is_set():
+    import pydantic
+
+    from wiki.llm_config import LLMOverride
+    from wiki.settings import Settings
+
+    with pytest.raises(pydantic.ValidationError):
+        Settings(llm_base_url="not-a-url")
+    with pytest.raises(pydantic.ValidationError):
+        LLMOverride(base_url="ftp://example/v1")
+    assert Settings(llm_base_url="http://127.0.0.1:8080/v1").llm_base_url.endswith("/v1")

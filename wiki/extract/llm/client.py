@@ -34,7 +34,9 @@ log = structlog.get_logger(__name__)
 
 OutputMode = Literal["json_schema", "json_object", "fenced"]
 _RETRIED_STATUS = {408, 409, 429}
-_CONFIG_STATUS = {401, 402, 403, 404, 422}
+#: Statuses no retry can change: the key, the credit, the model or path (404, 405), the request's
+#: shape (422), a server that does not implement chat completions at all (501).
+_CONFIG_STATUS = {401, 402, 403, 404, 405, 422, 501}
 
 
 #: How providers say that the prompt does not fit the model's context (OpenAI, vLLM, llama.cpp,
@@ -71,7 +73,9 @@ class ChatAnswer:
 def _transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
-    return isinstance(exc, openai.APIStatusError) and (exc.status_code in _RETRIED_STATUS or exc.status_code >= 500)
+    return isinstance(exc, openai.APIStatusError) and (
+        exc.status_code in _RETRIED_STATUS or (exc.status_code >= 500 and exc.status_code not in _CONFIG_STATUS)
+    )
 
 
 def retry_after_s(exc: BaseException | None) -> float | None:
