@@ -452,3 +452,12 @@ def test_a_cjk_sentence_that_only_says_where_or_how_is_no_definition() -> None:
     assert cjk.definition_rank("东京塔", "东京塔用于广播电视信号。") == 1
     assert cjk.definition_rank("東京スカイツリー", "東京スカイツリーは東京都墨田区にある電波塔である。") == 2
     assert cjk.definition_rank("モード", "モードはファイルで設定します。") == 0
+
+
+def test_a_sentence_goes_on_after_e_g_and_its_kin() -> None:
+    from wiki.extract.offline import _split_english
+
+    text = "Parts that use the software mitigation e.g. Icelake are not vulnerable. Next one."
+    for pysbd_ok in (True, False):
+        parts = [p.strip() for p in _split_english(text, pysbd_ok)]
+        assert parts == ["Parts that use the software mitigation e.g. Icelake are not vulnerable.", "Next one."]

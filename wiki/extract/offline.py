@@ -326,7 +326,18 @@ def _split_english(block: str, pysbd_ok: bool) -> list[str]:
     parts = _segmenter().segment(masked) if pysbd_ok else split_single(masked)
     if masked is not block:
         parts = [part.replace(_DOT_MASK, ".") for part in parts]
-    return parts
+    joined: list[str] = []
+    for part in parts:
+        if joined and _ABBREVIATION_END.search(joined[-1]):
+            joined[-1] = joined[-1].rstrip() + " " + part.lstrip()  # "... mitigation e.g. Icelake are ..."
+        else:
+            joined.append(part)
+    return joined
+
+
+#: Abbreviations both splitters end a sentence at when a capital follows ("e.g. Icelake"): the
+#: sentence goes on (the linux-doc judge found "Icelake are not vulnerable to VMSCAPE." quoted alone).
+_ABBREVIATION_END = re.compile(r"(?:^|\s|\()(?:e\.g|i\.e|etc|vs|cf|incl|approx|resp)\.\s*$", re.IGNORECASE)
 
 
 def _sentences(blocks: list[str]) -> list[_Sentence]:
@@ -1396,7 +1407,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v9"
+    name = "offline-v10"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
