@@ -461,3 +461,12 @@ def test_a_sentence_goes_on_after_e_g_and_its_kin() -> None:
     for pysbd_ok in (True, False):
         parts = [p.strip() for p in _split_english(text, pysbd_ok)]
         assert parts == ["Parts that use the software mitigation e.g. Icelake are not vulnerable.", "Next one."]
+
+
+def test_what_a_named_thing_has_or_did_is_no_lead_and_a_capitalised_title_is_no_module() -> None:
+    from wiki.extract.offline import _subject_lead
+
+    assert _lead_rank(["TMP108"], False, "The TMP108 has a programmable update rate of up to 8 Hz.") == 0
+    assert _lead_rank(["Andrew Morton"], False, "Andrew Morton has suggested that review comments be documented.") == 0
+    assert _lead_rank(["kmalloc"], False, "kmalloc returns physically contiguous memory.") >= 1
+    assert "Introduction" not in _subject_lead("usbkbd", "Provide a basic keyboard driver for USB.", "Introduction")

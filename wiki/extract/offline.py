@@ -689,7 +689,7 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     what it returns or holds, so it follows a colon). The demo's judge failed the bare phrase: a
     lead with no subject does not say what X is."""
     lead = _instruction_lead(name, text, title, sections)
-    module = title if _IDENT.match(title) and " " not in title else ""
+    module = _module_title(title)
     if lead != text or not _noun_phrase(text) or (not module and not re.search(r"[_.(]|[a-z][A-Z]", name)):
         return lead
     kind = _code_kind(name, title, sections)
@@ -754,7 +754,7 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
     document's headings name, so ``date.toordinal`` under ``## date``); "An abstract method that
     ..." becomes "`X` is an abstract method that ...". ``text`` unchanged when it does not open
     with a verb or an indefinite article ("Stuff to parse AIFF files.", "HTTPError is ...")."""
-    module = title if _IDENT.match(title) and " " not in title else ""
+    module = _module_title(title)
     if not module and not re.search(r"[_.(]|[a-z][A-Z]", name):
         return text  # "## URLS" in a prose document titles a section; it names no code
     words = text.split(" ", 2)
@@ -1172,9 +1172,18 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             pos = lexicon.lemmas(word)
             # "X returns the ..." is a verb; "Configuration functions for ..." a plural noun.
             verb = word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in _AFTER_VERB)
-            if verb or (word in _MODALS and (concept or _code_like(needle))):
-                best = max(best, 1)  # "The BHB can still influence ...": what X may do, not what it is
+            if (verb or word in _MODALS) and (concept or _code_like(needle)):
+                # "kmalloc returns ...": what code does is what it is. Of a named thing that is no
+                # code, "The TMP108 has ...", "Andrew Morton has suggested ...", "The BHB can still
+                # influence ..." tell what it has, did or may do, never what it is
+                best = max(best, 1)
     return best
+
+
+def _module_title(title: str) -> str:
+    """``title`` when it names a module ("shutil", "importlib.abc"), else "": a document titled
+    "Introduction" is no module its names belong to."""
+    return title if _IDENT.match(title) and " " not in title and not title[:1].isupper() else ""
 
 
 def _code_like(name: str) -> bool:
@@ -1407,7 +1416,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v10"
+    name = "offline-v11"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
