@@ -130,7 +130,7 @@ def test_two_orders_and_two_batch_sizes_give_the_same_wiki(make_kb):
     counts = deps0.pages.counts_by_type(kb0.id)
     # pages must earn their place (docs/decisions.md): 30 module docs define about 25 things
     assert counts["summary"] == 30 and counts.get("entity", 0) + counts.get("concept", 0) >= 20
-    assert sum(len(page[5]) for page in first.values()) > 100  # a linked wiki, not an empty one
+    assert sum(len(page[5]) for page in first.values()) > 50  # a linked wiki, not an empty one
     for deps, kb, wiki in others:
         _assert_same(first, wiki)
         assert _link_rows(deps, kb) == _link_rows(deps0, kb0)
