@@ -21,10 +21,8 @@ import click
 
 from kbwiki.command import command_deps, find_kb, kb_name_param, main, services, tenant_option
 from stages.requeue import requeue_dead_letter, unspool
-from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
+from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused, error_headline
 
-#: Characters of the error headline ``list`` prints per row.
-HEADLINE_CHARS = 160
 #: Rows per page while ``requeue --all`` walks the matching dead letters (the repository's cap).
 REQUEUE_PAGE = 200
 
@@ -77,20 +75,6 @@ def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, sinc
     return Filters(
         tenant_id=tenant, scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type, since=since
     )
-
-
-def error_headline(error: str) -> str:
-    """The line that says what went wrong: the first line, or the last one of a bare traceback.
-
-    The middleware stores ``"<Type>: <message>"`` first; the in-batch budget stores a traceback,
-    whose last line is the exception.
-    """
-    lines = [line.strip() for line in error.splitlines() if line.strip()]
-    if not lines:
-        return ""
-    # a bare traceback, or one cut from the front ("in handle_request"): its last line is the exception
-    line = lines[-1] if lines[0].startswith(("Traceback", "File ")) or ":" not in lines[0] else lines[0]
-    return line if len(line) <= HEADLINE_CHARS else line[: HEADLINE_CHARS - 1] + "…"
 
 
 def _row_line(row) -> str:

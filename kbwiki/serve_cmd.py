@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import click
 
@@ -56,4 +57,4 @@ def _watch(url: str, server, gone: threading.Event) -> None:
             gone.set()
             server.should_exit = True
             return
-        threading.Event().wait(WATCH_S)
+        time.sleep(WATCH_S)

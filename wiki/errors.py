@@ -37,6 +37,24 @@ def error_text(exc: BaseException) -> str:
     return f"{head}\n{tail[-(ERROR_LIMIT_BYTES - len(head) - 1) :]}"
 
 
+#: Characters of an error's headline (``dead-letters list`` prints one per row).
+HEADLINE_CHARS = 160
+
+
+def error_headline(error: str) -> str:
+    """The line that says what went wrong: the first line, or the last one of a bare traceback.
+
+    ``error_text`` stores ``"<Type>: <message>"`` first; rows stored before it, a bare traceback
+    (maybe cut from the front), whose last line is the exception.
+    """
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    # a bare traceback, or one cut from the front ("in handle_request"): its last line is the exception
+    line = lines[-1] if lines[0].startswith(("Traceback", "File ")) or ":" not in lines[0] else lines[0]
+    return line if len(line) <= HEADLINE_CHARS else line[: HEADLINE_CHARS - 1] + "…"
+
+
 def fail_budget_spent(fails: int | None, max_fail_retries: int) -> bool:
     """Whether a document op that failed ``fails`` times has used up its in-batch retry budget.
 

@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from dramatiq.broker import MessageProxy
 
 from kbwiki.cli import main
-from kbwiki.dead_letters_cmd import SinceType, error_headline
+from kbwiki.dead_letters_cmd import SinceType
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
+from wiki.errors import error_headline
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: extractor exploded\n'
 
