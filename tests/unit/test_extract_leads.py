@@ -470,3 +470,34 @@ def test_what_a_named_thing_has_or_did_is_no_lead_and_a_capitalised_title_is_no_
     assert _lead_rank(["Andrew Morton"], False, "Andrew Morton has suggested that review comments be documented.") == 0
     assert _lead_rank(["kmalloc"], False, "kmalloc returns physically contiguous memory.") >= 1
     assert "Introduction" not in _subject_lead("usbkbd", "Provide a basic keyboard driver for USB.", "Introduction")
+
+
+def test_a_heading_sentence_about_something_else_is_not_the_headed_names_lead() -> None:
+    # sysctl and driver sections of linux-doc open with a scene or another subject; the names
+    # they head get no lead from it (and no page unless another sentence defines them)
+    text = (
+        "# fs sysctls\n\nThese files tune the file system of the kernel for many workloads.\n\n"
+        "## protected_fifos\n\nA long-standing class of security issues is the race on world-writable "
+        "directories like the temporary folder.\n\n"
+        "## frob_limit\n\nFor some specialised workloads it is dangerous to allow frobs in low memory.\n\n"
+        "## frob_size\n\nThe chunk size in KB for the frob front-end.\n\n"
+        "## frob_enable\n\nEnables the frob front-end of the kernel when its value is one.\n"
+    )
+    extraction = _extract(text)
+    assert _item(extraction, "protected_fifos") is None
+    assert _item(extraction, "frob_limit") is None
+    size = _item(extraction, "frob_size")
+    assert size is not None and "chunk size in KB" in size.description
+    enable = _item(extraction, "frob_enable")
+    assert enable is not None and "enables the frob front-end" in enable.description.lower()
+
+
+def test_a_sentence_about_a_part_or_a_property_of_a_named_thing_is_not_its_lead() -> None:
+    # "the Ethernet driver" is a driver, "Debugfs support" a noun phrase, "Hyper-V supports ..."
+    # one property; of code names the same forms say what the thing is
+    assert _lead_rank(["Ethernet"], False, "The Ethernet driver is bound to the PCI device of the board.") == 0
+    assert _lead_rank(["Debugfs"], False, "Debugfs support, to check the state of the driver.") == 0
+    assert _lead_rank(["Hyper-V"], False, "Hyper-V supports receive side scaling on every port.") == 0
+    assert _lead_rank(["e1000"], False, "The e1000 driver provides access to the network card.") == 2
+    assert _lead_rank(["kmalloc"], False, "kmalloc() returns memory from the slab allocator.") >= 1
+    assert _lead_rank(["cpusets"], True, "cpusets provide a mechanism for assigning CPUs to tasks.") == 2
