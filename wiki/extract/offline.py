@@ -1497,7 +1497,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v11"
+    name = "offline-v12"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
