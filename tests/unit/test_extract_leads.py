@@ -501,3 +501,16 @@ def test_a_sentence_about_a_part_or_a_property_of_a_named_thing_is_not_its_lead(
     assert _lead_rank(["e1000"], False, "The e1000 driver provides access to the network card.") == 2
     assert _lead_rank(["kmalloc"], False, "kmalloc() returns memory from the slab allocator.") >= 1
     assert _lead_rank(["cpusets"], True, "cpusets provide a mechanism for assigning CPUs to tasks.") == 2
+
+
+def test_mixed_chinese_headings_and_common_chinese_words_make_no_clause_or_generic_page() -> None:
+    text = (
+        "# 内存模型\n\n本文介绍内核的物理内存模型以及它们的用途和区别。\n\n"
+        "## SPARSEMEM是Linux中最通用的内存模型\n\n"
+        "SPARSEMEM是Linux中最通用的内存模型，它支持物理内存的热插拔。\n\n"
+        "## CVE分配\n\n安全团队通常不分配CVE，我们也不需要它们来进行报告或修复。\n\n"
+        "计划是每周都发布新的版本。计划可能会改变。计划由维护者决定。\n"
+    )
+    names = [i.name for i in _extract(text, "内存模型").items]
+    assert not any(("是" in n or "分配" in n) and any(c.isascii() and c.isalpha() for c in n) for n in names), names
+    assert "计划" not in names

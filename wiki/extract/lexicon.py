@@ -100,3 +100,13 @@ def third_person(word: str) -> str | None:
     if verbs and low.endswith("s") and low in getInflection(verbs[0], tag="VBZ"):
         return low
     return None
+
+
+@lru_cache(maxsize=65536)
+def chinese_zipf(word: str) -> float:
+    """wordfreq's Zipf frequency of a Chinese ``word`` (simplified or traditional); 0.0 for
+    unknown words. Japanese has no such check here: wordfreq segments Japanese with MeCab's
+    Python binding, which kbwiki does not install (fugashi tags Japanese instead)."""
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, "zh")

@@ -31,7 +31,7 @@ from segtok.segmenter import split_single
 from wiki.extract import ExtractionError, cjk, is_stopword, lexicon, validate_item_name
 from wiki.markdown import AUTOLINK_RE, HEADING_RE, MD_LINK_RE, WIKI_LINK_RE, fenced_code_lines, wiki_link_text
 from wiki.models import ExtractedItem, Extraction
-from wiki.slugs import has_cjk
+from wiki.slugs import CJK_CLASS, has_cjk
 
 MAX_ANALYSED_CHARS = 50_000
 PYSBD_PREFIX_CHARS = 2_500
@@ -107,6 +107,7 @@ _CAPSEQ = re.compile(
 )
 _WORD = re.compile(rf"[{_LC}][{_LC}'-]*[{_LC}]|[{_LC}]")
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
+_CJK_TAIL = re.compile(f"[{CJK_CLASS}].*$", re.S)
 
 _FILE_EXT = frozenset(
     "py pyc txt rst md html htm c h cc cpp hpp so o ko a json yaml yml toml cfg ini conf sh bat "
@@ -405,8 +406,8 @@ def _code_name(span: str, plain_ok: bool = False) -> str | None:
     spans more often than in running prose, so it is not an ordinary English word.
     """
     span = span.strip()
-    if not _IDENT.match(span):
-        return None
+    if not _IDENT.match(span) or has_cjk(span):
+        return None  # a CJK heading ("CVE分配") is a title, never an identifier
     call = span.endswith("()")
     span = span.removesuffix("()")
     dotted = "." in span or "::" in span or "->" in span
@@ -438,6 +439,9 @@ class _Entities:
         self.cap_words = cap_words
 
     def add(self, name: str, order: int, bonus: float = 0.0) -> None:
+        # The Latin patterns' \w takes CJK characters too: "SPARSEMEM是Linux中最通用的内存模型" is a
+        # clause of mixed text, of which only "SPARSEMEM" is a Latin name (CJK names: cjk.names).
+        name = _CJK_TAIL.sub("", name)
         # "Ada Lovelace's" and "the Jones' house" name "Ada Lovelace" and "Jones".
         clean = validate_item_name(_POSSESSIVE.sub("", name) if " " in name or name[:1].isupper() else name)
         if clean is None or clean.lower() in _NOT_NAMES:
@@ -1621,6 +1625,8 @@ class OfflineExtractor:
                 and not any(cjk.definition_rank(name, s.text) == 2 for s in sentences if name in s.text)
             ):
                 continue  # a lone word ("函数", "function") is a page only where it is defined
+            if words == 1 and not japanese and lexicon.chinese_zipf(name) >= lexicon.COMMON_ZIPF:
+                continue  # "计划" (plan), "缺点" (drawback), "模式" (mode): too common to be one thing
             if any(name in other for other in taken if has_cjk(other)):
                 continue  # a piece of a longer name already kept
             item = self._item(name, kind, [name], sentences, lowered)
