@@ -514,3 +514,22 @@ def test_mixed_chinese_headings_and_common_chinese_words_make_no_clause_or_gener
     names = [i.name for i in _extract(text, "内存模型").items]
     assert not any(("是" in n or "分配" in n) and any(c.isascii() and c.isalpha() for c in n) for n in names), names
     assert "计划" not in names
+
+
+def test_rules_about_a_name_and_things_of_a_name_are_not_its_lead() -> None:
+    # a rule or an error case ("must be restored", "has been called") says nothing of what X is
+    assert _lead_rank(["GITS_CREADR"], False, "GITS_CREADR must be restored before restoring GITS_CTLR.") == 0
+    assert _lead_rank(["VIDIOC_S_FOO"], False, "VIDIOC_S_FOO has been called on a read-only subdevice.") == 0
+    assert _lead_rank(["frob_widget"], False, "frob_widget can be used to frob the widgets of the kernel.") == 1
+    # a kind noun after a name is read past: "The DSA framework is not involved" is "DSA is not ..."
+    assert _lead_rank(["DSA"], False, "The DSA framework is not involved in the probing of devices.") == 0
+    assert _lead_rank(["KF_FOO"], False, "The KF_FOO flag is used to mark a kfunc that takes a pointer.") == 3
+    text = (
+        "# vmcore\n\nThe vmcore information lists the symbols a dump tool needs to read a dump.\n\n"
+        "## list_head\n\nThe size of a list_head structure in the dump of the kernel.\n\n"
+        "## INTRODUCTION\n\nConsider the situation where the power of a system must be reduced at runtime.\n"
+    )
+    names = {i.name for i in _extract(text, "vmcore").items}
+    assert "list_head" not in names and "INTRODUCTION" not in names
+    bus = "# bus\n\nThe Bus is the core of the audio stream. The Bus is a shared line. The Bus carries clock data.\n"
+    assert "Bus" not in {i.name for i in _extract(bus, "stream").items}

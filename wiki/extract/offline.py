@@ -587,6 +587,19 @@ class _Entities:
         target.bonus = max(target.bonus, gone.bonus)
 
 
+def _generic_word(name: str) -> bool:
+    """Whether entity ``name`` is one capitalised common noun ("Bus", "Master", "Host", "Device"):
+    capitalised in one document's prose, it still names no one thing of the KB (``lexicon.too_common``;
+    "Thunderbird", "Ethernet" and "Linux" are rarer and stay)."""
+    return (
+        name.isalpha()
+        and name[:1].isupper()
+        and not name.isupper()
+        and lexicon.too_common(name)
+        and "NOUN" in lexicon.lemmas(name)
+    )
+
+
 def _imperative(word: str) -> bool:
     """Whether ``word`` is a verb's base form ("Raise", "Return", "Use"): opening a sentence it is
     an instruction, not the first word of a name ("Python Software Foundation" keeps "Python")."""
@@ -639,6 +652,8 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
     for block, heading in headings.items():
         # a plain lower-case heading ("kmalloc") is code; a capitalised one ("Riferimenti") a title
         name = _code_name(heading, plain_ok=heading.islower())
+        if name and name.isupper() and _emphasis(name):
+            name = None  # "## INTRODUCTION", "## DESCRIPTION": a section's title in capitals
         first = firsts.get(block)
         if name is None or first is None or name.removesuffix("()") in out:
             continue
@@ -660,7 +675,7 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
 #: ...", "With Digital TV, ..."): a section opening with one sets a scene before naming its subject.
 _SCENE_OPENERS = frozenset(
     "for although though if when while with without by in on at as since because after before during "
-    "once unless until whereas where you we i there here yes no".split()
+    "once unless until whereas where you we i there here yes no like unlike see please also note".split()
 )
 
 
@@ -676,6 +691,8 @@ def _says_what_heading_names(name: str, text: str) -> bool:
     stripped = re.sub(r"^(?:(?:The|A|An)\s+)?`?", "", text)
     if stripped.lower().startswith(name.lower()):
         return True
+    if name.lower() in text.lower():
+        return False  # "The size of a list_head structure.": about a part or a use of the name
     words = [w.strip(",;:.()`\"'") for w in stripped.split()]
     if len(words) < 2 or not words[0] or words[0].lower() in _SCENE_OPENERS:
         return False
@@ -1183,11 +1200,16 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             after = after.removeprefix("()")  # "kmalloc() returns ...": the call is the name
         if concept and _continues(needle, after):
             continue  # "A configuration file consists of" is about the file, not "configuration"
-        if _COMPARES.match(after):
-            continue  # "Enhanced IBRS is more efficient than retpoline": how X compares, not what X is
         named = not concept and not _code_like(needle)
         if named and _PART_OF_NAMED.match(after):
             continue  # "The Ethernet driver is bound to ...": about a driver, not about Ethernet
+        kind = None if concept else _KIND_NOUN.match(after)
+        if kind:
+            after = after[kind.end() :]  # "The DSA framework is not involved ...": as "DSA is not ..."
+        if _COMPARES.match(after):
+            continue  # "Enhanced IBRS is more efficient than retpoline": how X compares, not what X is
+        if _REQUIREMENT.match(after):
+            continue  # "GITS_CREADR must be restored before ...": a rule about X, not what X is
         if not needle.endswith("s") and _BASE_VERB.match(after):
             continue  # "Debugfs support, to check ...": a noun phrase; a singular X "supports"
         if _DEFINES_WHAT.match(after):
@@ -1285,6 +1307,17 @@ _JUST_ADJECTIVE = re.compile(
 )
 #: A demonstrative noun phrase ("this mix", "these cases"): the sentence leans on another one.
 _DEMONSTRATIVE = re.compile(r"\b(?:this|these|those|such)\s+[a-z]")
+
+#: A kind noun after an entity's name ("the DSA framework", "the SMB3 protocol"): the sentence is
+#: about the named thing, read on after the noun.
+_KIND_NOUN = re.compile(rf"\s+(?:{_NOUNS})\b(?!\s*,)", re.IGNORECASE)
+#: "X must be restored ...", "X (bit 0) should be initialised ...", "X has been called on ...": what
+#: must happen or has happened to X (a rule or an error case), never what X is; "X can be used
+#: to ..." says what it is for and stays.
+_REQUIREMENT = re.compile(
+    r"^\s*(?:\([^)]{0,80}\)\s*)?(?:must|should|shall|has|have|had|needs?\s+to)\s+(?:not\s+|also\s+|only\s+)?"
+    r"(?:be|been)\s+(?!used\b|designed\b|meant\b|intended\b)(?:[a-z]+ly\s+)?[a-z]+(?:ed|en|wn|ne)\b"
+)
 
 #: Participles after "X is" that say what X is for ("X is used to package widgets").
 _PURPOSE_PARTICIPLES = frozenset("used designed meant intended based defined implemented".split())
@@ -1651,6 +1684,8 @@ class OfflineExtractor:
         if validate_item_name(name) != name:
             return None  # the one guard every extractor shares; forms can be renamed by merges
         concept = kind == "concept"
+        if not concept and _generic_word(name):
+            return None
         needles = _needles([name, *forms], concept)
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
