@@ -533,3 +533,17 @@ def test_rules_about_a_name_and_things_of_a_name_are_not_its_lead() -> None:
     assert "list_head" not in names and "INTRODUCTION" not in names
     bus = "# bus\n\nThe Bus is the core of the audio stream. The Bus is a shared line. The Bus carries clock data.\n"
     assert "Bus" not in {i.name for i in _extract(bus, "stream").items}
+
+
+def test_a_heading_sentence_naming_its_subject_is_judged_like_any_lead() -> None:
+    text = (
+        "# stmmac\n\nThe stmmac driver runs the Ethernet controllers of many boards in the field.\n\n"
+        "## NAPI\n\nNAPI (Rx polling mode) is supported in the stmmac driver of the kernel.\n\n"
+        "## frob_budget\n\nMaximum amount of service, in sectors, that a queue gets once it is served.\n"
+    )
+    extraction = _extract(text, "The stmmac driver")
+    assert _item(extraction, "NAPI") is None
+    budget = _item(extraction, "frob_budget")
+    # outside a module's reference the kind of a code name is unknown: no "is a function"
+    assert budget is not None and "function" not in budget.description
+    assert _lead_rank(["path_parentat"], False, "path_parentat() is clearly the simplest of the three walks.") == 0

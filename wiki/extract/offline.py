@@ -690,7 +690,9 @@ def _says_what_heading_names(name: str, text: str) -> bool:
     driver sections (about 1 in 10 pages there)."""
     stripped = re.sub(r"^(?:(?:The|A|An)\s+)?`?", "", text)
     if stripped.lower().startswith(name.lower()):
-        return True
+        # what follows the name is judged like any sentence about it ("NAPI is supported in ..."
+        # is not what NAPI is)
+        return _lead_rank([name], False, text) >= 1
     if name.lower() in text.lower():
         return False  # "The size of a list_head structure.": about a part or a use of the name
     words = [w.strip(",;:.()`\"'") for w in stripped.split()]
@@ -749,9 +751,9 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     module = _module_title(title)
     if lead != text or not _noun_phrase(text) or (not module and not re.search(r"[_.(]|[a-z][A-Z]", name)):
         return lead
-    kind = _code_kind(name, title, sections)
+    kind = _code_kind(name, title, sections) if module else None
     if kind is None:
-        return text
+        return text  # outside a module's reference ("max_budget" in a sysfs list) the kind is unknown
     words = text.split()
     first = words[0] if words[0].isupper() and len(words[0]) > 1 else words[0][:1].lower() + words[0][1:]
     phrase = " ".join([first, *words[1:]])
@@ -1268,7 +1270,7 @@ def _code_like(name: str) -> bool:
 #: ...": a comparison or a status of X, which tells a reader who does not know X nothing of what
 #: it is (the linux-doc judge failed "Enhanced IBRS", "V4L2" and "IIC hardware" on such leads).
 _COMPARES = re.compile(
-    r"^\s+(?:is|are)\s+(?:not\s+)?(?:(?:the\s+)?same\s+as\b|similar\s+to\b|identical\s+to\b|being\b"
+    r"^\s+(?:is|are)\s+(?:not\s+)?(?:[a-z]+ly\s+)?(?:(?:the\s+)?same\s+as\b|similar\s+to\b|identical\s+to\b|being\b"
     r"|still\b|now\b|currently\b|(?:much\s+|far\s+)?(?:more|less|[a-z]{2,}er)\s+(?:[a-z-]+\s+){0,2}?than\b"
     r"|(?:even\s+|much\s+|far\s+)?(?:easier|harder|simpler|faster|slower|better|worse|cheaper|safer)\b"
     r"|(?:by\s+far\s+)?the\s+(?:most|least|best|worst|simplest|easiest|fastest|slowest|largest|smallest|biggest"
