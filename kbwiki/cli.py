@@ -1,5 +1,5 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb and lint live in their own ``*_cmd`` modules, registered at the end of this one.
+delete-kb, lint and resume live in their own ``*_cmd`` modules, registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
 starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;
@@ -135,7 +135,7 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
-from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, serve_cmd  # noqa: E402,F401
+from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, resume_cmd, serve_cmd  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()
