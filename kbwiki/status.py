@@ -73,14 +73,14 @@ def _llm_paused(deps: Deps, kb: KnowledgeBase) -> dict | None:
 
 
 def llm_usage(deps: Deps, kb: KnowledgeBase) -> dict:
-    """The KB's model usage: ``{"models": {model: {"documents", "calls", "prompt_tokens",
+    """The KB's model usage: ``{"models": {model: {"extractions", "calls", "prompt_tokens",
     "completion_tokens", "cache_hits", "estimated_usd"}}, "total": {... the same summed},
     "token_budget", "budget_spent_tokens"}``. ``estimated_usd`` is the tokens at the KB's prices
     (``KBWIKI_LLM_PRICE_IN_PER_MTOK`` / ``_OUT_PER_MTOK`` or ``wiki_config.llm``) for the KB's
     current model; None (unknown) for another model or when no price is set. ``token_budget``
     None: no budget; ``budget_spent_tokens`` counts since the last ``kbwiki resume --reset-budget``."""
     config = config_from_settings(deps.settings).with_override(kb.wiki_config.llm)
-    fields = ("documents", "calls", "prompt_tokens", "completion_tokens", "cache_hits")
+    fields = ("extractions", "calls", "prompt_tokens", "completion_tokens", "cache_hits")
     models: dict[str, dict] = {}
     total: dict = dict.fromkeys(fields, 0)
     for row in deps.llm_usage.for_kb(kb.id):
@@ -110,7 +110,7 @@ def usage_lines(usage: dict) -> list[str]:
             else "price unknown (set KBWIKI_LLM_PRICE_IN_PER_MTOK and _OUT_PER_MTOK)"
         )
         lines.append(
-            f"model usage {model}: {u['documents']} documents, {u['calls']} calls, {u['prompt_tokens']} tokens in,"
+            f"model usage {model}: {u['extractions']} extractions, {u['calls']} calls, {u['prompt_tokens']} tokens in,"
             f" {u['completion_tokens']} out, {u['cache_hits']} cache hits, {price}"
         )
     if usage.get("token_budget") is not None:

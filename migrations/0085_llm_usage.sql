@@ -11,7 +11,7 @@
 CREATE TABLE IF NOT EXISTS wiki_llm_usage (
     knowledge_base_id VARCHAR(64) NOT NULL,
     model             TEXT NOT NULL,
-    documents         BIGINT NOT NULL DEFAULT 0,
+    extractions       BIGINT NOT NULL DEFAULT 0,
     calls             BIGINT NOT NULL DEFAULT 0,
     prompt_tokens     BIGINT NOT NULL DEFAULT 0,
     completion_tokens BIGINT NOT NULL DEFAULT 0,

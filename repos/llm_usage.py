@@ -13,14 +13,14 @@ from repos.db import borrow
 
 
 class LLMUsageRow(BaseModel):
-    """One KB's counters for one ``model``: ``documents`` extracted by calling it (failed
-    extractions included: their tokens were spent too), ``calls`` (HTTP requests answered with a
-    completion), ``prompt_tokens`` / ``completion_tokens`` as the provider reported them, and
-    ``cache_hits`` (documents served from ``wiki_extractions`` without a call)."""
+    """One KB's counters for one ``model``: ``extractions`` of a document that called it (a failed
+    one included: its tokens were spent too; a document tried twice counts twice), ``calls``
+    (HTTP requests answered with a completion), ``prompt_tokens`` / ``completion_tokens`` as the
+    provider reported them, and ``cache_hits`` (documents served from ``wiki_extractions`` without a call)."""
 
     knowledge_base_id: str
     model: str
-    documents: int
+    extractions: int
     calls: int
     prompt_tokens: int
     completion_tokens: int
@@ -45,7 +45,7 @@ class LLMUsageRepository:
         kb_id: str,
         model: str,
         *,
-        documents: int = 0,
+        extractions: int = 0,
         calls: int = 0,
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
@@ -57,14 +57,14 @@ class LLMUsageRepository:
         with borrow(self.pool, conn) as c:
             c.execute(
                 "INSERT INTO wiki_llm_usage AS u"
-                " (knowledge_base_id, model, documents, calls, prompt_tokens, completion_tokens, cache_hits)"
+                " (knowledge_base_id, model, extractions, calls, prompt_tokens, completion_tokens, cache_hits)"
                 " VALUES (%s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (knowledge_base_id, model) DO UPDATE SET"
-                " documents = u.documents + EXCLUDED.documents, calls = u.calls + EXCLUDED.calls,"
+                " extractions = u.extractions + EXCLUDED.extractions, calls = u.calls + EXCLUDED.calls,"
                 " prompt_tokens = u.prompt_tokens + EXCLUDED.prompt_tokens,"
                 " completion_tokens = u.completion_tokens + EXCLUDED.completion_tokens,"
                 " cache_hits = u.cache_hits + EXCLUDED.cache_hits, updated_at = now()",
-                (kb_id, model, documents, calls, prompt_tokens, completion_tokens, cache_hits),
+                (kb_id, model, extractions, calls, prompt_tokens, completion_tokens, cache_hits),
             )
 
     def for_kb(self, kb_id: str) -> list[LLMUsageRow]:
@@ -95,8 +95,8 @@ class LLMUsageRepository:
             spent = self.budget_spent(kb_id, conn=c)
             c.execute(
                 "INSERT INTO wiki_llm_budget (knowledge_base_id, tokens_at_reset)"
-                " VALUES (%(kb)s, COALESCE((SELECT sum(prompt_tokens + completion_tokens) FROM wiki_llm_usage"
-                " WHERE knowledge_base_id = %(kb)s), 0))"
+                " VALUES (%(kb)s::varchar, COALESCE((SELECT sum(prompt_tokens + completion_tokens) FROM wiki_llm_usage"
+                " WHERE knowledge_base_id = %(kb)s::varchar), 0))"
                 " ON CONFLICT (knowledge_base_id) DO UPDATE SET tokens_at_reset = EXCLUDED.tokens_at_reset,"
                 " reset_at = now()",
                 {"kb": kb_id},

@@ -129,7 +129,7 @@ def _count(
     llm_usage.add(
         kb_id,
         model,
-        documents=0 if stats is None else 1,
+        extractions=0 if stats is None else 1,
         calls=calls,
         prompt_tokens=prompt,
         completion_tokens=completion,
