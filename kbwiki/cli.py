@@ -52,11 +52,23 @@ def worker(processes: int, threads: int, watch: bool) -> None:
     "--wait", is_flag=True, help="Show progress until the wiki is complete (pages, cross-links and index page written)."
 )
 @click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
-def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) -> None:
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Print the model calls, tokens and price ingesting PATH would cost; store, queue and call nothing.",
+)
+def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, estimate: bool) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
     from kbwiki.corpus import Rejected, iter_folder_docs
-    from kbwiki.ingest import ingest_docs, wait_for_lanes
+    from kbwiki.ingest import estimate_docs, ingest_docs, wait_for_lanes
     from kbwiki.status import no_worker_warning
+
+    if estimate:
+        with services():
+            deps = command_deps()
+            kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached)
+            click.echo(estimate_docs(deps, kb, iter_folder_docs(path)).describe())
+        return
 
     docs = iter_folder_docs(path)
     rejected = []
