@@ -38,6 +38,15 @@ _HANDLE_SCAN_WORDS = 4000
 _PAGES_OFFERED = 40
 
 
+#: How an operator lets a paused KB continue, by the pause's kind (said in the log and by status).
+RESUME_HINT = {
+    "config": "fix KBWIKI_LLM_* or wiki_config.llm: the KB resumes by itself once the configuration changes",
+    "credit": "add credit at the provider, then run `kbwiki resume --kb NAME` (a configuration change resumes it too)",
+    "budget": "raise the token budget (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET): the KB resumes"
+    " by itself; or run `kbwiki resume --kb NAME --reset-budget` to count its budget from zero again",
+}
+
+
 def _is_llm(extractor: Extractor) -> bool:
     # Not isinstance: that would import the openai SDK (about a second) into offline workers too.
     return hasattr(extractor, "extract_named")
@@ -193,15 +202,6 @@ def paused(
             resume=RESUME_HINT["budget"],
         )
     return True
-
-
-#: How an operator lets a paused KB continue, by the pause's kind (said in the log and by status).
-RESUME_HINT = {
-    "config": "fix KBWIKI_LLM_* or wiki_config.llm: the KB resumes by itself once the configuration changes",
-    "credit": "add credit at the provider, then run `kbwiki resume --kb NAME` (a configuration change resumes it too)",
-    "budget": "raise the token budget (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET): the KB resumes"
-    " by itself; or run `kbwiki resume --kb NAME --reset-budget` to count its budget from zero again",
-}
 
 
 def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, worker_id: str | None) -> str:
