@@ -9,6 +9,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from actors.deps import build_deps, run_stage
+from kbwiki.command import lanes_timeout
 from kbwiki.status import kb_status, status_lines
 from stages.map import map_document
 from stages.resume import resume_kb
@@ -109,6 +110,8 @@ def test_429_insufficient_quota_pauses_the_kb_after_exactly_one_request(cost_dep
     assert line.startswith("model paused for credit: HTTP 429") and f"kbwiki resume --kb {kb.name}" in line
     assert all(op.fail_count == 0 and op.not_before is not None for _, op in _ops(deps, kb, ids))
     assert deps.dead_letters.count(tenant_id=1, scope=SCOPE_KB, scope_id=kb.id) == 0
+    timed_out = str(lanes_timeout(deps, kb, kb.name, 5))  # what `ingest --wait` ends with
+    assert "paused for credit (HTTP 429" in timed_out and f"kbwiki resume --kb {kb.name}" in timed_out
 
 
 def test_402_pauses_and_resume_lets_every_document_finish_with_its_retries_unspent(cost_deps, server):  # noqa: F811
