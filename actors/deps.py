@@ -21,6 +21,7 @@ from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.llm_errors import LLMConfigErrorRepository
+from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from wiki.extract import Extractor, get_extractor
@@ -44,6 +45,7 @@ class Deps:
     workers: WorkerRepository
     fences: LaneFenceRepository
     llm_errors: LLMConfigErrorRepository
+    llm_usage: LLMUsageRepository
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
@@ -66,6 +68,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         workers=WorkerRepository(pool),
         fences=LaneFenceRepository(pool),
         llm_errors=LLMConfigErrorRepository(pool),
+        llm_usage=LLMUsageRepository(pool),
     )
 
 

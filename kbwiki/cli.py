@@ -1,5 +1,5 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb and lint live in their own ``*_cmd`` modules, registered at the end of this one.
+delete-kb, lint and resume live in their own ``*_cmd`` modules, registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
 starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;
@@ -52,11 +52,23 @@ def worker(processes: int, threads: int, watch: bool) -> None:
     "--wait", is_flag=True, help="Show progress until the wiki is complete (pages, cross-links and index page written)."
 )
 @click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
-def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float) -> None:
+@click.option(
+    "--estimate",
+    is_flag=True,
+    help="Print the model calls, tokens and price ingesting PATH would cost; store, queue and call nothing.",
+)
+def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, estimate: bool) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
     from kbwiki.corpus import Rejected, iter_folder_docs
-    from kbwiki.ingest import ingest_docs, wait_for_lanes
+    from kbwiki.ingest import estimate_docs, ingest_docs, wait_for_lanes
     from kbwiki.status import no_worker_warning
+
+    if estimate:
+        with services():
+            deps = command_deps()
+            kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached)
+            click.echo(estimate_docs(deps, kb, iter_folder_docs(path)).describe())
+        return
 
     docs = iter_folder_docs(path)
     rejected = []
@@ -135,7 +147,7 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
-from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, serve_cmd  # noqa: E402,F401
+from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, resume_cmd, serve_cmd  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

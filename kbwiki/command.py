@@ -192,8 +192,11 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
     head = f"lanes of {kb_name!r} were not empty after {timeout:.0f} s"
     paused = deps.llm_errors.get(kb.id)
     if paused is not None:
+        from stages.llm_gate import RESUME_HINT
+
+        hint = RESUME_HINT.get(paused.kind, RESUME_HINT["config"]).replace("NAME", kb_name)
         return WaitTimedOut(
-            f"{head}: the KB's model work is paused (HTTP {paused.status}: {paused.message}); see `kbwiki status`"
+            f"{head}: the KB's model work is paused for {paused.kind} (HTTP {paused.status}: {paused.message}); {hint}"
         )
     if not deps.workers.alive_count(deps.settings.worker_ttl_s):
         return WaitTimedOut(f"{head}; no worker is alive: start one (`kbwiki worker`)")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from actors.deps import Deps
 from repos.dead_letter_spool import DeadLetterSpool
+from stages.llm_gate import RESUME_HINT
 from wiki.lanes import SCOPE_KB
+from wiki.llm_config import config_from_settings, estimated_usd
 from wiki.models import KnowledgeBase
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
@@ -31,8 +33,10 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     (``{"alive", "heartbeat_ttl_s"}``: any worker on these servers counts, whichever KB it works on),
     and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``
-    the number of further ones; ``llm_paused``: the model endpoint's refusal that paused the KB's
-    model work (``{"status", "message", "base_url", "model", "created_at", "last_seen_at"}``) or None."""
+    the number of further ones; ``llm_paused``: why the KB's model work waits
+    (``{"kind", "status", "message", "base_url", "model", "created_at", "last_seen_at", "resume"}``;
+    kind ``config``, ``credit`` or ``budget``, ``resume`` says how to continue) or None;
+    ``llm_usage``: what its model work cost (:func:`llm_usage`)."""
     documents = deps.docs.count_by_status(kb.id)
     sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
     total = sum(documents.get(s, 0) for s in NOT_WRITTEN_STATUSES)
@@ -51,6 +55,7 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
             "heartbeat_ttl_s": deps.settings.worker_ttl_s,
         },
         "llm_paused": _llm_paused(deps, kb),
+        "llm_usage": llm_usage(deps, kb),
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
         "not_written_more": max(0, total - len(sample)),
@@ -58,9 +63,59 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
 
 
 def _llm_paused(deps: Deps, kb: KnowledgeBase) -> dict | None:
-    """The configuration error that paused the KB's model work (``wiki_llm_config_errors``), or None."""
+    """Why the KB's model work waits (``wiki_llm_config_errors``) and how to resume it, or None."""
     row = deps.llm_errors.get(kb.id)
-    return None if row is None else row.model_dump(mode="json", exclude={"knowledge_base_id", "fingerprint"})
+    if row is None:
+        return None
+    report = row.model_dump(mode="json", exclude={"knowledge_base_id", "fingerprint"})
+    report["resume"] = RESUME_HINT.get(row.kind, RESUME_HINT["config"]).replace("NAME", kb.name)
+    return report
+
+
+def llm_usage(deps: Deps, kb: KnowledgeBase) -> dict:
+    """The KB's model usage: ``{"models": {model: {"extractions", "calls", "prompt_tokens",
+    "completion_tokens", "cache_hits", "estimated_usd"}}, "total": {... the same summed},
+    "token_budget", "budget_spent_tokens"}``. ``estimated_usd`` is the tokens at the KB's prices
+    (``KBWIKI_LLM_PRICE_IN_PER_MTOK`` / ``_OUT_PER_MTOK`` or ``wiki_config.llm``) for the KB's
+    current model; None (unknown) for another model or when no price is set. ``token_budget``
+    None: no budget; ``budget_spent_tokens`` counts since the last ``kbwiki resume --reset-budget``."""
+    config = config_from_settings(deps.settings).with_override(kb.wiki_config.llm)
+    fields = ("extractions", "calls", "prompt_tokens", "completion_tokens", "cache_hits")
+    models: dict[str, dict] = {}
+    total: dict = dict.fromkeys(fields, 0)
+    for row in deps.llm_usage.for_kb(kb.id):
+        entry = {f: getattr(row, f) for f in fields}
+        price = estimated_usd(config, row.prompt_tokens, row.completion_tokens) if row.model == config.model else None
+        entry["estimated_usd"] = None if price is None else round(price, 6)
+        models[row.model] = entry
+        for f in fields:
+            total[f] += entry[f]
+    prices = [m["estimated_usd"] for m in models.values()]
+    total["estimated_usd"] = round(sum(prices), 6) if prices and None not in prices else None
+    return {
+        "models": models,
+        "total": total,
+        "token_budget": config.token_budget,
+        "budget_spent_tokens": deps.llm_usage.budget_spent(kb.id),
+    }
+
+
+def usage_lines(usage: dict) -> list[str]:
+    """The text form of :func:`llm_usage`: one line per model, and the budget when there is one."""
+    lines = []
+    for model, u in usage.get("models", {}).items():
+        price = (
+            f"estimated ${u['estimated_usd']:.4f}"
+            if u["estimated_usd"] is not None
+            else "price unknown (set KBWIKI_LLM_PRICE_IN_PER_MTOK and _OUT_PER_MTOK)"
+        )
+        lines.append(
+            f"model usage {model}: {u['extractions']} extractions, {u['calls']} calls, {u['prompt_tokens']} tokens in,"
+            f" {u['completion_tokens']} out, {u['cache_hits']} cache hits, {price}"
+        )
+    if usage.get("token_budget") is not None:
+        lines.append(f"token budget: {usage['budget_spent_tokens']} of {usage['token_budget']} tokens spent")
+    return lines
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -75,7 +130,7 @@ def status_lines(report: dict) -> list[str]:
     (the title when there is no source_uri), and ``  ... and N more`` when it was cut."""
     lines = []
     for section, values in report.items():
-        if section in ("not_written", "not_written_more", "llm_paused"):
+        if section in ("not_written", "not_written_more", "llm_paused", "llm_usage"):
             continue
         if isinstance(values, dict):
             lines.append(
@@ -93,13 +148,19 @@ def status_lines(report: dict) -> list[str]:
     workers = report.get("workers", {})
     if workers.get("alive") == 0:
         lines.append(NO_WORKER.format(ttl=workers["heartbeat_ttl_s"]))
+    lines += usage_lines(report.get("llm_usage") or {})
     paused = report.get("llm_paused")
     if paused:
-        lines.append(
-            f"model paused: HTTP {paused['status']} from {paused['base_url'] or 'the default endpoint'}"
-            f" for model {paused['model']} since {paused['created_at']}: {_one_line(paused['message'], _REASON_CHARS)}"
-            " (documents wait; fix KBWIKI_LLM_* or wiki_config.llm and the KB resumes by itself)"
-        )
+        kind = paused.get("kind", "config")
+        where = f"from {paused['base_url'] or 'the default endpoint'} for model {paused['model']}"
+        message = _one_line(paused["message"], _REASON_CHARS)
+        if kind == "budget":
+            head = f"model paused: {message} (model {paused['model']}, since {paused['created_at']})"
+        elif kind == "credit":
+            head = f"model paused for credit: HTTP {paused['status']} {where} since {paused['created_at']}: {message}"
+        else:
+            head = f"model paused: HTTP {paused['status']} {where} since {paused['created_at']}: {message}"
+        lines.append(f"{head} (documents wait; {paused.get('resume') or RESUME_HINT['config']})")
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:
         lines.append("not written:")

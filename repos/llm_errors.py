@@ -1,18 +1,25 @@
-"""Configuration errors of a KB's model endpoint (``wiki_llm_config_errors``): one row per KB."""
+"""Why a KB's model work waits (``wiki_llm_config_errors``): one row per KB, of a ``kind``:
+``config`` (the endpoint refused the configuration), ``credit`` (the provider says the account is
+out of credit) or ``budget`` (the KB spent its token budget)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from psycopg import Connection
 from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
+
+from repos.db import borrow
 
 
 class LLMConfigErrorRow(BaseModel):
     """The refusal that paused a KB: HTTP ``status`` and the provider's ``message`` for the
-    configuration ``fingerprint`` (``wiki.llm_config.LLMConfig.fingerprint``)."""
+    configuration ``fingerprint`` (``wiki.llm_config.LLMConfig.fingerprint``); ``kind`` as in the
+    module docstring (a ``budget`` row's status is 402 and its message says what was spent)."""
 
     knowledge_base_id: str
+    kind: str = "config"
     fingerprint: str
     status: int
     message: str
@@ -28,21 +35,31 @@ class LLMConfigErrorRepository:
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
 
-    def record(self, kb_id: str, fingerprint: str, status: int, message: str, base_url: str | None, model: str) -> bool:
+    def record(
+        self,
+        kb_id: str,
+        fingerprint: str,
+        status: int,
+        message: str,
+        base_url: str | None,
+        model: str,
+        kind: str = "config",
+    ) -> bool:
         """Store the error; returns True when it is new for the KB (no row, or one for another
-        configuration), False when the same configuration's error was already there (then only
+        configuration or kind), False when the same configuration's error was already there (then only
         ``last_seen_at`` moves): the caller logs it once."""
         with self.pool.connection() as c:
             row = c.execute(
                 "INSERT INTO wiki_llm_config_errors AS e"
-                " (knowledge_base_id, fingerprint, status, message, base_url, model)"
-                " VALUES (%s, %s, %s, %s, %s, %s)"
+                " (knowledge_base_id, fingerprint, status, message, base_url, model, kind)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)"
                 " ON CONFLICT (knowledge_base_id) DO UPDATE SET last_seen_at = now(), status = EXCLUDED.status,"
                 " message = EXCLUDED.message, base_url = EXCLUDED.base_url, model = EXCLUDED.model,"
-                " fingerprint = EXCLUDED.fingerprint,"
-                " created_at = CASE WHEN e.fingerprint = EXCLUDED.fingerprint THEN e.created_at ELSE now() END"
+                " fingerprint = EXCLUDED.fingerprint, kind = EXCLUDED.kind,"
+                " created_at = CASE WHEN e.fingerprint = EXCLUDED.fingerprint AND e.kind = EXCLUDED.kind"
+                " THEN e.created_at ELSE now() END"
                 " RETURNING created_at = last_seen_at AS fresh",
-                (kb_id, fingerprint, status, message[:2000], base_url, model),
+                (kb_id, fingerprint, status, message[:2000], base_url, model, kind),
             ).fetchone()
         return bool(row["fresh"])
 
@@ -52,9 +69,11 @@ class LLMConfigErrorRepository:
             row = conn.execute("SELECT * FROM wiki_llm_config_errors WHERE knowledge_base_id = %s", (kb_id,)).fetchone()
         return LLMConfigErrorRow.model_validate(row) if row else None
 
-    def clear(self, kb_id: str) -> bool:
-        """Drop the KB's error (its model answered again); returns whether there was one."""
-        with self.pool.connection() as conn:
-            return (
-                conn.execute("DELETE FROM wiki_llm_config_errors WHERE knowledge_base_id = %s", (kb_id,)).rowcount > 0
-            )
+    def clear(self, kb_id: str, conn: Connection | None = None) -> LLMConfigErrorRow | None:
+        """Drop the KB's error (its model answered again, or ``kbwiki resume``); returns the row
+        dropped (truthy), or None when there was none."""
+        with borrow(self.pool, conn) as c:
+            row = c.execute(
+                "DELETE FROM wiki_llm_config_errors WHERE knowledge_base_id = %s RETURNING *", (kb_id,)
+            ).fetchone()
+        return LLMConfigErrorRow.model_validate(row) if row else None

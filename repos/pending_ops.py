@@ -307,6 +307,18 @@ class TaskPendingOpsRepository:
         with borrow(self.pool, conn) as c:
             return c.execute(query, {"ids": ids, "by": by, "delay": float(not_before_s)}).rowcount
 
+    def wake(self, task_type: str, scope: str, scope_id: str, conn: Connection | None = None) -> int:
+        """Make the lane's unclaimed rows that wait for a ``not_before`` in the future claimable now
+        (a paused KB resumed: its ops were released with the pause's recheck delay); returns rows
+        changed. A failed op backing off is woken too: that brings its next try forward, never
+        adds one (its fail count is unchanged)."""
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                f"UPDATE task_pending_ops SET not_before = NULL WHERE {_LANE}"
+                " AND claimed_at IS NULL AND not_before > now()",
+                {"task_type": task_type, "scope": scope, "scope_id": scope_id},
+            ).rowcount
+
     def adopt(self, ids: Sequence[int], owner: str, conn: Connection | None = None) -> int:
         """Make ``owner`` (a worker id) the holder of these rows' claims, keeping rows that are not
         claimed unclaimed; returns rows changed. For the worker that runs a message another worker's

@@ -63,13 +63,11 @@ def submit_document(
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = kbs.get_active(tenant_id, knowledge_base_id)
-    title = " ".join(clean_text(title).split())[:MAX_TITLE_CHARS] or "untitled"
-    content = clean_text(content)
-    content, was_cut = cut(content, settings.max_document_chars)
+    title, content, was_cut, skip = prepare_document(title, content, settings)
     if was_cut:
         log.warning("document.cut", title=title, source_uri=source_uri, max_chars=settings.max_document_chars)
-    if prose_size(content) < settings.min_document_chars:
-        return SubmitResult(None, "skipped", f"empty or near-empty ({len(content.strip())} characters)")
+    if skip:
+        return SubmitResult(None, "skipped", skip)
     with pool.connection() as conn:
         doc, changed = docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
         if not changed:
@@ -92,6 +90,18 @@ def submit_document(
     send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     # said in the result too: a command logs to a file, and the user should see a cut document
     return SubmitResult(doc.id, "queued", f"cut to {settings.max_document_chars} characters" if was_cut else "")
+
+
+def prepare_document(title: str, content: str, settings: Settings) -> tuple[str, str, bool, str]:
+    """``(title, content, was_cut, skip_reason)`` as ``submit_document`` stores them: both cleaned
+    (NUL bytes and other control characters removed), the content cut to ``max_document_chars``;
+    ``skip_reason`` is non-empty when the content is shorter than ``min_document_chars`` (a CJK
+    character counting 3, ``wiki.text.prose_size``). Also what ``kbwiki ingest --estimate`` reads."""
+    title = " ".join(clean_text(title).split())[:MAX_TITLE_CHARS] or "untitled"
+    content, was_cut = cut(clean_text(content), settings.max_document_chars)
+    if prose_size(content) < settings.min_document_chars:
+        return title, content, was_cut, f"empty or near-empty ({len(content.strip())} characters)"
+    return title, content, was_cut, ""
 
 
 def _needs_new_extraction(extractions: ExtractionRepository, extractor_name: str, kb_id: str, doc: Document) -> bool:

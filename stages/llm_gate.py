@@ -1,6 +1,8 @@
 """The map stage's glue to the LLM extractor: the KB's own model settings, the existing pages
-offered as handles, the extraction cache across output modes, and the pause of a KB whose
-endpoint refused its configuration (``wiki_llm_config_errors``).
+offered as handles, the extraction cache across output modes, the pause of a KB whose endpoint
+refused its configuration, whose account is out of credit or whose token budget is spent
+(``wiki_llm_config_errors``), and the KB's usage counters (``wiki_llm_usage``: one upsert per
+document, logged as ``llm.usage``).
 
 Every function also accepts the offline extractor and then does what map always did, so the call
 sites in ``stages.map`` stay a few lines.
@@ -16,15 +18,17 @@ import structlog
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository
 from repos.llm_errors import LLMConfigErrorRepository
+from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
-from wiki.errors import LLMConfigError
+from wiki.errors import LLMConfigError, LLMError
 from wiki.extract import Extractor
+from wiki.llm_config import estimated_usd
 from wiki.models import Document, Extraction, PageLite
 from wiki.settings import Settings
 
 if TYPE_CHECKING:
-    from wiki.extract.llm.extractor import LLMExtractor
+    from wiki.extract.llm.extractor import LLMExtractor, RunStats
 
 log = structlog.get_logger(__name__)
 
@@ -32,6 +36,15 @@ log = structlog.get_logger(__name__)
 _HANDLE_SCAN_WORDS = 4000
 #: Existing pages offered per document (``LLMExtractor`` offers at most 40 of them as handles).
 _PAGES_OFFERED = 40
+
+
+#: How an operator lets a paused KB continue, by the pause's kind (said in the log and by status).
+RESUME_HINT = {
+    "config": "fix KBWIKI_LLM_* or wiki_config.llm: the KB resumes by itself once the configuration changes",
+    "credit": "add credit at the provider, then run `kbwiki resume --kb NAME` (a configuration change resumes it too)",
+    "budget": "raise the token budget (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET): the KB resumes"
+    " by itself; or run `kbwiki resume --kb NAME --reset-budget` to count its budget from zero again",
+}
 
 
 def _is_llm(extractor: Extractor) -> bool:
@@ -61,28 +74,88 @@ def cache_names(extractor: Extractor) -> list[str]:
 
 
 def cached(
-    extractor: Extractor, kb_id: str, doc: Document, *, extractions: ExtractionRepository
+    extractor: Extractor,
+    kb_id: str,
+    doc: Document,
+    *,
+    extractions: ExtractionRepository,
+    llm_usage: LLMUsageRepository | None = None,
 ) -> tuple[Extraction, str] | None:
-    """The cached extraction of ``doc``'s content and its cache key, or None."""
+    """The cached extraction of ``doc``'s content and its cache key, or None. A hit of the LLM
+    extractor's cache is counted in ``llm_usage`` (``cache_hits``) when given."""
     for name in cache_names(extractor):
         extraction = extractions.get(kb_id, doc.id, doc.content_hash, name)
         if extraction is not None:
+            if llm_usage is not None and _is_llm(extractor):
+                _count(extractor, kb_id, doc, None, llm_usage=llm_usage, outcome="cached")
             return extraction, name
     return None
 
 
 def extract(
-    extractor: Extractor, kb_id: str, doc: Document, *, pages: WikiPageRepository, llm_errors: LLMConfigErrorRepository
+    extractor: Extractor,
+    kb_id: str,
+    doc: Document,
+    *,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository | None = None,
 ) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
-    names (one ``title_matches`` probe); its success clears the KB's configuration error."""
+    names (one ``title_matches`` probe); its success clears the KB's pause. Its calls and tokens,
+    also those of a failed extraction, are added to ``llm_usage`` when given (one upsert)."""
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
-    extraction, name, _ = extractor.extract_named(doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages))
+    try:
+        extraction, name, stats = extractor.extract_named(
+            doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages)
+        )
+    except LLMError as exc:
+        stats = getattr(exc, "stats", None)
+        if llm_usage is not None and stats is not None and stats.calls:
+            _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="failed")
+        raise
+    if llm_usage is not None:
+        _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="mapped")
     if llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name
+
+
+def _count(
+    extractor: LLMExtractor,
+    kb_id: str,
+    doc: Document,
+    stats: RunStats | None,
+    *,
+    llm_usage: LLMUsageRepository,
+    outcome: str,
+) -> None:
+    """One upsert of the document's calls and tokens (or one cache hit) and its ``llm.usage`` line."""
+    calls, prompt, completion = (stats.calls, stats.prompt_tokens, stats.completion_tokens) if stats else (0, 0, 0)
+    model = extractor.config.model
+    llm_usage.add(
+        kb_id,
+        model,
+        extractions=0 if stats is None else 1,
+        calls=calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cache_hits=1 if stats is None else 0,
+    )
+    usd = estimated_usd(extractor.config, prompt, completion)
+    log.info(
+        "llm.usage",
+        knowledge_base_id=kb_id,
+        knowledge_id=doc.id,
+        model=model,
+        outcome=outcome,
+        calls=calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        estimated_usd=None if usd is None else round(usd, 6),
+    )
 
 
 def _named_pages(kb_id: str, text: str, *, pages: WikiPageRepository) -> list[PageLite]:
@@ -94,13 +167,41 @@ def _named_pages(kb_id: str, text: str, *, pages: WikiPageRepository) -> list[Pa
     return sorted(named.values(), key=lambda p: (-len(p.title), p.slug))[:_PAGES_OFFERED]
 
 
-def paused(extractor: Extractor, kb_id: str, *, llm_errors: LLMConfigErrorRepository) -> bool:
-    """Whether the KB's model work waits on a configuration error recorded for this very
-    configuration (a changed configuration is tried again)."""
+def paused(
+    extractor: Extractor,
+    kb_id: str,
+    *,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository | None = None,
+) -> bool:
+    """Whether the KB's model work waits: on a configuration error, an out-of-credit answer or a
+    spent budget recorded for this very configuration (a changed configuration is tried again),
+    or because the KB's ``token_budget`` is spent now (then recorded, and logged once as
+    ``llm.paused``). A budget is checked before a document's calls: documents already under way
+    finish, so a KB may overshoot it by up to ``ingest_map_parallel`` documents' tokens."""
     if not _is_llm(extractor):
         return False
+    config = extractor.config
     row = llm_errors.get(kb_id)
-    return row is not None and row.fingerprint == extractor.config.fingerprint()
+    if row is not None and row.fingerprint == config.fingerprint():
+        return True
+    if config.token_budget is None or llm_usage is None:
+        return False
+    spent = llm_usage.budget_spent(kb_id)
+    if spent < config.token_budget:
+        return False
+    message = f"the KB's token budget is spent: {spent} of {config.token_budget} tokens"
+    if llm_errors.record(kb_id, config.fingerprint(), 402, message, config.base_url, config.model, kind="budget"):
+        log.error(
+            "llm.paused",
+            knowledge_base_id=kb_id,
+            reason="budget",
+            model=config.model,
+            spent_tokens=spent,
+            token_budget=config.token_budget,
+            resume=RESUME_HINT["budget"],
+        )
+    return True
 
 
 def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, worker_id: str | None) -> str:
@@ -113,16 +214,22 @@ def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, w
 def record_config_error(
     extractor: LLMExtractor, kb_id: str, exc: LLMConfigError, *, llm_errors: LLMConfigErrorRepository
 ) -> None:
-    """Record the KB's configuration error; logged (``llm.config_error``) only when it is new for
-    this configuration, so a paused KB does not fill the log."""
-    new = llm_errors.record(kb_id, extractor.config.fingerprint(), exc.status, exc.message, exc.base_url, exc.model)
+    """Record the KB's configuration error (or out-of-credit answer, ``exc.kind`` ``credit``);
+    logged (``llm.config_error``, ``llm.out_of_credit``) only when it is new for this
+    configuration, so a paused KB does not fill the log."""
+    new = llm_errors.record(
+        kb_id, extractor.config.fingerprint(), exc.status, exc.message, exc.base_url, exc.model, kind=exc.kind
+    )
     if new:
         log.error(
-            "llm.config_error",
+            "llm.out_of_credit" if exc.kind == "credit" else "llm.config_error",
             knowledge_base_id=kb_id,
             status=exc.status,
             base_url=exc.base_url,
             model=exc.model,
             message=exc.message,
-            paused_for="until the configuration changes",
+            paused_for="until `kbwiki resume` or a configuration change"
+            if exc.kind == "credit"
+            else "until the configuration changes",
+            resume=RESUME_HINT[exc.kind],
         )

@@ -18,6 +18,7 @@ from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.llm_errors import LLMConfigErrorRepository
+from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate
@@ -45,6 +46,7 @@ def map_document(
     extractions: ExtractionRepository,
     pages: WikiPageRepository,
     llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
     extractor: Extractor,
     redis: redis_lib.Redis,
     settings: Settings,
@@ -58,8 +60,8 @@ def map_document(
     document's status is then left as that handler set it),
     ``deleted`` (document deleted or tombstoned: the op is dropped), ``retry`` (failure counted,
     op released), ``dead`` (budget exhausted, or a failure marked ``for_good``: dead-lettered) and
-    ``paused`` (the KB's model endpoint refused its configuration: op released uncounted, see
-    ``stages.llm_gate``).
+    ``paused`` (the KB's model endpoint refused its configuration, its account is out of credit or
+    its token budget is spent: op released uncounted, see ``stages.llm_gate``).
     """
     op = ops.get(op_id)
     # An op id names another document's op when ids were reused (a restored or truncated table): a
@@ -79,11 +81,13 @@ def map_document(
     outcome = "cached"
     paused = {"ops": ops, "settings": settings, "worker_id": worker_id}
     try:
-        found = llm_gate.cached(extractor, knowledge_base_id, doc, extractions=extractions)
+        found = llm_gate.cached(extractor, knowledge_base_id, doc, extractions=extractions, llm_usage=llm_usage)
         if found is None:
-            if llm_gate.paused(extractor, knowledge_base_id, llm_errors=llm_errors):
+            if llm_gate.paused(extractor, knowledge_base_id, llm_errors=llm_errors, llm_usage=llm_usage):
                 return llm_gate.pause(op, **paused)
-            found = llm_gate.extract(extractor, knowledge_base_id, doc, pages=pages, llm_errors=llm_errors)
+            found = llm_gate.extract(
+                extractor, knowledge_base_id, doc, pages=pages, llm_errors=llm_errors, llm_usage=llm_usage
+            )
             outcome = "mapped"
         extraction, name = found
     except LLMConfigError as exc:  # the endpoint refused the configuration: no document can pass
@@ -159,6 +163,7 @@ def map_step(
     extractions: ExtractionRepository,
     pages: WikiPageRepository,
     llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
     extractor: Extractor,
     redis: redis_lib.Redis,
     settings: Settings,
@@ -180,6 +185,7 @@ def map_step(
         extractions=extractions,
         pages=pages,
         llm_errors=llm_errors,
+        llm_usage=llm_usage,
         extractor=extractor,
         redis=redis,
         settings=settings,

@@ -121,6 +121,11 @@ class RequeueRefused(KbwikiError):
     """The dead letter cannot be re-sent (its KB is gone, its actor is unknown, it holds no message)."""
 
 
+class ResumeRefused(KbwikiError):
+    """``kbwiki resume`` would change nothing: the KB's token budget is still spent (raise it, or
+    pass ``--reset-budget``)."""
+
+
 class ExportRefused(KbwikiError):
     """The export folder cannot be written without destroying files kbwiki did not write."""
 
@@ -180,7 +185,9 @@ class LLMError(ExtractionUnavailable):
       client's own retries; the map stage counts it and tries the document again later.
     - ``LLMConfigError``: the endpoint refused the request itself (400 in every output mode, 401,
       403, 404, 422): retrying cannot help until the configuration changes, so the map stage records it
-      once for the KB and pauses the KB's model work.
+      once for the KB and pauses the KB's model work. Its subclass ``LLMOutOfCredit`` (402, or the
+      provider's words for an empty balance under another status) pauses the same way, until
+      ``kbwiki resume`` or a configuration change.
     - ``LLMOutputInvalid``: the model answered, but the answer is truncated, empty, not JSON or has
       too many invalid items; counted like ``LLMUnavailable``, a dead letter once the document's budget
       is spent; ``raw`` keeps the answer for triage.
@@ -197,7 +204,10 @@ class LLMUnavailable(LLMError):
 
 class LLMConfigError(LLMError):
     """The endpoint refused the request (``status``: 400, 401, 403, 404 or 422); ``message`` is the
-    provider's own words. Not retried: the KB waits until its configuration changes."""
+    provider's own words. Not retried: the KB waits until its configuration changes. ``kind`` is
+    stored with the KB's pause (``wiki_llm_config_errors.kind``)."""
+
+    kind = "config"
 
     def __init__(self, status: int, message: str = "", base_url: str | None = None, model: str = "") -> None:
         self.status, self.message, self.base_url, self.model = status, message, base_url, model
@@ -205,6 +215,15 @@ class LLMConfigError(LLMError):
             f"the model endpoint refused the request with HTTP {status} "
             f"(base URL {base_url or 'default'}, model {model}): {message}"
         )
+
+
+class LLMOutOfCredit(LLMConfigError):
+    """The provider says the account has no credit or quota left (``status`` is the HTTP status it
+    used: 402, or 429 with ``insufficient_quota``, or a 400/403 whose words say so; see
+    ``wiki.extract.llm.client.out_of_credit``). Not retried: the KB waits until ``kbwiki resume``
+    (after topping up) or a configuration change."""
+
+    kind = "credit"
 
 
 class LLMOutputInvalid(LLMError):

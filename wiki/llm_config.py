@@ -37,6 +37,9 @@ class LLMOverride(BaseModel):
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
     document_budget_s: float | None = Field(default=None, gt=0, le=3600)
     bounded_schema: bool | None = None
+    token_budget: int | None = Field(default=None, ge=1)
+    price_in_per_mtok: float | None = Field(default=None, ge=0)
+    price_out_per_mtok: float | None = Field(default=None, ge=0)
 
 
 class LLMConfig(BaseModel):
@@ -61,6 +64,11 @@ class LLMConfig(BaseModel):
       for small local models behind a grammar (llama.cpp's server): without bounds they repeat a
       phrase until ``max_tokens`` (measured with SmolLM2-135M: 0 of 20 documents without, see
       docs/decisions.md).
+    - ``token_budget``: tokens in and out the KB may spend (``wiki_llm_usage``, counted since
+      ``kbwiki resume --reset-budget``); once spent, the KB's model work pauses. None: no budget.
+      In the fingerprint, so raising it resumes a KB paused on it;
+    - ``price_in_per_mtok`` / ``price_out_per_mtok``: the model's price per million prompt and
+      completion tokens, for the estimated cost in the log and ``kbwiki status`` (0: unknown).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -82,6 +90,9 @@ class LLMConfig(BaseModel):
     retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600)
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)
     bounded_schema: bool = False
+    token_budget: int | None = Field(default=None, ge=1)
+    price_in_per_mtok: float = Field(default=0.0, ge=0)
+    price_out_per_mtok: float = Field(default=0.0, ge=0)
 
     def with_override(self, override: LLMOverride | None) -> LLMConfig:
         """This config with the override's set fields replacing its own."""
@@ -97,6 +108,14 @@ class LLMConfig(BaseModel):
         data = self.model_dump(mode="json")
         data["api_key"] = hashlib.sha256((self.api_key or "").encode()).hexdigest()
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def estimated_usd(config: LLMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """The price of these tokens at ``config``'s prices, in US dollars; None when no price is set
+    (both 0: unknown, never shown as free)."""
+    if not (config.price_in_per_mtok or config.price_out_per_mtok):
+        return None
+    return (prompt_tokens * config.price_in_per_mtok + completion_tokens * config.price_out_per_mtok) / 1_000_000
 
 
 def config_from_settings(settings: Any) -> LLMConfig:
@@ -118,6 +137,9 @@ def config_from_settings(settings: Any) -> LLMConfig:
             "retry_max_wait_s",
             "max_invalid_share",
             "bounded_schema",
+            "token_budget",
+            "price_in_per_mtok",
+            "price_out_per_mtok",
         )
     }
     if settings.llm_thinking_off is not None:

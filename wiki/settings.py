@@ -112,6 +112,11 @@ class Settings(BaseSettings):
     llm_bounded_schema: bool = Field(default=False, description="Bound strings and lists in the answer schema.")
     # A KB paused on a configuration error (401, 404, a 400 in every output mode) looks again this often.
     llm_pause_s: float = Field(default=60.0, ge=0.1, le=86_400, description="Recheck period of a paused KB.")
+    # Cost: a KB's token budget (in + out; None: none) pauses its model work when spent; the prices
+    # (US dollars per million tokens, 0: unknown) give the estimated cost in the log and status.
+    llm_token_budget: int | None = Field(default=None, ge=1, description="Tokens a KB may spend, then it pauses.")
+    llm_price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per million prompt tokens.")
+    llm_price_out_per_mtok: float = Field(default=0.0, ge=0, description="USD per million completion tokens.")
 
     # The web face (``kbwiki serve``): the tenant it serves and the token behind its operations
     # page's actions (unset: the page is read-only).

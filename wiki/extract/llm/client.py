@@ -5,7 +5,8 @@ The SDK's own retries are off (``max_retries=0``): tenacity retries timeouts, co
 ``retry-after-ms`` (cut to ``retry_max_wait_s``), for at most ``transport_attempts`` tries, then
 raises ``LLMUnavailable``. A 400 (or 413) is raised as ``ModeRejected`` (the output-mode ladder, or
 for an input too long for the context the section splitter, decides what it means); 401, 402, 403,
-404 and 422 raise ``LLMConfigError`` at once.
+404 and 422 raise ``LLMConfigError`` at once. An account out of credit (:func:`out_of_credit`)
+raises ``LLMOutOfCredit`` at once, whatever the status (OpenAI says it with a 429): no retry spent.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from wiki.errors import LLMConfigError, LLMUnavailable
+from wiki.errors import LLMConfigError, LLMOutOfCredit, LLMUnavailable
 from wiki.llm_config import LLMConfig
 
 log = structlog.get_logger(__name__)
@@ -46,6 +47,42 @@ _TOO_LONG = re.compile(
     r"|exceeds? the (?:available )?context|input is too long|reduce the length",
     re.I,
 )
+
+
+#: The provider's codes for an account without credit (OpenAI's ``error.code`` / ``error.type``),
+#: at any status: OpenAI answers an empty balance with 429 ``insufficient_quota``.
+_CREDIT_CODES = {"insufficient_quota", "insufficient_balance", "insufficient_credits", "billing_hard_limit_reached"}
+#: Words that say the balance is empty, at any status (OpenRouter's "Insufficient credits",
+#: DeepSeek's "Insufficient Balance", Anthropic's "Your credit balance is too low").
+_CREDIT_WORDS = re.compile(
+    r"insufficient[ _](?:credit|balance|funds|quota)|credit balance is too low|out of credits?"
+    r"|requires more credits|billing hard limit",
+    re.I,
+)
+#: Words that say it too, except under a 429: Gemini and Azure OpenAI send "You exceeded your
+#: current quota, please check your plan and billing details" for per-minute rate limits that a
+#: wait clears, so under a 429 only a code or ``_CREDIT_WORDS`` count.
+_QUOTA_WORDS = re.compile(r"exceeded your current quota|\bbilling\b", re.I)
+
+
+def out_of_credit(exc: BaseException) -> bool:
+    """Whether an HTTP error says the account is out of credit: status 402, a code or type in
+    ``_CREDIT_CODES``, ``_CREDIT_WORDS`` in the message, or ``_QUOTA_WORDS`` under any status but
+    429. Such an error is never retried (retries of a call that cannot succeed cost money at some
+    providers and time at all)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    if exc.status_code == 402:
+        return True
+    body = exc.body if isinstance(exc.body, dict) else {}
+    inner = body.get("error", body)
+    inner = inner if isinstance(inner, dict) else {}
+    found = (getattr(exc, "code", None), getattr(exc, "type", None), inner.get("code"), inner.get("type"))
+    codes = {str(v).lower() for v in found if v}
+    if codes & _CREDIT_CODES:
+        return True
+    message = _message(exc)
+    return bool(_CREDIT_WORDS.search(message)) or (exc.status_code != 429 and bool(_QUOTA_WORDS.search(message)))
 
 
 class ModeRejected(Exception):
@@ -71,6 +108,8 @@ class ChatAnswer:
 
 
 def _transient(exc: BaseException) -> bool:
+    if out_of_credit(exc):
+        return False
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError)):
         return True
     return isinstance(exc, openai.APIStatusError) and (
@@ -139,7 +178,8 @@ class ChatClient:
     ) -> ChatAnswer:
         """One completion in ``mode``, done by ``deadline`` (a ``time.monotonic()`` value: no request
         or retry wait goes past it). Raises ``ModeRejected`` on a 400 or 413, ``LLMConfigError`` on
-        401, 402, 403, 404 and 422, ``LLMUnavailable`` once the transport retries or the time are spent."""
+        401, 402, 403, 404 and 422 (``LLMOutOfCredit`` when :func:`out_of_credit`, at any status),
+        ``LLMUnavailable`` once the transport retries or the time are spent."""
         c = self.config
         left = c.document_budget_s if deadline is None else deadline - time.monotonic()
         if left <= 0:
@@ -170,8 +210,10 @@ class ChatClient:
         try:
             completion = retrying(self.sdk.chat.completions.create, **kwargs)
         except openai.BadRequestError as exc:
+            _raise_if_out_of_credit(exc, c)
             raise ModeRejected(_message(exc), too_long=bool(_TOO_LONG.search(_message(exc)))) from exc
         except openai.APIStatusError as exc:
+            _raise_if_out_of_credit(exc, c)
             if exc.status_code == 413:
                 raise ModeRejected(_message(exc), too_long=True) from exc
             if exc.status_code in _CONFIG_STATUS:
@@ -207,6 +249,11 @@ class ChatClient:
             error=repr(exc),
             wait_s=round(state.upcoming_sleep, 2),
         )
+
+
+def _raise_if_out_of_credit(exc: openai.APIStatusError, c: LLMConfig) -> None:
+    if out_of_credit(exc):
+        raise LLMOutOfCredit(exc.status_code, _message(exc), c.base_url, c.model) from exc
 
 
 def _message(exc: openai.APIStatusError) -> str:

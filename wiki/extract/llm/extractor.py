@@ -34,7 +34,7 @@ import json_repair
 import structlog
 from pydantic import ValidationError
 
-from wiki.errors import LLMConfigError, LLMOutputInvalid, LLMRefused
+from wiki.errors import LLMConfigError, LLMError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
@@ -203,15 +203,20 @@ class LLMExtractor:
         extraction, its cache key (``name_for`` the mode that produced it) and the run's stats.
 
         Raises ``LLMConfigError`` (endpoint refused the request), ``LLMUnavailable`` (transport
-        retries spent), ``LLMRefused`` (content filter) or ``LLMOutputInvalid``.
+        retries spent), ``LLMRefused`` (content filter) or ``LLMOutputInvalid``; the error carries
+        the calls and tokens spent before it as ``stats`` (a ``RunStats``), so they are counted too.
         """
         handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
         doc_norm = normalise(text)
         stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
         partials: list[_Partial] = []
-        for section in sections(text, self.config.section_chars):
-            partials += self._section(title, section, handles, doc_norm, stats, depth=0)
-        extraction = _merge(partials)
+        try:
+            for section in sections(text, self.config.section_chars):
+                partials += self._section(title, section, handles, doc_norm, stats, depth=0)
+            extraction = _merge(partials)
+        except LLMError as exc:
+            exc.stats = stats
+            raise
         log.info(
             "llm.extracted",
             model=self.config.model,
