@@ -18,6 +18,7 @@ from repos.knowledge import KnowledgeBaseRepository
 from repos.llm_errors import LLMConfigErrorRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from stages.llm_merges import model_merges
 from wiki.errors import LLMConfigError
 from wiki.extract import Extractor
 from wiki.models import Document, Extraction, PageLite
@@ -72,14 +73,24 @@ def cached(
 
 
 def extract(
-    extractor: Extractor, kb_id: str, doc: Document, *, pages: WikiPageRepository, llm_errors: LLMConfigErrorRepository
+    extractor: Extractor,
+    kb_id: str,
+    doc: Document,
+    *,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    extractions: ExtractionRepository | None = None,
 ) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
-    names (one ``title_matches`` probe); its success clears the KB's configuration error."""
+    names (one ``title_matches`` probe), then, given ``extractions`` (the merge-decision cache),
+    the merges the model decides among near names are applied (``stages.llm_merges``); its
+    success clears the KB's configuration error."""
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
     extraction, name, _ = extractor.extract_named(doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages))
+    if extractions is not None:
+        extraction = model_merges(extractor, kb_id, doc, extraction, pages=pages, extractions=extractions)
     if llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name

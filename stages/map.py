@@ -83,7 +83,9 @@ def map_document(
         if found is None:
             if llm_gate.paused(extractor, knowledge_base_id, llm_errors=llm_errors):
                 return llm_gate.pause(op, **paused)
-            found = llm_gate.extract(extractor, knowledge_base_id, doc, pages=pages, llm_errors=llm_errors)
+            found = llm_gate.extract(
+                extractor, knowledge_base_id, doc, pages=pages, llm_errors=llm_errors, extractions=extractions
+            )
             outcome = "mapped"
         extraction, name = found
     except LLMConfigError as exc:  # the endpoint refused the configuration: no document can pass

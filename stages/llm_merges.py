@@ -1,0 +1,124 @@
+"""Map, after an LLM extraction: merges the model decides (issue 16).
+
+For each entity or concept of the extraction whose ``wiki.dedup.name_key`` has no page yet, up to
+``MAX_CANDIDATES_PER_ITEM`` live pages of the SAME type whose title or alias is trigram-similar
+(``WikiPageRepository.similar_titles_many``, ``TRGM_THRESHOLD``), at most
+``MAX_CANDIDATES_PER_DOCUMENT`` for the document; pairs ``wiki.dedup.merge_refused`` refuses
+(different numbers, related-not-same) are dropped before any model sees them. Decisions cached
+in ``wiki_merge_decisions`` (by KB, decider, name key and candidate set) are reused; the rest are
+asked in ONE call (``wiki.extract.llm.merges.decide_merges``) and stored at once, so a retry or a
+re-ingest asks nothing again. A merge names the item after the chosen page, its own name kept as
+an alias, before the extraction is stored: reduce sees an item named like the page and files it
+there by the name rule.
+
+Runs in map, outside any reduce transaction; the offline extractor never comes here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import structlog
+
+from repos.extractions import ExtractionRepository
+from repos.pages import WikiPageRepository
+from wiki.dedup import merge_refused, name_key
+from wiki.models import Document, Extraction
+
+if TYPE_CHECKING:
+    from wiki.extract.llm.extractor import LLMExtractor
+
+log = structlog.get_logger(__name__)
+
+#: Similar pages fetched per item before the type filter and the guards (twice what is offered,
+#: so that pages of the other type or refused by a guard leave room for the rest).
+SIMILAR_K = 10
+
+
+def model_merges(
+    extractor: LLMExtractor,
+    kb_id: str,
+    doc: Document,
+    extraction: Extraction,
+    *,
+    pages: WikiPageRepository,
+    extractions: ExtractionRepository,
+) -> Extraction:
+    """``extraction`` with the merges the model decided applied (see the module); unchanged when no
+    item has a candidate. Costs at most one model call, none when every decision is cached.
+
+    Raises what ``decide_merges`` raises (``LLMConfigError``, ``LLMUnavailable``): map treats them
+    as it treats the extraction's own. An invalid answer decides "new" for every item, uncached.
+    """
+    from wiki.extract.llm.merges import (
+        MAX_CANDIDATES_PER_DOCUMENT,
+        MAX_CANDIDATES_PER_ITEM,
+        Candidate,
+        MergeQuestion,
+        apply_merges,
+        cache_name,
+        deadline_for,
+        decide_merges,
+    )
+
+    keys = {item.name: name_key(item.name) for item in extraction.items}
+    have = pages.by_name_keys(kb_id, keys.values())
+    open_items = [item for item in extraction.items if keys[item.name] not in have]
+    if not open_items:
+        return extraction
+    similar = pages.similar_titles_many(kb_id, [item.name for item in open_items], k=SIMILAR_K)
+    found: list[tuple] = []
+    refused: Counter[str] = Counter()
+    budget = MAX_CANDIDATES_PER_DOCUMENT
+    for item in open_items:
+        if budget <= 0:
+            break
+        offered = []
+        for page in similar.get(item.name.lower(), []):
+            if page.page_type != item.kind or len(offered) >= min(MAX_CANDIDATES_PER_ITEM, budget):
+                continue
+            why = merge_refused(item.name, page.title)
+            if why:
+                refused[why] += 1
+                continue
+            offered.append(page)
+        if offered:
+            found.append((item, offered))
+            budget -= len(offered)
+    if refused:
+        log.info("llm.merges_refused", knowledge_id=doc.id, **refused)
+    if not found:
+        return extraction
+    summaries = pages.summaries(kb_id, {p.slug for _, offered in found for p in offered})
+    questions = [
+        MergeQuestion(item, [Candidate(p, summaries.get(p.slug, "")) for p in offered]) for item, offered in found
+    ]
+    decider = cache_name(extractor.config)
+    wanted = {id(q): (keys[q.item.name], q.candidate_set()) for q in questions}
+    decided = extractions.merge_decisions(kb_id, decider, wanted.values())
+    ask = [q for q in questions if wanted[id(q)] not in decided]
+    if ask:
+        chosen, stats = decide_merges(extractor.client, doc.title, ask, deadline_for(extractor.config))
+        log.info(
+            "llm.merges_decided",
+            knowledge_id=doc.id,
+            model=extractor.config.model,
+            items=len(ask),
+            merged=sum(slug is not None for slug in chosen),
+            invalid=stats.invalid,
+            foreign_handles=stats.foreign_handles,
+            prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens,
+        )
+        if not stats.invalid:
+            answers = {wanted[id(q)]: slug for q, slug in zip(ask, chosen, strict=True)}
+            extractions.put_merge_decisions(kb_id, decider, answers)
+            decided.update(answers)
+    merges = {}
+    for q in questions:
+        slug = decided.get(wanted[id(q)])
+        page = next((c.page for c in q.candidates if c.page.slug == slug), None)
+        if page is not None:
+            merges[q.item.name] = page
+    return apply_merges(extraction, merges)
