@@ -11,11 +11,13 @@ import pytest
 
 from actors.deps import build_deps, run_stage
 from stages.ingest import submit_document
-from tests.support.llm_server import ScriptedLLM, answer
+from stages.map import map_document
+from tests.support.llm_server import ScriptedLLM, answer, is_merge_request
 from tests.support.pipeline import settle
 from wiki.dedup import name_key
 from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes
+from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import config_from_settings
 
 # title -> (text, [(item name, kind)]): each item's quote is the sentence of the text naming it.
@@ -55,7 +57,6 @@ THIRD = (
     "The nightly dump is kept for thirty days and then deleted.",
     [("Postgres", "entity")],
 )
-_MERGE_SYSTEM = "You keep a wiki free of duplicate pages"
 _ITEM = re.compile(r'^(i\d+): "([^"]*)" \((entity|concept)\)', re.M)
 _CANDIDATE = re.compile(r'^  (p\d+): "([^"]*)"', re.M)
 
@@ -74,10 +75,6 @@ def asked(request: dict) -> dict[str, tuple[str, dict[str, str]]]:
     return out
 
 
-def is_merge(request: dict) -> bool:
-    return _MERGE_SYSTEM in request["messages"][0]["content"]
-
-
 class Model:
     """The scripted model: extraction answers from the documents above, merge answers from
     ``decide`` (a function of the asked items returning the decisions list, or a raw answer text)."""
@@ -88,7 +85,7 @@ class Model:
         self.merges: list[dict] = []
 
     def __call__(self, request: dict) -> dict:
-        if is_merge(request):
+        if is_merge_request(request):
             self.merges.append(request)
             decided = self.decide(asked(request))
             return answer(decided if isinstance(decided, str) else {"decisions": decided})
@@ -228,3 +225,52 @@ def test_an_invalid_merge_answer_keeps_every_item_new_and_caches_nothing(deps, m
     assert {"Postgres", "PostgreSQL", "Virtual File System"} <= set(pages)
     assert deps.docs.count_by_status(kb.id) == {"done": 2}
     assert decisions(deps, kb) == {}
+
+
+GUARDED_ONLY = (
+    "Hardware",
+    "Cortex-A5 boards are too slow for the new gateway software. "
+    "Contoso Analytics Corp sells the licences for the dashboards.",
+    [("Cortex-A5", "entity"), ("Contoso Analytics Corp", "entity")],
+)
+
+
+def test_a_document_whose_near_names_the_guards_all_refuse_makes_no_merge_call(deps, model):
+    kb = deps.kbs.get_or_create(1, f"merge-{uuid.uuid4().hex[:6]}")
+    model.docs[GUARDED_ONLY[0]] = GUARDED_ONLY[1:]
+    ingest(deps, kb, FIRST)
+    calls = model.server.calls
+    ingest(deps, kb, GUARDED_ONLY)
+    assert model.server.calls == calls + 1 and model.merges == []  # the extraction only
+    pages = items_by_title(deps, kb)
+    assert {"Cortex-A5", "Cortex-A9", "Contoso Analytics Corp", "Contoso Analytics Cloud"} <= set(pages)
+
+
+def test_a_retried_map_reuses_the_stored_decision(deps, model):
+    kb = deps.kbs.get_or_create(1, f"merge-{uuid.uuid4().hex[:6]}")
+    ingest(deps, kb, FIRST)
+    model.decide = lambda items: [
+        {"item": handle, "merge_into": candidates.get("PostgreSQL")} for handle, candidates in items.values()
+    ]
+    ingest(deps, kb, SECOND)
+    assert len(model.merges) == 1
+    with deps.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT id, content_hash FROM knowledges WHERE knowledge_base_id = %s AND title = %s", (kb.id, SECOND[0])
+        ).fetchone()
+        conn.execute("DELETE FROM wiki_extractions WHERE knowledge_id = %s", (row["id"],))
+    op = deps.ops.enqueue(
+        tenant_id=1,
+        task_type=INGEST,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op="ingest",
+        dedup_key=row["id"],
+        payload={"knowledge_id": row["id"], "content_hash": row["content_hash"]},
+    )
+    calls = model.server.calls
+    assert run_stage(map_document, deps, 1, kb.id, row["id"], op.id) == "mapped"
+    assert model.server.calls == calls + 1 and len(model.merges) == 1  # extracted again, not asked again
+    stored = deps.extractions.get(kb.id, row["id"], row["content_hash"], deps.extractor.name)
+    postgres = next(i for i in stored.items if "Postgres" in i.aliases)
+    assert postgres.name == "PostgreSQL"
