@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -33,7 +34,7 @@ import shutil  # noqa: E402
 
 from bench.ingest_linux import fetch_corpus  # noqa: E402
 from repos.bench import KbProbe  # noqa: E402
-from tests.support.llm_server import ScriptedLLM, realistic  # noqa: E402
+from tests.support.llm_server import ScriptedLLM, is_merge_request, realistic  # noqa: E402
 from wiki.extract.llm.extractor import normalise  # noqa: E402
 
 KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
@@ -47,10 +48,20 @@ class Recorder:
         self.calls: dict[str, int] = defaultdict(int)
         self.tokens: dict[str, int] = defaultdict(int)
         self.quotes_proposed = 0
+        self.merge_calls = 0
+        self.merge_items = 0
 
     def __call__(self, request: dict) -> dict:
         response = realistic(request)
         user = request["messages"][1]["content"]
+        if is_merge_request(request):  # answered "all new"; counted apart from the extraction calls
+            with self.lock:
+                self.merge_calls += 1
+                self.merge_items += len(re.findall(r"^i\d+: ", user, re.M))
+                self.tokens[user.split('<document title="', 1)[1].split('">', 1)[0]] += response["json"]["usage"][
+                    "total_tokens"
+                ]
+            return response
         # Sections of one document share its title (two documents with one title count as one).
         title = user.split('<document handle="d1" title="', 1)[1].split('">', 1)[0]
         usage = response["json"]["usage"]
@@ -142,6 +153,10 @@ def main() -> None:
     print(
         f"calls per document: {sum(calls) / mapped:.2f} ({sum(calls)} calls for {mapped} documents; by title:"
         f" median {statistics.median(calls):.0f}, max {max(calls)})"
+    )
+    print(
+        f"merge calls: {recorder.merge_calls} for {mapped} documents, {recorder.merge_items} items asked"
+        " (answered 'all new'; their tokens are in the tokens per document)"
     )
     print(
         f"tokens per document: {sum(tokens) / mapped:.0f} (by title: median {statistics.median(tokens):.0f},"

@@ -16,6 +16,7 @@ Runs in map, outside any reduce transaction; the offline extractor never comes h
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -56,12 +57,14 @@ def model_merges(
         MAX_CANDIDATES_PER_ITEM,
         Candidate,
         MergeQuestion,
+        MergeStats,
         apply_merges,
         cache_name,
         deadline_for,
         decide_merges,
     )
 
+    started = time.perf_counter()
     keys = {item.name: name_key(item.name) for item in extraction.items}
     have = pages.by_name_keys(kb_id, keys.values())
     open_items = [item for item in extraction.items if keys[item.name] not in have]
@@ -86,9 +89,9 @@ def model_merges(
         if offered:
             found.append((item, offered))
             budget -= len(offered)
-    if refused:
-        log.info("llm.merges_refused", knowledge_id=doc.id, **refused)
     if not found:
+        if refused:
+            log.info("llm.merges", knowledge_id=doc.id, open_items=len(open_items), refused=dict(refused), asked=0)
         return extraction
     summaries = pages.summaries(kb_id, {p.slug for _, offered in found for p in offered})
     questions = [
@@ -98,19 +101,10 @@ def model_merges(
     wanted = {id(q): (keys[q.item.name], q.candidate_set()) for q in questions}
     decided = extractions.merge_decisions(kb_id, decider, wanted.values())
     ask = [q for q in questions if wanted[id(q)] not in decided]
+    lookup_ms = round((time.perf_counter() - started) * 1000, 1)
+    stats = MergeStats()
     if ask:
         chosen, stats = decide_merges(extractor.client, doc.title, ask, deadline_for(extractor.config))
-        log.info(
-            "llm.merges_decided",
-            knowledge_id=doc.id,
-            model=extractor.config.model,
-            items=len(ask),
-            merged=sum(slug is not None for slug in chosen),
-            invalid=stats.invalid,
-            foreign_handles=stats.foreign_handles,
-            prompt_tokens=stats.prompt_tokens,
-            completion_tokens=stats.completion_tokens,
-        )
         if not stats.invalid:
             answers = {wanted[id(q)]: slug for q, slug in zip(ask, chosen, strict=True)}
             extractions.put_merge_decisions(kb_id, decider, answers)
@@ -121,4 +115,22 @@ def model_merges(
         page = next((c.page for c in q.candidates if c.page.slug == slug), None)
         if page is not None:
             merges[q.item.name] = page
+    log.info(
+        "llm.merges",
+        knowledge_id=doc.id,
+        model=extractor.config.model,
+        open_items=len(open_items),
+        refused=dict(refused),
+        with_candidates=len(questions),
+        candidates=sum(len(q.candidates) for q in questions),
+        cached=len(questions) - len(ask),
+        asked=len(ask),
+        merged=len(merges),
+        invalid=stats.invalid,
+        foreign_handles=stats.foreign_handles,
+        calls=stats.calls,
+        prompt_tokens=stats.prompt_tokens,
+        completion_tokens=stats.completion_tokens,
+        lookup_ms=lookup_ms,
+    )
     return apply_merges(extraction, merges)

@@ -61,4 +61,4 @@ def test_worker_processes_apply_the_models_merge_and_the_guards(deps, monkeypatc
     assert len(pages["Cortex-A5"].source_refs) == 1 and len(pages["Cortex-A9"].source_refs) == 1
     [request] = model.merges
     assert "Cortex" not in request["messages"][1]["content"]
-    assert '"llm.merges_decided"' in (tmp_path / "workers.log").read_text()
+    assert '"llm.merges"' in (tmp_path / "workers.log").read_text()
