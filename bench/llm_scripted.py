@@ -134,6 +134,11 @@ def main() -> None:
         finally:
             worker.terminate()
             worker.wait(timeout=120)
+        merge_lines = [
+            json.loads(line)
+            for line in (Path(tmp) / "worker.log").read_text(errors="replace").splitlines()
+            if '"llm.merges"' in line and line.startswith("{")
+        ]
     kb_id = status["knowledge_base"]["id"]
     probe = KbProbe(os.environ["DATABASE_URL"], kb_id)
     texts = {kid: normalise(content) for kid, content in probe.contents().items()}
@@ -158,6 +163,23 @@ def main() -> None:
         f"merge calls: {recorder.merge_calls} for {mapped} documents, {recorder.merge_items} items asked"
         " (answered 'all new'; their tokens are in the tokens per document)"
     )
+    if merge_lines:
+        lookup = sorted(m["lookup_ms"] for m in merge_lines if "lookup_ms" in m)
+        refused: dict[str, int] = defaultdict(int)
+        for m in merge_lines:
+            for why, n in m.get("refused", {}).items():
+                refused[why] += n
+        print(
+            f"merge search: {len(merge_lines)} documents with items new to the KB (open items"
+            f" {sum(m['open_items'] for m in merge_lines)}, with candidates"
+            f" {sum(m.get('with_candidates', 0) for m in merge_lines)}, candidates"
+            f" {sum(m.get('candidates', 0) for m in merge_lines)}, refused by the guards {dict(refused)});"
+            + (
+                f" lookup ms per document: median {statistics.median(lookup):.1f}, max {lookup[-1]:.1f}"
+                if lookup
+                else ""
+            )
+        )
     print(
         f"tokens per document: {sum(tokens) / mapped:.0f} (by title: median {statistics.median(tokens):.0f},"
         f" max {max(tokens)})"

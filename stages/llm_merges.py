@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
@@ -25,16 +26,61 @@ import structlog
 from repos.extractions import ExtractionRepository
 from repos.pages import WikiPageRepository
 from wiki.dedup import merge_refused, name_key
-from wiki.models import Document, Extraction
+from wiki.models import Document, ExtractedItem, Extraction, PageLite
 
 if TYPE_CHECKING:
     from wiki.extract.llm.extractor import LLMExtractor
 
 log = structlog.get_logger(__name__)
 
+#: Candidate pages offered per item, and per document (all items together).
+MAX_CANDIDATES_PER_ITEM = 5
+MAX_CANDIDATES_PER_DOCUMENT = 40
 #: Similar pages fetched per item before the type filter and the guards (twice what is offered,
 #: so that pages of the other type or refused by a guard leave room for the rest).
 SIMILAR_K = 10
+
+
+@dataclass
+class MergeCandidates:
+    """What :func:`merge_candidates` found: the items whose name key has no page (``open_items``),
+    those with candidates left after the type filter and the guards (``items``, in extraction
+    order, each with its pages, most similar first) and the pairs refused, by guard."""
+
+    open_items: int = 0
+    items: list[tuple[ExtractedItem, list[PageLite]]] = field(default_factory=list)
+    refused: dict[str, int] = field(default_factory=dict)
+
+
+def merge_candidates(kb_id: str, extraction: Extraction, *, pages: WikiPageRepository) -> MergeCandidates:
+    """The bounded candidate sets of an extraction's items (see the module): two statements
+    (``by_name_keys``, ``similar_titles_many``) whatever the number of items; no model call."""
+    keys = {item.name: name_key(item.name) for item in extraction.items}
+    have = pages.by_name_keys(kb_id, keys.values())
+    open_items = [item for item in extraction.items if keys[item.name] not in have]
+    out = MergeCandidates(open_items=len(open_items))
+    if not open_items:
+        return out
+    similar = pages.similar_titles_many(kb_id, [item.name for item in open_items], k=SIMILAR_K)
+    refused: Counter[str] = Counter()
+    budget = MAX_CANDIDATES_PER_DOCUMENT
+    for item in open_items:
+        if budget <= 0:
+            break
+        offered: list[PageLite] = []
+        for page in similar.get(item.name.lower(), []):
+            if page.page_type != item.kind or len(offered) >= min(MAX_CANDIDATES_PER_ITEM, budget):
+                continue
+            why = merge_refused(item.name, page.title)
+            if why:
+                refused[why] += 1
+                continue
+            offered.append(page)
+        if offered:
+            out.items.append((item, offered))
+            budget -= len(offered)
+    out.refused = dict(refused)
+    return out
 
 
 def model_merges(
@@ -53,8 +99,6 @@ def model_merges(
     as it treats the extraction's own. An invalid answer decides "new" for every item, uncached.
     """
     from wiki.extract.llm.merges import (
-        MAX_CANDIDATES_PER_DOCUMENT,
-        MAX_CANDIDATES_PER_ITEM,
         Candidate,
         MergeQuestion,
         MergeStats,
@@ -65,38 +109,23 @@ def model_merges(
     )
 
     started = time.perf_counter()
-    keys = {item.name: name_key(item.name) for item in extraction.items}
-    have = pages.by_name_keys(kb_id, keys.values())
-    open_items = [item for item in extraction.items if keys[item.name] not in have]
-    if not open_items:
+    found = merge_candidates(kb_id, extraction, pages=pages)
+    if not found.items:
+        if found.open_items:
+            log.info(
+                "llm.merges",
+                knowledge_id=doc.id,
+                open_items=found.open_items,
+                refused=found.refused,
+                asked=0,
+                lookup_ms=round((time.perf_counter() - started) * 1000, 1),
+            )
         return extraction
-    similar = pages.similar_titles_many(kb_id, [item.name for item in open_items], k=SIMILAR_K)
-    found: list[tuple] = []
-    refused: Counter[str] = Counter()
-    budget = MAX_CANDIDATES_PER_DOCUMENT
-    for item in open_items:
-        if budget <= 0:
-            break
-        offered = []
-        for page in similar.get(item.name.lower(), []):
-            if page.page_type != item.kind or len(offered) >= min(MAX_CANDIDATES_PER_ITEM, budget):
-                continue
-            why = merge_refused(item.name, page.title)
-            if why:
-                refused[why] += 1
-                continue
-            offered.append(page)
-        if offered:
-            found.append((item, offered))
-            budget -= len(offered)
-    if not found:
-        if refused:
-            log.info("llm.merges", knowledge_id=doc.id, open_items=len(open_items), refused=dict(refused), asked=0)
-        return extraction
-    summaries = pages.summaries(kb_id, {p.slug for _, offered in found for p in offered})
+    summaries = pages.summaries(kb_id, {p.slug for _, offered in found.items for p in offered})
     questions = [
-        MergeQuestion(item, [Candidate(p, summaries.get(p.slug, "")) for p in offered]) for item, offered in found
+        MergeQuestion(item, [Candidate(p, summaries.get(p.slug, "")) for p in offered]) for item, offered in found.items
     ]
+    keys = {item.name: name_key(item.name) for item, _ in found.items}
     decider = cache_name(extractor.config)
     wanted = {id(q): (keys[q.item.name], q.candidate_set()) for q in questions}
     decided = extractions.merge_decisions(kb_id, decider, wanted.values())
@@ -119,8 +148,8 @@ def model_merges(
         "llm.merges",
         knowledge_id=doc.id,
         model=extractor.config.model,
-        open_items=len(open_items),
-        refused=dict(refused),
+        open_items=found.open_items,
+        refused=found.refused,
         with_candidates=len(questions),
         candidates=sum(len(q.candidates) for q in questions),
         cached=len(questions) - len(ask),

@@ -37,9 +37,6 @@ from wiki.models import ExtractedItem, Extraction, PageLite
 
 log = structlog.get_logger(__name__)
 
-#: Candidate pages offered per item, and per document (all items together).
-MAX_CANDIDATES_PER_ITEM = 5
-MAX_CANDIDATES_PER_DOCUMENT = 40
 #: Characters of an item's description and of a candidate's summary shown to the model.
 MAX_CONTEXT_CHARS = 200
 
@@ -54,7 +51,7 @@ class Candidate:
 
 @dataclass
 class MergeQuestion:
-    """One item and its candidates (at most ``MAX_CANDIDATES_PER_ITEM``, guards passed)."""
+    """One item and its candidates (bounded and guarded by ``stages.llm_merges.merge_candidates``)."""
 
     item: ExtractedItem
     candidates: list[Candidate]
