@@ -74,6 +74,22 @@ class Recorder:
         return response
 
 
+def _events(log: str, event: str) -> list[dict]:
+    """The JSON log events named ``event`` (lines two processes wrote into each other are skipped)."""
+    out = []
+    decoder = json.JSONDecoder()
+    for line in log.splitlines():
+        if f'"{event}"' not in line or not line.startswith("{"):
+            continue
+        try:
+            value, _ = decoder.raw_decode(line)
+        except ValueError:
+            continue
+        if value.get("event") == event:
+            out.append(value)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=50)
@@ -134,11 +150,7 @@ def main() -> None:
         finally:
             worker.terminate()
             worker.wait(timeout=120)
-        merge_lines = [
-            json.loads(line)
-            for line in (Path(tmp) / "worker.log").read_text(errors="replace").splitlines()
-            if '"llm.merges"' in line and line.startswith("{")
-        ]
+        merge_lines = _events((Path(tmp) / "worker.log").read_text(errors="replace"), "llm.merges")
     kb_id = status["knowledge_base"]["id"]
     probe = KbProbe(os.environ["DATABASE_URL"], kb_id)
     texts = {kid: normalise(content) for kid, content in probe.contents().items()}
