@@ -34,7 +34,7 @@ import shutil  # noqa: E402
 
 from bench.ingest_linux import fetch_corpus  # noqa: E402
 from repos.bench import KbProbe  # noqa: E402
-from tests.support.llm_server import ScriptedLLM, is_merge_request, realistic  # noqa: E402
+from tests.support.llm_server import ScriptedLLM, is_merge_request, mode_of, realistic  # noqa: E402
 from wiki.extract.llm.extractor import normalise  # noqa: E402
 
 KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
@@ -66,7 +66,8 @@ class Recorder:
         title = user.split('<document handle="d1" title="', 1)[1].split('">', 1)[0]
         usage = response["json"]["usage"]
         content = response["json"]["choices"][0]["message"]["content"]
-        body = json.loads(content.split("```json\n", 1)[1].split("\n```", 1)[0] if "```" in content else content)
+        fenced = mode_of(request) == "fenced"  # a quote of the document may hold ``` in any mode
+        body = json.loads(content.split("```json\n", 1)[1].split("\n```", 1)[0] if fenced else content)
         with self.lock:
             self.calls[title] += 1
             self.tokens[title] += usage["total_tokens"]
