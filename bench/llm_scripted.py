@@ -188,7 +188,8 @@ def main() -> None:
             f" {sum(m.get('with_candidates', 0) for m in merge_lines)}, candidates"
             f" {sum(m.get('candidates', 0) for m in merge_lines)}, refused by the guards {dict(refused)});"
             + (
-                f" lookup ms per document: median {statistics.median(lookup):.1f}, max {lookup[-1]:.1f}"
+                f" lookup ms per document: median {statistics.median(lookup):.1f},"
+                f" p95 {lookup[int(len(lookup) * 0.95)]:.1f}, max {lookup[-1]:.1f}"
                 if lookup
                 else ""
             )
