@@ -137,7 +137,9 @@ def model_merges(
         if not stats.invalid:
             answers = {wanted[id(q)]: slug for q, slug in zip(ask, chosen, strict=True)}
             extractions.put_merge_decisions(kb_id, decider, answers)
-            decided.update(answers)
+            # Another worker may have stored its answer for the same question first: that one
+            # stands for every document, so two documents never file one name two ways.
+            decided.update(extractions.merge_decisions(kb_id, decider, answers))
     merges = {}
     for q in questions:
         slug = decided.get(wanted[id(q)])

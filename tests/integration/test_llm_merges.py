@@ -4,6 +4,7 @@ its answer makes of the pages, and that a cached decision asks nothing again."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 
@@ -17,6 +18,7 @@ from tests.support.pipeline import settle
 from wiki.dedup import name_key
 from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes
+from wiki.extract.llm.merges import cache_name
 from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import config_from_settings
 
@@ -274,3 +276,28 @@ def test_a_retried_map_reuses_the_stored_decision(deps, model):
     stored = deps.extractions.get(kb.id, row["id"], row["content_hash"], deps.extractor.name)
     postgres = next(i for i in stored.items if "Postgres" in i.aliases)
     assert postgres.name == "PostgreSQL"
+
+
+def test_when_two_workers_ask_at_once_the_first_stored_answer_stands(deps, model):
+    kb = deps.kbs.get_or_create(1, f"merge-{uuid.uuid4().hex[:6]}")
+    ingest(deps, kb, FIRST)
+    pg_slug = items_by_title(deps, kb)["PostgreSQL"].slug
+    candidate_set = hashlib.sha256(pg_slug.encode()).hexdigest()[:16]
+
+    def decide(items):
+        # While this call runs, another worker stores "new" for the same question.
+        with deps.pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO wiki_merge_decisions (knowledge_base_id, decider, name_key, candidate_set, merge_into)"
+                " VALUES (%s, %s, %s, %s, NULL)",
+                (kb.id, cache_name(deps.extractor.config), name_key("Postgres"), candidate_set),
+            )
+        handle, candidates = items["Postgres"]
+        return [{"item": handle, "merge_into": candidates["PostgreSQL"]}]
+
+    model.decide = decide
+    ingest(deps, kb, SECOND)
+    assert len(model.merges) == 1
+    pages = items_by_title(deps, kb)
+    assert "Postgres" in pages and "Postgres" not in pages["PostgreSQL"].aliases
+    assert decisions(deps, kb)[name_key("Postgres")] is None

@@ -119,9 +119,9 @@ def decide_merges(
 
     The output mode starts at the one the extractor remembered for this endpoint and model and
     moves down the same ladder on a 400. Raises ``LLMConfigError`` (a 400 in every mode, or 401,
-    402, 403, 404, 422), ``LLMUnavailable`` (transport retries or ``deadline`` spent) and
-    ``LLMRefused`` never: a refused or invalid answer decides "new" for every item
-    (``stats.invalid``).
+    402, 403, 404, 422) and ``LLMUnavailable`` (transport retries or ``deadline`` spent); never
+    ``LLMRefused``: an answer that is cut, filtered, empty or not the schema's JSON, and a prompt
+    refused as too long for the context, decide "new" for every item (``stats.invalid``).
     """
     c: LLMConfig = client.config
     text, items, offered = listing(questions)
@@ -133,9 +133,12 @@ def decide_merges(
         try:
             answer = client.complete(messages, mode, merge_schema(), deadline=deadline)
         except ModeRejected as exc:
+            if exc.too_long:  # a context too small for the question: no merge, not a paused KB
+                stats.invalid = True
+                return new, stats
             stats.modes_rejected.append(mode)
             following = MODES[MODES.index(mode) + 1 :]
-            if not following or exc.too_long:
+            if not following:
                 raise LLMConfigError(400, exc.message, c.base_url, c.model) from None
             mode = following[0]
             continue
