@@ -127,7 +127,7 @@ def model():
 @pytest.fixture()
 def deps(settings, clean_db, model):
     with clean_db.connection() as conn:
-        conn.execute("TRUNCATE wiki_llm_config_errors, wiki_merge_decisions")
+        conn.execute("TRUNCATE wiki_llm_config_errors")
     fast = settings.model_copy(
         update={
             "extractor": "llm",
