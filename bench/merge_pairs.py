@@ -58,7 +58,8 @@ def main() -> None:
                     continue
                 pair = tuple(sorted((page.title, other.title)))
                 pairs[merge_refused(*pair) or "asked"].add(pair)
-    print(f"{len(items)} entity/concept pages; lookups of {args.batch} titles: median {statistics.median(times):.1f} ms")
+    median = statistics.median(times)
+    print(f"{len(items)} entity/concept pages; lookups of {args.batch} titles: median {median:.1f} ms")
     total = sum(len(v) for v in pairs.values())
     for kind in ("asked", "number", "related"):
         found = sorted(pairs.get(kind, ()))
