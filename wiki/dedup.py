@@ -6,6 +6,8 @@ does not depend on which page existed first, on batch size or on document order.
 decide a merge (they stay display aliases used for linking), and there is no likeness merge: a
 ratio threshold is not transitive, so it could chain names differently in different orders;
 ``name_key`` folds the spelling variants instead (case, accents, separators, a plural last word).
+With the LLM extractor, a model may rename a new item after a near page before it reaches reduce
+(``stages.llm_merges``, behind ``merge_refused``'s guards); reduce still files items by name only.
 """
 
 from __future__ import annotations
