@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -33,7 +34,7 @@ import shutil  # noqa: E402
 
 from bench.ingest_linux import fetch_corpus  # noqa: E402
 from repos.bench import KbProbe  # noqa: E402
-from tests.support.llm_server import ScriptedLLM, realistic  # noqa: E402
+from tests.support.llm_server import ScriptedLLM, is_merge_request, mode_of, realistic  # noqa: E402
 from wiki.extract.llm.extractor import normalise  # noqa: E402
 
 KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
@@ -47,20 +48,47 @@ class Recorder:
         self.calls: dict[str, int] = defaultdict(int)
         self.tokens: dict[str, int] = defaultdict(int)
         self.quotes_proposed = 0
+        self.merge_calls = 0
+        self.merge_items = 0
 
     def __call__(self, request: dict) -> dict:
         response = realistic(request)
         user = request["messages"][1]["content"]
+        if is_merge_request(request):  # answered "all new"; counted apart from the extraction calls
+            with self.lock:
+                self.merge_calls += 1
+                self.merge_items += len(re.findall(r"^i\d+: ", user, re.M))
+                self.tokens[user.split('<document title="', 1)[1].split('">', 1)[0]] += response["json"]["usage"][
+                    "total_tokens"
+                ]
+            return response
         # Sections of one document share its title (two documents with one title count as one).
         title = user.split('<document handle="d1" title="', 1)[1].split('">', 1)[0]
         usage = response["json"]["usage"]
         content = response["json"]["choices"][0]["message"]["content"]
-        body = json.loads(content.split("```json\n", 1)[1].split("\n```", 1)[0] if "```" in content else content)
+        fenced = mode_of(request) == "fenced"  # a quote of the document may hold ``` in any mode
+        body = json.loads(content.split("```json\n", 1)[1].split("\n```", 1)[0] if fenced else content)
         with self.lock:
             self.calls[title] += 1
             self.tokens[title] += usage["total_tokens"]
             self.quotes_proposed += sum(len(i["evidence"]) for i in body["items"])
         return response
+
+
+def _events(log: str, event: str) -> list[dict]:
+    """The JSON log events named ``event`` (lines two processes wrote into each other are skipped)."""
+    out = []
+    decoder = json.JSONDecoder()
+    for line in log.splitlines():
+        if f'"{event}"' not in line or not line.startswith("{"):
+            continue
+        try:
+            value, _ = decoder.raw_decode(line)
+        except ValueError:
+            continue
+        if value.get("event") == event:
+            out.append(value)
+    return out
 
 
 def main() -> None:
@@ -123,6 +151,7 @@ def main() -> None:
         finally:
             worker.terminate()
             worker.wait(timeout=120)
+        merge_lines = _events((Path(tmp) / "worker.log").read_text(errors="replace"), "llm.merges")
     kb_id = status["knowledge_base"]["id"]
     probe = KbProbe(os.environ["DATABASE_URL"], kb_id)
     texts = {kid: normalise(content) for kid, content in probe.contents().items()}
@@ -143,6 +172,28 @@ def main() -> None:
         f"calls per document: {sum(calls) / mapped:.2f} ({sum(calls)} calls for {mapped} documents; by title:"
         f" median {statistics.median(calls):.0f}, max {max(calls)})"
     )
+    print(
+        f"merge calls: {recorder.merge_calls} for {mapped} documents, {recorder.merge_items} items asked"
+        " (answered 'all new'; their tokens are in the tokens per document)"
+    )
+    if merge_lines:
+        lookup = sorted(m["lookup_ms"] for m in merge_lines if "lookup_ms" in m)
+        refused: dict[str, int] = defaultdict(int)
+        for m in merge_lines:
+            for why, n in m.get("refused", {}).items():
+                refused[why] += n
+        print(
+            f"merge search: {len(merge_lines)} documents with items new to the KB (open items"
+            f" {sum(m['open_items'] for m in merge_lines)}, with candidates"
+            f" {sum(m.get('with_candidates', 0) for m in merge_lines)}, candidates"
+            f" {sum(m.get('candidates', 0) for m in merge_lines)}, refused by the guards {dict(refused)});"
+            + (
+                f" lookup ms per document: median {statistics.median(lookup):.1f},"
+                f" p95 {lookup[int(len(lookup) * 0.95)]:.1f}, max {lookup[-1]:.1f}"
+                if lookup
+                else ""
+            )
+        )
     print(
         f"tokens per document: {sum(tokens) / mapped:.0f} (by title: median {statistics.median(tokens):.0f},"
         f" max {max(tokens)})"

@@ -1,6 +1,9 @@
-"""The map-stage results (``wiki_extractions``): also the cache for unchanged documents."""
+"""The map-stage results (``wiki_extractions``): also the cache for unchanged documents; and the
+merges the model decided at map time (``wiki_merge_decisions``), cached the same way."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
@@ -63,3 +66,37 @@ class ExtractionRepository:
                 " WHERE e.knowledge_base_id = %s AND e.knowledge_id = k.knowledge_id AND e.content_hash <> k.keep_hash",
                 (list(keep), list(keep.values()), kb_id),
             ).rowcount
+
+    def merge_decisions(
+        self, kb_id: str, decider: str, keys: Iterable[tuple[str, str]]
+    ) -> dict[tuple[str, str], str | None]:
+        """Cached merge decisions for (item name key, candidate set) pairs under ``decider``
+        (``wiki.extract.llm.merges.cache_name``): the chosen slug, or None for "new"; pairs never
+        decided are absent. One statement (primary-key probes)."""
+        keys = sorted(set(keys))
+        if not keys:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT d.name_key, d.candidate_set, d.merge_into FROM wiki_merge_decisions d"
+                " JOIN unnest(%s::text[], %s::text[]) AS w(name_key, candidate_set) USING (name_key, candidate_set)"
+                " WHERE d.knowledge_base_id = %s AND d.decider = %s",
+                ([k for k, _ in keys], [c for _, c in keys], kb_id, decider),
+            ).fetchall()
+        return {(r["name_key"], r["candidate_set"]): r["merge_into"] for r in rows}
+
+    def put_merge_decisions(
+        self, kb_id: str, decider: str, decisions: dict[tuple[str, str], str | None], conn: Connection | None = None
+    ) -> None:
+        """Store merge decisions {(name key, candidate set): slug or None}; a pair decided already
+        keeps its first decision (two workers asking at once store one answer)."""
+        if not decisions:
+            return
+        keys = list(decisions)
+        with borrow(self.pool, conn) as c:
+            c.execute(
+                "INSERT INTO wiki_merge_decisions (knowledge_base_id, decider, name_key, candidate_set, merge_into)"
+                " SELECT %s, %s, k, s, m FROM unnest(%s::text[], %s::text[], %s::text[]) AS u(k, s, m)"
+                " ON CONFLICT DO NOTHING",
+                (kb_id, decider, [k for k, _ in keys], [s for _, s in keys], [decisions[k] for k in keys]),
+            )

@@ -207,6 +207,19 @@ class WikiPageRepository:
             ).fetchall()
         return {r["slug"]: PageLite.model_validate(r) for r in rows}
 
+    def summaries(self, kb_id: str, slugs: Iterable[str]) -> dict[str, str]:
+        """The one-line summaries of the live pages among ``slugs``, keyed by slug (no content read)."""
+        slugs = list(set(slugs))
+        if not slugs:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT slug, summary FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
+                " AND deleted_at IS NULL",
+                (kb_id, slugs),
+            ).fetchall()
+        return {r["slug"]: r["summary"] or "" for r in rows}
+
     def existing_slugs(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``slugs`` are live pages."""
         slugs = list(set(slugs))

@@ -21,6 +21,7 @@ from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from stages.llm_merges import model_merges
 from wiki.errors import LLMConfigError, LLMError
 from wiki.extract import Extractor
 from wiki.llm_config import estimated_usd
@@ -100,11 +101,14 @@ def extract(
     pages: WikiPageRepository,
     llm_errors: LLMConfigErrorRepository,
     llm_usage: LLMUsageRepository | None = None,
+    extractions: ExtractionRepository | None = None,
 ) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
-    names (one ``title_matches`` probe); its success clears the KB's pause. Its calls and tokens,
-    also those of a failed extraction, are added to ``llm_usage`` when given (one upsert)."""
+    names (one ``title_matches`` probe), then, given ``extractions`` (the merge-decision cache),
+    the merges the model decides among near names are applied (``stages.llm_merges``); its
+    success clears the KB's pause. Its calls and tokens, also those of a failed extraction, are
+    added to ``llm_usage`` when given (one upsert)."""
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
     try:
@@ -118,6 +122,8 @@ def extract(
         raise
     if llm_usage is not None:
         _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="mapped")
+    if extractions is not None:
+        extraction = model_merges(extractor, kb_id, doc, extraction, pages=pages, extractions=extractions)
     if llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name

@@ -86,7 +86,13 @@ def map_document(
             if llm_gate.paused(extractor, knowledge_base_id, llm_errors=llm_errors, llm_usage=llm_usage):
                 return llm_gate.pause(op, **paused)
             found = llm_gate.extract(
-                extractor, knowledge_base_id, doc, pages=pages, llm_errors=llm_errors, llm_usage=llm_usage
+                extractor,
+                knowledge_base_id,
+                doc,
+                pages=pages,
+                llm_errors=llm_errors,
+                llm_usage=llm_usage,
+                extractions=extractions,
             )
             outcome = "mapped"
         extraction, name = found

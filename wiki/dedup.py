@@ -6,6 +6,8 @@ does not depend on which page existed first, on batch size or on document order.
 decide a merge (they stay display aliases used for linking), and there is no likeness merge: a
 ratio threshold is not transitive, so it could chain names differently in different orders;
 ``name_key`` folds the spelling variants instead (case, accents, separators, a plural last word).
+With the LLM extractor, a model may rename a new item after a near page before it reaches reduce
+(``stages.llm_merges``, behind ``merge_refused``'s guards); reduce still files items by name only.
 """
 
 from __future__ import annotations
@@ -69,3 +71,65 @@ def name_key(name: str) -> str:
         words[-1] = singular(words[-1])
     key = "".join(words) + "".join(ch for ch in name if ch in _KEPT_SYMBOLS)
     return key or name.strip().casefold()
+
+
+# A version or ordinal a name carries: a run of digits ("Cortex-A9" → 9, "Python 3.10" → 3, 10,
+# "v2" → 2). Leading zeros do not count ("v01" is "v1").
+_NUMBER = re.compile(r"\d+")
+#: Shortest remainder word that may be read as a piece of the other name ("file" in "filesystem").
+_MIN_PIECE = 3
+
+
+def _numbers(name: str) -> list[int]:
+    return [int(n) for n in _NUMBER.findall(normalize_name(name))]
+
+
+def _initials(words: list[str]) -> str:
+    return "".join(w[0] for w in words if w)
+
+
+def _related(left: list[str], right: list[str]) -> bool:
+    """Whether two remainders (the words two names do not share) can name the same thing: one is
+    the other's abbreviation (a prefix of it, "corp"/"corporation", or its initials, "vfs"/"virtual
+    file system") or one holds a word of the other ("file system"/"filesystem switch")."""
+    a, b = "".join(left), "".join(right)
+    if a.startswith(b) or b.startswith(a) or a == _initials(right) or b == _initials(left):
+        return True
+    return any(len(w) >= _MIN_PIECE and w in b for w in left) or any(len(w) >= _MIN_PIECE and w in a for w in right)
+
+
+def merge_refused(name: str, other: str) -> str | None:
+    """Why an item named ``name`` may never be merged into a page titled ``other``, or None when a
+    model may be asked (the guards run before any model call; no likeness is ever enough alone).
+
+    - ``"number"``: the names carry different numbers ("Cortex-A5"/"Cortex-A9", "Python 2"/"Python
+      3", "v1"/"v2", "Python"/"Python 3"): a version or a model number names another thing.
+    - ``"related"``: the names share their leading words and then end differently, in words neither
+      of which abbreviates or contains a word of the other ("Contoso Cloud"/"Contoso Corp", "Linux
+      Kernel"/"Linux Foundation"): two things of one family, not one thing. Shared trailing words
+      are set aside first ("Acme Cloud Platform"/"Acme Corp Platform" compare "cloud"/"corp"). A
+      name that extends the other ("Google Cloud"/"Google Cloud Platform") is left to the model, as
+      are names with no leading word in common ("Postgres"/"PostgreSQL").
+
+    Words are ``normalize_name``'s (case, accents, punctuation folded); the last word is made
+    ``singular`` so that a plural never counts as a different ending.
+    """
+    if _numbers(name) != _numbers(other):
+        return "number"
+    a = [w for w in normalize_name(name).split(" ") if w]
+    b = [w for w in normalize_name(other).split(" ") if w]
+    if a:
+        a[-1] = singular(a[-1])
+    if b:
+        b[-1] = singular(b[-1])
+    lead = 0
+    while lead < min(len(a), len(b)) and a[lead] == b[lead]:
+        lead += 1
+    if lead == 0:
+        return None
+    a, b = a[lead:], b[lead:]
+    while a and b and a[-1] == b[-1]:
+        a, b = a[:-1], b[:-1]
+    if a and b and not _related(a, b):
+        return "related"
+    return None

@@ -94,6 +94,7 @@ def _tenant(w: World, tenant: int) -> Tenant:
         w.pages.save(page)
     saved = {p.slug: p.id for p in w.pages.get_many(kb.id, [p.slug for p in pages]).values()}
     w.extractions.put(kb.id, doc.id, doc.content_hash, "offline", EXTRACTION)
+    w.extractions.put_merge_decisions(kb.id, "merge_v1:m", {("alfa", "s"): "alpha" if tenant == 1 else None})
     op = w.ops.enqueue(
         tenant_id=tenant,
         task_type=INGEST,
@@ -180,6 +181,16 @@ READS = {
         {p.tenant_id for p in w.pages.get_many(_one(w).kb.id, ["alpha", "beta"]).values()} == {1}
     ),
     "pages.lite_by_slugs": lambda w: len(w.pages.lite_by_slugs(_one(w).kb.id, ["alpha", "beta"])) == 2,
+    "pages.summaries": lambda w: (
+        w.pages.summaries(_one(w).kb.id, ["doc-alpha", "alpha"])
+        == {
+            "doc-alpha": "T1",
+            "alpha": "",
+        }
+    ),
+    "extractions.merge_decisions": lambda w: (
+        w.extractions.merge_decisions(_one(w).kb.id, "merge_v1:m", [("alfa", "s")]) == {("alfa", "s"): "alpha"}
+    ),
     "pages.existing_slugs": lambda w: w.pages.existing_slugs(_one(w).kb.id, ["alpha", "gamma"]) == {"alpha"},
     "pages.similar_titles": lambda w: [p.slug for p in w.pages.similar_titles(_one(w).kb.id, "Alpha")] == ["alpha"],
     "pages.similar_titles_many": lambda w: (

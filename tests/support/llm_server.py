@@ -148,9 +148,15 @@ def realistic_content(request: dict) -> dict:
     return {"summary": sentences[0], "body": body, "items": items}
 
 
+def is_merge_request(request: dict) -> bool:
+    """Whether ``request`` is a merge call (``wiki.extract.llm.merges``), not an extraction."""
+    return "You keep a wiki free of duplicate pages" in request["messages"][0]["content"]
+
+
 def realistic(request: dict) -> dict:
-    """``realistic_content`` as a completion in the request's mode (fenced when no response_format)."""
-    content = json.dumps(realistic_content(request))
+    """``realistic_content`` as a completion in the request's mode (fenced when no response_format);
+    a merge call is answered "every item new" (``{"decisions": []}``)."""
+    content = json.dumps({"decisions": []} if is_merge_request(request) else realistic_content(request))
     if mode_of(request) == "fenced":
         content = f"Here is the extraction.\n```json\n{content}\n```\n"
     prompt = sum(len(m["content"]) for m in request["messages"]) // 4

@@ -69,13 +69,28 @@ STRING_BOUNDS = {
 LIST_BOUNDS = {"items": 4, "aliases": 2, "evidence": 2}
 
 
-@lru_cache(maxsize=2)
-def answer_schema(bounded: bool = False) -> dict[str, Any]:
-    """``MapAnswer``'s JSON schema in the shape OpenAI's strict structured outputs accept: every
-    property required (nullable ones as ``anyOf`` with null), ``additionalProperties: false``.
-    ``bounded`` adds ``maxLength`` to every string and ``maxItems`` to every list
-    (``STRING_BOUNDS``, ``LIST_BOUNDS``): a grammar-constrained small model then cannot loop."""
-    schema = MapAnswer.model_json_schema()
+class MergeChoiceOut(_Strict):
+    """One merge decision: ``item`` is the item's handle (``i2``), ``merge_into`` the handle of one
+    of its own candidate pages (``p5``) or null for a new page."""
+
+    item: str
+    merge_into: str | None
+
+
+class MergeAnswer(_Strict):
+    """The whole answer of a merge call."""
+
+    decisions: list[MergeChoiceOut]
+
+
+class MergeEnvelope(_Strict):
+    """``MergeAnswer`` with its decisions unchecked (each is validated alone)."""
+
+    decisions: list[Any]
+
+
+def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
+    schema = model.model_json_schema()
 
     def fix(node: Any) -> None:
         if isinstance(node, dict):
@@ -92,6 +107,27 @@ def answer_schema(bounded: bool = False) -> dict[str, Any]:
                 fix(value)
 
     fix(schema)
+    return schema
+
+
+@lru_cache(maxsize=1)
+def merge_schema() -> dict[str, Any]:
+    """``MergeAnswer``'s JSON schema in the strict shape (as :func:`answer_schema`)."""
+    return _strict_schema(MergeAnswer)
+
+
+def merge_schema_text() -> str:
+    """The merge schema as compact JSON, for the prompt of the modes without structured output."""
+    return json.dumps(merge_schema(), separators=(",", ":"))
+
+
+@lru_cache(maxsize=2)
+def answer_schema(bounded: bool = False) -> dict[str, Any]:
+    """``MapAnswer``'s JSON schema in the shape OpenAI's strict structured outputs accept: every
+    property required (nullable ones as ``anyOf`` with null), ``additionalProperties: false``.
+    ``bounded`` adds ``maxLength`` to every string and ``maxItems`` to every list
+    (``STRING_BOUNDS``, ``LIST_BOUNDS``): a grammar-constrained small model then cannot loop."""
+    schema = _strict_schema(MapAnswer)
     if bounded:
         _bound(schema)
     return schema

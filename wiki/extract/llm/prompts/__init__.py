@@ -5,10 +5,12 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from wiki.extract.llm.schema import schema_text
+from wiki.extract.llm.schema import merge_schema_text, schema_text
 
 #: The map prompt's version: part of the extraction cache key (``LLMExtractor.name``).
 PROMPT_VERSION = "map_v1"
+#: The merge prompt's version: part of the merge-decision cache key (``merges.cache_name``).
+MERGE_PROMPT_VERSION = "merge_v1"
 _DIR = Path(__file__).parent
 _SPLIT = "=== user ==="
 
@@ -39,6 +41,25 @@ def map_messages(
     safe_title = " ".join(title.split()).replace('"', "'")
     head, tail = user.split("{{document}}", 1)
     user = head.replace("{{pages}}", listing).replace("{{title}}", safe_title) + document + tail
+    return [
+        {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
+        {"role": "user", "content": user},
+    ]
+
+
+def merge_messages(title: str, listing: str, *, with_schema: bool, fenced: bool) -> list[dict[str, str]]:
+    """The chat messages of one merge call: ``listing`` is the items and their candidates as
+    ``wiki.extract.llm.merges.listing`` writes them; ``with_schema`` and ``fenced`` as for
+    :func:`map_messages`."""
+    system, user = _load(MERGE_PROMPT_VERSION)
+    instruction = ""
+    if with_schema:
+        instruction = "\nThe JSON object follows this JSON schema:\n" + merge_schema_text()
+    if fenced:
+        instruction += "\nWrite the JSON object inside one ```json fenced block."
+    safe_title = " ".join(title.split()).replace('"', "'")
+    head, tail = user.split("{{items}}", 1)
+    user = head.replace("{{title}}", safe_title) + listing + tail
     return [
         {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
         {"role": "user", "content": user},
