@@ -111,19 +111,23 @@ def extract(
     added to ``llm_usage`` when given (one upsert)."""
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
+    stats = None
     try:
         extraction, name, stats = extractor.extract_named(
             doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages)
         )
+        if extractions is not None:
+            # the merge call's tokens are added to the document's ``stats``: usage and budget see them
+            extraction = model_merges(
+                extractor, kb_id, doc, extraction, pages=pages, extractions=extractions, spent=stats
+            )
     except LLMError as exc:
-        stats = getattr(exc, "stats", None)
+        stats = stats or getattr(exc, "stats", None)
         if llm_usage is not None and stats is not None and stats.calls:
             _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="failed")
         raise
     if llm_usage is not None:
         _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="mapped")
-    if extractions is not None:
-        extraction = model_merges(extractor, kb_id, doc, extraction, pages=pages, extractions=extractions)
     if llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name

@@ -29,7 +29,7 @@ from wiki.dedup import merge_refused, name_key
 from wiki.models import Document, ExtractedItem, Extraction, PageLite
 
 if TYPE_CHECKING:
-    from wiki.extract.llm.extractor import LLMExtractor
+    from wiki.extract.llm.extractor import LLMExtractor, RunStats
 
 log = structlog.get_logger(__name__)
 
@@ -91,9 +91,11 @@ def model_merges(
     *,
     pages: WikiPageRepository,
     extractions: ExtractionRepository,
+    spent: RunStats | None = None,
 ) -> Extraction:
     """``extraction`` with the merges the model decided applied (see the module); unchanged when no
-    item has a candidate. Costs at most one model call, none when every decision is cached.
+    item has a candidate. Costs at most one model call, none when every decision is cached; its
+    calls and tokens are added to ``spent`` (the document's extraction stats) when given.
 
     Raises what ``decide_merges`` raises (``LLMConfigError``, ``LLMUnavailable``): map treats them
     as it treats the extraction's own. An invalid answer decides "new" for every item, uncached.
@@ -134,6 +136,10 @@ def model_merges(
     stats = MergeStats()
     if ask:
         chosen, stats = decide_merges(extractor.client, doc.title, ask, deadline_for(extractor.config))
+        if spent is not None:
+            spent.calls += stats.calls
+            spent.prompt_tokens += stats.prompt_tokens
+            spent.completion_tokens += stats.completion_tokens
         if not stats.invalid:
             answers = {wanted[id(q)]: slug for q, slug in zip(ask, chosen, strict=True)}
             extractions.put_merge_decisions(kb_id, decider, answers)

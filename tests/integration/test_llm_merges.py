@@ -215,6 +215,9 @@ def test_the_model_merges_near_names_only_among_each_items_own_candidates_behind
     assert len(model.merges) == 1
     pages = items_by_title(deps, kb)
     assert "Postgres" not in pages and len(pages["PostgreSQL"].source_refs) == 3
+    # The merge call is counted with its document's extraction: usage (and a budget) sees it.
+    [usage] = deps.llm_usage.for_kb(kb.id)
+    assert usage.calls == model.server.calls and usage.extractions == 3
 
 
 def test_an_invalid_merge_answer_keeps_every_item_new_and_caches_nothing(deps, model):
