@@ -316,8 +316,8 @@ def test_a_concept_lead_defines_the_general_term() -> None:
     assert rank("sound file", "A sound file consists of a header followed by the samples.") == 2
     assert rank("subpanel", "Subpanels are the frames added with the attach method.") == 2
     assert rank("parallax", "Parallax is the apparent shift of a near star against far ones.") == 3
-    # a demonstrative pointing at another sentence's noun
-    assert rank("state number", "The state number is the index into this list.") == 2
+    # a demonstrative pointing at another sentence's noun: no lead on its own
+    assert rank("state number", "The state number is the index into this list.") == 0
     assert rank("subpanel", "Subpanels are frames added dynamically using the attach method.") <= 2
     assert rank("subpanel", "Subpanels are frames created by attach().") <= 2
     assert rank("photon", "Photons are particles emitted by excited atoms.") == 3
@@ -547,3 +547,17 @@ def test_a_heading_sentence_naming_its_subject_is_judged_like_any_lead() -> None
     # outside a module's reference the kind of a code name is unknown: no "is a function"
     assert budget is not None and "function" not in budget.description
     assert _lead_rank(["path_parentat"], False, "path_parentat() is clearly the simplest of the three walks.") == 0
+
+
+def test_contrasts_questions_dangling_objects_and_one_off_phrases_make_no_lead_or_concept() -> None:
+    from wiki.extract.cjk import definition_rank
+    from wiki.extract.offline import _concept_name
+
+    assert _lead_rank(["SIOV"], False, "SIOV, in contrast, creates virtual devices from one physical function.") == 0
+    assert _lead_rank(["VIDIOC_FOO"], False, "VIDIOC_FOO returns this on an empty capture queue in blocking mode.") == 0
+    assert _lead_rank(["frob"], True, "Is a frob the same thing as a widget of the kernel?") == 0
+    assert definition_rank("子系统", "子系统是否使用patchwork实例？") == 0  # a checklist's question
+    assert definition_rank("管理风格", "管理风格是非常个人化的东西。") == 0  # how personal, not what it is
+    assert definition_rank("内核镜像", "内核镜像是EFI镜像。") == 2
+    assert _concept_name("previous data", "the previous data and the previous data again") is None
+    assert _concept_name("page cache", "the page cache holds pages; the page cache is shared") == "page cache"

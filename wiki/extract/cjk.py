@@ -188,7 +188,8 @@ def definition_rank(name: str, sentence: str) -> int:
     if not text.startswith(name):
         return 0
     rest = text[len(name) :]
-    if _ZH_DEFINES.match(rest) and not re.match(r"^是通过|^是在|^是由于|^是因为", rest):
+    # "是通过…" (is done by), "是在…" (is in), "是非常…" (is very ...): how, where or how much, no definition
+    if _ZH_DEFINES.match(rest) and not re.match(r"^是(?:通过|在|由于|因为|非常|很|十分|相当|比较|最|否)", rest):
         return 2
     if _JA_DEFINES.match(rest) or (_JA_TOPIC.match(rest) and _JA_DEFINITION_END.search(text)):
         return 2

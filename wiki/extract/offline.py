@@ -1101,6 +1101,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
     the current opcode"), says nothing of what X is: rank 1 at most. So does a "what it does"
     sentence carrying a caveat ("A Parser instance contains state ... and should not be used
     concurrently"): a warning about X, not its definition."""
+    if text.rstrip().endswith(("?", "\uff1f")):
+        return 0  # "Does the subsystem use a patchwork instance?": a checklist's question
     rank = _subject_rank(needles, concept, text)
     if rank >= 2:
         start = _ARTICLE.match(text).end()
@@ -1118,8 +1120,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
         return 0  # "... as described in the next section": what X is, another part of the document says
     if rank >= 1 and _POINTS_BACK.search(text):
         return rank - 1  # "... the most popular way to do it": "it" is another sentence's
-    if rank == 1 and _DEMONSTRATIVE.search(text):
-        return 0  # "iomap adds more to this mix.": which mix, another sentence says
+    if rank <= 2 and _DEMONSTRATIVE.search(text):
+        return 0  # "iomap adds more to this mix.", "X returns this on ...": another sentence says what
     return rank
 
 
@@ -1208,8 +1210,8 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         kind = None if concept else _KIND_NOUN.match(after)
         if kind:
             after = after[kind.end() :]  # "The DSA framework is not involved ...": as "DSA is not ..."
-        if _COMPARES.match(after):
-            continue  # "Enhanced IBRS is more efficient than retpoline": how X compares, not what X is
+        if _COMPARES.match(after) or _CONTRAST.match(after):
+            continue  # "Enhanced IBRS is more efficient than retpoline", "SIOV, in contrast, ...": X beside Y
         if _REQUIREMENT.match(after):
             continue  # "GITS_CREADR must be restored before ...": a rule about X, not what X is
         if not needle.endswith("s") and _BASE_VERB.match(after):
@@ -1308,8 +1310,16 @@ _JUST_ADJECTIVE = re.compile(
     r"also|really|extremely|relatively)\s+)*[a-z-]+(?:\s+(?:to|for|with|in)\s+\w+)?\s*[.!]?$"
 )
 #: A demonstrative noun phrase ("this mix", "these cases"): the sentence leans on another one.
-_DEMONSTRATIVE = re.compile(r"\b(?:this|these|those|such)\s+[a-z]")
+_DEMONSTRATIVE = re.compile(
+    r"\b(?:this|these|those|such)\s+[a-z]|\b(?:this|that)\s+(?:on|in|for|when|if|to|with|by|as|from)\b"
+)
 
+#: "X, in contrast, ...", "X, however, ...": the sentence reads only beside the one before it.
+_CONTRAST = re.compile(
+    r"^\s*,\s*(?:in\s+contrast|by\s+contrast|however|instead|on\s+the\s+other\s+hand|too|also|likewise"
+    r"|similarly|though|then|in\s+turn)\b",
+    re.IGNORECASE,
+)
 #: A kind noun after an entity's name ("the DSA framework", "the SMB3 protocol"): the sentence is
 #: about the named thing, read on after the noun.
 _KIND_NOUN = re.compile(rf"\s+(?:{_NOUNS})\b(?!\s*,)", re.IGNORECASE)
@@ -1464,6 +1474,15 @@ def _parameter(word: str, prose_low: str) -> bool:
     )
 
 
+#: Adjectives that point at one occurrence, not at a kind of thing: a phrase opening with one
+#: ("previous data", "current setting", "given value") names nothing outside its sentence.
+_DEICTIC = frozenset(
+    "previous next current new old other same following above below given certain various different "
+    "specific particular several many further additional whole entire actual respective corresponding "
+    "appropriate relevant proper former latter last".split()
+)
+
+
 def _concept_name(phrase: str, prose_low: str) -> str | None:
     """The concept a yake keyphrase names, or None when the phrase is not a noun phrase.
 
@@ -1485,6 +1504,8 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
         return None
     if any(is_stopword(w) for w in words):
         return None
+    if words[0].lower() in _DEICTIC:
+        return None  # "previous data", "current setting": which one, the sentence around it says
     words = [w if (w.isupper() and not _emphasis(w)) or _ACRONYM_PLURAL.match(w) else w.lower() for w in words]
     last = words[-1]
     tail = last.rsplit("-", 1)[-1]
