@@ -20,6 +20,7 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from wiki.errors import LLMConfigError
 from wiki.extract import Extractor
+from wiki.extract.llm.ratelimit import sharing
 from wiki.models import Document, Extraction, PageLite
 from wiki.settings import Settings
 
@@ -79,7 +80,9 @@ def extract(
     names (one ``title_matches`` probe); its success clears the KB's configuration error."""
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
-    extraction, name, _ = extractor.extract_named(doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages))
+    named = _named_pages(kb_id, doc.content, pages=pages)
+    with sharing(kb_id):  # the KB's fair share of the model's shared rate limit
+        extraction, name, _ = extractor.extract_named(doc.title, doc.content, named)
     if llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name

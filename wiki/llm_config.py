@@ -37,6 +37,9 @@ class LLMOverride(BaseModel):
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
     document_budget_s: float | None = Field(default=None, gt=0, le=3600)
     bounded_schema: bool | None = None
+    max_concurrency: int | None = Field(default=None, ge=0, le=4096)
+    rpm: int | None = Field(default=None, ge=0)
+    tpm: int | None = Field(default=None, ge=0)
 
 
 class LLMConfig(BaseModel):
@@ -61,6 +64,10 @@ class LLMConfig(BaseModel):
       for small local models behind a grammar (llama.cpp's server): without bounds they repeat a
       phrase until ``max_tokens`` (measured with SmolLM2-135M: 0 of 20 documents without, see
       docs/decisions.md).
+    - ``max_concurrency`` / ``rpm`` / ``tpm``: the model's limit shared by every worker process
+      (``repos.rate_limit``): requests in flight, requests a minute, tokens a minute; 0 is
+      unlimited. The endpoint and model name the limit, so KBs on the same model share it (the
+      last caller's numbers apply). Not part of ``fingerprint``: they decide pace, not success.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -82,6 +89,11 @@ class LLMConfig(BaseModel):
     retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600)
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)
     bounded_schema: bool = False
+    # 16 in flight: two worker processes' map threads (2 x 6) fit with room; a provider that
+    # allows fewer answers 429 and the shared limit halves (see docs/decisions.md).
+    max_concurrency: int = Field(default=16, ge=0, le=4096)
+    rpm: int = Field(default=0, ge=0)
+    tpm: int = Field(default=0, ge=0)
 
     def with_override(self, override: LLMOverride | None) -> LLMConfig:
         """This config with the override's set fields replacing its own."""
@@ -94,9 +106,13 @@ class LLMConfig(BaseModel):
         """16 hex digits that change whenever a field that decides whether calls can succeed
         changes (endpoint, model, key, request fields); a KB paused on a configuration error
         resumes when its fingerprint changes. The key enters only hashed."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude=_PACE_FIELDS)
         data["api_key"] = hashlib.sha256((self.api_key or "").encode()).hexdigest()
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+#: Fields that set how fast calls go, not whether they can succeed (kept out of ``fingerprint``).
+_PACE_FIELDS = {"max_concurrency", "rpm", "tpm"}
 
 
 def config_from_settings(settings: Any) -> LLMConfig:
@@ -118,6 +134,9 @@ def config_from_settings(settings: Any) -> LLMConfig:
             "retry_max_wait_s",
             "max_invalid_share",
             "bounded_schema",
+            "max_concurrency",
+            "rpm",
+            "tpm",
         )
     }
     if settings.llm_thinking_off is not None:
