@@ -6,7 +6,8 @@ Per model (endpoint + model name) a Lua script (``repos/lua/rate_limit.lua``) ke
 - **leases**: one per request in flight, with an expiry renewed every ``LEASE_S``/3 by a thread
   of the holding process, so a killed worker's slots come back within ``LEASE_S``;
 - **a concurrency window**: ``max_concurrency``, or less after a 429 (AIMD: a 429 halves the
-  window, to half the requests then in flight when unlimited, at most once per ``CUT_HOLD_S``;
+  window, to half the requests then in flight when unlimited, once per wave: a 429 to a request
+  granted before the last cut is not counted again;
   every ``RECOVER_S`` without one adds a tenth of the configured cap back);
 - **token buckets** of ``rpm`` requests and ``tpm`` tokens a minute (``BURST_S`` seconds of each
   at most saved up), both scaled down by the same 429 factor (halved per cut, +0.1 per
@@ -47,8 +48,6 @@ WAITER_S = 1.0
 POLL_S = 0.25
 #: Quiet time after a 429 (or a step) before the window and rates grow one step.
 RECOVER_S = 5.0
-#: One 429 cut per this long: the calls in flight when the endpoint refused are one signal.
-CUT_HOLD_S = 2.0
 #: Seconds of rpm/tpm a bucket saves up: bursts stay small, the minute's budget is spread.
 BURST_S = 2.0
 #: Waits are summed and logged once per this long (``llm.rate_waits``), not per call.
@@ -58,9 +57,11 @@ _SCRIPT = resources.files("repos").joinpath("lua/rate_limit.lua").read_text()
 
 
 class _Lease:
-    def __init__(self, limiter: RedisRateLimiter, key: str, share: str, token: str, limits: ModelLimits, tokens: int):
+    def __init__(
+        self, limiter: RedisRateLimiter, key: str, share: str, token: str, limits: ModelLimits, tokens: int, at: int
+    ) -> None:
         self.limiter, self.key, self.share, self.token = limiter, key, share, token
-        self.limits, self.tokens = limits, tokens
+        self.limits, self.tokens, self.granted_ms = limits, tokens, at
         self.member = f"{share}\n{token}"
 
     def release(self, used_tokens: int | None, throttled: bool = False) -> None:
@@ -106,7 +107,7 @@ class RedisRateLimiter:
         waited_for = ""
         while True:
             try:
-                granted, wait_ms, reason_b, _, _ = self.script(
+                granted, wait_ms, reason_b, _, _, server_ms = self.script(
                     keys=keys,
                     args=[
                         "acquire",
@@ -131,7 +132,7 @@ class RedisRateLimiter:
             now = time.monotonic()
             if granted:
                 self._note_wait(key, waited_for, now - started)
-                lease = _Lease(self, key, share, token, limits, tokens)
+                lease = _Lease(self, key, share, token, limits, tokens, int(server_ms))
                 self._hold(lease)
                 return lease
             waited_for = reason
@@ -178,7 +179,7 @@ class RedisRateLimiter:
                     int(ACTIVE_S * 1000),
                     int(RECOVER_S * 1000),
                     int(WAITER_S * 1000),
-                    int(CUT_HOLD_S * 1000),
+                    lease.granted_ms,
                     BURST_S,
                 ],
             )

@@ -157,7 +157,7 @@ if op == 'acquire' then
   end
   touch_all()
   if reason then
-    return {0, wait, reason, tostring(eff), n}
+    return {0, wait, reason, tostring(eff), n, now}
   end
   if rpm > 0 then redis.call('HSET', K_STATE, 'rpm', rlevel - 1, 'rpm_t', now) end
   if tpm > 0 then redis.call('HSET', K_STATE, 'tpm', tlevel - need, 'tpm_t', now) end
@@ -167,15 +167,15 @@ if op == 'acquire' then
   redis.call('HSET', K_SERVED, kb, now)
   held[kb] = (held[kb] or 0) + 1
   if total + 1 < eff then wake(next_waiter(held, share, waiter_ms)) end
-  return {1, 0, 'ok', tostring(eff), n}
+  return {1, 0, 'ok', tostring(eff), n, now}
 elseif op == 'release' then
   -- ARGV: 3 kb, 4 token, 5 cap, 6 tpm, 7 tokens reserved, 8 tokens used (-1: unknown),
-  -- 9 throttled (0/1), 10 active ms, 11 recover ms, 12 waiter ms, 13 cut hold ms, 14 burst s
+  -- 9 throttled (0/1), 10 active ms, 11 recover ms, 12 waiter ms, 13 lease's grant ms, 14 burst s
   local kb, token = ARGV[3], ARGV[4]
   local cap, tpm, need, used = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
   local throttled = ARGV[9] == '1'
   local active_ms, recover_ms, waiter_ms = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
-  local cut_hold_ms, burst_s = tonumber(ARGV[13]), tonumber(ARGV[14])
+  local granted_ms, burst_s = tonumber(ARGV[13]), tonumber(ARGV[14])
   redis.call('ZREM', K_LEASES, kb .. '\n' .. token)
   local held, total = holdings()
   local eff, share, rfac = limits(cap, held, nil, recover_ms, active_ms)
@@ -185,9 +185,9 @@ elseif op == 'release' then
     redis.call('HSET', K_STATE, 'tpm', math.min(capacity, level + need - used), 'tpm_t', now)
   end
   local cut = 0
-  if throttled and now - num(redis.call('HGET', K_STATE, 'tcut'), 0) >= cut_hold_ms then
-    -- Multiplicative decrease, once per cut_hold_ms: the calls in flight when the endpoint
-    -- refused were one wave, not a signal each.
+  if throttled and granted_ms > num(redis.call('HGET', K_STATE, 'tcut'), 0) then
+    -- Multiplicative decrease, once per wave (TCP's once per round trip): a 429 to a request
+    -- sent before the last cut says nothing the cut did not already hear.
     local inflight = total + 1
     local win = math.max(1, math.floor(math.min(eff, inflight) / 2))
     local wbase = cap > 0 and cap or math.max(inflight, num(redis.call('HGET', K_STATE, 'wbase'), 0))
