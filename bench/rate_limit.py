@@ -105,7 +105,8 @@ def main() -> None:
     ideal = answered * args.latency / width if width else args.latency
     span = server.times[-1] - server.times[0] + args.latency
     print(
-        f"calls {answered} wall {wall:.2f} s (first to last request {span:.2f} s) ideal {ideal:.2f} s ratio {span / ideal:.2f} "
+        f"calls {answered} wall {wall:.2f} s (first to last request {span:.2f} s) "
+        f"ideal {ideal:.2f} s ratio {span / ideal:.2f} "
         f"max in flight {server.max_in_flight} 429s {len(refused)} exit codes {[p.exitcode for p in procs]}"
     )
 

@@ -240,3 +240,44 @@ def test_a_small_kb_gets_its_share_while_a_large_one_floods(redis_client, redis_
     assert len(small) == 5
     assert len(big_meanwhile) <= 2 * len(small) + 2, (len(big_meanwhile), len(small))
     assert server.max_in_flight <= 2
+
+
+class _Recording:
+    """A limiter that grants at once and records every acquire and release, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def acquire(self, key: str, share: str, limits: ModelLimits, tokens: int, deadline: float):
+        self.events.append(("acquire", share, tokens))
+        recording = self
+
+        class _Lease:
+            def release(self, used_tokens: int | None, throttled: bool = False) -> None:
+                recording.events.append(("release", used_tokens, throttled))
+
+        return _Lease()
+
+
+def test_every_try_takes_and_gives_back_a_lease_with_its_usage():
+    """Two 429s then an answer: three leases, each released after its own request; the 429s say
+    so, the answer gives its real usage (10 + 5), the reservation was chars / 4 + max_tokens."""
+    limiter = _Recording()
+    with ScriptedLLM() as server:
+        server.push(
+            error(429, "slow down", {"retry-after-ms": "10"}),
+            error(429, "slow down", {"retry-after-ms": "10"}),
+            answer("{}", usage=(10, 5)),
+        )
+        client = ChatClient(LLMConfig(base_url=server.url, model="scripted", api_key="k", max_tokens=64), limiter)
+        _call(client, "kb1")
+    reserved = len("kb=kb1") // 4 + 64
+    assert limiter.events == [
+        ("acquire", "kb1", reserved),
+        ("release", len("kb=kb1") // 4, True),
+        ("acquire", "kb1", reserved),
+        ("release", len("kb=kb1") // 4, True),
+        ("acquire", "kb1", reserved),
+        ("release", 15, False),
+    ]
+    assert server.calls == 3
