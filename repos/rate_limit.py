@@ -105,60 +105,85 @@ class RedisRateLimiter:
         wake = self._wake_prefix(key) + token
         started = time.monotonic()
         waited_for = ""
-        while True:
-            try:
-                granted, wait_ms, reason_b, _, _, server_ms = self.script(
-                    keys=keys,
-                    args=[
-                        "acquire",
-                        self._wake_prefix(key),
-                        share,
-                        token,
-                        limits.max_concurrency,
-                        limits.rpm,
-                        limits.tpm,
-                        tokens,
-                        int(LEASE_S * 1000),
-                        int(ACTIVE_S * 1000),
-                        int(RECOVER_S * 1000),
-                        int(WAITER_S * 1000),
-                        BURST_S,
-                    ],
-                )
-            except redis.RedisError as exc:
-                self._unavailable(exc)
-                return _Free()
-            reason = reason_b.decode() if isinstance(reason_b, bytes) else str(reason_b)
-            now = time.monotonic()
-            if granted:
-                self._note_wait(key, waited_for, now - started)
-                lease = _Lease(self, key, share, token, limits, tokens, int(server_ms))
-                self._hold(lease)
-                return lease
-            waited_for = reason
-            left = deadline - now
-            if left <= 0:
-                log.warning(
-                    "llm.rate_wait_timeout",
-                    model_key=key,
-                    knowledge_base_id=share or None,
-                    waited_s=round(now - started, 2),
-                    reason=reason,
-                )
-                raise LLMUnavailable(
-                    f"waited {now - started:.0f} s for the model's shared rate limit ({reason}); the document's"
-                    " time budget is spent"
-                )
-            pause = min(POLL_S, left, wait_ms / 1000 if wait_ms else POLL_S)
-            try:
-                if reason == "rate":  # the bucket refills on time, no release will wake us
-                    time.sleep(max(pause, 0))
-                else:
-                    self.client.blpop([wake], timeout=max(pause, 0.01))
-            except redis.RedisError as exc:
-                self._unavailable(exc)
-                return _Free()
-            self._note_wait(key, reason, 0.0, count=False)
+        granted = False
+        try:
+            while True:
+                try:
+                    granted, wait_ms, reason_b, _, _, server_ms = self.script(
+                        keys=keys,
+                        args=[
+                            "acquire",
+                            self._wake_prefix(key),
+                            share,
+                            token,
+                            limits.max_concurrency,
+                            limits.rpm,
+                            limits.tpm,
+                            tokens,
+                            int(LEASE_S * 1000),
+                            int(ACTIVE_S * 1000),
+                            int(RECOVER_S * 1000),
+                            int(WAITER_S * 1000),
+                            BURST_S,
+                        ],
+                    )
+                except redis.RedisError as exc:
+                    self._unavailable(exc)
+                    granted = True  # nothing to leave
+                    return _Free()
+                reason = reason_b.decode() if isinstance(reason_b, bytes) else str(reason_b)
+                now = time.monotonic()
+                if granted:
+                    self._note_wait(key, waited_for, now - started)
+                    lease = _Lease(self, key, share, token, limits, tokens, int(server_ms))
+                    self._hold(lease)
+                    return lease
+                waited_for = reason
+                left = deadline - now
+                if left <= 0:
+                    log.warning(
+                        "llm.rate_wait_timeout",
+                        model_key=key,
+                        knowledge_base_id=share or None,
+                        waited_s=round(now - started, 2),
+                        reason=reason,
+                    )
+                    raise LLMUnavailable(
+                        f"waited {now - started:.0f} s for the model's shared rate limit ({reason}); the"
+                        " document's time budget is spent"
+                    )
+                pause = min(POLL_S, left, wait_ms / 1000 if wait_ms else POLL_S)
+                try:
+                    if reason == "rate":  # the bucket refills on time, no release will wake us
+                        time.sleep(max(pause, 0))
+                    else:
+                        self.client.blpop([wake], timeout=max(pause, 0.01))
+                except redis.RedisError as exc:
+                    self._unavailable(exc)
+                    granted = True
+                    return _Free()
+                self._note_wait(key, reason, 0.0, count=False)
+        finally:
+            if not granted:  # gave up (deadline, or interrupted by a time limit): leave the queue
+                self._leave(key, share, token, limits)
+
+    def _leave(self, key: str, share: str, token: str, limits: ModelLimits) -> None:
+        try:
+            self.script(
+                keys=self._keys(key),
+                args=[
+                    "leave",
+                    self._wake_prefix(key),
+                    share,
+                    token,
+                    limits.max_concurrency,
+                    int(ACTIVE_S * 1000),
+                    int(RECOVER_S * 1000),
+                    int(WAITER_S * 1000),
+                ],
+            )
+        except redis.RedisError:
+            pass  # it drops out by itself after WAITER_S
 
     def _release(self, lease: _Lease, used_tokens: int | None, throttled: bool) -> None:
         with self._lock:

@@ -3,7 +3,7 @@
 -- KEYS: 1 state (hash: token buckets, AIMD window), 2 leases (zset member "kb\ntoken", score =
 -- expiry ms), 3 waiters (zset member "kb\ntoken", score = arrival ms), 4 seen (hash token -> last
 -- poll ms), 5 served (hash kb -> last grant ms), 6 active (zset kb -> last seen ms).
--- ARGV: 1 op (acquire | release | renew), 2 wake key prefix, then per op (see below).
+-- ARGV: 1 op (acquire | release | leave | renew), 2 wake key prefix, then per op (see below).
 -- Time is the Redis server's, so processes on other hosts agree. Every key expires when idle:
 -- a flushed or forgotten limiter starts over, which loses no work.
 
@@ -200,6 +200,17 @@ elseif op == 'release' then
   if total < eff then wake(next_waiter(held, share, waiter_ms)) end
   touch_all()
   return {cut, tostring(eff), tostring(math.max(rfac / 2, 1 / 64))}
+elseif op == 'leave' then
+  -- A waiter that gives up (its deadline passed): out of the queue at once, and the next in
+  -- line woken if a slot is free. ARGV: 3 kb, 4 token, 5 cap, 6 active ms, 7 recover ms, 8 waiter ms
+  local member = ARGV[3] .. '\n' .. ARGV[4]
+  local cap, active_ms, recover_ms, waiter_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+  redis.call('ZREM', K_WAITERS, member)
+  redis.call('HDEL', K_SEEN, ARGV[4])
+  local held, total = holdings()
+  local eff, share = limits(cap, held, nil, recover_ms, active_ms)
+  if total < eff then wake(next_waiter(held, share, waiter_ms)) end
+  return 1
 elseif op == 'renew' then
   -- ARGV: 3 lease ms, 4.. members still held by this process
   local lease_ms = tonumber(ARGV[3])
