@@ -38,8 +38,10 @@ def current_share() -> str:
 
 
 def model_key(base_url: str | None, model: str) -> str:
-    """16 hex digits naming one model at one endpoint: the unit a limit applies to."""
-    return hashlib.sha256(f"{base_url or ''}\n{model}".encode()).hexdigest()[:16]
+    """One model at one endpoint, the unit a limit applies to: ``<model>@<12 hex digits of the
+    endpoint and model>`` (the model's name cut to 60 characters, so logs name it)."""
+    digest = hashlib.sha256(f"{base_url or ''}\n{model}".encode()).hexdigest()[:12]
+    return f"{model[:60]}@{digest}"
 
 
 def estimate_tokens(prompt_chars: int, max_tokens: int) -> int:
