@@ -4,6 +4,7 @@ times, which KB sent each), so every cap is asserted where it matters."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import threading
 import time
@@ -16,7 +17,7 @@ import repos.rate_limit as rate_limit
 from repos.rate_limit import RedisRateLimiter
 from tests.conftest import REDIS_URL
 from tests.support.llm_server import ScriptedLLM, answer, error, stall
-from wiki.errors import LLMUnavailable
+from wiki.errors import LLMError, LLMUnavailable
 from wiki.extract.llm.client import ChatClient
 from wiki.extract.llm.ratelimit import ModelLimits, model_key, sharing
 from wiki.llm_config import LLMConfig
@@ -284,3 +285,17 @@ def test_every_try_takes_and_gives_back_a_lease_with_its_usage():
         ("release", 15, False),
     ]
     assert server.calls == 3
+
+
+def test_out_of_credit_said_with_a_429_slows_nobody_down():
+    """OpenAI answers 429 with code insufficient_quota when the account has no credit: waiting
+    cures nothing, so the release does not report a slowdown."""
+    limiter = _Recording()
+    no_credit = error(429, "You exceeded your current quota")
+    no_credit["json"]["error"]["code"] = "insufficient_quota"
+    with ScriptedLLM() as server:
+        server.push(no_credit, answer("{}", usage=(10, 5)))
+        client = ChatClient(LLMConfig(base_url=server.url, model="scripted", api_key="k", max_tokens=64), limiter)
+        with contextlib.suppress(LLMError):  # how a KB out of credit goes on is not this test's business
+            _call(client, "kb1")
+    assert limiter.events[1][0] == "release" and limiter.events[1][2] is False

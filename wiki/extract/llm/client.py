@@ -230,7 +230,8 @@ class ChatClient:
                 used = prompt_chars // 4 + len(completion.choices[0].message.content or "") // 4
             return completion
         except openai.APIStatusError as exc:
-            throttled = exc.status_code == 429
+            # OpenAI says "out of credit" with a 429 too (code insufficient_quota): no pace cures that.
+            throttled = exc.status_code == 429 and getattr(exc, "code", None) != "insufficient_quota"
             used = prompt_chars // 4  # refused or failed: the answer's reservation was not spent
             raise
         finally:
