@@ -24,7 +24,9 @@ from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
+from repos.rate_limit import RedisRateLimiter
 from wiki.extract import Extractor, get_extractor
+from wiki.extract.llm.ratelimit import UNLIMITED
 from wiki.settings import Settings, get_settings
 
 
@@ -52,19 +54,24 @@ class Deps:
 
 
 def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor: Extractor | None = None) -> Deps:
-    """Wire every dependency from ``settings`` (the pool defaults to the process-wide one)."""
+    """Wire every dependency from ``settings`` (the pool defaults to the process-wide one). An LLM
+    extractor without a rate limiter of its own gets the Redis one shared by every process."""
     pool = pool or get_pool(settings)
+    client = redis.Redis.from_url(settings.redis_url)
+    extractor = extractor or get_extractor(settings)
+    if getattr(extractor, "client", None) is not None and extractor.client.limiter is UNLIMITED:
+        extractor.use_limiter(RedisRateLimiter(client, settings.key_prefix))
     return Deps(
         settings=settings,
         pool=pool,
-        redis=redis.Redis.from_url(settings.redis_url),
+        redis=client,
         kbs=KnowledgeBaseRepository(pool),
         docs=KnowledgeRepository(pool),
         ops=TaskPendingOpsRepository(pool),
         dead_letters=TaskDeadLetterRepository(pool),
         pages=WikiPageRepository(pool),
         extractions=ExtractionRepository(pool),
-        extractor=extractor or get_extractor(settings),
+        extractor=extractor,
         workers=WorkerRepository(pool),
         fences=LaneFenceRepository(pool),
         llm_errors=LLMConfigErrorRepository(pool),

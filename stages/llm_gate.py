@@ -24,6 +24,7 @@ from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages.llm_merges import model_merges
 from wiki.errors import LLMConfigError, LLMError
 from wiki.extract import Extractor
+from wiki.extract.llm.ratelimit import sharing
 from wiki.llm_config import estimated_usd
 from wiki.models import Document, Extraction, PageLite
 from wiki.settings import Settings
@@ -112,15 +113,15 @@ def extract(
     if not _is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
     stats = None
+    named = _named_pages(kb_id, doc.content, pages=pages)
     try:
-        extraction, name, stats = extractor.extract_named(
-            doc.title, doc.content, _named_pages(kb_id, doc.content, pages=pages)
-        )
-        if extractions is not None:
-            # the merge call's tokens are added to the document's ``stats``: usage and budget see them
-            extraction = model_merges(
-                extractor, kb_id, doc, extraction, pages=pages, extractions=extractions, spent=stats
-            )
+        with sharing(kb_id):  # the KB's fair share of the model's shared rate limit
+            extraction, name, stats = extractor.extract_named(doc.title, doc.content, named)
+            if extractions is not None:
+                # the merge call's tokens are added to the document's ``stats``: usage and budget see them
+                extraction = model_merges(
+                    extractor, kb_id, doc, extraction, pages=pages, extractions=extractions, spent=stats
+                )
     except LLMError as exc:
         stats = stats or getattr(exc, "stats", None)
         if llm_usage is not None and stats is not None and stats.calls:

@@ -40,6 +40,9 @@ class LLMOverride(BaseModel):
     token_budget: int | None = Field(default=None, ge=1)
     price_in_per_mtok: float | None = Field(default=None, ge=0)
     price_out_per_mtok: float | None = Field(default=None, ge=0)
+    max_concurrency: int | None = Field(default=None, ge=0, le=4096)
+    rpm: int | None = Field(default=None, ge=0)
+    tpm: int | None = Field(default=None, ge=0)
 
 
 class LLMConfig(BaseModel):
@@ -69,6 +72,10 @@ class LLMConfig(BaseModel):
       In the fingerprint, so raising it resumes a KB paused on it;
     - ``price_in_per_mtok`` / ``price_out_per_mtok``: the model's price per million prompt and
       completion tokens, for the estimated cost in the log and ``kbwiki status`` (0: unknown).
+    - ``max_concurrency`` / ``rpm`` / ``tpm``: the model's limit shared by every worker process
+      (``repos.rate_limit``): requests in flight, requests a minute, tokens a minute; 0 is
+      unlimited. The endpoint and model name the limit, so KBs on the same model share it (the
+      last caller's numbers apply). Not part of ``fingerprint``: they decide pace, not success.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -93,6 +100,11 @@ class LLMConfig(BaseModel):
     token_budget: int | None = Field(default=None, ge=1)
     price_in_per_mtok: float = Field(default=0.0, ge=0)
     price_out_per_mtok: float = Field(default=0.0, ge=0)
+    # 16 in flight: two worker processes' map threads (2 x 6) fit with room; a provider that
+    # allows fewer answers 429 and the shared limit halves (see docs/decisions.md).
+    max_concurrency: int = Field(default=16, ge=0, le=4096)
+    rpm: int = Field(default=0, ge=0)
+    tpm: int = Field(default=0, ge=0)
 
     def with_override(self, override: LLMOverride | None) -> LLMConfig:
         """This config with the override's set fields replacing its own."""
@@ -105,7 +117,7 @@ class LLMConfig(BaseModel):
         """16 hex digits that change whenever a field that decides whether calls can succeed
         changes (endpoint, model, key, request fields); a KB paused on a configuration error
         resumes when its fingerprint changes. The key enters only hashed."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude=_PACE_FIELDS)
         data["api_key"] = hashlib.sha256((self.api_key or "").encode()).hexdigest()
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -116,6 +128,10 @@ def estimated_usd(config: LLMConfig, prompt_tokens: int, completion_tokens: int)
     if not (config.price_in_per_mtok or config.price_out_per_mtok):
         return None
     return (prompt_tokens * config.price_in_per_mtok + completion_tokens * config.price_out_per_mtok) / 1_000_000
+
+
+#: Fields that set how fast calls go, not whether they can succeed (kept out of ``fingerprint``).
+_PACE_FIELDS = {"max_concurrency", "rpm", "tpm"}
 
 
 def config_from_settings(settings: Any) -> LLMConfig:
@@ -140,6 +156,9 @@ def config_from_settings(settings: Any) -> LLMConfig:
             "token_budget",
             "price_in_per_mtok",
             "price_out_per_mtok",
+            "max_concurrency",
+            "rpm",
+            "tpm",
         )
     }
     if settings.llm_thinking_off is not None:

@@ -110,6 +110,10 @@ class Settings(BaseSettings):
     llm_retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600, description="Longest wait between tries.")
     llm_max_invalid_share: float = Field(default=0.5, ge=0, le=1, description="Invalid items that fail an answer.")
     llm_bounded_schema: bool = Field(default=False, description="Bound strings and lists in the answer schema.")
+    # One limit per endpoint and model shared by every worker process (repos.rate_limit); 0 is unlimited.
+    llm_max_concurrency: int = Field(default=16, ge=0, le=4096, description="Model requests in flight, all processes.")
+    llm_rpm: int = Field(default=0, ge=0, description="Model requests a minute, all processes (0: unlimited).")
+    llm_tpm: int = Field(default=0, ge=0, description="Model tokens a minute, all processes (0: unlimited).")
     # A KB paused on a configuration error (401, 404, a 400 in every output mode) looks again this often.
     llm_pause_s: float = Field(default=60.0, ge=0.1, le=86_400, description="Recheck period of a paused KB.")
     # Cost: a KB's token budget (in + out; None: none) pauses its model work when spent; the prices

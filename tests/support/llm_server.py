@@ -4,7 +4,9 @@ Each ``POST .../chat/completions`` takes the next response of the script (``push
 script is empty, the ``responder`` (a function of the request's JSON) answers, else a 500 says the
 script ran out. Every request is recorded with its arrival time (``requests``, ``times``), so a test
 can assert what the client sent, how often, and how long it waited between tries; the request's
-``Authorization`` header is added to its JSON as ``_authorization``.
+``Authorization`` header is added to its JSON as ``_authorization``. ``in_flight`` counts the
+requests being answered and ``max_in_flight`` the most at once (a responder may read
+``server.in_flight``, which includes its own request, to refuse above a capacity).
 
 Responses are dicts made by ``answer``, ``error`` and ``stall``; ``realistic`` builds a valid
 answer from the document in the request (its own sentences as quotes), for end-to-end tests and
@@ -182,6 +184,8 @@ class ScriptedLLM:
         self.script: list[dict] = []
         self.requests: list[dict] = []
         self.times: list[float] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self.lock = threading.Lock()
         server = self
 
@@ -192,9 +196,16 @@ class ScriptedLLM:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 body["_authorization"] = self.headers.get("Authorization", "")  # for scripts that check keys
-                spec = server._next(body, self.path)
-                if spec.get("delay_s"):
-                    time.sleep(spec["delay_s"])
+                with server.lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    spec = server._next(body, self.path)
+                    if spec.get("delay_s"):
+                        time.sleep(spec["delay_s"])
+                finally:  # before the answer is sent: the client may send its next request at once
+                    with server.lock:
+                        server.in_flight -= 1
                 payload = json.dumps(spec.get("json", {})).encode()
                 try:
                     self.send_response(spec.get("status", 200))

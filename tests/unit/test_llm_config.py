@@ -115,3 +115,15 @@ def test_a_base_url_that_is_no_http_url_is_refused_where_it_is_set():
     with pytest.raises(pydantic.ValidationError):
         LLMOverride(base_url="ftp://example/v1")
     assert Settings(llm_base_url="http://127.0.0.1:8080/v1").llm_base_url.endswith("/v1")
+
+
+def test_the_shared_rate_limit_settings_reach_the_config_and_stay_out_of_its_fingerprint():
+    from wiki.llm_config import LLMConfig
+
+    config = config_from_settings(Settings(llm_max_concurrency=4, llm_rpm=500, llm_tpm=90_000))
+    assert (config.max_concurrency, config.rpm, config.tpm) == (4, 500, 90_000)
+    assert LLMConfig().max_concurrency == 16 and LLMConfig().rpm == 0 and LLMConfig().tpm == 0
+    slower = config.with_override(LLMOverride(rpm=10, max_concurrency=1))
+    assert (slower.max_concurrency, slower.rpm) == (1, 10)
+    assert slower.fingerprint() == config.fingerprint()  # pace changes do not resume a paused KB
+    assert config.with_override(LLMOverride(model="other")).fingerprint() != config.fingerprint()

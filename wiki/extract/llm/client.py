@@ -7,6 +7,10 @@ raises ``LLMUnavailable``. A 400 (or 413) is raised as ``ModeRejected`` (the out
 for an input too long for the context the section splitter, decides what it means); 401, 402, 403,
 404 and 422 raise ``LLMConfigError`` at once. An account out of credit (:func:`out_of_credit`)
 raises ``LLMOutOfCredit`` at once, whatever the status (OpenAI says it with a 429): no retry spent.
+
+Every HTTP request (each try) first takes a lease of the model's shared rate limit
+(``ratelimit.RateLimiter``, waiting up to the document's deadline) and gives it back with the
+tokens used and whether the answer was a 429.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from tenacity import (
 )
 
 from wiki.errors import LLMConfigError, LLMOutOfCredit, LLMUnavailable
+from wiki.extract.llm.ratelimit import UNLIMITED, ModelLimits, RateLimiter, current_share, estimate_tokens, model_key
 from wiki.llm_config import LLMConfig
 
 log = structlog.get_logger(__name__)
@@ -157,10 +162,14 @@ class _Wait:
 
 
 class ChatClient:
-    """Chat completions against one endpoint and model (``LLMConfig``); thread-safe."""
+    """Chat completions against one endpoint and model (``LLMConfig``); thread-safe. ``limiter``:
+    the model's rate limit shared by every process (``UNLIMITED``: none)."""
 
-    def __init__(self, config: LLMConfig) -> None:
+    def __init__(self, config: LLMConfig, limiter: RateLimiter | None = None) -> None:
         self.config = config
+        self.limiter = limiter or UNLIMITED
+        self.limit_key = model_key(config.base_url, config.model)
+        self.limits = ModelLimits(config.max_concurrency, config.rpm, config.tpm)
         self.sdk = openai.OpenAI(
             base_url=config.base_url,
             api_key=config.api_key or "none",
@@ -179,9 +188,11 @@ class ChatClient:
         """One completion in ``mode``, done by ``deadline`` (a ``time.monotonic()`` value: no request
         or retry wait goes past it). Raises ``ModeRejected`` on a 400 or 413, ``LLMConfigError`` on
         401, 402, 403, 404 and 422 (``LLMOutOfCredit`` when :func:`out_of_credit`, at any status),
-        ``LLMUnavailable`` once the transport retries or the time are spent."""
+        ``LLMUnavailable`` once the transport retries or the time are spent
+        (waiting for the shared rate limit included)."""
         c = self.config
         left = c.document_budget_s if deadline is None else deadline - time.monotonic()
+        end = time.monotonic() + left
         if left <= 0:
             raise LLMUnavailable(f"the document's time budget ({c.document_budget_s:.0f} s) is spent")
         kwargs: dict[str, Any] = {
@@ -208,7 +219,7 @@ class ChatClient:
             before_sleep=self._log_retry,
         )
         try:
-            completion = retrying(self.sdk.chat.completions.create, **kwargs)
+            completion = retrying(self._limited, end, **kwargs)
         except openai.BadRequestError as exc:
             _raise_if_out_of_credit(exc, c)
             raise ModeRejected(_message(exc), too_long=bool(_TOO_LONG.search(_message(exc)))) from exc
@@ -239,6 +250,34 @@ class ChatClient:
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
         )
+
+    def _limited(self, end: float, **kwargs: Any) -> Any:
+        """One request under a lease of the shared rate limit: the read timeout is what is left
+        of the time after the wait for the lease."""
+        c = self.config
+        prompt_chars = sum(len(m.get("content") or "") for m in kwargs["messages"])
+        reserved = estimate_tokens(prompt_chars, c.max_tokens)
+        lease = self.limiter.acquire(self.limit_key, current_share(), self.limits, reserved, end)
+        used: int | None = None
+        throttled = False
+        try:
+            left = max(end - time.monotonic(), 0.001)
+            kwargs["timeout"] = openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))
+            completion = self.sdk.chat.completions.create(**kwargs)
+            usage = getattr(completion, "usage", None)
+            total = (getattr(usage, "prompt_tokens", 0) or 0) + (getattr(usage, "completion_tokens", 0) or 0)
+            if total:
+                used = total
+            elif completion.choices:  # a server that does not count: the same rule as the estimate
+                used = prompt_chars // 4 + len(completion.choices[0].message.content or "") // 4
+            return completion
+        except openai.APIStatusError as exc:
+            # OpenAI says "out of credit" with a 429 too (code insufficient_quota): no pace cures that.
+            throttled = exc.status_code == 429 and not out_of_credit(exc)
+            used = prompt_chars // 4  # refused or failed: the answer's reservation was not spent
+            raise
+        finally:
+            lease.release(used, throttled)
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None

@@ -38,6 +38,7 @@ from wiki.errors import LLMConfigError, LLMError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
+from wiki.extract.llm.ratelimit import RateLimiter
 from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
 from wiki.llm_config import LLMConfig, LLMOverride
 from wiki.models import ExtractedItem, Extraction, PageLite
@@ -156,9 +157,9 @@ class LLMExtractor:
     mode never reuses another's results. Raises the ``LLMError`` subclasses of ``wiki.errors``.
     """
 
-    def __init__(self, config: LLMConfig) -> None:
+    def __init__(self, config: LLMConfig, limiter: RateLimiter | None = None) -> None:
         self.config = config
-        self.client = ChatClient(config)
+        self.client = ChatClient(config, limiter)
         self._variants: dict[str, LLMExtractor] = {}
         self._lock = threading.Lock()
 
@@ -188,11 +189,19 @@ class LLMExtractor:
         config = self.config.with_override(override)
         if config == self.config:
             return self
-        key = config.fingerprint()
+        key = config.model_dump_json()  # not fingerprint: that leaves out the rate limits
         with self._lock:
             if key not in self._variants:
-                self._variants[key] = LLMExtractor(config)
+                self._variants[key] = LLMExtractor(config, self.client.limiter)
             return self._variants[key]
+
+    def use_limiter(self, limiter: RateLimiter) -> None:
+        """Take every request of this extractor and its per-KB variants through ``limiter`` (the
+        shared rate limit, wired by ``actors.deps``)."""
+        with self._lock:
+            self.client.limiter = limiter
+            for variant in self._variants.values():
+                variant.client.limiter = limiter
 
     def extract(self, title: str, text: str) -> Extraction:
         """``Extractor.extract``: see :meth:`extract_named` (no existing pages offered)."""
