@@ -561,3 +561,11 @@ def test_contrasts_questions_dangling_objects_and_one_off_phrases_make_no_lead_o
     assert definition_rank("内核镜像", "内核镜像是EFI镜像。") == 2
     assert _concept_name("previous data", "the previous data and the previous data again") is None
     assert _concept_name("page cache", "the page cache holds pages; the page cache is shared") == "page cache"
+
+
+def test_cjk_words_that_point_into_the_text_and_shi_de_qualities_are_no_page_or_lead() -> None:
+    from wiki.extract.cjk import definition_rank, names
+
+    assert "以下" not in [n for n, *_ in names(["以下は問題を避けるためにできると良いことのリストです。"], True)]
+    assert definition_rank("代码风格", "代码风格是因人而异的，而且我不愿意把观点强加给任何人。") == 0
+    assert definition_rank("PCI Express端口", "PCI Express端口是一个具有多个不同服务的PCI-PCI桥设备。") == 2

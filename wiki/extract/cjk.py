@@ -142,6 +142,14 @@ def _ja_runs(sentence: str) -> list[tuple[str, bool, int]]:
     return runs
 
 
+#: Words that point at a place in the text, not at a thing ("以下" the following, "上述" the
+#: above, "本文" this document): the segmenters tag them as nouns, but no page can be about them.
+_DEICTIC = frozenset(
+    "以下 以上 上述 下述 下面 上面 如下 下記 上記 本文 本节 本章 本書 本稿 本节 此外 其他 其它 这里 这些 那些 "
+    "前者 后者 後者 次の 前述 後述".split()
+)
+
+
 def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int]]:
     """The names in ``sentences``: (name, "entity" | "concept", words in it, order of the first
     sentence naming it), the most frequent first. Single-character names and runs longer than
@@ -160,7 +168,7 @@ def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int
             words[name] = max(words.get(name, 0), n)
     out: list[tuple[int, str, str, int, int]] = []
     for name, n in count.items():
-        if len(name) < 2 or len(name) > MAX_CJK_NAME_CHARS or not _CJK.search(name):
+        if len(name) < 2 or len(name) > MAX_CJK_NAME_CHARS or not _CJK.search(name) or name in _DEICTIC:
             continue
         out.append((n, name, "entity" if proper[name] else "concept", words[name], first[name]))
     out.sort(key=lambda t: (-t[0], t[4], t[1]))
@@ -189,7 +197,10 @@ def definition_rank(name: str, sentence: str) -> int:
         return 0
     rest = text[len(name) :]
     # "是通过…" (is done by), "是在…" (is in), "是非常…" (is very ...): how, where or how much, no definition
-    if _ZH_DEFINES.match(rest) and not re.match(r"^是(?:通过|在|由于|因为|非常|很|十分|相当|比较|最|否)", rest):
+    # "是因人而异的，" (is varied from person to person): "是…的" around a short predicate is a quality
+    if _ZH_DEFINES.match(rest) and not re.match(
+        r"^是(?:通过|在|由于|因为|非常|很|十分|相当|比较|最|否)|^是[^，。；,]{1,12}的[，。；,]", rest
+    ):
         return 2
     if _JA_DEFINES.match(rest) or (_JA_TOPIC.match(rest) and _JA_DEFINITION_END.search(text)):
         return 2
