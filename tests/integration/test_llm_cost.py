@@ -8,20 +8,20 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from actors.deps import build_deps, run_stage
+from actors.deps import run_stage
 from kbwiki.command import lanes_timeout
 from kbwiki.status import kb_status, status_lines
 from stages.map import map_document
 from stages.resume import resume_kb
 from tests.e2e.conftest import wait_until
 from tests.integration.test_llm_map import DOCS, _ops, new_kb, server, submit  # noqa: F401  (fixture)
+from tests.support.llm_deps import ingest_op, scripted_llm_deps
 from tests.support.llm_server import answer, realistic
 from tests.support.pipeline import settle
 from wiki.errors import LLMOutOfCredit, ResumeRefused
-from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.client import ChatClient
 from wiki.lanes import INGEST, SCOPE_KB
-from wiki.llm_config import LLMConfig, config_from_settings
+from wiki.llm_config import LLMConfig
 
 QUOTA = "You exceeded your current quota, please check your plan and billing details."
 
@@ -39,25 +39,10 @@ def credit_error(status: int, message: str, code: str | None = None, headers: di
 def cost_deps(settings, clean_db, server):  # noqa: F811
     """Deps on the scripted server with the default five transport tries (a retry would show) and a
     pause recheck far longer than any test: only ``resume`` or a configuration change wakes a KB."""
-    with clean_db.connection() as conn:
-        conn.execute("TRUNCATE wiki_llm_config_errors")
 
     def make(**changes):
-        fast = settings.model_copy(
-            update={
-                "extractor": "llm",
-                "llm_base_url": server.url,
-                "llm_model": "scripted-model",
-                "llm_api_key": "k",
-                "llm_timeout_s": 5.0,
-                "llm_retry_max_wait_s": 0.2,
-                "llm_pause_s": 600.0,
-                "wiki_max_fail_retries": 1,
-                "document_retry_backoff_ms": 0,
-                **changes,
-            }
-        )
-        return build_deps(fast, pool=clean_db, extractor=LLMExtractor(config_from_settings(fast)))
+        slow = {"llm_timeout_s": 5.0, "llm_transport_attempts": 5, "llm_pause_s": 600.0}
+        return scripted_llm_deps(settings, clean_db, server.url, **{**slow, **changes})
 
     return make
 
@@ -170,15 +155,7 @@ def test_usage_counters_equal_the_tokens_the_server_reported_and_count_cache_hit
     assert sum(e["prompt_tokens"] for e in usage) == prompt and all(e["estimated_usd"] > 0 for e in usage)
 
     doc = deps.docs.get(ids["timers.md"])  # the same content again: served from the cache
-    op = deps.ops.enqueue(
-        tenant_id=1,
-        task_type=INGEST,
-        scope=SCOPE_KB,
-        scope_id=kb.id,
-        op="ingest",
-        dedup_key=doc.id,
-        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
-    )
+    op = ingest_op(deps, kb, doc)
     assert run_stage(map_document, deps, 1, kb.id, doc.id, op.id) == "cached"
     assert server.calls == 2
     report = kb_status(deps, kb)["llm_usage"]

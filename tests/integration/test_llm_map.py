@@ -10,19 +10,18 @@ import uuid
 
 import pytest
 
-from actors.deps import build_deps, run_stage
+from actors.deps import run_stage
 from kbwiki.status import kb_status, status_lines
 from repos.llm_errors import LLMConfigErrorRepository
 from stages.ingest import submit_document
 from stages.map import map_document
 from tests.e2e.conftest import wait_until
+from tests.support.llm_deps import ingest_op, scripted_llm_deps
 from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
 from tests.support.pipeline import settle
 from wiki.extract import validate_item_name
-from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes, normalise
 from wiki.lanes import INGEST, SCOPE_KB
-from wiki.llm_config import config_from_settings
 
 DOCS = {
     "timers.md": (
@@ -51,23 +50,7 @@ def server():
 @pytest.fixture()
 def llm_deps(settings, clean_db, server):
     """Deps whose extractor is the LLM one on the scripted server; fast retries and pauses."""
-    with clean_db.connection() as conn:
-        conn.execute("TRUNCATE wiki_llm_config_errors")
-    fast = settings.model_copy(
-        update={
-            "extractor": "llm",
-            "llm_base_url": server.url,
-            "llm_model": "scripted-model",
-            "llm_api_key": "k",
-            "llm_timeout_s": 2.0,
-            "llm_transport_attempts": 2,
-            "llm_retry_max_wait_s": 0.2,
-            "llm_pause_s": 0.2,
-            "wiki_max_fail_retries": 1,
-            "document_retry_backoff_ms": 0,
-        }
-    )
-    return build_deps(fast, pool=clean_db, extractor=LLMExtractor(config_from_settings(fast)))
+    return scripted_llm_deps(settings, clean_db, server.url)
 
 
 def submit(deps, kb, names=DOCS):
@@ -121,15 +104,7 @@ def test_good_answers_become_pages_and_an_unchanged_document_costs_no_call(llm_d
     assert_pages_valid(llm_deps, kb)
     calls = server.calls
     doc = llm_deps.docs.get(ids["timers.md"])
-    op = llm_deps.ops.enqueue(
-        tenant_id=1,
-        task_type=INGEST,
-        scope=SCOPE_KB,
-        scope_id=kb.id,
-        op="ingest",
-        dedup_key=doc.id,
-        payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
-    )
+    op = ingest_op(llm_deps, kb, doc)
     assert run_stage(map_document, llm_deps, 1, kb.id, doc.id, op.id) == "cached"
     assert server.calls == calls
 

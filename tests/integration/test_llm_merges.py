@@ -10,17 +10,16 @@ import uuid
 
 import pytest
 
-from actors.deps import build_deps, run_stage
+from actors.deps import run_stage
 from stages.ingest import submit_document
 from stages.map import map_document
+from tests.support.llm_deps import scripted_llm_deps
 from tests.support.llm_server import ScriptedLLM, answer, is_merge_request
 from tests.support.pipeline import settle
 from wiki.dedup import name_key
-from wiki.extract.llm import LLMExtractor
 from wiki.extract.llm.extractor import forget_modes
 from wiki.extract.llm.merges import cache_name
 from wiki.lanes import INGEST, SCOPE_KB
-from wiki.llm_config import config_from_settings
 
 # title -> (text, [(item name, kind)]): each item's quote is the sentence of the text naming it.
 FIRST = (
@@ -126,22 +125,7 @@ def model():
 
 @pytest.fixture()
 def deps(settings, clean_db, model):
-    with clean_db.connection() as conn:
-        conn.execute("TRUNCATE wiki_llm_config_errors")
-    fast = settings.model_copy(
-        update={
-            "extractor": "llm",
-            "llm_base_url": model.server.url,
-            "llm_model": "scripted-model",
-            "llm_api_key": "k",
-            "llm_timeout_s": 2.0,
-            "llm_transport_attempts": 2,
-            "llm_retry_max_wait_s": 0.2,
-            "wiki_max_fail_retries": 1,
-            "document_retry_backoff_ms": 0,
-        }
-    )
-    return build_deps(fast, pool=clean_db, extractor=LLMExtractor(config_from_settings(fast)))
+    return scripted_llm_deps(settings, clean_db, model.server.url, llm_pause_s=60.0)
 
 
 def ingest(deps, kb, *docs) -> None:
