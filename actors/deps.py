@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool
 from repos.db import get_pool
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
+from repos.index_intros import IndexIntroRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.llm_errors import LLMConfigErrorRepository
@@ -48,6 +49,7 @@ class Deps:
     fences: LaneFenceRepository
     llm_errors: LLMConfigErrorRepository
     llm_usage: LLMUsageRepository
+    index_intros: IndexIntroRepository
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
@@ -76,6 +78,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         fences=LaneFenceRepository(pool),
         llm_errors=LLMConfigErrorRepository(pool),
         llm_usage=LLMUsageRepository(pool),
+        index_intros=IndexIntroRepository(pool),
     )
 
 

@@ -49,7 +49,7 @@ RESUME_HINT = {
 }
 
 
-def _is_llm(extractor: Extractor) -> bool:
+def is_llm(extractor: Extractor) -> bool:
     # Not isinstance: that would import the openai SDK (about a second) into offline workers too.
     return hasattr(extractor, "extract_named")
 
@@ -60,7 +60,7 @@ _WORD = re.compile(r"\w[\w+#.-]*")
 def extractor_for(extractor: Extractor, kb_id: str, *, kbs: KnowledgeBaseRepository) -> Extractor:
     """The extractor for this KB: the LLM one with the KB's ``wiki_config.llm`` applied, else
     ``extractor`` as it is."""
-    if _is_llm(extractor):
+    if is_llm(extractor):
         kb = kbs.get(kb_id)
         if kb is not None and kb.wiki_config.llm is not None:
             return extractor.for_override(kb.wiki_config.llm)
@@ -70,7 +70,7 @@ def extractor_for(extractor: Extractor, kb_id: str, *, kbs: KnowledgeBaseReposit
 def cache_names(extractor: Extractor) -> list[str]:
     """The cache keys an unchanged document's extraction may be under: for the LLM extractor, one
     per output mode (the remembered mode first: a provider's mode can change between runs)."""
-    if _is_llm(extractor):
+    if is_llm(extractor):
         return extractor.cache_names()
     return [extractor.name]
 
@@ -88,7 +88,7 @@ def cached(
     for name in cache_names(extractor):
         extraction = extractions.get(kb_id, doc.id, doc.content_hash, name)
         if extraction is not None:
-            if llm_usage is not None and _is_llm(extractor):
+            if llm_usage is not None and is_llm(extractor):
                 _count(extractor, kb_id, doc, None, llm_usage=llm_usage, outcome="cached")
             return extraction, name
     return None
@@ -110,7 +110,7 @@ def extract(
     the merges the model decides among near names are applied (``stages.llm_merges``); its
     success clears the KB's pause. Its calls and tokens, also those of a failed extraction, are
     added to ``llm_usage`` when given (one upsert)."""
-    if not _is_llm(extractor):
+    if not is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
     stats = None
     named = _named_pages(kb_id, doc.content, pages=pages)
@@ -190,7 +190,7 @@ def paused(
     or because the KB's ``token_budget`` is spent now (then recorded, and logged once as
     ``llm.paused``). A budget is checked before a document's calls: documents already under way
     finish, so a KB may overshoot it by up to ``ingest_map_parallel`` documents' tokens."""
-    if not _is_llm(extractor):
+    if not is_llm(extractor):
         return False
     config = extractor.config
     row = llm_errors.get(kb_id)

@@ -71,7 +71,7 @@ def clean_db(pool):
     with pool.connection() as conn:
         conn.execute(
             "TRUNCATE task_pending_ops, task_dead_letters, task_workers, task_lane_fences, wiki_links,"
-            " wiki_extractions, wiki_merge_decisions,"
+            " wiki_extractions, wiki_merge_decisions, wiki_index_intros,"
             " wiki_pages,"
             " knowledges, knowledge_bases RESTART IDENTITY CASCADE"
         )

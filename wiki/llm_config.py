@@ -37,6 +37,7 @@ class LLMOverride(BaseModel):
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
     document_budget_s: float | None = Field(default=None, gt=0, le=3600)
     bounded_schema: bool | None = None
+    index_intro: bool | None = None
     token_budget: int | None = Field(default=None, ge=1)
     price_in_per_mtok: float | None = Field(default=None, ge=0)
     price_out_per_mtok: float | None = Field(default=None, ge=0)
@@ -62,6 +63,9 @@ class LLMConfig(BaseModel):
     - ``transport_attempts`` / ``retry_max_wait_s``: tries of one request through timeouts, 408,
       429 and 5xx, and the longest wait between two (a longer ``Retry-After`` is cut to it);
     - ``max_invalid_share``: an answer with a larger share of invalid items fails as a whole;
+    - ``index_intro``: the index page opens with a paragraph the model writes from the 200 most
+      recent summaries (``wiki.extract.llm.intro``; one call per about 50 new documents). Not in
+      ``fingerprint``;
     - ``bounded_schema``: the answer schema also bounds every string (``maxLength``) and list
       (``maxItems``). Off by default: OpenAI's strict structured outputs refuse ``maxLength``. On
       for small local models behind a grammar (llama.cpp's server): without bounds they repeat a
@@ -97,6 +101,7 @@ class LLMConfig(BaseModel):
     retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600)
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)
     bounded_schema: bool = False
+    index_intro: bool = True
     token_budget: int | None = Field(default=None, ge=1)
     price_in_per_mtok: float = Field(default=0.0, ge=0)
     price_out_per_mtok: float = Field(default=0.0, ge=0)
@@ -131,7 +136,7 @@ def estimated_usd(config: LLMConfig, prompt_tokens: int, completion_tokens: int)
 
 
 #: Fields that set how fast calls go, not whether they can succeed (kept out of ``fingerprint``).
-_PACE_FIELDS = {"max_concurrency", "rpm", "tpm"}
+_PACE_FIELDS = {"max_concurrency", "rpm", "tpm", "index_intro"}
 
 
 def config_from_settings(settings: Any) -> LLMConfig:
@@ -153,6 +158,7 @@ def config_from_settings(settings: Any) -> LLMConfig:
             "retry_max_wait_s",
             "max_invalid_share",
             "bounded_schema",
+            "index_intro",
             "token_budget",
             "price_in_per_mtok",
             "price_out_per_mtok",

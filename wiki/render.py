@@ -123,12 +123,16 @@ def render_index_page(
     counts: dict[str, int],
     recent: Sequence[Page],
     most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None,
+    intro: str = "",
 ) -> str:
-    """The index page: per-type counts, the entity and concept pages cited by the most documents
-    (``most_cited``: page type -> (page, number of documents), most first) and the most recent
-    summaries; every list is bounded by the caller."""
+    """The index page: an ``intro`` paragraph when a model wrote one, per-type counts, the entity
+    and concept pages cited by the most documents (``most_cited``: page type -> (page, number of
+    documents), most first) and the most recent summaries; every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
-    lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", "", "## Pages by type", ""]
+    lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", ""]
+    if intro:
+        lines += [neutral(intro), ""]
+    lines += ["## Pages by type", ""]
     for page_type in ("summary", "entity", "concept"):
         lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
     for page_type, heading in ITEM_SECTIONS.items():

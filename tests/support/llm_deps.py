@@ -11,7 +11,8 @@ from wiki.extract.llm import LLMExtractor
 from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import config_from_settings
 
-#: Fast failures: short timeouts, two transport tries, short waits and pauses, one op retry.
+#: Fast failures: short timeouts, two transport tries, short waits and pauses, one op retry; no
+#: index introduction.
 FAST = {
     "llm_timeout_s": 2.0,
     "llm_transport_attempts": 2,
@@ -19,6 +20,7 @@ FAST = {
     "llm_pause_s": 0.2,
     "wiki_max_fail_retries": 1,
     "document_retry_backoff_ms": 0,
+    "llm_index_intro": False,  # tests count the calls of map; tests/integration/test_index_intro.py turns it on
 }
 
 

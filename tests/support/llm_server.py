@@ -155,9 +155,24 @@ def is_merge_request(request: dict) -> bool:
     return "You keep a wiki free of duplicate pages" in request["messages"][0]["content"]
 
 
+def is_intro_request(request: dict) -> bool:
+    """Whether ``request`` asks for the index page's introduction (``wiki.extract.llm.intro``)."""
+    return "You write the introduction of a wiki" in request["messages"][0]["content"]
+
+
+def intro_answer(request: dict) -> dict:
+    """An introduction naming the first and last document titles the request lists."""
+    titles = re.findall(r"^- ([^:\n]+):", request["messages"][0]["content"], re.M)
+    text = f"This knowledge base collects {len(titles)} documents, from {titles[0]} to {titles[-1]}."
+    return answer(text, usage=(len(request["messages"][0]["content"]) // 4, len(text) // 4))
+
+
 def realistic(request: dict) -> dict:
     """``realistic_content`` as a completion in the request's mode (fenced when no response_format);
-    a merge call is answered "every item new" (``{"decisions": []}``)."""
+    a merge call is answered "every item new" (``{"decisions": []}``), an index introduction with
+    ``intro_answer``."""
+    if is_intro_request(request):
+        return intro_answer(request)
     content = json.dumps({"decisions": []} if is_merge_request(request) else realistic_content(request))
     if mode_of(request) == "fenced":
         content = f"Here is the extraction.\n```json\n{content}\n```\n"

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS wiki_index_intros;

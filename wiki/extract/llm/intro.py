@@ -1,0 +1,68 @@
+"""The index page's introduction, written by the model from the KB's most recent summaries.
+
+Bounded by construction: the prompt holds at most ``RECENT_SUMMARIES`` (200) summaries of at most
+``SUMMARY_CHARS`` characters each (about 12k tokens), whatever the KB's size, and a KB's intro is
+written again only when fewer than ``KEEP_OVERLAP`` of the summaries it was written from are among
+the recent ones (so about once per 50 new documents, not once per index rebuild). The answer is
+plain prose: wiki-link and Markdown-link syntax is defused, whitespace collapsed, and it is cut at
+a sentence end within ``MAX_INTRO_CHARS``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from wiki.extract.llm.client import ChatClient
+from wiki.models import Page
+from wiki.render import neutral
+
+#: Characters of each summary shown to the model.
+SUMMARY_CHARS = 240
+#: Longest introduction kept, in characters (a paragraph).
+MAX_INTRO_CHARS = 900
+#: The share of the stored intro's summaries still among the recent ones under which it is rewritten.
+KEEP_OVERLAP = 0.75
+
+_PROMPT = (
+    "You write the introduction of a wiki made from a knowledge base named {name!r}. Below are the titles"
+    " and summaries of its {n} most recent documents. In 2 to 4 plain sentences, say what the knowledge"
+    " base is about and what a reader finds in it. Use only what the summaries say; no lists, no links,"
+    " no headings, no preamble.\n\n{listing}"
+)
+
+
+def stale(written_from: Sequence[str] | None, recent: Sequence[str]) -> bool:
+    """Whether an intro written from the summary slugs ``written_from`` (None: none yet) should be
+    written again for the ``recent`` slugs: too few of them are still recent (``KEEP_OVERLAP``)."""
+    if not recent:
+        return False
+    if not written_from:
+        return True
+    kept = len(set(written_from) & set(recent))
+    return kept < KEEP_OVERLAP * len(recent)
+
+
+def intro_messages(kb_name: str, summaries: Sequence[Page]) -> list[dict[str, str]]:
+    """The one-message prompt: each summary as "- title: its first ``SUMMARY_CHARS`` characters"."""
+    listing = "\n".join(f"- {p.title}: {' '.join((p.summary or p.content).split())[:SUMMARY_CHARS]}" for p in summaries)
+    return [{"role": "user", "content": _PROMPT.format(name=kb_name, n=len(summaries), listing=listing)}]
+
+
+def clean_intro(text: str) -> str:
+    """The model's answer as one paragraph of plain prose: a ``<think>`` block and fences dropped,
+    link syntax defused (``wiki.render.neutral``), cut at the last sentence end within
+    ``MAX_INTRO_CHARS``; "" when nothing is left."""
+    text = re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " ")
+    text = neutral(re.sub(r"^\s*#+\s*", "", text))
+    if len(text) > MAX_INTRO_CHARS:
+        cut = max(text.rfind(end, 0, MAX_INTRO_CHARS) for end in (". ", "! ", "? ", "。"))
+        text = text[: cut + 1] if cut > 0 else text[:MAX_INTRO_CHARS]
+    return text.strip()
+
+
+def write_intro(client: ChatClient, kb_name: str, summaries: Sequence[Page], deadline: float | None = None):
+    """One plain-text completion; returns (intro, answer). Raises what ``ChatClient.complete`` raises
+    (``ModeRejected``, ``LLMConfigError``, ``LLMUnavailable``)."""
+    answer = client.complete(intro_messages(kb_name, summaries), "fenced", {}, deadline=deadline)
+    return (clean_intro(answer.content) if answer.finish_reason in ("stop", None) else ""), answer
