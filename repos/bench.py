@@ -284,3 +284,23 @@ class KbProbe:
             return conn.execute(
                 "SELECT count(*) AS n FROM task_pending_ops WHERE claimed_by = ANY(%s)", (list(worker_ids),)
             ).fetchone()["n"]
+
+    def settle_times(self) -> list[dict[str, Any]]:
+        """id, title, status, created_at and updated_at (the time of its last status change: for a
+        ``done`` document, the commit of the reduce batch that wrote it) of every document of the KB."""
+        with self._conn() as conn:
+            return conn.execute(
+                "SELECT id, title, status, created_at, updated_at FROM knowledges WHERE knowledge_base_id = %s",
+                (self.kb_id,),
+            ).fetchall()
+
+    def page_sizes(self, title: str) -> dict[str, Any] | None:
+        """Of the live page titled ``title`` (case-insensitive): slug, version, sources (source_refs
+        entries) and the bytes of its content, source_refs and facts as stored; None when there is none."""
+        with self._conn() as conn:
+            return conn.execute(
+                "SELECT slug, version, jsonb_array_length(source_refs) AS sources, octet_length(content) AS content,"
+                " pg_column_size(source_refs) AS refs_bytes, pg_column_size(facts) AS facts_bytes FROM wiki_pages"
+                " WHERE knowledge_base_id = %s AND lower(title) = lower(%s) AND deleted_at IS NULL LIMIT 1",
+                (self.kb_id, title),
+            ).fetchone()
