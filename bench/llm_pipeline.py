@@ -330,6 +330,7 @@ def report(args, docs, latency, model, elapsed, started, wall_started, ingest, s
     print("documents: " + ", ".join(f"{k}={v}" for k, v in sorted(status["documents"].items())))
     print("pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(status["pages"].items())))
     print(f"dead letters: {status['dead_letters']}   429s: {model.rejected}")
+    print(f"machine load average after the run (1, 5, 15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(f"wall (kbwiki ingest --wait, submission to every lane empty): {elapsed:.1f} s")
     print(f"calls: {len(calls)} ({len(maps)} map" + "".join(f", {v} {k!r}" for k, v in others.items()) + ")")
     print(f"calls per document: {len(calls) / n:.3f}   tokens in per document: {tin / n:.0f}   out: {tout / n:.0f}")

@@ -63,12 +63,9 @@ def cache_names(extractor: Extractor) -> list[str]:
 def cached(
     extractor: Extractor, kb_id: str, doc: Document, *, extractions: ExtractionRepository
 ) -> tuple[Extraction, str] | None:
-    """The cached extraction of ``doc``'s content and its cache key, or None."""
-    for name in cache_names(extractor):
-        extraction = extractions.get(kb_id, doc.id, doc.content_hash, name)
-        if extraction is not None:
-            return extraction, name
-    return None
+    """The cached extraction of ``doc``'s content and its cache key, or None (one statement for
+    every cache name: a query per name was a seventh of a map's time with an instant model)."""
+    return extractions.first_of(kb_id, doc.id, doc.content_hash, cache_names(extractor))
 
 
 def extract(

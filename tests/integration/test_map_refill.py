@@ -43,3 +43,19 @@ def test_a_mapped_document_claims_the_next_one_in_its_thread(settings, clean_db)
 
     assert deps.ops.get(ops[2].id).claimed_at is not None  # the freed slot went to it at once
     assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, two_slots.stale_claim_s) == 2
+
+
+def test_the_cache_answers_for_the_first_name_that_has_a_result(settings, clean_db):
+    deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+    kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+    doc, _ = deps.docs.upsert(kb, title="Widgets", source_uri="w.md", content=TEXT)
+    extraction = OfflineExtractor().extract(doc.title, doc.content)
+    other = extraction.model_copy(update={"summary": "another mode's answer"})
+    deps.extractions.put(kb.id, doc.id, doc.content_hash, "llm-v1-json_object:m", extraction)
+    deps.extractions.put(kb.id, doc.id, doc.content_hash, "llm-v1-fenced:m", other)
+
+    names = ["llm-v1-json_schema:m", "llm-v1-json_object:m", "llm-v1-fenced:m"]
+    found = deps.extractions.first_of(kb.id, doc.id, doc.content_hash, names)
+    assert found is not None and found[1] == "llm-v1-json_object:m" and found[0] == extraction
+    assert deps.extractions.first_of(kb.id, doc.id, doc.content_hash, names[::-1])[1] == "llm-v1-fenced:m"
+    assert deps.extractions.first_of(kb.id, doc.id, "other-hash", names) is None
