@@ -115,3 +115,17 @@ def test_a_base_url_that_is_no_http_url_is_refused_where_it_is_set():
     with pytest.raises(pydantic.ValidationError):
         LLMOverride(base_url="ftp://example/v1")
     assert Settings(llm_base_url="http://127.0.0.1:8080/v1").llm_base_url.endswith("/v1")
+
+
+def test_the_model_extractor_gets_map_slots_of_its_own():
+    # bench/llm_pipeline.py: with 6 slots per KB at most 6 calls were ever in flight against a model
+    # that allowed 8, and a slot spends part of each document off the model.
+    from wiki.models import KnowledgeBase
+    from wiki.settings import kb_tunables
+
+    kb = KnowledgeBase(id="kb", tenant_id=1, name="kb")
+    assert kb_tunables(Settings(extractor="offline"), kb).map_parallel == 6
+    assert kb_tunables(Settings(extractor="llm"), kb).map_parallel == 12
+    assert kb_tunables(Settings(extractor="llm", ingest_llm_map_parallel=20), kb).map_parallel == 20
+    own = kb.model_copy(update={"wiki_config": WikiConfig(ingest_map_parallel=3)})
+    assert kb_tunables(Settings(extractor="llm"), own).map_parallel == 3  # a KB's own setting wins
