@@ -171,11 +171,28 @@ def linux_doc_files(skip: int, count: int, min_chars: int) -> list[Path]:
     return out[skip : skip + count]
 
 
-def copy_files(paths: list[Path], into: Path) -> Path:
-    """Copies, not symlinks: ingest skips a symlink that leads outside the folder it reads."""
+def copy_files(paths: list[Path], into: Path, prefix: str = "doc") -> Path:
+    """Copies, not symlinks: ingest skips a symlink that leads outside the folder it reads. Named
+    ``<prefix>-<n>-<name>``: a document's source_uri is its path in the folder, and the run's
+    documents must not replace the seed's."""
     into.mkdir(parents=True, exist_ok=True)
     for i, path in enumerate(paths):
-        shutil.copyfile(path, into / f"{i:05d}-{path.name}")
+        shutil.copyfile(path, into / f"{prefix}-{i:05d}-{path.name}")
+    return into
+
+
+def filler_documents(start: int, n: int, into: Path) -> Path:
+    """``n`` synthetic documents, each defining three names of its own (the offline extractor makes
+    a summary and three entity pages of each): they top a seed KB up to its page count."""
+    into.mkdir(parents=True, exist_ok=True)
+    for i in range(start, start + n):
+        a, b, c = f"Quorra{i:04d} Engine", f"Vantor{i:04d} Pool", f"Keskel{i:04d} Cache"
+        (into / f"filler-{i:05d}.md").write_text(
+            f"# Seed note {i:04d}\n\nThe {a} is a scheduler that assigns work to the {b} of the cluster."
+            f" The {b} is a set of worker threads that run the jobs the {a} hands out. The {c} is a memory"
+            f" area that keeps the results of the {b} for later reads. When the {c} is full, the {a} pauses"
+            f" new work until the {b} drains it. Operators watch the {a}, the {b} and the {c} on one screen.\n"
+        )
     return into
 
 
@@ -218,8 +235,9 @@ class Sampler(threading.Thread):
 
 
 def seed_kb(repo: BenchKbRepository, base_env: dict, pages: int, skip: int, args: argparse.Namespace) -> str:
-    """The id of a KB of about ``pages`` pages built with the offline extractor from linux-doc files
-    after the first ``skip`` (built once, in steps of 200 files, and kept for later runs)."""
+    """The id of a KB of at least ``pages`` pages built with the offline extractor from the linux-doc
+    files after the first ``skip`` (in steps of 200 files; the 2,683 files after the first 500 make
+    4,174 pages), topped up with ``filler_documents``; built once and kept for later runs."""
     name = f"llm-pipeline-seed-{pages}"
     kb_id = repo.kb_id(name, TENANT)
     if kb_id and repo.live_page_count(kb_id) >= pages:
@@ -228,18 +246,22 @@ def seed_kb(repo: BenchKbRepository, base_env: dict, pages: int, skip: int, args
     files = linux_doc_files(skip, 3000, 0)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp, Workers(env, args.processes, 4, Path(tmp) / "seed.log"):
-        done = 0
+        # an existing seed short of pages already holds the linux-doc files: it gets filler only
+        step = 0 if kb_id is None else len(files) // 200 + 1
         while True:
             kb_id = repo.kb_id(name, TENANT)
-            if kb_id and repo.live_page_count(kb_id) >= pages or done >= len(files):
+            have = repo.live_page_count(kb_id) if kb_id else 0
+            if have >= pages:
                 break
-            folder = copy_files(files[done : done + 200], Path(tmp) / f"seed-{done}")
+            done = step * 200
+            if done < len(files):
+                folder = copy_files(files[done : done + 200], Path(tmp) / f"seed-{step}", prefix=f"seed{step}")
+            else:
+                folder = filler_documents(step * 1000, (pages - have) // 4 + 20, Path(tmp) / f"seed-{step}")
             kbwiki("ingest", str(folder), "--kb", name, "--wait", env=env)
-            done += 200
-    print(
-        f"seed KB {name}: {repo.live_page_count(kb_id)} pages from {done} linux-doc files (offline extractor,"
-        f" {time.monotonic() - started:.0f} s, built once)"
-    )
+            step += 1
+    took = time.monotonic() - started
+    print(f"seed KB {name}: {repo.live_page_count(kb_id)} pages (offline extractor, {took:.0f} s)")
     return kb_id
 
 
@@ -260,6 +282,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--seed-pages", type=int, default=5000)
     parser.add_argument("--min-chars", type=int, default=None, help="default 200 for mode d, else 0")
+    parser.add_argument(
+        "--backlog",
+        action="store_true",
+        help="queue every document before the workers start; time from the workers' start (a backlog drained)",
+    )
     parser.add_argument("--log", type=Path, default=None, help="append the workers' log here (default: discarded)")
     parser.add_argument("--env", action="append", default=[], help="NAME=VALUE for the workers (repeatable)")
     args = parser.parse_args()
@@ -297,28 +324,41 @@ def main() -> None:
         pool.close()
         probe = KbProbe(url, kb_id)
         sampler = Sampler(probe, HUB)
+        run_started = time.time()
+        if args.backlog:  # queued before any worker runs: the timer starts with the workers
+            ingest = kbwiki("ingest", str(folder), "--kb", kb_name, env=env, check=False)
         with Workers(env, args.processes, args.threads, args.log or Path(tmp) / "worker.log"):
             if args.mode == "c":
                 sampler.start()
             started = time.monotonic()
             wall_started = time.time()
-            ingest = kbwiki("ingest", str(folder), "--kb", kb_name, "--wait", env=env, check=False)
+            if args.backlog:  # as ``kbwiki ingest --wait`` does: until every lane of the KB is empty
+                deadline = started + 3600
+                while probe.progress()["rows"] and time.monotonic() < deadline:
+                    time.sleep(0.2)
+            else:
+                ingest = kbwiki("ingest", str(folder), "--kb", kb_name, "--wait", env=env, check=False)
             elapsed = time.monotonic() - started
             sampler.stop.set()
             status = json.loads(kbwiki("status", "--kb", kb_name, "--json", env=env).stdout)
         if ingest.returncode:
             sys.exit(f"kbwiki ingest failed:\n{ingest.stdout}\n{ingest.stderr}")
-        report(args, docs, latency, model, elapsed, started, wall_started, ingest, status, probe, sampler)
+        report(args, docs, latency, model, elapsed, started, wall_started, run_started, ingest, status, probe, sampler)
 
 
-def report(args, docs, latency, model, elapsed, started, wall_started, ingest, status, probe, sampler) -> None:  # noqa: PLR0913
+def report(  # noqa: PLR0913
+    args, docs, latency, model, elapsed, started, wall_started, run_started, ingest, status, probe, sampler
+) -> None:
+    """Print the run's figures (see the module's docstring)."""
     calls = model.calls
     maps = [c for c in calls if c.kind == "map"]
     others: dict[str, int] = defaultdict(int)
     for c in calls:
         if c.kind != "map":
             others[c.kind] += 1
-    settled_docs = [r for r in probe.settle_times() if r["status"] in ("done", "skipped")]
+    # the run's documents only (a cloned seed's are older)
+    run_docs = [r for r in probe.settle_times() if r["created_at"].timestamp() >= run_started - 1]
+    settled_docs = [r for r in run_docs if r["status"] in ("done", "skipped")]
     n = max(len(settled_docs), 1)
     tin = sum(c.prompt_tokens for c in calls)
     tout = sum(c.completion_tokens for c in calls)
@@ -327,11 +367,13 @@ def report(args, docs, latency, model, elapsed, started, wall_started, ingest, s
         f" workers -p {args.processes} -t {args.threads}, {' '.join(args.env) or 'default settings'}"
     )
     print("ingest: " + " | ".join(line for line in ingest.stdout.splitlines() if not line.startswith("  "))[-300:])
-    print("documents: " + ", ".join(f"{k}={v}" for k, v in sorted(status["documents"].items())))
+    print("documents of the KB: " + ", ".join(f"{k}={v}" for k, v in sorted(status["documents"].items())))
+    print(f"documents of this run: {len(run_docs)}, settled {len(settled_docs)}")
     print("pages by type: " + ", ".join(f"{k}={v}" for k, v in sorted(status["pages"].items())))
     print(f"dead letters: {status['dead_letters']}   429s: {model.rejected}")
     print(f"machine load average after the run (1, 5, 15 min): {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(f"wall (kbwiki ingest --wait, submission to every lane empty): {elapsed:.1f} s")
+    what = "workers' start" if args.backlog else "submission"
+    print(f"wall ({what} to every lane of the KB empty): {elapsed:.1f} s")
     print(f"calls: {len(calls)} ({len(maps)} map" + "".join(f", {v} {k!r}" for k, v in others.items()) + ")")
     print(f"calls per document: {len(calls) / n:.3f}   tokens in per document: {tin / n:.0f}   out: {tout / n:.0f}")
     if calls:
@@ -348,7 +390,7 @@ def report(args, docs, latency, model, elapsed, started, wall_started, ingest, s
                 f"bound calls x L / C = {len(calls)} x {latency} / {args.concurrency} = {bound:.1f} s;"
                 f" wall / bound = {elapsed / bound:.2f}; model phase / bound = {phase / bound:.2f}"
             )
-    created = sorted(r["created_at"].timestamp() - wall_started for r in probe.settle_times())
+    created = sorted(r["created_at"].timestamp() - wall_started for r in run_docs)
     if created:
         print(f"submission: documents stored from {created[0]:.1f} s to {created[-1]:.1f} s after the start")
     settled = sorted(r["updated_at"].timestamp() for r in settled_docs)
