@@ -423,15 +423,17 @@ def hub_report(maps: list[Call], sampler: Sampler) -> None:
     rows = [sampler.rows[v] for v in sorted(sampler.rows)]
     if rows:
         print(f"hub page {rows[-1]['slug']!r}: {len(rows)} versions seen (polled every {sampler.interval_s} s)")
-        tenth = next((r for r in rows if r["sources"] >= 10), rows[0])
+        tenth = rows[min(9, len(rows) - 1)]
         last = rows[-1]
-        for label, row in (("first", rows[0]), ("10+ sources", tenth), ("last", last)):
+        for label, row in (("first seen", rows[0]), (f"update {tenth['version']}", tenth), ("last", last)):
             print(
                 f"  {label}: version {row['version']}, {row['sources']} sources, content {row['content']} B,"
                 f" source_refs {row['refs_bytes']} B, facts {row['facts_bytes']} B"
             )
         written = lambda r: r["content"] + r["refs_bytes"] + r["facts_bytes"]  # noqa: E731
-        print(f"  bytes written per update, last / 10+ sources = {written(last) / written(tenth):.2f}")
+        ratio = written(last) / written(tenth)
+        print(f"  bytes written per update (content + source_refs + facts), last / 10th = {ratio:.2f}")
+        print("  sources:bytes by update: " + " ".join(f"{r['sources']}:{written(r)}" for r in rows))
 
 
 if __name__ == "__main__":
