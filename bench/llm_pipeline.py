@@ -22,6 +22,37 @@ seconds; a call arriving while ``--concurrency`` calls are in flight gets a 429 
 time of ``kbwiki ingest --wait`` (submission to every lane empty), the model phase (first call to
 last answer), calls and tokens in/out per document, the bound calls × L ÷ C and wall ÷ bound,
 mean and peak calls in flight, 429s and dead letters.
+
+Results (2 cores shared with four other benchmarking sessions, load average 6-9 throughout;
+DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/12, plus
+KBWIKI_REDIS_NAMESPACE / KBWIKI_KEY_PREFIX of the run's own; 467 of the first 500 linux-doc files
+are stored, 33 are near-empty):
+
+- ``a --docs 500 --backlog`` (L 200 ms, C 8, ``-p 2 -t 8``, 12 map slots): 518 calls, 1.109 calls,
+  2,420 tokens in and 803 out per document; bound 13.0 s; model phase 24.9 s (1.92 × the bound),
+  mean 4.34 calls in flight, 22 429s, 0 dead letters; wall to every lane empty 64.3 s (4.97 ×: the
+  cross-link round after the last document is 40 s of it). Before the changes of this issue
+  (6 slots refilled through ``wiki_ingest``; 200 documents): 2.09 × on the model phase, mean 3.98
+  in flight, never more than 6. ``--threads 4`` (8 threads, no 429): 2.74 ×, 3.13 in flight;
+  ``--threads 12 --env KBWIKI_INGEST_LLM_MAP_PARALLEL=24``: 1.48 ×, 5.64 in flight, 195 429s.
+  The model phase is CPU-bound here: each map spends 220-450 ms of its own beside its 222 ms of
+  model time, and mode ``d`` (no model time at all) maps about 26 documents per second.
+- ``a --docs 500 --backlog --latency 1.0``: bound 64.8 s, model phase 76.0 s (1.17 ×), mean 6.84
+  in flight, 123 429s (12 slots against C 8: each waits Retry-After, 1 s), wall 87.3 s (1.35 ×).
+- ``b --docs 500 --backlog`` (the same 500 into a clone of a 5,078-page KB): 1.109 calls, 2,451
+  tokens in and 817 out per document (a: 1.109, 2,420, 803: existing pages are offered as at most
+  40 handles), model phase 29.6 s (2.29 × under load 8.9), 14 429s, 0 dead letters. The seed:
+  the 2,683 linux-doc files after the first 500 with the offline extractor (4,174 pages, 498 s,
+  once) and 246 filler documents (5,078 pages).
+- ``c --docs 500``: model tokens per document 10th 927, 500th 1,001 (1.08; prompt tokens 496 and
+  498: the model never sees the hub page's text); the hub page was written 19 times, from 36 to
+  500 sources: content 6.2 to 7.1 KB (20 sources shown), facts 1.7 KB (20 kept), source_refs
+  1.6 to 21.4 KB; bytes written per update 10th (182 sources) 15.8 KB, last 30.3 KB (1.92): the
+  list of every source in the page row grows by about 43 bytes per source.
+- ``d`` (the first 1,000 linux-doc files of at least 200 characters, instant model): 962 stored,
+  1,042 calls; 162.2 s, 5.93 documents settled per second; 50-document batches first 10.6 s, last
+  8.2 s (0.78; median 7.6 s); every map done by 41 s, the rest is reduce (one batch per KB at a
+  time, 5-10 s per 50 documents on the loaded machine) and the cross-link round.
 """
 
 from __future__ import annotations
