@@ -31,12 +31,16 @@ are stored, 33 are near-empty):
 - ``a --docs 500 --backlog`` (L 200 ms, C 8, ``-p 2 -t 8``, 12 map slots): 518 calls, 1.109 calls,
   2,420 tokens in and 803 out per document; bound 13.0 s; model phase 24.9 s (1.92 × the bound),
   mean 4.34 calls in flight, 22 429s, 0 dead letters; wall to every lane empty 64.3 s (4.97 ×: the
-  cross-link round after the last document is 40 s of it). Before the changes of this issue
-  (6 slots refilled through ``wiki_ingest``; 200 documents): 2.09 × on the model phase, mean 3.98
-  in flight, never more than 6. ``--threads 4`` (8 threads, no 429): 2.74 ×, 3.13 in flight;
+  cross-link round after the last document is 40 s of it); 1.84 × (4.46 in flight) in a quieter
+  minute (load 3.5). Before the changes of docs/decisions.md "LLM pipeline throughput", without
+  ``--backlog``: 6 slots (80 documents) 3.61 × on the model phase, mean 2.29 in flight, never more
+  than 6; 16 slots refilled through ``wiki_ingest`` (200 documents) 2.09 ×, mean 3.98.
+  ``--threads 4`` (8 threads, no 429): 2.74 ×, 3.13 in flight;
   ``--threads 12 --env KBWIKI_INGEST_LLM_MAP_PARALLEL=24``: 1.48 ×, 5.64 in flight, 195 429s.
   The model phase is CPU-bound here: each map spends 220-450 ms of its own beside its 222 ms of
   model time, and mode ``d`` (no model time at all) maps about 26 documents per second.
+- ``a --docs 500 --backlog --latency 0.5``: bound 32.4 s, model phase 43.6 s (1.35 ×), 6.01 in
+  flight, 95 429s.
 - ``a --docs 500 --backlog --latency 1.0``: bound 64.8 s, model phase 76.0 s (1.17 ×), mean 6.84
   in flight, 123 429s (12 slots against C 8: each waits Retry-After, 1 s), wall 87.3 s (1.35 ×).
 - ``b --docs 500 --backlog`` (the same 500 into a clone of a 5,078-page KB): 1.109 calls, 2,451
