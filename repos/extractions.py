@@ -23,6 +23,23 @@ class ExtractionRepository:
         """The cached extraction, or None (:meth:`get_many` for one document)."""
         return self.get_many(kb_id, {knowledge_id: (content_hash, extractor)}).get(knowledge_id)
 
+    def first_of(
+        self, kb_id: str, knowledge_id: str, content_hash: str, extractors: list[str]
+    ) -> tuple[Extraction, str] | None:
+        """The cached extraction of the first name in ``extractors`` that has one, with that name,
+        or None: one statement (primary-key probes) whatever the number of names."""
+        if not extractors:
+            return None
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT extractor, result FROM wiki_extractions WHERE knowledge_base_id = %s AND knowledge_id = %s"
+                " AND content_hash = %s AND extractor = ANY(%s)",
+                (kb_id, knowledge_id, content_hash, extractors),
+            ).fetchall()
+        found = {r["extractor"]: r["result"] for r in rows}
+        name = next((n for n in extractors if n in found), None)
+        return None if name is None else (Extraction.model_validate(found[name]), name)
+
     def get_many(self, kb_id: str, wanted: dict[str, tuple[str, str]]) -> dict[str, Extraction]:
         """Cached extractions by knowledge id for {knowledge id: (content hash, extractor)}, in one
         statement (primary-key probes); documents without one are absent from the result."""

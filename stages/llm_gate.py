@@ -83,15 +83,13 @@ def cached(
     extractions: ExtractionRepository,
     llm_usage: LLMUsageRepository | None = None,
 ) -> tuple[Extraction, str] | None:
-    """The cached extraction of ``doc``'s content and its cache key, or None. A hit of the LLM
-    extractor's cache is counted in ``llm_usage`` (``cache_hits``) when given."""
-    for name in cache_names(extractor):
-        extraction = extractions.get(kb_id, doc.id, doc.content_hash, name)
-        if extraction is not None:
-            if llm_usage is not None and is_llm(extractor):
-                _count(extractor, kb_id, doc, None, llm_usage=llm_usage, outcome="cached")
-            return extraction, name
-    return None
+    """The cached extraction of ``doc``'s content and its cache key, or None (one statement for
+    every cache name: a query per name was a seventh of a map's time with an instant model). A hit
+    of the LLM extractor's cache is counted in ``llm_usage`` (``cache_hits``) when given."""
+    found = extractions.first_of(kb_id, doc.id, doc.content_hash, cache_names(extractor))
+    if found is not None and llm_usage is not None and is_llm(extractor):
+        _count(extractor, kb_id, doc, None, llm_usage=llm_usage, outcome="cached")
+    return found
 
 
 def extract(

@@ -23,6 +23,7 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate
 from stages.claims import release_after_failure
+from stages.ingest import pump_ingest_lane
 from stages.triggers import send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text, fail_budget_spent
 from wiki.extract import Extractor
@@ -155,6 +156,50 @@ def _count_failure(
     return "retry"
 
 
+def refill_slots(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> int:
+    """Fill the KB's free map slots from this thread (``stages.ingest.pump_ingest_lane``); returns
+    the map messages sent.
+
+    Not through a ``wiki_ingest`` message: that hop waited for a worker thread and for the default
+    queue's consumer, which sleeps up to the worker timeout (1 s) when its queue was idle, and at a
+    model latency of 200 ms a slot spent about as long waiting for its next document as on the
+    document (bench/llm_pipeline.py, docs/decisions.md). When the pump fails (PostgreSQL went
+    away), the trigger is sent instead so that its actor retries.
+    """
+    try:
+        return pump_ingest_lane(
+            tenant_id,
+            knowledge_base_id,
+            pool=pool,
+            kbs=kbs,
+            ops=ops,
+            redis=redis,
+            settings=settings,
+            worker_id=worker_id,
+        )
+    except Exception as exc:
+        log.warning("ingest.refill_failed", knowledge_base_id=knowledge_base_id, error=repr(exc))
+        send_trigger(
+            "wiki_ingest",
+            redis=redis,
+            settings=settings,
+            tenant_id=tenant_id,
+            knowledge_base_id=knowledge_base_id,
+            debounce=False,
+        )
+        return 0
+
+
 def map_step(
     tenant_id: int,
     knowledge_base_id: str,
@@ -199,7 +244,9 @@ def map_step(
     )
     log.info("document.mapped", knowledge_id=knowledge_id, outcome=outcome)
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
-    send_trigger("wiki_ingest", debounce=False, **kb)
+    refill_slots(
+        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
+    )
     if outcome in ("retry", "paused"):  # the pump skips the op until its backoff ends: come back then
         op = ops.get(op_id)
         if op is not None and op.not_before is not None:

@@ -44,6 +44,12 @@ class Settings(BaseSettings):
     # on 2 cores linux-doc's first 800 documents took 121 s at 3, 103 s at 6, with less CPU in
     # all (fuller reduce batches). Many more take the GIL from reduce and cross-link threads.
     ingest_map_parallel: int = Field(default=6, ge=1, le=256, description="Map ops claimed per KB at once.")
+    # With the model extractor a map slot waits on the model, not the CPU: more slots than the
+    # model's concurrency cap, so that a slot's own database work and its refill overlap the other
+    # slots' calls (docs/decisions.md, "LLM pipeline throughput"; bench/llm_pipeline.py).
+    ingest_llm_map_parallel: int = Field(
+        default=12, ge=1, le=256, description="Map ops claimed per KB at once with KBWIKI_EXTRACTOR=llm."
+    )
     # Was KBWIKI_INGEST_REDUCE_PARALLEL (it never bounded reduce, which runs one batch per KB at a
     # time): still read, with a deprecation line in the log (get_settings).
     crosslink_parallel: int = Field(
@@ -163,10 +169,12 @@ class Tunables:
 
 
 def kb_tunables(settings: Settings, kb: KnowledgeBase) -> Tunables:
-    """The KB's ``wiki_config`` where set, else the process ``settings``."""
+    """The KB's ``wiki_config`` where set, else the process ``settings`` (map slots:
+    ``ingest_llm_map_parallel`` when the extractor is the model, else ``ingest_map_parallel``)."""
     cfg = kb.wiki_config
     return Tunables(
         batch_size=cfg.ingest_batch_size or settings.ingest_batch_size,
-        map_parallel=cfg.ingest_map_parallel or settings.ingest_map_parallel,
+        map_parallel=cfg.ingest_map_parallel
+        or (settings.ingest_llm_map_parallel if settings.extractor == "llm" else settings.ingest_map_parallel),
         crosslink_parallel=cfg.crosslink_parallel or settings.crosslink_parallel,
     )

@@ -127,3 +127,17 @@ def test_the_shared_rate_limit_settings_reach_the_config_and_stay_out_of_its_fin
     assert (slower.max_concurrency, slower.rpm) == (1, 10)
     assert slower.fingerprint() == config.fingerprint()  # pace changes do not resume a paused KB
     assert config.with_override(LLMOverride(model="other")).fingerprint() != config.fingerprint()
+
+
+def test_the_model_extractor_gets_map_slots_of_its_own():
+    # bench/llm_pipeline.py: with 6 slots per KB at most 6 calls were ever in flight against a model
+    # that allowed 8, and a slot spends part of each document off the model.
+    from wiki.models import KnowledgeBase
+    from wiki.settings import kb_tunables
+
+    kb = KnowledgeBase(id="kb", tenant_id=1, name="kb")
+    assert kb_tunables(Settings(extractor="offline"), kb).map_parallel == 6
+    assert kb_tunables(Settings(extractor="llm"), kb).map_parallel == 12
+    assert kb_tunables(Settings(extractor="llm", ingest_llm_map_parallel=20), kb).map_parallel == 20
+    own = kb.model_copy(update={"wiki_config": WikiConfig(ingest_map_parallel=3)})
+    assert kb_tunables(Settings(extractor="llm"), own).map_parallel == 3  # a KB's own setting wins
