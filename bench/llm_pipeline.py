@@ -84,7 +84,7 @@ sys.path.insert(0, str(ROOT))
 from bench.ingest_linux import fetch_corpus  # noqa: E402
 from repos.bench import BenchKbRepository, KbProbe  # noqa: E402
 from repos.db import make_pool  # noqa: E402
-from tests.support.llm_server import ScriptedLLM, answer, error, realistic  # noqa: E402
+from tests.support.llm_server import ScriptedLLM, error, is_intro_request, is_merge_request, realistic  # noqa: E402
 
 KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
 TENANT = 1
@@ -107,8 +107,8 @@ class Call:
 class FakeModel:
     """A responder for ``ScriptedLLM``: ``latency_s`` per call, at most ``concurrency`` in flight
     (over it: 429 with ``Retry-After`` / ``retry-after-ms`` of ``retry_after_s``, counted in
-    ``rejected``). Map calls get ``realistic`` answers; other kinds (a model that decides merges or
-    writes leads) get ``{}`` and are counted under their system prompt's first words."""
+    ``rejected``). Every call gets the tests' ``realistic`` answer (a merge call "every item new",
+    the index introduction a sentence) and is counted by kind (map, merge, intro)."""
 
     latency_s: float
     concurrency: int
@@ -140,10 +140,10 @@ class FakeModel:
                 kind = "map"
                 title = user.split('<document handle="d1" title="', 1)[1].split('">', 1)[0]
                 response = realistic(request)
-            else:
-                system = next((m["content"] for m in request["messages"] if m["role"] == "system"), "")
-                kind, title = " ".join(system.split()[:4]) or "unknown", ""
-                response = answer("{}", usage=(sum(len(m["content"]) for m in request["messages"]) // 4, 1))
+            else:  # a merge call ("every item new") or the index introduction, as the tests answer them
+                kind = "merge" if is_merge_request(request) else "intro" if is_intro_request(request) else "other"
+                title = ""
+                response = realistic(request)
         finally:
             with self.lock:
                 self.in_flight -= 1
