@@ -37,6 +37,7 @@ def test_out_of_credit_pauses_the_kb_and_resume_finishes_every_document(deps, mo
             "KBWIKI_HOME": str(tmp_path / "home"),
             "KBWIKI_EXTRACTOR": "llm",
             "KBWIKI_LLM_BASE_URL": server.url,
+            "KBWIKI_LLM_INDEX_INTRO": "false",  # this test counts the calls of map only
             "KBWIKI_LLM_MODEL": "scripted",
             "KBWIKI_LLM_API_KEY": "k",
             "KBWIKI_LLM_PAUSE_S": "600",

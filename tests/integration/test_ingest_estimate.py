@@ -37,6 +37,7 @@ def llm_env(pipeline_env, actors_broker, clean_db, monkeypatch, tmp_path):  # no
             "KBWIKI_HOME": str(tmp_path / "home"),
             "KBWIKI_EXTRACTOR": "llm",
             "KBWIKI_LLM_BASE_URL": server.url,
+            "KBWIKI_LLM_INDEX_INTRO": "false",  # this test counts the calls of map only
             "KBWIKI_LLM_MODEL": "scripted",
             "KBWIKI_LLM_API_KEY": "k",
             "KBWIKI_LLM_SECTION_CHARS": "500",
