@@ -569,3 +569,12 @@ def test_cjk_words_that_point_into_the_text_and_shi_de_qualities_are_no_page_or_
     assert "以下" not in [n for n, *_ in names(["以下は問題を避けるためにできると良いことのリストです。"], True)]
     assert definition_rank("代码风格", "代码风格是因人而异的，而且我不愿意把观点强加给任何人。") == 0
     assert definition_rank("PCI Express端口", "PCI Express端口是一个具有多个不同服务的PCI-PCI桥设备。") == 2
+
+
+def test_a_remark_about_here_how_it_is_built_or_a_japanese_rule_is_no_lead() -> None:
+    from wiki.extract.cjk import definition_rank
+
+    assert _lead_rank(["spin_lock_bh"], False, "spin_lock_bh() is unnecessary here, as you are in a tasklet.") == 0
+    assert _lead_rank(["frob unit"], True, "A frob unit is implemented using the same code as the widget.") == 0
+    assert definition_rank("ユーザ", "ユーザはこのツールで見つけたバグを全て報告すべきです。") == 0
+    assert definition_rank("東京スカイツリー", "東京スカイツリーは電波塔である。") == 2
