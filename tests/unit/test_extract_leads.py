@@ -575,6 +575,6 @@ def test_a_remark_about_here_how_it_is_built_or_a_japanese_rule_is_no_lead() -> 
     from wiki.extract.cjk import definition_rank
 
     assert _lead_rank(["spin_lock_bh"], False, "spin_lock_bh() is unnecessary here, as you are in a tasklet.") == 0
-    assert _lead_rank(["frob unit"], True, "A frob unit is implemented using the same code as the widget.") == 0
+    assert _lead_rank(["frob_unit"], False, "frob_unit is implemented using the same code as the widget.") == 0
     assert definition_rank("ユーザ", "ユーザはこのツールで見つけたバグを全て報告すべきです。") == 0
     assert definition_rank("東京スカイツリー", "東京スカイツリーは電波塔である。") == 2

@@ -183,7 +183,9 @@ _ZH_DEFINES = re.compile(r"^(?:是(?![，,：:])|为(?![，,：:])|指|即|乃|�
 _JA_DEFINES = re.compile(r"^(?:とは|って)")
 _JA_TOPIC = re.compile(r"^(?:は|（[^）]{1,40}）は)")
 # "…すべきです" (should), "…ません" and "…ください" end a rule or a request, not a definition.
-_JA_DEFINITION_END = re.compile(r"(?:である|(?<!べき)(?<!ません)です|だ|のこと|を指す|をいう|と呼ばれる)[。．.!！]?\s*$")
+_JA_DEFINITION_END = re.compile(
+    r"(?:である|(?<!べき)(?<!ません)です|だ|のこと|を指す|をいう|と呼ばれる)[。．.!！]?\s*$"
+)
 # What X is for ("X用于…", "X提供…"): a role, weaker than a definition.
 _ZH_ROLE = re.compile(r"^(?:用于|提供|支持|负责|允许)")
 
