@@ -578,3 +578,9 @@ def test_a_remark_about_here_how_it_is_built_or_a_japanese_rule_is_no_lead() -> 
     assert _lead_rank(["frob_unit"], False, "frob_unit is implemented using the same code as the widget.") == 0
     assert definition_rank("ユーザ", "ユーザはこのツールで見つけたバグを全て報告すべきです。") == 0
     assert definition_rank("東京スカイツリー", "東京スカイツリーは電波塔である。") == 2
+
+
+def test_who_uses_a_name_and_what_a_caller_should_do_with_it_are_no_lead() -> None:
+    assert _lead_rank(["GET_REPORT"], False, "GET_REPORT is only used by custom HID device drivers today.") == 0
+    assert _lead_rank(["sev_fd"], False, "sev_fd should point to a file descriptor opened on the device.") == 0
+    assert _lead_rank(["frob_widget"], False, "frob_widget can be used to frob the widgets of the kernel.") == 1

@@ -1020,6 +1020,10 @@ _ARTICLE = re.compile(r"^(?:(?:The|A|An|Each|Every)\s+)?", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?。！？][\"')\u201d」』）]*$")
 _MODAL_VERBS = frozenset("can may must should will would could might".split())
 _MODALS = _MODAL_VERBS | frozenset("does do has have".split())
+#: Modals of a rule: "X should/must/shall ..." says what a caller has to do with X.
+_RULE_MODALS = frozenset("should must shall".split())
+#: What follows a purpose participle when it says what X is for ("used to", "designed for", "meant as").
+_FOR_WHAT = re.compile(r"\s+(?:to|for|as|when|in\s+order\s+to)\b")
 # Words that follow a verb but rarely a noun: "the method checks whether", "photons travel the".
 _AFTER_VERB = frozenset(
     "the a an this that these those its it their them his her our your whether if how what which "
@@ -1229,7 +1233,8 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             # Only "X is used/designed/meant to ..." says what X is for; a lead like "X is interrupted
             # by ..." or "The GIL is not released" tells one event or caveat, so it ranks 0 and another
             # sentence leads the page, or there is no page
-            purpose = passive.group(1) in _PURPOSE_PARTICIPLES
+            # "used to/for/as" says what X is for; "is only used by custom drivers" who uses it
+            purpose = passive.group(1) in _PURPOSE_PARTICIPLES and bool(_FOR_WHAT.match(after[passive.end() :]))
             best = max(best, 1 if concept or purpose else 0)
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition;
@@ -1248,6 +1253,8 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             pos = lexicon.lemmas(word)
             # "X returns the ..." is a verb; "Configuration functions for ..." a plural noun.
             verb = word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in _AFTER_VERB)
+            if word in _RULE_MODALS:
+                continue  # "sev_fd should point to ...": a rule for the caller, not what sev_fd is
             if (verb or word in _MODALS) and (concept or _code_like(needle)):
                 # "kmalloc returns ...": what code does is what it is. Of a named thing that is no
                 # code, "The TMP108 has ...", "Andrew Morton has suggested ...", "The BHB can still
