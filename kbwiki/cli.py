@@ -25,7 +25,7 @@ def migrate(rollback: bool) -> None:
     """Apply pending database migrations (a no-op when up to date)."""
     from repos.db import apply_migrations, rollback_migrations
 
-    with services() as settings:
+    with services(migrating=True) as settings:
         if rollback:
             click.echo(f"rolled back {rollback_migrations(settings.database_url)} migrations")
         else:

@@ -21,6 +21,7 @@ from wiki.errors import (
     DatabaseUnreachable,
     KbwikiError,
     RedisUnreachable,
+    SchemaOutdated,
     ServersUnreachable,
     ServiceError,
     UnknownKnowledgeBase,
@@ -142,16 +143,18 @@ def _silence_pool_logs() -> None:
 
 
 @contextlib.contextmanager
-def services() -> Iterator[Settings]:
+def services(*, migrating: bool = False) -> Iterator[Settings]:
     """Settings with servers reachable: the configured ones, or embedded ones started for this command.
 
     Raises ``BadSetting`` for bad settings, ``ServiceError`` for local servers that cannot be
     started or a home folder that cannot be made, and ``ServersUnreachable`` for a configured
     server that does not answer or a server that goes away while the command runs (the worker
-    owning the local servers was stopped); the command group prints each as one line.
+    owning the local servers was stopped); the command group prints each as one line. On configured
+    servers it raises ``SchemaOutdated`` when the database lacks migrations, unless ``migrating``
+    (``kbwiki migrate`` itself).
     """
     from kbwiki.services import describe_home, local_services
-    from repos.db import apply_migrations
+    from repos.db import apply_migrations, pending_migrations
 
     base = checked_settings()
     embedded = not (base.database_url and base.redis_url)
@@ -169,6 +172,13 @@ def services() -> Iterator[Settings]:
         command_logs(settings)
         if embedded:
             apply_migrations(settings.database_url)
+        elif not migrating and (pending := pending_migrations(settings.database_url)):
+            # a configured database is migrated by `kbwiki migrate` (a Procfile release step), never
+            # behind a command's back; without it every query would fail with a missing table
+            raise SchemaOutdated(
+                f"the database lacks {len(pending)} migration(s) of this version ({pending[0]} first):"
+                " run `kbwiki migrate`"
+            )
         try:
             yield settings
         except _server_gone() as exc:

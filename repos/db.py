@@ -50,6 +50,12 @@ def apply_migrations(database_url: str) -> int:
     return len(pending)
 
 
+def pending_migrations(database_url: str) -> list[str]:
+    """The ids of the migrations under ``migrations/`` not yet applied to the database (read only)."""
+    backend = get_backend(yoyo_url(database_url))
+    return [m.id for m in backend.to_apply(read_migrations(str(MIGRATIONS_DIR)))]
+
+
 def rollback_migrations(database_url: str) -> int:
     """Roll back every applied migration (tests and ``kbwiki migrate --rollback``); returns the count."""
     backend = get_backend(yoyo_url(database_url))

@@ -160,6 +160,10 @@ class ServiceError(KbwikiError):
 # --- extraction --------------------------------------------------------------------------------
 
 
+class SchemaOutdated(KbwikiError):
+    """The configured database lacks migrations this version needs (``kbwiki migrate`` applies them)."""
+
+
 class ExtractionError(KbwikiError):
     """Extraction failed for good: the document itself cannot give a valid extraction (e.g. no
     usable sentence). Retrying cannot help: the document ends ``skipped`` with the reason."""
