@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import shlex
 import sys
 from pathlib import Path
 
 import click
 
 from kbwiki.command import command_deps, find_kb, kb_name_param, kb_option, lanes_timeout, main, services, tenant_option
+from wiki.errors import DocumentsFailed
 
 
 @main.command()
@@ -90,6 +92,12 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
             click.echo(warning)
         if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
             raise lanes_timeout(deps, kb, kb_name, timeout)
+        if wait and (failed := deps.docs.count_by_status(kb.id).get("failed", 0)):
+            # the wiki is complete, but without these documents: say so, and exit 1
+            raise DocumentsFailed(
+                f"{failed} document(s) of {kb_name!r} failed and wrote no page"
+                f" (reasons: kbwiki status --kb {shlex.quote(kb_name)}; kbwiki dead-letters list)"
+            )
 
 
 @main.command()

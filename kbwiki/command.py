@@ -206,7 +206,8 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
 
         hint = RESUME_HINT.get(paused.kind, RESUME_HINT["config"]).replace("NAME", kb_name)
         return WaitTimedOut(
-            f"{head}: the KB's model work is paused for {paused.kind} (HTTP {paused.status}: {paused.message}); {hint}"
+            f"the wiki of {kb_name!r} is not complete: the KB's model work is paused for {paused.kind}"
+            f" (HTTP {paused.status}: {paused.message}); {hint}"
         )
     if not deps.workers.alive_count(deps.settings.worker_ttl_s):
         return WaitTimedOut(f"{head}; no worker is alive: start one (`kbwiki worker`)")

@@ -68,16 +68,24 @@ def lane_rows(deps: Deps, kb_id: str) -> int:
     return sum(counts.get(lane, 0) for lane in WIKI_LANES)
 
 
+#: Seconds without progress after which a wait on a KB whose model work is paused gives up: a
+#: paused KB waits for `kbwiki resume` or a configuration change, never for time.
+PAUSED_GIVE_UP_S = 10.0
+
+
 def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: float, progress: bool = True) -> bool:
     """Block until the KB's wiki is complete, with a progress bar of documents settled.
 
     Complete is every lane of the KB empty: documents mapped and reduced (``wiki:ingest``,
     ``wiki:reduce``), cross-links done (``wiki:finalize``) and the index page rebuilt after the last
     batch (``wiki:index``, see ``stages.index``); a running batch still holds its reduce-lane rows.
-    Returns False when ``timeout_s`` passes first. Needs running workers (``kbwiki worker``).
+    Returns False when ``timeout_s`` passes first, or when the KB's model work is paused
+    (``wiki_llm_config_errors``) and nothing moved for ``PAUSED_GIVE_UP_S``. Needs running
+    workers (``kbwiki worker``).
     """
     deadline = time.monotonic() + timeout_s
     bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0, mininterval=1.0)
+    last_rows, moved_at = None, time.monotonic()
     try:
         while time.monotonic() < deadline:
             counts = deps.ops.counts_by_lane(SCOPE_KB, kb.id)
@@ -89,6 +97,10 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
                 bar.n = expected
                 bar.refresh()
                 return True
+            if rows != last_rows:
+                last_rows, moved_at = rows, time.monotonic()
+            elif time.monotonic() - moved_at >= PAUSED_GIVE_UP_S and deps.llm_errors.get(kb.id) is not None:
+                return False
             time.sleep(POLL_S)
         return False
     finally:
@@ -168,7 +180,10 @@ class IngestEstimate:
             verdict = "fits" if total <= self.budget_left else "does not fit: the KB would pause when it is spent"
             lines.append(f"token budget: {self.budget_left} tokens left of {c.token_budget}; this {verdict}")
         if not self.llm_extractor:
-            lines.append("note: KBWIKI_EXTRACTOR is offline: ingest would make no model call with these settings")
+            lines.append(
+                "note: this command's KBWIKI_EXTRACTOR is offline; the workers' setting decides whether"
+                " ingest calls the model (this estimate is for the model and prices above)"
+            )
         return "\n".join(lines)
 
 

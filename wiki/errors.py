@@ -134,6 +134,10 @@ class WaitTimedOut(KbwikiError, TimeoutError):
     """A ``--wait`` ran out before the KB's lanes were empty (work is only done while a worker runs)."""
 
 
+class DocumentsFailed(KbwikiError):
+    """An ``ingest --wait`` ended with documents of the KB failed (they wrote no page)."""
+
+
 class StoreConflict(KbwikiError, RuntimeError):
     """A row kept changing under concurrent writers for more attempts than a write makes."""
 

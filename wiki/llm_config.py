@@ -26,7 +26,7 @@ class LLMOverride(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     base_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
-    model: str | None = None
+    model: str | None = Field(default=None, min_length=1)
     api_key: str | None = None
     timeout_s: float | None = Field(default=None, gt=0, le=3600)
     connect_timeout_s: float | None = Field(default=None, gt=0, le=600)
@@ -39,8 +39,8 @@ class LLMOverride(BaseModel):
     bounded_schema: bool | None = None
     index_intro: bool | None = None
     token_budget: int | None = Field(default=None, ge=1)
-    price_in_per_mtok: float | None = Field(default=None, ge=0)
-    price_out_per_mtok: float | None = Field(default=None, ge=0)
+    price_in_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    price_out_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     max_concurrency: int | None = Field(default=None, ge=0, le=4096)
     rpm: int | None = Field(default=None, ge=0)
     tpm: int | None = Field(default=None, ge=0)
@@ -85,7 +85,7 @@ class LLMConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_url: str | None = None
-    model: str = "gpt-4o-mini"
+    model: str = Field(default="gpt-4o-mini", min_length=1)
     api_key: str | None = None
     timeout_s: float = Field(default=120.0, gt=0, le=3600)
     connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
@@ -103,8 +103,8 @@ class LLMConfig(BaseModel):
     bounded_schema: bool = False
     index_intro: bool = True
     token_budget: int | None = Field(default=None, ge=1)
-    price_in_per_mtok: float = Field(default=0.0, ge=0)
-    price_out_per_mtok: float = Field(default=0.0, ge=0)
+    price_in_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    price_out_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     # 16 in flight: two worker processes' map threads (2 x 6) fit with room; a provider that
     # allows fewer answers 429 and the shared limit halves (see docs/decisions.md).
     max_concurrency: int = Field(default=16, ge=0, le=4096)
@@ -128,9 +128,9 @@ class LLMConfig(BaseModel):
 
 
 def estimated_usd(config: LLMConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """The price of these tokens at ``config``'s prices, in US dollars; None when no price is set
-    (both 0: unknown, never shown as free)."""
-    if not (config.price_in_per_mtok or config.price_out_per_mtok):
+    """The price of these tokens at ``config``'s prices, in US dollars; None unless both prices are
+    set (a 0 is unknown: never shown as free, nor a half price as the whole)."""
+    if not (config.price_in_per_mtok and config.price_out_per_mtok):
         return None
     return (prompt_tokens * config.price_in_per_mtok + completion_tokens * config.price_out_per_mtok) / 1_000_000
 

@@ -100,7 +100,7 @@ class Settings(BaseSettings):
 
     extractor: Literal["offline", "llm"] = "offline"
     llm_base_url: str | None = Field(default=None, pattern=r"^https?://\S+$", description="http(s) URL ending in /v1")
-    llm_model: str = "gpt-4o-mini"
+    llm_model: str = Field(default="gpt-4o-mini", min_length=1)
     llm_api_key: str | None = None
     # The LLM extractor's tunables (wiki.llm_config.LLMConfig documents each); a KB may override
     # them in wiki_config["llm"]. JSON objects in the environment: KBWIKI_LLM_EXTRA_BODY='{"temperature": 0}'.
@@ -126,8 +126,12 @@ class Settings(BaseSettings):
     # Cost: a KB's token budget (in + out; None: none) pauses its model work when spent; the prices
     # (US dollars per million tokens, 0: unknown) give the estimated cost in the log and status.
     llm_token_budget: int | None = Field(default=None, ge=1, description="Tokens a KB may spend, then it pauses.")
-    llm_price_in_per_mtok: float = Field(default=0.0, ge=0, description="USD per million prompt tokens.")
-    llm_price_out_per_mtok: float = Field(default=0.0, ge=0, description="USD per million completion tokens.")
+    llm_price_in_per_mtok: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="USD per million prompt tokens."
+    )
+    llm_price_out_per_mtok: float = Field(
+        default=0.0, ge=0, allow_inf_nan=False, description="USD per million completion tokens."
+    )
 
     # The web face (``kbwiki serve``): the tenant it serves and the token behind its operations
     # page's actions (unset: the page is read-only).

@@ -141,3 +141,16 @@ def test_the_model_extractor_gets_map_slots_of_its_own():
     assert kb_tunables(Settings(extractor="llm", ingest_llm_map_parallel=20), kb).map_parallel == 20
     own = kb.model_copy(update={"wiki_config": WikiConfig(ingest_map_parallel=3)})
     assert kb_tunables(Settings(extractor="llm"), own).map_parallel == 3  # a KB's own setting wins
+
+
+def test_a_price_is_known_only_when_both_are_set_and_finite_and_a_model_is_named():
+    # new-user trial: half a price was shown as the whole, "inf" gave "$inf", an empty model passed
+    from pydantic import ValidationError
+
+    from wiki.llm_config import LLMConfig, estimated_usd
+
+    assert estimated_usd(LLMConfig(price_in_per_mtok=0.15), 1_000_000, 1_000_000) is None
+    assert estimated_usd(LLMConfig(price_in_per_mtok=0.15, price_out_per_mtok=0.6), 1_000_000, 1_000_000) == 0.75
+    for bad in ({"llm_price_in_per_mtok": float("inf")}, {"llm_model": ""}):
+        with pytest.raises(ValidationError):
+            Settings(**bad)
