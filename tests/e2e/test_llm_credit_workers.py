@@ -18,6 +18,7 @@ from stages.ingest import submit_document
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_llm_workers import GOOD
 from tests.e2e.test_recovery import _kill_tree
+from tests.support.llm_deps import scripted_llm_env
 from tests.support.llm_server import ScriptedLLM, realistic
 from wiki.lanes import INGEST, SCOPE_KB
 
@@ -33,16 +34,13 @@ def test_out_of_credit_pauses_the_kb_and_resume_finishes_every_document(deps, mo
         return {"status": 402, "json": {"error": {"message": "Insufficient Balance", "type": "payment_required"}}}
 
     with ScriptedLLM(respond) as server:
-        for key, value in {
-            "KBWIKI_HOME": str(tmp_path / "home"),
-            "KBWIKI_EXTRACTOR": "llm",
-            "KBWIKI_LLM_BASE_URL": server.url,
-            "KBWIKI_LLM_INDEX_INTRO": "false",  # this test counts the calls of map only
-            "KBWIKI_LLM_MODEL": "scripted",
-            "KBWIKI_LLM_API_KEY": "k",
-            "KBWIKI_LLM_PAUSE_S": "600",
-        }.items():
-            monkeypatch.setenv(key, value)
+        scripted_llm_env(
+            monkeypatch,
+            server.url,
+            KBWIKI_HOME=str(tmp_path / "home"),
+            KBWIKI_LLM_INDEX_INTRO="false",  # this test counts the calls of map only
+            KBWIKI_LLM_PAUSE_S="600",
+        )
         kb = deps.kbs.get_or_create(1, f"llm-credit-{uuid.uuid4().hex[:6]}")
         for uri, (title, text) in GOOD.items():
             run_stage(

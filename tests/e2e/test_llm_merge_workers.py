@@ -15,6 +15,7 @@ from stages.ingest import submit_document
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_recovery import _kill_tree
 from tests.integration.test_llm_merges import FIRST, SECOND, Model
+from tests.support.llm_deps import scripted_llm_env
 from tests.support.llm_server import ScriptedLLM
 
 pytestmark = pytest.mark.e2e
@@ -28,13 +29,11 @@ def test_worker_processes_apply_the_models_merge_and_the_guards(deps, monkeypatc
         if name == "Postgres"
     ]
     with ScriptedLLM(model) as server:
-        for key, value in {
-            "KBWIKI_EXTRACTOR": "llm",
-            "KBWIKI_LLM_BASE_URL": server.url,
-            "KBWIKI_LLM_MODEL": "scripted-merges",
-            "KBWIKI_LLM_API_KEY": "k",
-        }.items():
-            monkeypatch.setenv(key, value)
+        scripted_llm_env(
+            monkeypatch,
+            server.url,
+            model="scripted-merges",
+        )
         kb = deps.kbs.get_or_create(1, f"llm-merge-{uuid.uuid4().hex[:6]}")
         proc = start_workers(2, 2, tmp_path / "workers.log")
         try:

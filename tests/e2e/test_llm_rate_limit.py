@@ -15,6 +15,7 @@ from kbwiki.workers import start_workers
 from stages.ingest import submit_document
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_recovery import _kill_tree
+from tests.support.llm_deps import scripted_llm_env
 from tests.support.llm_server import ScriptedLLM, error, realistic, stall
 from wiki.lanes import SCOPE_KB
 
@@ -57,18 +58,15 @@ def test_a_429_storm_drains_two_kbs_fairly_without_dead_letters(deps, monkeypatc
         return stall(LATENCY_S, realistic(request))
 
     with ScriptedLLM(respond) as server:
-        for key, value in {
-            "KBWIKI_EXTRACTOR": "llm",
-            "KBWIKI_LLM_BASE_URL": server.url,
-            "KBWIKI_LLM_MODEL": "scripted",
-            "KBWIKI_LLM_API_KEY": "k",
-            "KBWIKI_LLM_MAX_CONCURRENCY": "8",
-            "KBWIKI_LLM_RETRY_MAX_WAIT_S": "2",
+        scripted_llm_env(
+            monkeypatch,
+            server.url,
+            KBWIKI_LLM_MAX_CONCURRENCY="8",
+            KBWIKI_LLM_RETRY_MAX_WAIT_S="2",
             # A document whose calls failed would be a dead letter at its second failure.
-            "KBWIKI_WIKI_MAX_FAIL_RETRIES": "1",
-            "KBWIKI_DOCUMENT_RETRY_BACKOFF_MS": "100",
-        }.items():
-            monkeypatch.setenv(key, value)
+            KBWIKI_WIKI_MAX_FAIL_RETRIES="1",
+            KBWIKI_DOCUMENT_RETRY_BACKOFF_MS="100",
+        )
         big = deps.kbs.get_or_create(1, f"llm-big-{uuid.uuid4().hex[:6]}")
         small = deps.kbs.get_or_create(1, f"llm-small-{uuid.uuid4().hex[:6]}")
         _submit(deps, big.id, 40)

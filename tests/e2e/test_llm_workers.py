@@ -14,6 +14,7 @@ from kbwiki.workers import start_workers
 from stages.ingest import submit_document
 from tests.e2e.conftest import wait_until
 from tests.e2e.test_recovery import _kill_tree
+from tests.support.llm_deps import scripted_llm_env
 from tests.support.llm_server import ScriptedLLM, answer, document_of, error, realistic
 from wiki.extract import validate_item_name
 from wiki.extract.llm.extractor import normalise
@@ -53,16 +54,13 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
         return realistic(request)
 
     with ScriptedLLM(respond) as server:
-        for key, value in {
-            "KBWIKI_EXTRACTOR": "llm",
-            "KBWIKI_LLM_BASE_URL": server.url,
-            "KBWIKI_LLM_MODEL": "scripted",
-            "KBWIKI_LLM_API_KEY": "k",
-            "KBWIKI_LLM_RETRY_MAX_WAIT_S": "2",
-            "KBWIKI_WIKI_MAX_FAIL_RETRIES": "1",
-            "KBWIKI_DOCUMENT_RETRY_BACKOFF_MS": "100",
-        }.items():
-            monkeypatch.setenv(key, value)
+        scripted_llm_env(
+            monkeypatch,
+            server.url,
+            KBWIKI_LLM_RETRY_MAX_WAIT_S="2",
+            KBWIKI_WIKI_MAX_FAIL_RETRIES="1",
+            KBWIKI_DOCUMENT_RETRY_BACKOFF_MS="100",
+        )
         kb = deps.kbs.get_or_create(1, f"llm-e2e-{uuid.uuid4().hex[:6]}")
         ids = {}
         for uri, (title, text) in [*GOOD.items(), POISON]:
@@ -104,14 +102,11 @@ def test_a_refused_key_pauses_the_kb_in_status_and_a_new_key_resumes_it(deps, mo
     from kbwiki.status import kb_status, status_lines
 
     with ScriptedLLM() as server:
-        for key, value in {
-            "KBWIKI_EXTRACTOR": "llm",
-            "KBWIKI_LLM_BASE_URL": server.url,
-            "KBWIKI_LLM_MODEL": "scripted",
-            "KBWIKI_LLM_API_KEY": "revoked",
-            "KBWIKI_LLM_PAUSE_S": "0.5",
-        }.items():
-            monkeypatch.setenv(key, value)
+        scripted_llm_env(
+            monkeypatch,
+            server.url,
+            KBWIKI_LLM_PAUSE_S="0.5",
+        )
         server.responder = lambda request: (
             realistic(request)
             if request["_authorization"] == "Bearer fresh"

@@ -14,6 +14,7 @@ from actors.deps import get_deps, run_stage, set_deps
 from kbwiki.cli import main
 from stages.ingest import submit_document
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures)
+from tests.support.llm_deps import scripted_llm_env
 from tests.support.llm_server import ScriptedLLM, realistic
 from tests.support.pipeline import settle
 from wiki.extract.llm.extractor import forget_modes, sections
@@ -33,18 +34,15 @@ def llm_env(pipeline_env, actors_broker, clean_db, monkeypatch, tmp_path):  # no
     (sections of 500 characters, prices set); yields ``(deps, server, run)``."""
     forget_modes()
     with ScriptedLLM(realistic) as server:
-        for key, value in {
-            "KBWIKI_HOME": str(tmp_path / "home"),
-            "KBWIKI_EXTRACTOR": "llm",
-            "KBWIKI_LLM_BASE_URL": server.url,
-            "KBWIKI_LLM_INDEX_INTRO": "false",  # this test counts the calls of map only
-            "KBWIKI_LLM_MODEL": "scripted",
-            "KBWIKI_LLM_API_KEY": "k",
-            "KBWIKI_LLM_SECTION_CHARS": "500",
-            "KBWIKI_LLM_PRICE_IN_PER_MTOK": "1",
-            "KBWIKI_LLM_PRICE_OUT_PER_MTOK": "2",
-        }.items():
-            monkeypatch.setenv(key, value)
+        scripted_llm_env(
+            monkeypatch,
+            server.url,
+            KBWIKI_HOME=str(tmp_path / "home"),
+            KBWIKI_LLM_INDEX_INTRO="false",  # this test counts the calls of map only
+            KBWIKI_LLM_SECTION_CHARS="500",
+            KBWIKI_LLM_PRICE_IN_PER_MTOK="1",
+            KBWIKI_LLM_PRICE_OUT_PER_MTOK="2",
+        )
         get_settings.cache_clear()
         set_deps(None)
         runner = CliRunner()

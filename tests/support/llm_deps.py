@@ -54,3 +54,17 @@ def ingest_op(deps: Deps, kb, doc) -> PendingOp:
         dedup_key=doc.id,
         payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
     )
+
+
+def scripted_llm_env(monkeypatch, url: str, model: str = "scripted", **env: str) -> None:
+    """Point worker processes (and commands) started by the test at the scripted server at ``url``:
+    ``KBWIKI_EXTRACTOR=llm``, its base URL, ``model`` and a key, plus ``env`` (more ``KBWIKI_*``
+    variables, by name)."""
+    for key, value in {
+        "KBWIKI_EXTRACTOR": "llm",
+        "KBWIKI_LLM_BASE_URL": url,
+        "KBWIKI_LLM_MODEL": model,
+        "KBWIKI_LLM_API_KEY": "k",
+        **env,
+    }.items():
+        monkeypatch.setenv(key, value)
