@@ -65,13 +65,6 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     from kbwiki.ingest import estimate_docs, ingest_docs, wait_for_lanes
     from kbwiki.status import no_worker_warning
 
-    if estimate:
-        with services():
-            deps = command_deps()
-            kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached)
-            click.echo(estimate_docs(deps, kb, iter_folder_docs(path)).describe())
-        return
-
     docs = iter_folder_docs(path)
     rejected = []
     for first in docs:  # read up to the first document: a folder without one creates no KB
@@ -83,6 +76,12 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         raise click.ClickException(
             "\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored", *lines])
         )
+    if estimate:
+        with services():
+            deps = command_deps()
+            kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached)
+            click.echo(estimate_docs(deps, kb, itertools.chain(rejected, [first], docs)).describe())
+        return
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name, create=True)

@@ -133,6 +133,8 @@ class IngestEstimate:
     cached: int = 0
     skipped: int = 0
     rejected: int = 0
+    #: "rejected PATH: reason" / "skipped PATH: reason" lines, as ingest prints them
+    problems: list[str] = field(default_factory=list)
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -179,6 +181,7 @@ class IngestEstimate:
             total = self.prompt_tokens + self.completion_tokens
             verdict = "fits" if total <= self.budget_left else "does not fit: the KB would pause when it is spent"
             lines.append(f"token budget: {self.budget_left} tokens left of {c.token_budget}; this {verdict}")
+        lines += self.problems[:50] + ([f"... {len(self.problems) - 50} more"] if len(self.problems) > 50 else [])
         if not self.llm_extractor:
             lines.append(
                 "note: this command's KBWIKI_EXTRACTOR is offline; the workers' setting decides whether"
@@ -205,10 +208,12 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
     for doc in docs:
         if isinstance(doc, Rejected):
             estimate.rejected += 1
+            estimate.problems.append(f"rejected {doc.path}: {doc.reason}")
             continue
         title, content, _, skip = prepare_document(doc.title, doc.text, settings)
         if skip:
             estimate.skipped += 1
+            estimate.problems.append(f"skipped {doc.source_uri}: {skip}")
             continue
         if kb is not None and _extracted(deps, kb, doc.source_uri, content, names):
             estimate.cached += 1

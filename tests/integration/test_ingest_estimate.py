@@ -77,6 +77,8 @@ def test_estimate_makes_no_call_stores_nothing_and_counts_what_ingest_then_spend
     out = result.stdout
     assert "estimate for model scripted" in out
     assert "1 to extract, 1 already extracted (cache hits), 1 skipped, 1 rejected" in out
+    # the reasons, as ingest prints them (new-user trial: the estimate only counted them)
+    assert "rejected blob.txt: binary" in out and "skipped tiny.md:" in out
     estimated_calls = _number(r"calls: (\d+)", out)
     assert estimated_calls == len(sections(LONG.strip(), 500)) > 1
     prompt, completion = _number(r"tokens: (\d+) in", out), _number(r", (\d+) out", out)
@@ -104,3 +106,11 @@ def test_estimate_for_a_kb_that_does_not_exist_creates_none(llm_env, tmp_path):
     assert result.exit_code == 0, result.output
     assert "1 to extract, 0 already extracted" in result.stdout and "calls: 1 " in result.stdout
     assert deps.kbs.get_by_name(1, name) is None and server.calls == 0
+
+
+def test_estimate_of_a_folder_without_a_document_fails_like_ingest(llm_env, tmp_path):
+    _, server, run = llm_env
+    (tmp_path / "empty").mkdir()
+    result = run("ingest", str(tmp_path / "empty"), "--kb", "nothing-here", "--estimate")
+    assert result.exit_code == 1 and "no .md/.rst/.txt/.html document" in result.output
+    assert server.calls == 0
