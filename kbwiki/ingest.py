@@ -21,6 +21,16 @@ from wiki.models import KnowledgeBase
 POLL_S = 0.5
 
 
+#: "rejected PATH: reason" / "skipped PATH: reason" lines printed at most, the rest counted.
+PROBLEMS_SHOWN = 50
+
+
+def problem_lines(problems: list[str]) -> list[str]:
+    """The first ``PROBLEMS_SHOWN`` problem lines and a count of the rest."""
+    more = len(problems) - PROBLEMS_SHOWN
+    return problems[:PROBLEMS_SHOWN] + ([f"... {more} more"] if more > 0 else [])
+
+
 @dataclass
 class IngestReport:
     """Counts per outcome, and the reason of every skipped or rejected input."""
@@ -34,9 +44,7 @@ class IngestReport:
 
     def describe(self) -> str:
         head = ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())) or "no documents found"
-        return "\n".join(
-            [head, *self.problems[:50]] + ([f"... {len(self.problems) - 50} more"] if len(self.problems) > 50 else [])
-        )
+        return "\n".join([head, *problem_lines(self.problems)])
 
 
 def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
@@ -181,7 +189,7 @@ class IngestEstimate:
             total = self.prompt_tokens + self.completion_tokens
             verdict = "fits" if total <= self.budget_left else "does not fit: the KB would pause when it is spent"
             lines.append(f"token budget: {self.budget_left} tokens left of {c.token_budget}; this {verdict}")
-        lines += self.problems[:50] + ([f"... {len(self.problems) - 50} more"] if len(self.problems) > 50 else [])
+        lines += problem_lines(self.problems)
         if not self.llm_extractor:
             lines.append(
                 "note: this command's KBWIKI_EXTRACTOR is offline; the workers' setting decides whether"
