@@ -387,6 +387,16 @@ class WikiPageRepository:
             ).fetchall()
         return [Page.model_validate(r) for r in rows]
 
+    def recent_slugs(self, kb_id: str, page_type: str, limit: int = 200) -> list[str]:
+        """The slugs of :meth:`recent`, in its order, without reading the pages."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND page_type = %s AND deleted_at IS NULL"
+                " ORDER BY updated_at DESC, id DESC LIMIT %s",
+                (kb_id, page_type, max(1, min(limit, MAX_RECENT))),
+            ).fetchall()
+        return [r["slug"] for r in rows]
+
     def counts_by_type(self, kb_id: str) -> dict[str, int]:
         """Live pages per page type."""
         with self.pool.connection() as conn:

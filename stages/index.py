@@ -119,17 +119,20 @@ def index_intro(
     from wiki.extract.llm.intro import stale, write_intro
     from wiki.extract.llm.ratelimit import sharing
 
-    stored = index_intros.get(kb.id)
-    kept = stored.intro if stored else ""
-    recent = pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
-    slugs = [p.slug for p in recent]
     extractor = llm_gate.extractor_for(extractor, kb.id, kbs=kbs)
     if not extractor.config.index_intro:
         return ""
+    stored = index_intros.get(kb.id)
+    kept = stored.intro if stored else ""
+    # the slugs decide whether to write; the pages themselves are read only to write (the rebuild
+    # reads its own, under its lock)
+    slugs = pages.recent_slugs(kb.id, PageType.summary, RECENT_SUMMARIES)
     if not stale(stored.slugs if stored else None, slugs) or llm_gate.paused(
         extractor, kb.id, llm_errors=llm_errors, llm_usage=llm_usage
     ):
         return kept
+    recent = pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
+    slugs = [p.slug for p in recent]
     model = extractor.config.model
     try:
         with sharing(kb.id):
