@@ -79,6 +79,17 @@ def _remember(base_url: str | None, model: str, mode: OutputMode) -> None:
         _remembered[(base_url, model)] = mode
 
 
+def next_mode(mode: OutputMode, exc: ModeRejected, config: LLMConfig, rejected: list[str]) -> OutputMode:
+    """The output mode to try after the endpoint refused ``mode`` (a 400, ``exc``), appended to
+    ``rejected``; raises ``LLMConfigError`` (400) when ``mode`` was the last of ``MODES``."""
+    rejected.append(mode)
+    following = MODES[MODES.index(mode) + 1 :]
+    if not following:
+        raise LLMConfigError(400, exc.message, config.base_url, config.model) from None
+    log.warning("llm.mode_rejected", model=config.model, mode=mode, next=following[0], message=exc.message)
+    return following[0]
+
+
 def forget_modes() -> None:
     """Forget every remembered output mode (tests start each endpoint afresh)."""
     with _remembered_lock:
@@ -281,12 +292,7 @@ class LLMExtractor:
             except ModeRejected as exc:
                 if exc.too_long:  # the input, not the mode or the configuration: a smaller section may fit
                     raise _Truncated("", f"the endpoint refused the input as too long: {exc.message}") from None
-                stats.modes_rejected.append(mode)
-                following = MODES[MODES.index(mode) + 1 :]
-                if not following:
-                    raise LLMConfigError(400, exc.message, c.base_url, c.model) from None
-                log.warning("llm.mode_rejected", model=c.model, mode=mode, next=following[0], message=exc.message)
-                mode = following[0]
+                mode = next_mode(mode, exc, c, stats.modes_rejected)
                 continue
             _remember(c.base_url, c.model, mode)
             stats.mode = mode

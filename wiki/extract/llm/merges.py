@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 import structlog
 from pydantic import ValidationError
 
-from wiki.errors import LLMConfigError, LLMOutputInvalid
+from wiki.errors import LLMOutputInvalid
 from wiki.extract import validate_item_name
 from wiki.extract.llm.client import ChatClient, ModeRejected
-from wiki.extract.llm.extractor import MAX_ALIASES, MODES, _parse, _remember, remembered_mode
+from wiki.extract.llm.extractor import MAX_ALIASES, MODES, _parse, _remember, next_mode, remembered_mode
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
 from wiki.extract.llm.schema import MergeChoiceOut, MergeEnvelope, merge_schema
 from wiki.llm_config import LLMConfig
@@ -136,11 +136,7 @@ def decide_merges(
             if exc.too_long:  # a context too small for the question: no merge, not a paused KB
                 stats.invalid = True
                 return new, stats
-            stats.modes_rejected.append(mode)
-            following = MODES[MODES.index(mode) + 1 :]
-            if not following:
-                raise LLMConfigError(400, exc.message, c.base_url, c.model) from None
-            mode = following[0]
+            mode = next_mode(mode, exc, c, stats.modes_rejected)
             continue
         break
     _remember(c.base_url, c.model, mode)
