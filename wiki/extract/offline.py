@@ -701,12 +701,8 @@ def _says_what_heading_names(name: str, text: str) -> bool:
     pos = lexicon.lemmas(words[0])
     if stripped == text and "VERB" in pos and (words[0].lower() in pos["VERB"] or lexicon.inflected_verb(words[0])):
         return True  # "Return ...", "Enables ...": the heading is the subject
-    for word in words[1:12]:
-        low = word.lower()
-        if low in ("that", "which", "who", "whose", "when", "where", "if"):
-            break
-        if low in _FINITE or (low.endswith("s") and lexicon.inflected_verb(low)):
-            return False
+    if _finite_verb(words[1:12], verb_s_forms=True):
+        return False
     return not pos or bool(pos.keys() & {"NOUN", "PROPN", "ADJ", "NUM"}) or words[0].endswith("ed")
 
 
@@ -781,13 +777,23 @@ def _noun_phrase(text: str) -> bool:
     pos = lexicon.lemmas(words[0])
     if not (pos.keys() & {"NOUN", "ADJ"} or words[0].endswith("ed")):
         return False
-    for w in words[1:10]:
-        w = w.strip(",;:.()").lower()
-        if w in ("that", "which", "who", "when", "if", "where"):
-            break
-        if w in _FINITE:
+    return not _finite_verb(words[1:10])
+
+
+#: Words that open a relative or conditional clause: a verb after one is the clause's, not the phrase's.
+_CLAUSE_OPENERS = frozenset("that which who when where if".split())
+
+
+def _finite_verb(words: list[str], verb_s_forms: bool = False) -> bool:
+    """Whether ``words`` hold a finite verb (``_FINITE``, and with ``verb_s_forms`` a word that is
+    only a verb's -s form, "indicates") before a clause opener (``_CLAUSE_OPENERS``)."""
+    for word in words:
+        low = word.strip(",;:.()").lower()
+        if low in _CLAUSE_OPENERS:
             return False
-    return True
+        if low in _FINITE or (verb_s_forms and low.endswith("s") and lexicon.inflected_verb(low)):
+            return True
+    return False
 
 
 def _code_kind(name: str, title: str, sections: frozenset[str]) -> str | None:
