@@ -584,3 +584,60 @@ def test_who_uses_a_name_and_what_a_caller_should_do_with_it_are_no_lead() -> No
     assert _lead_rank(["GET_REPORT"], False, "GET_REPORT is only used by custom HID device drivers today.") == 0
     assert _lead_rank(["sev_fd"], False, "sev_fd should point to a file descriptor opened on the device.") == 0
     assert _lead_rank(["frob_widget"], False, "frob_widget can be used to frob the widgets of the kernel.") == 1
+
+
+def test_a_caveat_or_a_restriction_is_no_lead_and_earns_no_page() -> None:
+    assert _lead_rank(["LIRC_MODE_PULSE"], False, "LIRC_MODE_PULSE can only be used for transmitting.") == 0
+    assert _lead_rank(["frob_ioctl"], False, "The frob_ioctl does not allow fine control and is deprecated.") == 0
+    assert _lead_rank(["frob_lock"], False, "frob_lock() may sleep and must not be called from an interrupt.") == 0
+    assert _lead_rank(["frob_lock"], False, "frob_lock() takes the frob mutex of the device.") == 1
+    text = (
+        "# frobs\n\n## FROB_SET_REGION\n\nThe FROB_SET_REGION does not allow fine control and is deprecated.\n\n"
+        "Use FROB_SET_REGION2 instead of FROB_SET_REGION in new code, since FROB_SET_REGION can only map one slot.\n"
+    )
+    assert _item(_extract(text), "FROB_SET_REGION") is None
+
+
+def test_one_word_with_the_is_the_passages_own_not_a_general_concept() -> None:
+    assert _lead_rank(["parameter"], True, "The parameter is the value to be added or removed.") <= 2
+    assert _lead_rank(["directory"], True, "A directory is a filesystem object with an inode.") == 3
+    assert _lead_rank(["photons"], True, "The photons are small packets of energy in the fibre.") == 3
+
+
+def test_table_rows_and_hand_aligned_columns_are_not_quoted() -> None:
+    text = (
+        "Sensor\n======\n\n"
+        "The frobsensor chip measures the AVDDL voltage of the board.\n\n"
+        "in0_input\t\tMeasured AVDDL voltage.\n"
+        "in0_alarm\t\tAVDDL voltage alarm.\n\n"
+        "=============   =======\n"
+        "Register        Use\n"
+        "=============   =======\n"
+        "Shadow regs     Saved by the interrupt code\n"
+        "=============   =======\n\n"
+        "The AVDDL voltage is a 1.0V analogue supply of the frobsensor chip.\n"
+    )
+    blocks, _code, _headings = _prose_blocks(text)
+    assert not any("alarm" in b or "Register" in b or "====" in b or "Saved by" in b for b in blocks), blocks
+    assert any(b.startswith("The AVDDL voltage is a 1.0V") for b in blocks)
+
+
+def test_a_mixed_case_acronym_heading_in_prose_gets_no_code_kind() -> None:
+    text = (
+        "Frob driver\n===========\n\nThe frob driver runs Frob network cards.\n\n"
+        "WoL\n---\n\nWake up on Lan through magic frames is supported for the frob cores.\n"
+        "WoL is configured through the ethtool utility.\n"
+    )
+    assert not any("is a class" in i.description for i in _extract(text, "Frob driver").items)
+
+
+def test_everyday_cjk_words_whether_clauses_and_quantified_runs_are_no_page() -> None:
+    from wiki.extract.cjk import definition_rank, names
+
+    assert definition_rank("调用代码", "调用代码执行全局检查，以确定是否有足够的巨页使操作成功。") == 0
+    assert definition_rank("影子寄存器", "影子寄存器是GRs 1, 8, 9和25。") == 2
+    assert "所有任务" not in [n for n, *_ in names(["所有任务都应该被提供了足够多的CPU算力。"], False)]
+    zh = "返回值是一个错误或一个识别这个覆盖的cookie。返回值为零代表成功。哈希值是为整个enclave镜像计算的。"
+    assert "返回值" not in {i.name for i in _extract(zh, "覆盖").items}
+    ja = "目標は毎週新しいカーネルをリリースすることです。目標は簡潔な解です。"
+    assert "目標" not in {i.name for i in _extract(ja, "開発").items}

