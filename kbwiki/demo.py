@@ -12,6 +12,7 @@ from actors.deps import Deps
 from kbwiki.corpus import iter_stdlib_docs
 from kbwiki.export import export_vault
 from kbwiki.ingest import ingest_docs, wait_for_lanes
+from kbwiki.services import home_folder
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers
@@ -23,7 +24,8 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     """Start workers, ingest the stdlib docs, wait, export, print the numbers; returns an exit code."""
     started = time.monotonic()
     kb = deps.kbs.get_or_create(1, kb_name)
-    log_path = Path(deps.settings.home) / "demo-worker.log"
+    # settings.home is None when DATABASE_URL and REDIS_URL name servers of your own
+    log_path = home_folder(deps.settings) / "demo-worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     workers = start_workers(processes, threads, log_path)
     try:

@@ -208,6 +208,7 @@ _DROPPED_DIRECTIVES = frozenset(
         "meta",
         "csv-table",
         "list-table",
+        "flat-table",
         "only",
         "ifconfig",
         "default-role",

@@ -641,3 +641,13 @@ def test_everyday_cjk_words_whether_clauses_and_quantified_runs_are_no_page() ->
     assert "返回值" not in {i.name for i in _extract(zh, "覆盖").items}
     ja = "目標は毎週新しいカーネルをリリースすることです。目標は簡潔な解です。"
     assert "目標" not in {i.name for i in _extract(ja, "開発").items}
+
+
+def test_a_usage_note_or_a_judgement_is_no_lead() -> None:
+    note = "free_netdev() can be called after unregister_netdev() returns."
+    assert _lead_rank(["free_netdev"], False, note) == 0
+    assert _lead_rank(["frob_widget"], False, "frob_widget can be used to frob the widgets of the kernel.") == 1
+    judged = "Linux memory management is a complex system with many configurable settings."
+    assert _lead_rank(["linux memory management"], True, judged.lower()) <= 1
+    assert _lead_rank(["tiny drm drivers"], True, "Tiny DRM drivers are good examples to understand drivers.") <= 1
+    assert _lead_rank(["page cache"], True, "The page cache is a cache of file pages kept in memory.") == 3

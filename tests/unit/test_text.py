@@ -294,3 +294,13 @@ def test_lint_counts_a_short_japanese_page_like_its_document() -> None:
 
     page = "富士山は日本で最も高い山である。"
     assert prose_length(page) == prose_size(page) >= 40
+
+
+def test_rst_tables_of_every_directive_are_dropped() -> None:
+    rst = "Flags\n=====\n\nThe flags of a picture.\n\n"
+    for directive in ("list-table", "flat-table", "csv-table"):
+        rst += f".. {directive}::\n    :header-rows:  0\n\n    * - ``FROB_FLAG``\n      - 0x0080\n"
+        rst += f"      - ``FROB_MATRIX`` must be used for this {directive} picture.\n\n"
+    text = rst_to_text(rst)
+    assert "The flags of a picture." in text
+    assert "must be used" not in text and "0x0080" not in text

@@ -1127,6 +1127,19 @@ def _continues(needle: str, after: str) -> bool:
 _CAVEAT = re.compile(
     r"(?i)\b(?:should|must|may|can|could|do|does|need)\s+not\b|\b(?:cannot|never|deprecated)\b|n't\b"
     r"|\b(?:can|may|must|could)\s+only\b|\bonly\s+be\b|\b(?:have|has|need|needs)\s+to\b"
+    # when or how a caller may use it: "free_netdev() can be called after unregister_netdev() returns"
+    r"|\b(?:can|may|must|should)\s+be\s+(?:called|invoked|used)\s+"
+    r"(?:after|before|when|whenever|from|within|only|if|once|while|during|at|on|under)\b"
+)
+#: "X is a complex system with many settings", "X are good examples to understand ...", "X is a
+#: popular way": a judgement of X with a generic noun, which tells a reader nothing of what X is
+#: (the linux-doc judges failed "linux memory management" and "tiny DRM drivers" on such leads).
+_JUDGEMENT = re.compile(
+    r"^\s+(?:is|are)\s+(?:a\s+|an\s+)?(?:very\s+|quite\s+|rather\s+|fairly\s+|really\s+)?"
+    r"(?:complex|complicated|simple|powerful|good|great|nice|useful|important|popular|common|interesting"
+    r"|tricky|difficult|easy|flexible|convenient|handy|best|better|excellent|perfect)\s+"
+    r"(?:system|thing|way|piece|example|tool|feature|topic|area|subject|part|approach|idea|one|choice"
+    r"|place|start|starting)s?\b"
 )
 
 
@@ -1150,6 +1163,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 1
         if needle and _names_itself(needle, rest[len(needle) :]):
             return 0  # "attach_type is the program's attach type.": the name's own words, nothing more
+        if needle and _JUDGEMENT.match(rest[len(needle) :]):
+            return 1
         if concept and needle and not has_cjk(text):
             rank = min(rank, _general_definition_rank(text[start + len(needle) :]))
             singular = re.match(r"\s+is\b", rest[len(needle) :])
