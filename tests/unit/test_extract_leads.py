@@ -481,13 +481,19 @@ def test_a_heading_sentence_about_something_else_is_not_the_headed_names_lead() 
         "directories like the temporary folder.\n\n"
         "## frob_limit\n\nFor some specialised workloads it is dangerous to allow frobs in low memory.\n\n"
         "## frob_size\n\nThe chunk size in KB for the frob front-end.\n\n"
+        "## frob_count\n\nThe number of frob chunks in the ring.\n\n"
+        "The kernel rounds frob_count up to a power of two when the ring is allocated.\n\n"
         "## frob_enable\n\nEnables the frob front-end of the kernel when its value is one.\n"
     )
     extraction = _extract(text)
     assert _item(extraction, "protected_fifos") is None
     assert _item(extraction, "frob_limit") is None
-    size = _item(extraction, "frob_size")
-    assert size is not None and "chunk size in KB" in size.description
+    # a definition list's entry is a noun phrase: it gives the lead its predicate, but it is no
+    # sentence to quote, so a name with nothing else said of it has no page
+    assert _item(extraction, "frob_size") is None
+    count = _item(extraction, "frob_count")
+    assert count is not None and count.description == "`frob_count` is the number of frob chunks in the ring."
+    assert count.evidence == ["The kernel rounds frob_count up to a power of two when the ring is allocated."]
     enable = _item(extraction, "frob_enable")
     assert enable is not None and "enables the frob front-end" in enable.description.lower()
 

@@ -767,6 +767,11 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     lead with no subject does not say what X is."""
     lead = _instruction_lead(name, text, title, sections)
     module = _module_title(title)
+    entry = lead == text and name.lower() not in text.lower() and _determiner_phrase(text)
+    if entry and (module or _CODE_HEADING.search(name) or name.isupper()):
+        # "The chunk size in KB for pmsg front-end." under pmsg_size: a definition list's entry,
+        # whose subject is the heading
+        return f"`{name}` is {text[0].lower()}{text[1:]}"
     if lead != text or not _noun_phrase(text) or (not module and not _CODE_HEADING.search(name)):
         return lead
     kind = _code_kind(name, title, sections) if module else None
@@ -800,6 +805,26 @@ def _noun_phrase(text: str) -> bool:
     if not (pos.keys() & {"NOUN", "ADJ"} or words[0].endswith("ed")):
         return False
     return not _finite_verb(words[1:10])
+
+
+def _determiner_phrase(text: str) -> bool:
+    """Whether ``text`` is a noun phrase opened by "The", "A" or "An" with no verb of its own ("The
+    chunk size in KB for pmsg front-end.", "The default (and fallback) TTY line discipline."): a
+    definition list's entry, no sentence to quote (the linux-doc judge failed such quotes). A verb
+    is a finite or modal verb, an -s/-ed form that is only a verb or a word that is only a verb
+    ("The drivers allocate ..."); "The drivers return a pointer." is taken for a phrase, so only
+    the sentence under a heading naming the thing is asked (``_subject_lead``, ``_item``)."""
+    words = text.split()
+    if len(words) < 2 or words[0] not in ("The", "A", "An") or not text.endswith("."):
+        return False
+    for word in words[1:]:
+        low = word.strip(",;:.()").lower()
+        pos = lexicon.lemmas(low)
+        if low in _FINITE or low in _MODAL_VERBS or lexicon.inflected_verb(low):
+            return False
+        if set(pos) == {"VERB"}:
+            return False  # "The drivers allocate ...": a word that is only a verb
+    return True
 
 
 #: Words that open a relative or conditional clause: a verb after one is the clause's, not the phrase's.
@@ -1779,7 +1804,10 @@ class OfflineExtractor:
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
             description, rank = lead or defined.text, 3
-            mentions = [defined, *(m for m in mentions if m is not defined)]
+            # a definition list's entry ("The chunk size in KB ...") gives the lead its predicate
+            # but is no sentence to quote: the page needs another sentence about the name
+            entry = description != defined.text and _determiner_phrase(defined.text)
+            mentions = [*([] if entry else [defined]), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
         if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
