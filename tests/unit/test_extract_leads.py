@@ -252,8 +252,12 @@ def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
 
     sentence = "Check the vendor pages for the calibration tools."
     assert _subject_lead("URLS", sentence, "Force feedback joysticks") == sentence
+    # outside a module's reference a lower-case code name may be a setting or a file: no kind is said
+    assert _subject_lead("panic_on_oops", "Controls the kernel's behaviour on an oops.", "Kernel sysctls") == (
+        "`panic_on_oops` controls the kernel's behaviour on an oops."
+    )
     assert _subject_lead("ff_calibrate", sentence, "Force feedback joysticks") == (
-        "`ff_calibrate` is a function that checks the vendor pages for the calibration tools."
+        "`ff_calibrate` checks the vendor pages for the calibration tools."
     )
 
 
@@ -657,3 +661,18 @@ def test_a_usage_note_or_a_judgement_is_no_lead() -> None:
     assert _lead_rank(["linux memory management"], True, judged.lower()) <= 1
     assert _lead_rank(["tiny drm drivers"], True, "Tiny DRM drivers are good examples to understand drivers.") <= 1
     assert _lead_rank(["page cache"], True, "The page cache is a cache of file pages kept in memory.") == 3
+
+
+def test_a_heading_sentence_pointing_at_that_thing_or_a_possible_alternative_is_no_lead() -> None:
+    text = (
+        "# iterators\n\nThe frob iterator walks every frob of the kernel in order.\n\n"
+        "## frob_iter_data\n\nPrivate data for that function.\n\n"
+        "## frob_max_spaces\n\nThe maximum number of frob spaces that any user may create.\n\n"
+        "The kernel refuses a new frob space once frob_max_spaces is reached.\n"
+    )
+    extraction = _extract(text)
+    assert _item(extraction, "frob_iter_data") is None
+    spaces = _item(extraction, "frob_max_spaces")
+    assert spaces is not None
+    assert spaces.description == "`frob_max_spaces` is the maximum number of frob spaces that any user may create."
+    assert _lead_rank(["pr_warn_once"], False, "pr_warn_once() is a possible alternative to pr_warn().") <= 1

@@ -655,6 +655,13 @@ def _path_segment(text: str, start: int, end: int) -> bool:
     return token.count("/") >= 2 or "." in token or any(len(p) > 3 for p in token.split("/")[1:])
 
 
+#: "Private data for that function.": which function, the text before the heading says.
+_THAT_THING = re.compile(
+    r"(?i)\bthat\s+(?:function|call|method|struct(?:ure)?|object|value|field|file|device|driver|command|callback"
+    r"|macro|ioctl|option|flag|parameter|argument|variable|member|list|table|entry)s?\b"
+)
+
+
 def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -> dict[str, _Sentence]:
     """{code name: the first sentence under it} for the sections headed by a code name ("##
     ArgumentParser", "### Popen.wait", "## kmalloc"): reference documentation opens such a
@@ -680,6 +687,8 @@ def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -
             and not _UNRESOLVED.match(text)
             and not _narration(text)
             and not _ADMONITION.match(text)
+            and not _DEMONSTRATIVE.search(text)
+            and not _THAT_THING.search(text)
             and _says_what_heading_names(name.removesuffix("()"), text)
         ):
             # not "Copyright (C) 2004 ...", "This is ...", a story, "WARNING: you may want to ..."
@@ -819,6 +828,8 @@ def _determiner_phrase(text: str) -> bool:
         return False
     for word in words[1:]:
         low = word.strip(",;:.()").lower()
+        if low in _CLAUSE_OPENERS:
+            return True  # "The maximum number of namespaces that a user may create.": the verb is the clause's
         pos = lexicon.lemmas(low)
         if low in _FINITE or low in _MODAL_VERBS or lexicon.inflected_verb(low):
             return False
@@ -973,9 +984,11 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
     if passive and kind == "class" and name.endswith(("Error", "Exception", "Warning")):
         kind = "exception"  # "Raised by strict parsers when ...": a class raised is an exception
     rest = text.split(" ", 1)[1] if passive else _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
-    if kind == "function" and name.isupper():
+    if kind == "function" and (name.isupper() or not module):
         # STRSET_GET, AUTOFS_DEV_IOCTL_TIMEOUT_CMD: a constant, a command or a message type, which
-        # the heading does not say; "is a function" would be wrong, so the name is the bare subject
+        # the heading does not say; "is a function" would be wrong, so the name is the bare subject.
+        # So is panic_on_oops in a sysctl list: outside a module's reference a lower-case name
+        # may be a setting, a file or a parameter as well as a function
         return f"`{name}` {adverb}{verb} {rest}"
     subject = _kind_phrase(kind, module, owner)
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"
@@ -1162,9 +1175,9 @@ _CAVEAT = re.compile(
 _JUDGEMENT = re.compile(
     r"^\s+(?:is|are)\s+(?:a\s+|an\s+)?(?:very\s+|quite\s+|rather\s+|fairly\s+|really\s+)?"
     r"(?:complex|complicated|simple|powerful|good|great|nice|useful|important|popular|common|interesting"
-    r"|tricky|difficult|easy|flexible|convenient|handy|best|better|excellent|perfect)\s+"
+    r"|tricky|difficult|easy|flexible|convenient|handy|best|better|excellent|perfect|possible)\s+"
     r"(?:system|thing|way|piece|example|tool|feature|topic|area|subject|part|approach|idea|one|choice"
-    r"|place|start|starting)s?\b"
+    r"|place|start|starting|alternative|option|solution|replacement)s?\b"
 )
 
 
@@ -1188,7 +1201,7 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 1
         if needle and _names_itself(needle, rest[len(needle) :]):
             return 0  # "attach_type is the program's attach type.": the name's own words, nothing more
-        if needle and _JUDGEMENT.match(rest[len(needle) :]):
+        if needle and _JUDGEMENT.match(rest[len(needle) :].removeprefix("()")):
             return 1
         if concept and needle and not has_cjk(text):
             rank = min(rank, _general_definition_rank(text[start + len(needle) :]))
