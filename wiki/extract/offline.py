@@ -1661,7 +1661,7 @@ class OfflineExtractor:
     sentence.
     """
 
-    name = "offline-v12"
+    name = "offline-v13"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
