@@ -487,7 +487,8 @@ def test_a_heading_sentence_about_something_else_is_not_the_headed_names_lead() 
         "## frob_size\n\nThe chunk size in KB for the frob front-end.\n\n"
         "## frob_count\n\nThe number of frob chunks in the ring.\n\n"
         "The kernel rounds frob_count up to a power of two when the ring is allocated.\n\n"
-        "## frob_enable\n\nEnables the frob front-end of the kernel when its value is one.\n"
+        "## frob_enable\n\nEnables the frob front-end of the kernel when its value is one.\n\n"
+        "Distributions set frob_enable to one at boot on machines with a frob.\n"
     )
     extraction = _extract(text)
     assert _item(extraction, "protected_fifos") is None
@@ -498,8 +499,10 @@ def test_a_heading_sentence_about_something_else_is_not_the_headed_names_lead() 
     count = _item(extraction, "frob_count")
     assert count is not None and count.description == "`frob_count` is the number of frob chunks in the ring."
     assert count.evidence == ["The kernel rounds frob_count up to a power of two when the ring is allocated."]
+    # so is a reference entry's predicate with no subject: the lead says it, the quotes do not
     enable = _item(extraction, "frob_enable")
     assert enable is not None and "enables the frob front-end" in enable.description.lower()
+    assert enable.evidence == ["Distributions set frob_enable to one at boot on machines with a frob."]
 
 
 def test_a_sentence_about_a_part_or_a_property_of_a_named_thing_is_not_its_lead() -> None:

