@@ -552,13 +552,23 @@ def test_a_heading_sentence_naming_its_subject_is_judged_like_any_lead() -> None
     text = (
         "# stmmac\n\nThe stmmac driver runs the Ethernet controllers of many boards in the field.\n\n"
         "## NAPI\n\nNAPI (Rx polling mode) is supported in the stmmac driver of the kernel.\n\n"
-        "## frob_budget\n\nMaximum amount of service, in sectors, that a queue gets once it is served.\n"
+        "## frob_budget\n\nMaximum amount of service, in sectors, that a queue gets once it is served.\n\n"
+        "The scheduler lowers frob_budget for queues that idle often.\n\n"
+        "## fw.psid\n\nUnique identifier of the firmware parameter set.\n\n"
+        "## hot_thres_access_freq\n\nAccess frequency threshold for hot memory regions in permil.\n\n"
+        "The daemon reads hot_thres_access_freq once a second.\n"
     )
     extraction = _extract(text, "The stmmac driver")
     assert _item(extraction, "NAPI") is None
     budget = _item(extraction, "frob_budget")
-    # outside a module's reference the kind of a code name is unknown: no "is a function"
+    # outside a module's reference the kind of a code name is unknown: no "is a function"; the
+    # entry's noun phrase is the lead's predicate and a sentence about the name is the quote
     assert budget is not None and "function" not in budget.description
+    assert budget.description.startswith("`frob_budget` is a maximum amount of service")
+    assert budget.evidence == ["The scheduler lowers frob_budget for queues that idle often."]
+    assert _item(extraction, "fw.psid") is None  # nothing but its entry is said of it
+    freq = _item(extraction, "hot_thres_access_freq")
+    assert freq is not None and freq.description.startswith("`hot_thres_access_freq` is an access frequency")
     assert _lead_rank(["path_parentat"], False, "path_parentat() is clearly the simplest of the three walks.") == 0
 
 
@@ -679,3 +689,16 @@ def test_a_heading_sentence_pointing_at_that_thing_or_a_possible_alternative_is_
     assert spaces is not None
     assert spaces.description == "`frob_max_spaces` is the maximum number of frob spaces that any user may create."
     assert _lead_rank(["pr_warn_once"], False, "pr_warn_once() is a possible alternative to pr_warn().") <= 1
+
+
+def test_a_quantity_a_relative_without_its_other_or_a_dashed_list_entry_is_no_lead_or_quote() -> None:
+    from wiki.extract.cjk import names
+    from wiki.extract.offline import _whole_sentence
+
+    quantity = "maximum filesystem size is a little over 256mb."
+    assert _lead_rank(["maximum filesystem size"], True, quantity) <= 1
+    assert _lead_rank(["LM96080"], False, "The LM96080 is a more recent incarnation, with a few more features.") <= 1
+    assert _lead_rank(["unshare"], False, "unshare() is a natural addition to the set of primitives.") <= 1
+    assert _lead_rank(["LM96080"], False, "The LM96080 is a newer version of the LM80 sensor.") == 3
+    assert not _whole_sentence("key_hash - A hash of the index key.")
+    assert "大小和校验值" not in [n for n, *_ in names(["大小和校验值为小端序存放的32位无符号值。"], False)]

@@ -150,6 +150,9 @@ _DEICTIC = frozenset(
 )
 #: Determiners and quantifiers a noun run can open with ("所有任务" all tasks, "每个进程" each
 #: process): the run names some members of a kind, not one thing.
+#: "大小和校验值" (size and checksum), "检查和分配" (checks and allocation): a run joining two things
+#: with "and"/"or" names neither.
+_COORDINATED = re.compile(r".[和与及或、].")
 _DETERMINERS = ("所有", "每个", "每一", "一些", "这些", "那些", "任何", "各种", "全部", "其他", "其它")
 
 
@@ -173,7 +176,7 @@ def names(sentences: list[str], japanese: bool) -> list[tuple[str, str, int, int
     for name, n in count.items():
         if not 2 <= len(name) <= MAX_CJK_NAME_CHARS or not _CJK.search(name):
             continue
-        if name in _DEICTIC or name.startswith(_DETERMINERS):
+        if name in _DEICTIC or name.startswith(_DETERMINERS) or _COORDINATED.search(name):
             continue
         out.append((n, name, "entity" if proper[name] else "concept", words[name], first[name]))
     out.sort(key=lambda t: (-t[0], t[4], t[1]))

@@ -776,10 +776,17 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     lead with no subject does not say what X is."""
     lead = _instruction_lead(name, text, title, sections)
     module = _module_title(title)
-    entry = lead == text and name.lower() not in text.lower() and _determiner_phrase(text)
-    if entry and (module or _CODE_HEADING.search(name) or name.isupper()):
-        # "The chunk size in KB for pmsg front-end." under pmsg_size: a definition list's entry,
-        # whose subject is the heading
+    entry = lead == text and name.lower() not in text.lower()
+    if entry and not module and _CODE_HEADING.search(name):
+        # "The chunk size in KB for pmsg front-end." under pmsg_size, "Unique identifier of the
+        # firmware parameter set." under fw.psid: a definition list's entry, whose subject is the
+        # heading (a module's reference says the kind below)
+        if _determiner_phrase(text):
+            return f"`{name}` is {text[0].lower()}{text[1:]}"
+        if _bare_noun_phrase(text) and not lexicon.plural_noun(text.split()[0].lower()):
+            article = "an" if text[0].lower() in "aeiou" else "a"
+            return f"`{name}` is {article} {text[0].lower()}{text[1:]}"
+    if entry and module and _determiner_phrase(text):
         return f"`{name}` is {text[0].lower()}{text[1:]}"
     if lead != text or not _noun_phrase(text) or (not module and not _CODE_HEADING.search(name)):
         return lead
@@ -836,6 +843,14 @@ def _determiner_phrase(text: str) -> bool:
         if set(pos) == {"VERB"}:
             return False  # "The drivers allocate ...": a word that is only a verb
     return True
+
+
+def _bare_noun_phrase(text: str) -> bool:
+    """Whether ``text`` is a noun phrase with no article ("Unique identifier of the firmware
+    parameter set.", "Access frequency threshold for ..."): ``_noun_phrase``, and its second word
+    opens no object, so it is no instruction ("Check the vendor pages ...", "Return the ...")."""
+    words = text.split()
+    return _noun_phrase(text) and len(words) > 1 and words[1] not in _OBJECT_OPENERS
 
 
 def _subjectless(text: str) -> bool:
@@ -928,6 +943,12 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
         return text
     if len(words) < 2 or not words[0].isalpha() or not words[0][0].isupper():
         return text
+    second = words[1].split(" ", 1)[0] if len(words) > 1 else ""
+    if not module and "NOUN" in lexicon.lemmas(words[0]) and second.isalpha() and second not in _OBJECT_OPENERS:
+        # "Access frequency threshold for ...": outside a module's reference a noun before a
+        # noun is a noun phrase, not "accesses frequency threshold"
+        if "NOUN" in lexicon.lemmas(second.lower()) or not lexicon.lemmas(second.lower()):
+            return text
     like = _LIKE_BUT.match(text)
     if words[0].lower() in _NOT_INSTRUCTIONS and like is None:
         return text
@@ -1057,6 +1078,8 @@ def _whole_sentence(text: str) -> bool:
         return True
     if re.match(r"\S+\s+[A-Z][a-z]+\s", text):
         return False  # "filename Specifies that ...": a parameter table's row, its key glued to the text
+    if re.match(r"[\w.]+\s+[-\u2013\u2014]\s+[A-Z]", text):
+        return False  # "key_hash - A hash of the index key.": a list's entry, its key and a dash
     return text[0].isalpha() and (not first.isalpha() or not lexicon.dictionary_word(first))
 
 
@@ -1187,9 +1210,13 @@ _CAVEAT = re.compile(
 _JUDGEMENT = re.compile(
     r"^\s+(?:is|are)\s+(?:a\s+|an\s+)?(?:very\s+|quite\s+|rather\s+|fairly\s+|really\s+)?"
     r"(?:complex|complicated|simple|powerful|good|great|nice|useful|important|popular|common|interesting"
-    r"|tricky|difficult|easy|flexible|convenient|handy|best|better|excellent|perfect|possible)\s+"
+    r"|tricky|difficult|easy|flexible|convenient|handy|best|better|excellent|perfect|possible|natural)\s+"
     r"(?:system|thing|way|piece|example|tool|feature|topic|area|subject|part|approach|idea|one|choice"
-    r"|place|start|starting|alternative|option|solution|replacement)s?\b"
+    r"|place|start|starting|alternative|option|solution|replacement|addition)s?\b"
+    # "The LM96080 is a more recent incarnation, ...", "SMBus is a sibling protocol": of what, the
+    # sentence does not say
+    r"|^\s+(?:is|are)\s+(?:a|an)\s+(?:more\s+recent|newer|older|later|earlier|sibling|similar|related)\s+"
+    r"(?:incarnation|version|variant|revision|protocol|chip|device|model|part)s?\b(?!\s+(?:of|to)\b)"
 )
 
 
@@ -1284,6 +1311,8 @@ def _general_definition_rank(after: str) -> int:
         return 2  # "The DFA number is the index into this list": which list, another sentence says
     if re.match(r"\s+consists?\s+of\b", after, re.IGNORECASE):
         return 2
+    if re.match(r"\s+(?:is|are)\s+a\s+(?:little|lot|bit|few|couple)\b", after):
+        return 1  # "Maximum filesystem size is a little over 256MB.": a quantity, not what it is
     m = _PREDICATE.match(after)
     if m is None:
         return 3
@@ -1832,7 +1861,9 @@ class OfflineExtractor:
             # a definition list's entry ("The chunk size in KB ...", "Gets netdev features ...")
             # gives the lead its predicate but is no sentence to quote: the page needs another
             # sentence about the name
-            entry = description != defined.text and (_determiner_phrase(defined.text) or _subjectless(defined.text))
+            entry = description != defined.text and (
+                _determiner_phrase(defined.text) or _bare_noun_phrase(defined.text) or _subjectless(defined.text)
+            )
             mentions = [*([] if entry else [defined]), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
