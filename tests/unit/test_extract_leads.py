@@ -490,7 +490,7 @@ def test_a_heading_sentence_about_something_else_is_not_the_headed_names_lead() 
         "## frob_enable\n\nEnables the frob front-end of the kernel when its value is one.\n\n"
         "Distributions set frob_enable to one at boot on machines with a frob.\n"
     )
-    extraction = _extract(text)
+    extraction = _extract(text, "fs sysctls")
     assert _item(extraction, "protected_fifos") is None
     assert _item(extraction, "frob_limit") is None
     # a definition list's entry is a noun phrase: it gives the lead its predicate, but it is no
@@ -702,3 +702,18 @@ def test_a_quantity_a_relative_without_its_other_or_a_dashed_list_entry_is_no_le
     assert _lead_rank(["LM96080"], False, "The LM96080 is a newer version of the LM80 sensor.") == 3
     assert not _whole_sentence("key_hash - A hash of the index key.")
     assert "大小和校验值" not in [n for n, *_ in names(["大小和校验值为小端序存放的32位无符号值。"], False)]
+
+
+def test_a_modules_reference_keeps_its_docstrings_as_quotes() -> None:
+    text = (
+        "# frobeditor\n\nThe frob editor module edits frob files for the frob shell.\n\n"
+        "## FrobWindow\n\nWrapper around a frob buffer which tracks the open frob files.\n\n"
+        "### FrobWindow.update_menu_state\n\nUpdate state for menu item at index.\n"
+    )
+    extraction = _extract(text, "frobeditor")
+    for name, quote in (
+        ("FrobWindow", "Wrapper around a frob buffer which tracks the open frob files."),
+        ("FrobWindow.update_menu_state", "Update state for menu item at index."),
+    ):
+        item = _item(extraction, name)
+        assert item is not None and item.evidence == [quote], (name, item)

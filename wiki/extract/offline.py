@@ -853,6 +853,13 @@ def _bare_noun_phrase(text: str) -> bool:
     return _noun_phrase(text) and len(words) > 1 and words[1] not in _OBJECT_OPENERS
 
 
+def _reference_entry(text: str) -> bool:
+    """Whether ``text``, the first sentence under a heading naming a thing, is an entry of a
+    reference list rather than a sentence: a noun phrase with or without an article, or a predicate
+    with no subject."""
+    return _determiner_phrase(text) or _bare_noun_phrase(text) or _subjectless(text)
+
+
 def _subjectless(text: str) -> bool:
     """Whether ``text`` opens with a verb's -s form and no subject ("Gets netdev features like
     ...", "Controls the kernel's behaviour ..."): a reference entry's predicate, whose subject is
@@ -1763,7 +1770,13 @@ class OfflineExtractor:
                 break
             forms = sorted(cand.forms)
             lead = _subject_lead(name, defined[name].text, title, sections) if name in defined else None
-            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name), lead)
+            # outside a module's reference, a definition list's entry ("The chunk size in KB ...",
+            # "Gets netdev features like ...") gives the lead its predicate but is no sentence to
+            # quote: the page needs a whole sentence about the name. A module's docstrings ("Return
+            # the ...", "Base class for ...") are quoted as its reference gives them.
+            entry = name in defined and lead != defined[name].text and not _module_title(title)
+            quote = not (entry and _reference_entry(defined[name].text))
+            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name), lead, quote)
             if item:
                 items.append(item)
                 taken.update(f.casefold() for f in [name, *forms])
@@ -1845,10 +1858,12 @@ class OfflineExtractor:
         lowered: list[str],
         defined: _Sentence | None = None,
         lead: str | None = None,
+        quote_defined: bool = True,
     ) -> ExtractedItem | None:
         """The item, or None when the name fails the guard or the page would not earn its place
         (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads;
-        ``lead``: the description made of it (``_subject_lead``), else ``defined`` as written."""
+        ``lead``: the description made of it (``_subject_lead``), else ``defined`` as written;
+        ``quote_defined``: whether ``defined`` may be quoted as evidence."""
         if validate_item_name(name) != name:
             return None  # the one guard every extractor shares; forms can be renamed by merges
         concept = kind == "concept"
@@ -1858,13 +1873,7 @@ class OfflineExtractor:
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
             description, rank = lead or defined.text, 3
-            # a definition list's entry ("The chunk size in KB ...", "Gets netdev features ...")
-            # gives the lead its predicate but is no sentence to quote: the page needs another
-            # sentence about the name
-            entry = description != defined.text and (
-                _determiner_phrase(defined.text) or _bare_noun_phrase(defined.text) or _subjectless(defined.text)
-            )
-            mentions = [*([] if entry else [defined]), *(m for m in mentions if m is not defined)]
+            mentions = [*([defined] if quote_defined else []), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
         if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
