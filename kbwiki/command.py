@@ -8,6 +8,8 @@ imports them to register their commands, so no module imports the one that impor
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,7 +80,12 @@ def checked_settings() -> Settings:
     try:
         return get_settings()
     except SettingsError as exc:  # a JSON-valued variable that is not JSON ("error parsing value for field ...")
-        raise BadSetting(f"bad setting: {exc} (a JSON object is expected, e.g. '{{\"temperature\": 0}}')") from None
+        field = re.search(r'field "(\w+)"', str(exc))
+        var = f"KBWIKI_{field.group(1).upper()}" if field else "a JSON-valued KBWIKI_ variable"
+        raise BadSetting(
+            f"bad setting {var}={os.environ.get(var, '')!r}: not JSON (a JSON object is expected,"
+            " e.g. '{\"temperature\": 0}')"
+        ) from None
     except ValidationError as exc:
         lines = []
         for err in exc.errors():

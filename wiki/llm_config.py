@@ -13,6 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+#: Dramatiq's time limit of ``wiki_map`` (seconds). A document's calls get at most
+#: ``MAX_DOCUMENT_BUDGET_S`` of it, so a slow model fails the document with a reason (counted,
+#: retried later) instead of being interrupted by Dramatiq mid-call; the last 20 s are for the
+#: rest of the map (the extraction's write, the next slots).
+MAP_TIME_LIMIT_S = 300
+MAX_DOCUMENT_BUDGET_S = MAP_TIME_LIMIT_S - 20
+
 #: Request fields that turn a model's thinking off on the common OpenAI-compatible servers
 #: (vLLM and llama.cpp's server pass ``chat_template_kwargs`` to Qwen3/DeepSeek-style templates).
 #: Sent only on the one retry after an answer with reasoning but no content.
@@ -35,7 +42,7 @@ class LLMOverride(BaseModel):
     extra_body: dict[str, Any] | None = None
     thinking_off: dict[str, Any] | None = None
     section_chars: int | None = Field(default=None, ge=500, le=2_000_000)
-    document_budget_s: float | None = Field(default=None, gt=0, le=3600)
+    document_budget_s: float | None = Field(default=None, gt=0, le=MAX_DOCUMENT_BUDGET_S)
     bounded_schema: bool | None = None
     index_intro: bool | None = None
     token_budget: int | None = Field(default=None, ge=1)
@@ -94,9 +101,7 @@ class LLMConfig(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     thinking_off: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_THINKING_OFF))
     section_chars: int = Field(default=24_000, ge=500, le=2_000_000)
-    # Below wiki_map's 300 s time limit, so a slow model fails the document with a reason (counted,
-    # retried later) instead of being interrupted by Dramatiq mid-call.
-    document_budget_s: float = Field(default=240.0, gt=0, le=3600)
+    document_budget_s: float = Field(default=240.0, gt=0, le=MAX_DOCUMENT_BUDGET_S)
     transport_attempts: int = Field(default=5, ge=1, le=50)
     retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600)
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)

@@ -16,6 +16,7 @@ import structlog
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from wiki.llm_config import MAX_DOCUMENT_BUDGET_S
 from wiki.models import KnowledgeBase
 
 #: The old name of ``KBWIKI_CROSSLINK_PARALLEL``, still read.
@@ -99,7 +100,11 @@ class Settings(BaseSettings):
     min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
 
     extractor: Literal["offline", "llm"] = "offline"
-    llm_base_url: str | None = Field(default=None, pattern=r"^https?://\S+$", description="http(s) URL ending in /v1")
+    llm_base_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="http(s) URL of the OpenAI-compatible API, usually ending in /v1",
+    )
     llm_model: str = Field(default="gpt-4o-mini", min_length=1)
     llm_api_key: str | None = None
     # The LLM extractor's tunables (wiki.llm_config.LLMConfig documents each); a KB may override
@@ -111,7 +116,9 @@ class Settings(BaseSettings):
     llm_extra_body: dict[str, Any] = Field(default_factory=dict, description="Fields merged into every request.")
     llm_thinking_off: dict[str, Any] | None = Field(default=None, description="Fields that turn thinking off.")
     llm_section_chars: int = Field(default=24_000, ge=500, le=2_000_000, description="Longest text per call.")
-    llm_document_budget_s: float = Field(default=240.0, gt=0, le=3600, description="All calls of one document.")
+    llm_document_budget_s: float = Field(
+        default=240.0, gt=0, le=MAX_DOCUMENT_BUDGET_S, description="All calls of one document (below wiki_map's limit)."
+    )
     llm_transport_attempts: int = Field(default=5, ge=1, le=50, description="Tries through 408/429/5xx/timeouts.")
     llm_retry_max_wait_s: float = Field(default=60.0, ge=0, le=3600, description="Longest wait between tries.")
     llm_max_invalid_share: float = Field(default=0.5, ge=0, le=1, description="Invalid items that fail an answer.")

@@ -26,6 +26,9 @@ def _run(tmp_path, **env) -> subprocess.CompletedProcess:
     [
         ({"KBWIKI_INGEST_BATCH_SIZE": "abc"}, "bad setting KBWIKI_INGEST_BATCH_SIZE='abc'"),
         ({"KBWIKI_LOG_LEVEL": "LOUD"}, "bad setting KBWIKI_LOG_LEVEL='LOUD'"),
+        ({"KBWIKI_LLM_EXTRA_BODY": "{bad"}, "bad setting KBWIKI_LLM_EXTRA_BODY='{bad': not JSON"),
+        # past wiki_map's time limit Dramatiq would interrupt a document mid-call
+        ({"KBWIKI_LLM_DOCUMENT_BUDGET_S": "600"}, "bad setting KBWIKI_LLM_DOCUMENT_BUDGET_S='600'"),
         (
             {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"},
             "cannot connect to PostgreSQL (DATABASE_URL)",
