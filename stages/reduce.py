@@ -47,7 +47,7 @@ from wiki.links import rewrite_links
 from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, new_page_slugs, next_page
 from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
 from wiki.settings import Settings, Tunables, kb_tunables
-from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug
+from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
 
 log = structlog.get_logger(__name__)
 
@@ -308,7 +308,8 @@ class _Planner:
 
     def _summary_slug(self, doc: Document) -> str:
         """The document's current summary slug (a changed document keeps it), else a new one
-        (suffixed when another document has it)."""
+        (suffixed when another document has it: by its source, so the same file ingested again
+        into another KB gets the same slug)."""
         current = self.ctx.summary_of(doc.id)
         if current is not None:
             return current
@@ -325,7 +326,7 @@ class _Planner:
             # it would have had the other never existed (a delete then re-add keeps its slug)
             return slug
         taken = sp is not None and sp.page_type == PageType.summary or bool(self.ctx.lite([slug]))
-        return f"{slug}-{doc.id[:8]}" if taken else slug
+        return f"{slug}-{summary_suffix(doc.source_uri, doc.id)}" if taken else slug
 
     def _resolve(self, item: ExtractedItem) -> tuple[str, str]:
         """The (slug, page type) the item goes to: the page of its name key (``wiki.dedup``) this

@@ -45,6 +45,11 @@ class BatchPages:
         self.by_key.setdefault(key, page.slug)
 
 
+def _by_title(ref: tuple[str, str]) -> tuple[str, str]:
+    """Sort key of a (knowledge id, title) source ref: its title, then its id."""
+    return ref[1], ref[0]
+
+
 def next_page(
     tenant_id: int, kb_id: str, slug: str, sp: SlugPlan, page: Page | None
 ) -> tuple[str, Page | None, str | None]:
@@ -105,7 +110,8 @@ def next_page(
         content=content,
         summary=summary,
         aliases=aliases,
-        source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items())],
+        # by title, so the vault's "sources" list is the same whatever the documents' ids
+        source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items(), key=_by_title)],
         facts=facts,
     )
     if (

@@ -191,6 +191,12 @@ def summary_slug(title: str) -> str:
     return "doc-" + slugify(title, max_len=76)
 
 
+def summary_suffix(source_uri: str, knowledge_id: str) -> str:
+    """The 8 hex digits that tell apart summaries of documents sharing a title: of the document's
+    source URI (the same file gets the same slug in every ingest), else of its knowledge id."""
+    return _sha1(source_uri)[:8] if source_uri else knowledge_id[:8]
+
+
 def normalize_name(name: str) -> str:
     """The exact-dedup key of an entity or concept name.
 

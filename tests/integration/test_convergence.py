@@ -158,3 +158,23 @@ def test_delete_ten_and_edit_five_equals_a_fresh_ingest_of_the_final_twenty(make
     assert deps.pages.link_stats(kb.id)["dead_links"] == 0
     _assert_same(_wiki(fresh_deps, fresh), _wiki(deps, kb))
     assert _link_rows(deps, kb) == _link_rows(fresh_deps, fresh)
+
+
+def test_documents_sharing_a_title_get_the_same_slugs_and_source_lists_in_every_ingest(make_kb):
+    # two files titled alike: the second one's summary slug is suffixed by its source, not by
+    # its knowledge id, and a page lists its sources by title, so two ingests give one wiki
+    shared = [
+        ("TODO list", f"todo/{area}.md", f"# TODO list\n\nThe {area} TODO list tracks open Photons work.\n")
+        for area in ("drm", "gpu")
+    ]
+    docs = _corpus()[:6] + shared
+    wikis = []
+    for _ in range(2):
+        deps, kb = make_kb(50)
+        _ingest(deps, kb, docs)
+        wikis.append(_wiki(deps, kb))
+        refs = {p.slug: [r.title for r in p.source_refs] for p in deps.pages.iter_pages(kb.id)}
+        assert all(titles == sorted(titles) for titles in refs.values()), refs
+    summaries = sorted(slug for slug in wikis[0] if slug.startswith("doc-todo-list"))
+    assert len(summaries) == 2, summaries
+    _assert_same(wikis[0], wikis[1])
