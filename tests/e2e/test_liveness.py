@@ -183,4 +183,8 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
         for proc in procs:
             if proc.poll() is None:
                 _kill_tree(proc)
-    assert '"workers.reaped"' in (tmp_path / "survivor.log").read_text()
+    # The claims came back one of two ways, both the survivor's: its reaper took back the claims
+    # of the map the victim was running (logged "workers.reaped"), or it consumed a wiki_map message
+    # the victim's pump had sent and adopted that claim (stages.map). Which one wins is timing.
+    survivor_log = (tmp_path / "survivor.log").read_text()
+    assert '"workers.reaped"' in survivor_log or '"document.mapped"' in survivor_log
