@@ -62,7 +62,7 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, estimate: bool) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
     from kbwiki.corpus import Rejected, iter_folder_docs
-    from kbwiki.ingest import estimate_docs, ingest_docs, wait_for_lanes
+    from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, wait_for_lanes
     from kbwiki.status import no_worker_warning
 
     docs = iter_folder_docs(path)
@@ -84,10 +84,15 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         return
     with services():
         deps = command_deps()
+        new = deps.kbs.get_by_name(tenant, kb_name) is None
         kb = find_kb(deps, tenant, kb_name, create=True)
+        if new:  # a mistyped name would otherwise make a second KB in silence
+            click.echo(f"new knowledge base {kb_name!r} (tenant {tenant})")
         report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs))
         click.echo(report.describe())
-        if report.queued and (warning := no_worker_warning(deps)):
+        # also when this call queued nothing but the KB still has work waiting: --wait would wait
+        # for it in silence
+        if (report.queued or lane_rows(deps, kb.id)) and (warning := no_worker_warning(deps)):
             click.echo(warning)
         if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
             raise lanes_timeout(deps, kb, kb_name, timeout)

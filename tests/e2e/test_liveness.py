@@ -109,6 +109,11 @@ def test_ingest_and_status_say_at_once_that_no_worker_is_alive(run, deps, tmp_pa
     ingested = run("ingest", str(tmp_path), "--kb", name)
     assert ingested.exit_code == 0, ingested.output
     assert "no worker is alive" in ingested.output
+    # again when this call queues nothing new but the KB's earlier work still waits (a --wait
+    # would otherwise wait in silence)
+    again = run("ingest", str(tmp_path), "--kb", name)
+    assert "unchanged=1" in again.output and "no worker is alive" in again.output, again.output
+    assert f"new knowledge base '{name}'" in ingested.output and "new knowledge base" not in again.output
     status = run("status", "--kb", name)
     assert "no worker is alive" in status.output and "alive=0" in status.output
 
