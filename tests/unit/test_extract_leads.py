@@ -717,3 +717,17 @@ def test_a_modules_reference_keeps_its_docstrings_as_quotes() -> None:
     ):
         item = _item(extraction, name)
         assert item is not None and item.evidence == [quote], (name, item)
+
+
+def test_a_phrase_written_capitalised_everywhere_is_an_entity_under_its_own_spelling() -> None:
+    text = (
+        "# vendors\n\nHarbor Labs is a software company that builds storage tools for small teams.\n\n"
+        "Harbor Labs ships the storage tools for every major platform and supports them for years.\n\n"
+        "A page cache is a cache of file pages kept in memory by the kernel for later reads.\n\n"
+        "The page cache grows while memory is free, and the page cache shrinks under pressure.\n"
+    )
+    extraction = _extract(text, "Software vendors")
+    names = {i.name: i.kind for i in extraction.items}
+    assert names.get("Harbor Labs") == "entity", names
+    assert "harbor labs" not in names
+    assert names.get("page cache") == "concept", names

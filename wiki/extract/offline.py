@@ -1680,6 +1680,31 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
     return validate_item_name(" ".join(words))
 
 
+def _proper_form(name: str, sentences: list[str]) -> str | None:
+    """The one spelling of phrase ``name`` in ``sentences`` when it is a proper name: every word
+    capitalised (not all capitals) at every occurrence, and for a single word at least one
+    occurrence inside a sentence (a word opening a sentence is capitalised anyway). None
+    otherwise ("photons" and "Photons", "page cache")."""
+    spellings: set[str] = set()
+    inside = False
+    low = name.lower()
+    for text in sentences:
+        lowered = text.lower()
+        if len(lowered) != len(text):
+            continue
+        for start in _occurrences(lowered, low):
+            if _bounded(lowered, start, start + len(low)):
+                spellings.add(text[start : start + len(low)])
+                inside = inside or bool(text[:start].strip())
+    if len(spellings) != 1:
+        return None
+    form = spellings.pop()
+    words = form.split()
+    if not all(w[:1].isupper() and not w.isupper() for w in words):
+        return None
+    return form if len(words) > 1 or inside else None
+
+
 def _surface_forms(name: str, sentences: list[str]) -> list[str]:
     """The spellings of ``name`` in ``sentences`` differing in case only ("Photons", "PHOTONS")."""
     forms: set[str] = set()
@@ -1811,6 +1836,17 @@ class OfflineExtractor:
             if {fold, singular, fold + "s"} & taken:
                 continue
             forms = [name] + ([name[:-1]] if name.endswith("s") else [name + "s"])
+            proper = _proper_form(name, [s.text for s in sentences])
+            if proper is not None and sum(i.kind == "entity" for i in items) < MAX_ENTITIES:
+                # "Harbor Labs", "Kestrel" written capitalised wherever they appear: a proper name,
+                # so an entity under its own spelling (yake hands phrases over in lower case)
+                item = self._item(proper, "entity", [proper], sentences, lowered)
+                if item:
+                    items.append(item)
+                    taken.update({fold, singular, fold + "s"})
+                continue
+            if proper is not None:
+                continue
             item = self._item(name, "concept", forms, sentences, lowered)
             if item:
                 items.append(item)
