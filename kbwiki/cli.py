@@ -62,7 +62,7 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, estimate: bool) -> None:
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
     from kbwiki.corpus import Rejected, iter_folder_docs
-    from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, wait_for_lanes
+    from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, problem_lines, rejected_line, wait_for_lanes
     from kbwiki.status import no_worker_warning
 
     docs = iter_folder_docs(path)
@@ -72,7 +72,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
             break
         rejected.append(first)
     else:
-        lines = [f"rejected {r.path}: {r.reason}" for r in rejected[:50]]
+        lines = problem_lines([rejected_line(r) for r in rejected])
         raise click.ClickException(
             "\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored", *lines])
         )

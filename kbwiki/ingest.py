@@ -25,6 +25,11 @@ POLL_S = 0.5
 PROBLEMS_SHOWN = 50
 
 
+def rejected_line(doc: Rejected) -> str:
+    """The line that says why an input was not stored."""
+    return f"rejected {doc.path}: {doc.reason}"
+
+
 def problem_lines(problems: list[str]) -> list[str]:
     """The first ``PROBLEMS_SHOWN`` problem lines and a count of the rest."""
     more = len(problems) - PROBLEMS_SHOWN
@@ -53,7 +58,7 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
     for doc in docs:
         if isinstance(doc, Rejected):
             report.counts["rejected"] += 1
-            report.problems.append(f"rejected {doc.path}: {doc.reason}")
+            report.problems.append(rejected_line(doc))
             continue
         result = run_stage(
             submit_document,
@@ -216,7 +221,7 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
     for doc in docs:
         if isinstance(doc, Rejected):
             estimate.rejected += 1
-            estimate.problems.append(f"rejected {doc.path}: {doc.reason}")
+            estimate.problems.append(rejected_line(doc))
             continue
         title, content, _, skip = prepare_document(doc.title, doc.text, settings)
         if skip:

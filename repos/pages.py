@@ -379,23 +379,19 @@ class WikiPageRepository:
 
     def recent(self, kb_id: str, page_type: str, limit: int = 200) -> list[Page]:
         """The most recently updated live pages of a type; ``limit`` is capped at 1000."""
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND page_type = %s AND deleted_at IS NULL"
-                " ORDER BY updated_at DESC, id DESC LIMIT %s",
-                (kb_id, page_type, max(1, min(limit, MAX_RECENT))),
-            ).fetchall()
-        return [Page.model_validate(r) for r in rows]
+        return [Page.model_validate(r) for r in self._recent_rows(kb_id, page_type, limit, "*")]
 
     def recent_slugs(self, kb_id: str, page_type: str, limit: int = 200) -> list[str]:
         """The slugs of :meth:`recent`, in its order, without reading the pages."""
+        return [r["slug"] for r in self._recent_rows(kb_id, page_type, limit, "slug")]
+
+    def _recent_rows(self, kb_id: str, page_type: str, limit: int, columns: str) -> list[dict]:
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND page_type = %s AND deleted_at IS NULL"
-                " ORDER BY updated_at DESC, id DESC LIMIT %s",
+            return conn.execute(
+                f"SELECT {columns} FROM wiki_pages WHERE knowledge_base_id = %s AND page_type = %s"
+                " AND deleted_at IS NULL ORDER BY updated_at DESC, id DESC LIMIT %s",
                 (kb_id, page_type, max(1, min(limit, MAX_RECENT))),
             ).fetchall()
-        return [r["slug"] for r in rows]
 
     def counts_by_type(self, kb_id: str) -> dict[str, int]:
         """Live pages per page type."""

@@ -1680,34 +1680,10 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
     return validate_item_name(" ".join(words))
 
 
-def _proper_form(name: str, sentences: list[str]) -> str | None:
-    """The one spelling of phrase ``name`` in ``sentences`` when it is a proper name: every word
-    capitalised (not all capitals) at every occurrence, and for a single word at least one
-    occurrence inside a sentence (a word opening a sentence is capitalised anyway). None
-    otherwise ("photons" and "Photons", "page cache")."""
-    spellings: set[str] = set()
-    inside = False
-    low = name.lower()
-    for text in sentences:
-        lowered = text.lower()
-        if len(lowered) != len(text):
-            continue
-        for start in _occurrences(lowered, low):
-            if _bounded(lowered, start, start + len(low)):
-                spellings.add(text[start : start + len(low)])
-                inside = inside or bool(text[:start].strip())
-    if len(spellings) != 1:
-        return None
-    form = spellings.pop()
-    words = form.split()
-    if not all(w[:1].isupper() and not w.isupper() for w in words):
-        return None
-    return form if len(words) > 1 or inside else None
-
-
-def _surface_forms(name: str, sentences: list[str]) -> list[str]:
-    """The spellings of ``name`` in ``sentences`` differing in case only ("Photons", "PHOTONS")."""
-    forms: set[str] = set()
+def _spellings(name: str, sentences: list[str]) -> list[tuple[str, bool]]:
+    """(spelling, inside a sentence) of every whole-word occurrence of ``name`` in ``sentences``,
+    any case ("Photons" opening a sentence is (Photons, False))."""
+    out: list[tuple[str, bool]] = []
     low = name.lower()
     for text in sentences:
         lowered = text.lower()
@@ -1715,9 +1691,29 @@ def _surface_forms(name: str, sentences: list[str]) -> list[str]:
             continue  # a case mapping that changes lengths would shift the offsets
         for start in _occurrences(lowered, low):
             if _bounded(lowered, start, start + len(low)):
-                forms.add(text[start : start + len(low)])
-    forms.discard(name)
-    return sorted(forms)
+                out.append((text[start : start + len(low)], bool(text[:start].strip())))
+    return out
+
+
+def _proper_form(name: str, sentences: list[str]) -> str | None:
+    """The one spelling of phrase ``name`` in ``sentences`` when it is a proper name: every word
+    capitalised (not all capitals) at every occurrence, and for a single word at least one
+    occurrence inside a sentence (a word opening a sentence is capitalised anyway). None
+    otherwise ("photons" and "Photons", "page cache")."""
+    found = _spellings(name, sentences)
+    spellings = {spelling for spelling, _ in found}
+    if len(spellings) != 1:
+        return None
+    form = spellings.pop()
+    words = form.split()
+    if not all(w[:1].isupper() and not w.isupper() for w in words):
+        return None
+    return form if len(words) > 1 or any(inside for _, inside in found) else None
+
+
+def _surface_forms(name: str, sentences: list[str]) -> list[str]:
+    """The spellings of ``name`` in ``sentences`` differing in case only ("Photons", "PHOTONS")."""
+    return sorted({spelling for spelling, _ in _spellings(name, sentences)} - {name})
 
 
 # --- the extractor ------------------------------------------------------------------------------
