@@ -28,11 +28,11 @@ from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
-from stages.pacing import ingest_running
+from stages.pacing import link_wait_s, schedule_recheck
 from stages.triggers import clear_trigger, send_trigger
 from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, SCOPE_KB
 from wiki.models import KnowledgeBase
-from wiki.settings import Settings
+from wiki.settings import Settings, kb_tunables
 
 log = structlog.get_logger(__name__)
 
@@ -48,13 +48,15 @@ OPS_PER_RUN = 50
 @dataclass
 class BacklinkResult:
     """Ops claimed, pages found mentioning their keys, pages queued for cross-linking (those and the
-    pages that were waiting on the finalize lane), and whether the run waited for the ingest."""
+    pages that were waiting on the finalize lane), and whether the run waited for the ingest (and
+    for how much longer it has to)."""
 
     claimed: int = 0
     found: int = 0
     queued: int = 0
     deferred: bool = False
     remaining: int = 0
+    wait_s: float = 0.0
 
 
 def enqueue_keys(
@@ -89,15 +91,16 @@ def run_backlink(
     """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking,
     merged with the pages waiting unclaimed on the finalize lane (each queued once).
 
-    Waits (claims nothing, ``deferred``) while documents of the KB are still coming in
-    (``stages.pacing.ingest_running``). The pages are queued and the ops deleted in one
-    transaction. Returns None when the KB is gone (its lanes drained).
+    Waits (claims nothing, ``deferred``, ``wait_s`` more seconds) while documents of the KB are
+    still coming in, for at most the KB's ``link_defer_s`` (``stages.pacing``). The pages are
+    queued and the ops deleted in one transaction. Returns None when the KB is gone (its lanes drained).
     """
     kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
     if kb is None:
         return None
-    if ingest_running(kb.id, BACKLINK, ops=ops, now=now):
-        return BacklinkResult(deferred=True, remaining=ops.pending_count(BACKLINK, SCOPE_KB, kb.id))
+    wait_s = link_wait_s(kb.id, BACKLINK, ops=ops, defer_s=kb_tunables(settings, kb).link_defer_s, now=now)
+    if wait_s:
+        return BacklinkResult(deferred=True, remaining=ops.pending_count(BACKLINK, SCOPE_KB, kb.id), wait_s=wait_s)
     claimed = claim_lane(BACKLINK, kb.id, OPS_PER_RUN, ops=ops, settings=settings, worker_id=worker_id)
     result = BacklinkResult(claimed=len(claimed))
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
@@ -125,7 +128,8 @@ def backlink_step(
     worker_id: str | None,
 ) -> BacklinkResult | None:
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
-    keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left."""
+    keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left;
+    a run that waits for the ingest schedules a re-check for when its wait is over."""
     clear_trigger("wiki_backlink", knowledge_base_id, redis=redis, settings=settings)
     result = run_backlink(
         tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings, worker_id=worker_id
@@ -142,6 +146,8 @@ def backlink_step(
         remaining=result.remaining,
     )
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    if result.deferred:
+        schedule_recheck("wiki_backlink", wait_s=result.wait_s, **kb)
     if result.queued:
         send_trigger("wiki_crosslink", **kb)
     if result.claimed and result.remaining:

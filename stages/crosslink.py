@@ -15,6 +15,7 @@ proceed together on any worker process (cross-linking is CPU work: one process i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import redis as redis_lib
 import structlog
@@ -26,7 +27,7 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.delete import active_kb_or_drain
-from stages.pacing import ingest_running
+from stages.pacing import link_wait_s, schedule_recheck
 from stages.relink import dead_link_resolver
 from stages.triggers import clear_trigger, send_trigger
 from wiki.lanes import FINALIZE, OP_TOUCH, SCOPE_KB
@@ -45,7 +46,8 @@ CHUNK = 100  # pages per finalize op: read, linked and written together
 @dataclass
 class CrosslinkResult:
     """Pages looked at, pages rewritten, links added and dead links repaired or stripped; pages
-    put back on the lane because a writer held them."""
+    put back on the lane because a writer held them; the seconds a run that waited for the
+    ingest (``stages.pacing``) has still to wait."""
 
     pages: int = 0
     rewritten: int = 0
@@ -54,6 +56,7 @@ class CrosslinkResult:
     busy: int = 0
     remaining: int = 0
     claimed: int = 0
+    wait_s: float = 0.0
 
     def add(self, other: CrosslinkResult) -> None:
         self.rewritten += other.rewritten
@@ -90,9 +93,11 @@ def run_crosslink(
     settings: Settings,
     worker_id: str | None,
     fan_out=None,
+    now: datetime | None = None,
 ) -> CrosslinkResult | None:
     """Cross-link the pages of one finalize op, then delete it; claims nothing while documents of
-    the KB are still coming in (``stages.pacing``).
+    the KB are still coming in, for at most the KB's ``link_defer_s`` (``stages.pacing``; the
+    result's ``wait_s`` says how much longer).
 
     ``fan_out()`` is called after the claim when unclaimed ops remain and fewer than the KB's
     ``crosslink_parallel`` ops are being cross-linked (the actor sends the next run there).
@@ -101,15 +106,17 @@ def run_crosslink(
     kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
     if kb is None:
         return None
-    if ingest_running(kb.id, FINALIZE, ops=ops):
-        return CrosslinkResult(remaining=ops.pending_count(FINALIZE, SCOPE_KB, kb.id))
+    tunables = kb_tunables(settings, kb)
+    wait_s = link_wait_s(kb.id, FINALIZE, ops=ops, defer_s=tunables.link_defer_s, now=now)
+    if wait_s:
+        return CrosslinkResult(remaining=ops.pending_count(FINALIZE, SCOPE_KB, kb.id), wait_s=wait_s)
     stale = settings.stale_claim_s
     claimed = claim_lane(FINALIZE, kb.id, 1, ops=ops, settings=settings, worker_id=worker_id)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
     if claimed and fan_out is not None:
         in_flight = ops.claimed_count(FINALIZE, SCOPE_KB, kb.id, stale)
-        if ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < kb_tunables(settings, kb).crosslink_parallel:
+        if ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < tunables.crosslink_parallel:
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         for i in range(0, len(slugs), CHUNK):
@@ -201,7 +208,8 @@ def crosslink_step(
     worker_id: str | None,
 ) -> CrosslinkResult | None:
     """What ``wiki_crosslink`` does with a trigger: clear it, cross-link one finalize op
-    (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left."""
+    (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left;
+    a run that waits for the ingest schedules a re-check for when its wait is over."""
     clear_trigger("wiki_crosslink", knowledge_base_id, redis=redis, settings=settings)
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     result = run_crosslink(
@@ -226,6 +234,9 @@ def crosslink_step(
         repaired=result.repaired,
         busy=result.busy,
     )
+    if result.wait_s:
+        schedule_recheck("wiki_crosslink", wait_s=result.wait_s, **kb)
+        return result
     if not result.claimed:
         return result  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window

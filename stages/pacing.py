@@ -1,32 +1,95 @@
 """When cross-linking waits: while documents of a KB are still coming in, relinking a page after
 every batch is mostly wasted, because a later batch's names send it back to be relinked anyway.
 
-Cross-link and back-link runs of a KB wait while its ingest or reduce lane has rows, up to
-``DEFER_S`` after the oldest op of their own lane was queued; then the back-link run merges what
-waited on the finalize lane with the pages mentioning the new names, so each page is relinked once
-per round. On the demo, relinking after every batch and again for back-links cost 10,311 page
-relinks (6,400 without back-links); one round at the end costs about one per page (3,932).
+Cross-link and back-link runs of a KB wait while its ingest or reduce lane has rows, up to the
+KB's defer (``wiki.settings.kb_tunables(...).link_defer_s``) after the oldest op of their own lane
+was queued; then the back-link run merges what waited on the finalize lane with the pages
+mentioning the new names, so each page is relinked once per round. On the demo, relinking after
+every batch and again for back-links cost 10,311 page relinks (6,400 without back-links); one
+round at the end costs about one per page (3,932).
+
+The defer is ``DEFER_S`` (300 s) with the offline extractor: its ingest is CPU work, and every
+relink during it takes a core from the extraction, so a round every few minutes is all a long
+ingest should pay. With the model extractor (``KBWIKI_EXTRACTOR=llm``) the ingest is paced by the
+model's latency and the CPU is mostly idle while calls are in flight: waiting for the last document
+then only pushes all the linking into one round after it (bench/llm_pipeline.py, 500 documents at
+1 s a call: 20-26 s after the model phase). Such a KB links in rounds of
+``KBWIKI_LLM_LINK_DEFER_S`` (20 s) during the ingest, on the idle CPU, so the round after the last
+document only has the last ~20 s of pages to link; the price is that a page mentioned again by a
+later batch is relinked more than once. A KB's ``wiki_config.link_defer_s`` overrides either.
+
+A deferred run claims nothing and sends nothing; the next reduce batch triggers the lanes again,
+and the step schedules one delayed re-check (:func:`schedule_recheck`) for when the oldest op's
+defer runs out, so a KB whose batches pause is still linked on time (the recovery sweeper's period
+may be longer than a model KB's defer).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import redis as redis_lib
+
+from repos.coordination import trigger_key
 from repos.pending_ops import TaskPendingOpsRepository
+from stages.triggers import get_actor
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
+from wiki.settings import OFFLINE_LINK_DEFER_S, Settings
 
-#: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway:
-#: a KB that never stops receiving documents still gets linked every few minutes, in rounds
-#: large enough that a long ingest (linux-doc's is about 7 minutes) pays for one or two.
-DEFER_S = 300.0
+#: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway,
+#: with the offline extractor: a KB that never stops receiving documents still gets linked every
+#: few minutes, in rounds large enough that a long ingest (linux-doc's is about 7 minutes) pays
+#: for one or two.
+DEFER_S = OFFLINE_LINK_DEFER_S
 
 
-def ingest_running(kb_id: str, lane: str, *, ops: TaskPendingOpsRepository, now: datetime | None = None) -> bool:
-    """Whether a run of ``lane`` should wait: the KB's ingest or reduce lane has rows, and the
-    oldest op of ``lane`` was queued less than ``DEFER_S`` ago (False when ``lane`` is empty)."""
+def link_wait_s(
+    kb_id: str, lane: str, *, ops: TaskPendingOpsRepository, defer_s: float = DEFER_S, now: datetime | None = None
+) -> float:
+    """Seconds a run of ``lane`` should still wait: until the oldest op of ``lane`` is ``defer_s``
+    old, while the KB's ingest or reduce lane has rows; 0 (go ahead) when ``lane`` is empty, that
+    op is already ``defer_s`` old, or the ingest and reduce lanes are empty."""
     oldest = ops.peek(lane, SCOPE_KB, kb_id, 1)
     if not oldest:
+        return 0.0
+    left = defer_s - ((now or datetime.now(UTC)) - oldest[0].enqueued_at).total_seconds()
+    if left <= 0:
+        return 0.0
+    if ops.pending_count(INGEST, SCOPE_KB, kb_id) or ops.pending_count(REDUCE, SCOPE_KB, kb_id):
+        return left
+    return 0.0
+
+
+def ingest_running(
+    kb_id: str, lane: str, *, ops: TaskPendingOpsRepository, defer_s: float = DEFER_S, now: datetime | None = None
+) -> bool:
+    """Whether a run of ``lane`` should wait: the KB's ingest or reduce lane has rows, and the
+    oldest op of ``lane`` was queued less than ``defer_s`` ago (False when ``lane`` is empty)."""
+    return link_wait_s(kb_id, lane, ops=ops, defer_s=defer_s, now=now) > 0
+
+
+def recheck_key(settings: Settings, actor_name: str, knowledge_base_id: str) -> str:
+    """The Redis marker "a delayed re-check of ``actor_name`` for this KB is queued"."""
+    return trigger_key(settings.key_prefix, f"{actor_name}:recheck", knowledge_base_id)
+
+
+def schedule_recheck(
+    actor_name: str,
+    *,
+    wait_s: float,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    tenant_id: int,
+    knowledge_base_id: str,
+) -> bool:
+    """Send ``actor_name(tenant_id, knowledge_base_id)`` in ``wait_s`` seconds (when a deferred run's
+    defer runs out), unless a re-check of it for the KB is already queued; True when sent.
+
+    The marker expires when the message is due, so a run that defers again then queues the next
+    one; the deferred runs a burst of batches triggers in the meantime queue none."""
+    delay_ms = max(1, int(wait_s * 1000) + 1)
+    if not redis.set(recheck_key(settings, actor_name, knowledge_base_id), "1", nx=True, px=delay_ms):
         return False
-    if ((now or datetime.now(UTC)) - oldest[0].enqueued_at).total_seconds() >= DEFER_S:
-        return False
-    return bool(ops.pending_count(INGEST, SCOPE_KB, kb_id) or ops.pending_count(REDUCE, SCOPE_KB, kb_id))
+    kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
+    get_actor(actor_name).send_with_options(kwargs=kwargs, delay=delay_ms)
+    return True

@@ -71,6 +71,9 @@ class WikiConfig(BaseModel):
     crosslink_parallel: int | None = Field(
         default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel")
     )
+    #: Seconds cross-link and back-link runs wait for the ingest to end (``stages.pacing``), whichever
+    #: the extractor; 0 links after every batch.
+    link_defer_s: float | None = Field(default=None, ge=0, le=86_400, allow_inf_nan=False)
     #: The KB's own model endpoint, model, key... over the ``KBWIKI_LLM_*`` settings.
     llm: LLMOverride | None = None
 

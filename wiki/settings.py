@@ -22,6 +22,10 @@ from wiki.models import KnowledgeBase
 #: The old name of ``KBWIKI_CROSSLINK_PARALLEL``, still read.
 DEPRECATED_CROSSLINK_VAR = "KBWIKI_INGEST_REDUCE_PARALLEL"
 
+#: Seconds cross-link and back-link runs of an offline-extractor KB wait for its ingest to end
+#: (``stages.pacing.DEFER_S``, which says why).
+OFFLINE_LINK_DEFER_S = 300.0
+
 
 class Settings(BaseSettings):
     """All tunables, with defaults and bounds. Raises ``pydantic.ValidationError`` on bad values."""
@@ -59,6 +63,16 @@ class Settings(BaseSettings):
         le=64,
         description="Cross-link runs (one 100-page op each) of a KB at once.",
         validation_alias=AliasChoices("KBWIKI_CROSSLINK_PARALLEL", DEPRECATED_CROSSLINK_VAR),
+    )
+    # With the model extractor the CPU is idle while calls are in flight: link in rounds this far
+    # apart during the ingest instead of all after the last document (stages.pacing; the offline
+    # extractor waits OFFLINE_LINK_DEFER_S). A KB's wiki_config.link_defer_s overrides both.
+    llm_link_defer_s: float = Field(
+        default=20.0,
+        ge=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="Seconds linking waits for the ingest to end with KBWIKI_EXTRACTOR=llm.",
     )
     wiki_max_fail_retries: int = Field(default=5, ge=0, le=100)
     # A failed op waits document_retry_backoff_ms * 2**(fails-1) times a jitter in [1, 2) (capped at the max)
@@ -177,15 +191,22 @@ class Tunables:
     batch_size: int
     map_parallel: int
     crosslink_parallel: int
+    #: Seconds cross-link and back-link runs wait for the ingest and reduce lanes to empty (``stages.pacing``).
+    link_defer_s: float
 
 
 def kb_tunables(settings: Settings, kb: KnowledgeBase) -> Tunables:
     """The KB's ``wiki_config`` where set, else the process ``settings`` (map slots:
-    ``ingest_llm_map_parallel`` when the extractor is the model, else ``ingest_map_parallel``)."""
+    ``ingest_llm_map_parallel`` when the extractor is the model, else ``ingest_map_parallel``;
+    link defer: ``llm_link_defer_s`` when the extractor is the model, else ``OFFLINE_LINK_DEFER_S``)."""
     cfg = kb.wiki_config
+    llm = settings.extractor == "llm"
     return Tunables(
         batch_size=cfg.ingest_batch_size or settings.ingest_batch_size,
         map_parallel=cfg.ingest_map_parallel
-        or (settings.ingest_llm_map_parallel if settings.extractor == "llm" else settings.ingest_map_parallel),
+        or (settings.ingest_llm_map_parallel if llm else settings.ingest_map_parallel),
         crosslink_parallel=cfg.crosslink_parallel or settings.crosslink_parallel,
+        link_defer_s=cfg.link_defer_s
+        if cfg.link_defer_s is not None  # 0 is a setting: link after every batch
+        else (settings.llm_link_defer_s if llm else OFFLINE_LINK_DEFER_S),
     )
