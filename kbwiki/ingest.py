@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
@@ -123,10 +123,48 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
 #: Characters per prompt token in the estimate: OpenAI's rule of thumb for English text. No
 #: tokenizer is used: the registries' ones (tiktoken) download their vocabularies on first use.
 CHARS_PER_TOKEN = 4
-#: Completion tokens estimated per call: this plus half the section's prompt tokens (the answer's
-#: summary, body and evidence quotes restate part of the section), at most ``max_tokens``. A high
-#: estimate on purpose: bounded answers measured 150-250 tokens (docs/decisions.md, issue 15).
+#: Completion tokens estimated per extraction call: this plus half the section's prompt tokens (the
+#: answer's summary, body and evidence quotes restate part of the section), at most ``max_tokens``.
+#: A high estimate on purpose: bounded answers measured 150-250 tokens (docs/decisions.md, issue 15).
 ANSWER_BASE_TOKENS = 200
+
+#: Merge calls (``stages.llm_merges``, ``wiki.extract.llm.merges``) per document extracted: about
+#: 0.08. At most one per document, and only when one of its items new to the KB has near-named
+#: candidate pages, so the rate depends on the corpus; this one was measured on 1,000 linux-doc
+#: files through the scripted model: 73 merge calls for 920 documents (docs/decisions.md, "Merges
+#: the model decides"). A new KB's first documents have no candidates, later ones more.
+MERGE_CALLS_PER_DOCUMENT = 0.08
+#: The typical merge call the estimate prices: this many items, each with this many candidate
+#: pages, every description and summary at ``merges.MAX_CONTEXT_CHARS`` (200) characters.
+MERGE_ITEMS, MERGE_CANDIDATES_PER_ITEM = 2, 2
+#: Title length assumed for the typical merge prompt and for index summaries when no document's
+#: title is at hand.
+TYPICAL_TITLE_CHARS = 30
+
+
+@dataclass(frozen=True)
+class CallKind:
+    """One kind of model call the pipeline makes, as the estimate counts it. ``about``: the calls
+    come from a rate or a rule (merge, index intro), not one per counted section; ``basis``: how
+    they were counted, as ``describe`` prints it. A new kind is one more entry of
+    ``IngestEstimate.kinds``."""
+
+    name: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    basis: str
+    about: bool = False
+
+    def as_dict(self) -> dict:
+        return {
+            "kind": self.name,
+            "calls": self.calls,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "about": self.about,
+            "basis": self.basis,
+        }
 
 
 @dataclass
@@ -135,10 +173,19 @@ class IngestEstimate:
 
     ``documents``: would be extracted by the model; ``cached``: unchanged documents whose
     extraction the KB already holds (no call); ``skipped`` / ``rejected`` as ingest would report
-    them; ``calls``: one per section (``wiki.extract.llm.extractor.sections`` at ``section_chars``);
-    ``prompt_tokens``: the rendered prompts' characters / ``CHARS_PER_TOKEN``;
-    ``completion_tokens``: see ``ANSWER_BASE_TOKENS``. Calls a truncated answer adds (a section
-    halved and sent again) and the existing pages offered as handles are not counted."""
+    them; ``kinds``: the calls of each kind (``CallKind``), in the order the pipeline makes them:
+
+    - extraction: one per section (``wiki.extract.llm.extractor.sections`` at ``section_chars``);
+      prompt tokens are the rendered prompts' characters / ``CHARS_PER_TOKEN``, completion tokens
+      ``ANSWER_BASE_TOKENS`` + half the prompt. Calls a truncated answer adds (a section halved and
+      sent again) and the existing pages offered as handles are not counted.
+    - merge: about ``MERGE_CALLS_PER_DOCUMENT`` (0.08, measured) per document extracted, each the
+      rendered prompt of a typical question (``merge_call_tokens``).
+    - index intro (only when the config's ``index_intro`` is on): the calls ``intro.stale``'s rule
+      makes for the new summaries arriving in batches of the KB's batch size
+      (``intro_call_sizes``), each prompt one line per recent summary (``intro_call_tokens``).
+
+    ``calls``, ``prompt_tokens`` and ``completion_tokens`` are the sums over the kinds."""
 
     config: LLMConfig
     llm_extractor: bool
@@ -148,10 +195,20 @@ class IngestEstimate:
     rejected: int = 0
     #: "rejected PATH: reason" / "skipped PATH: reason" lines, as ingest prints them
     problems: list[str] = field(default_factory=list)
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    kinds: list[CallKind] = field(default_factory=list)
     budget_left: int | None = None
+
+    @property
+    def calls(self) -> int:
+        return sum(k.calls for k in self.kinds)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(k.prompt_tokens for k in self.kinds)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(k.completion_tokens for k in self.kinds)
 
     @property
     def estimated_usd(self) -> float | None:
@@ -159,7 +216,8 @@ class IngestEstimate:
         return estimated_usd(self.config, self.prompt_tokens, self.completion_tokens)
 
     def as_dict(self) -> dict:
-        """The estimate as JSON-ready numbers."""
+        """The estimate as JSON-ready numbers (``calls`` and the token counts are the totals of
+        ``kinds``)."""
         return {
             "model": self.config.model,
             "documents": self.documents,
@@ -169,6 +227,7 @@ class IngestEstimate:
             "calls": self.calls,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "kinds": [k.as_dict() for k in self.kinds],
             "estimated_usd": self.estimated_usd,
             "budget_left": self.budget_left,
         }
@@ -177,14 +236,19 @@ class IngestEstimate:
         """The lines ``kbwiki ingest --estimate`` prints."""
         c = self.config
         price = self.estimated_usd
+        about = any(k.about and k.calls for k in self.kinds)
         lines = [
             f"estimate for model {c.model} (no model call made, nothing stored or queued):",
             f"documents: {self.documents} to extract, {self.cached} already extracted (cache hits),"
             f" {self.skipped} skipped, {self.rejected} rejected",
-            f"calls: {self.calls} (sections of at most {c.section_chars} characters)",
+            f"calls: {'about ' if about else ''}{self.calls} in all, by kind:",
+        ]
+        for k in self.kinds:
+            calls = f"{'about ' if k.about else ''}{k.calls} call{'' if k.calls == 1 else 's'}"
+            lines.append(f"  {k.name}: {calls}, {k.prompt_tokens} tokens in, {k.completion_tokens} out ({k.basis})")
+        lines += [
             f"tokens: {self.prompt_tokens} in (prompt characters / {CHARS_PER_TOKEN}),"
-            f" {self.completion_tokens} out (estimated: {ANSWER_BASE_TOKENS} + half the input per call,"
-            f" at most {c.max_tokens}), {self.prompt_tokens + self.completion_tokens} in all",
+            f" {self.completion_tokens} out, {self.prompt_tokens + self.completion_tokens} in all",
             f"estimated price: ${price:.4f} (at ${c.price_in_per_mtok} in / ${c.price_out_per_mtok} out per"
             " million tokens)"
             if price is not None
@@ -203,12 +267,101 @@ class IngestEstimate:
         return "\n".join(lines)
 
 
+def merge_call_tokens(config: LLMConfig) -> tuple[int, int]:
+    """(prompt, completion) tokens of one typical merge call: ``merge_messages`` with the schema in
+    the prompt, for ``MERGE_ITEMS`` items of ``MERGE_CANDIDATES_PER_ITEM`` candidates each, every
+    description and summary ``MAX_CONTEXT_CHARS`` long (a line of about 200 characters); the answer
+    is that many decisions as JSON (a few dozen tokens), at most ``max_tokens``."""
+    import json
+
+    from wiki.extract.llm.merges import MAX_CONTEXT_CHARS, Candidate, MergeQuestion, listing
+    from wiki.extract.llm.prompts import merge_messages
+    from wiki.models import ExtractedItem, PageLite, PageType
+
+    filler = "x" * MAX_CONTEXT_CHARS
+    name = "n" * (TYPICAL_TITLE_CHARS // 2)
+    questions = [
+        MergeQuestion(
+            item=ExtractedItem(name=f"{name}{i}", kind="entity", description=filler),
+            candidates=[
+                Candidate(PageLite(slug=f"p{i}-{j}", title=f"{name}{i}{j}", page_type=PageType.entity), filler)
+                for j in range(MERGE_CANDIDATES_PER_ITEM)
+            ],
+        )
+        for i in range(MERGE_ITEMS)
+    ]
+    messages = merge_messages("t" * TYPICAL_TITLE_CHARS, listing(questions)[0], with_schema=True, fenced=False)
+    prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+    answer = {"decisions": [{"item": f"i{i + 1}", "merge_into": None} for i in range(MERGE_ITEMS)]}
+    return prompt, min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
+
+
+def intro_call_sizes(
+    new_summaries: int, batch: int, recent: Sequence[str] = (), written_from: Sequence[str] | None = None
+) -> list[int]:
+    """The index-introduction calls ``new_summaries`` new summary pages would make, as the number
+    of summaries each call's prompt lists: ``intro.stale`` asked after every batch of ``batch``
+    documents (one index rebuild per reduce batch; one summary page per document), starting from
+    the KB's ``recent`` summary slugs (most recent first) and the slugs its stored intro was
+    written from (None: no intro yet).
+
+    The rule, worked out: the intro is written again when fewer than 3/4 of the (at most 200)
+    recent summaries are those it was written from. Under 200 summaries, that is when their count
+    passes 4/3 of the count it was written from: 3 calls at the default batch of 50 (at 50, 100
+    and 150 documents), 15 at batch 1 (at 1, 2, 3, 5, 7, ..., 114, 153); from 200 on, when more
+    than 50 of the 200 are new: one call every ``batch * (50 // batch + 1)`` documents (100 at
+    batch 50, 51 at batch 1). So about 3 + (N - 200) / 100 calls for N documents past 200 at the
+    default batch (11 for 1,000). Smaller reduce batches than ``batch`` make more calls under 200
+    summaries; index rebuilds coalesced under load make fewer."""
+    from stages.index import RECENT_SUMMARIES
+    from wiki.extract.llm.intro import stale
+
+    shown = list(recent)[:RECENT_SUMMARIES]
+    written = list(written_from) if written_from is not None else None
+    sizes: list[int] = []
+    done = 0
+    while done < new_summaries:
+        step = min(batch, new_summaries - done)
+        shown = ([f"new-{done + i}" for i in range(step, 0, -1)] + shown)[:RECENT_SUMMARIES]
+        done += step
+        if stale(written, shown):
+            written = shown
+            sizes.append(len(shown))
+    return sizes
+
+
+def intro_call_tokens(config: LLMConfig, kb_name: str, summaries: int, title_chars: int) -> tuple[int, int]:
+    """(prompt, completion) tokens of one index-introduction call listing ``summaries`` summaries:
+    ``intro_messages`` with each summary's title ``title_chars`` long and its text at the
+    ``SUMMARY_CHARS`` (240) cut; the answer at most ``MAX_INTRO_CHARS`` (900) characters (a
+    paragraph), at most ``max_tokens``."""
+    from wiki.extract.llm.intro import MAX_INTRO_CHARS, SUMMARY_CHARS, intro_messages
+    from wiki.models import Page, PageType
+
+    pages = [
+        Page(
+            slug=f"s{i}",
+            title="t" * title_chars,
+            page_type=PageType.summary,
+            tenant_id=0,
+            knowledge_base_id="",
+            content="",
+            summary="x" * SUMMARY_CHARS,
+        )
+        for i in range(summaries)
+    ]
+    prompt = sum(len(m["content"]) for m in intro_messages(kb_name, pages)) // CHARS_PER_TOKEN
+    return prompt, min(config.max_tokens, MAX_INTRO_CHARS // CHARS_PER_TOKEN)
+
+
 def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc | Rejected]) -> IngestEstimate:
     """What ingesting ``docs`` into ``kb`` (None: a KB that does not exist yet) would cost the model
     configured for it (``KBWIKI_LLM_*`` with the KB's ``wiki_config.llm``), reading each document as
     ``submit_document`` would (``prepare_document``). A document whose source URI the KB holds with
     the same content hash and an extraction under one of the LLM extractor's cache keys is a cache
-    hit. Makes no model call (the extractor object only names the cache keys) and writes nothing."""
+    hit. Counts extraction, merge and (when ``index_intro`` is on) index-introduction calls, see
+    ``IngestEstimate``. Makes no model call (the extractor object only names the cache keys) and
+    writes nothing."""
     from wiki.extract.llm.extractor import LLMExtractor, sections
     from wiki.extract.llm.prompts import map_messages
 
@@ -218,6 +371,7 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
     estimate = IngestEstimate(config=config, llm_extractor=settings.extractor == "llm")
     if kb is not None and config.token_budget is not None:
         estimate.budget_left = max(0, config.token_budget - deps.llm_usage.budget_spent(kb.id))
+    calls = prompt_tokens = completion_tokens = title_chars = 0
     for doc in docs:
         if isinstance(doc, Rejected):
             estimate.rejected += 1
@@ -232,12 +386,65 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
             estimate.cached += 1
             continue
         estimate.documents += 1
+        title_chars += len(title)
         for section in sections(content, config.section_chars):
             messages = map_messages(title, section, [], with_schema=True, fenced=False, bounded=config.bounded_schema)
             prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
-            estimate.calls += 1
-            estimate.prompt_tokens += prompt
-            estimate.completion_tokens += min(config.max_tokens, ANSWER_BASE_TOKENS + prompt // 2)
+            calls += 1
+            prompt_tokens += prompt
+            completion_tokens += min(config.max_tokens, ANSWER_BASE_TOKENS + prompt // 2)
+    n = estimate.documents
+    estimate.kinds.append(
+        CallKind(
+            "extraction",
+            calls,
+            prompt_tokens,
+            completion_tokens,
+            f"one per section of at most {config.section_chars} characters; out: {ANSWER_BASE_TOKENS} + half"
+            f" the input per call, at most {config.max_tokens}",
+        )
+    )
+    merges = int(n * MERGE_CALLS_PER_DOCUMENT + 0.5)
+    merge_in, merge_out = merge_call_tokens(config)
+    estimate.kinds.append(
+        CallKind(
+            "merge",
+            merges,
+            merges * merge_in,
+            merges * merge_out,
+            f"about {MERGE_CALLS_PER_DOCUMENT} per document extracted, the rate measured on linux-doc: 73"
+            f" calls for 920 documents; in: {merge_in} per call, {MERGE_ITEMS} items with"
+            f" {MERGE_CANDIDATES_PER_ITEM} candidate pages each",
+            about=True,
+        )
+    )
+    if config.index_intro:
+        from stages.index import RECENT_SUMMARIES
+        from wiki.models import PageType
+        from wiki.settings import kb_tunables
+
+        batch = kb_tunables(settings, kb).batch_size if kb is not None else settings.ingest_batch_size
+        recent: list[str] = []
+        written_from = None
+        if kb is not None:
+            recent = deps.pages.recent_slugs(kb.id, PageType.summary, RECENT_SUMMARIES)
+            stored = deps.index_intros.get(kb.id)
+            written_from = stored.slugs if stored else None
+        sizes = intro_call_sizes(n, batch, recent, written_from)
+        average_title = title_chars // n if n else TYPICAL_TITLE_CHARS
+        tokens = [intro_call_tokens(config, kb.name if kb else "", size, average_title) for size in sizes]
+        estimate.kinds.append(
+            CallKind(
+                "index intro",
+                len(sizes),
+                sum(p for p, _ in tokens),
+                sum(o for _, o in tokens),
+                "written again when fewer than 3/4 of the 200 most recent summaries are those it was"
+                f" written from, one check per batch of {batch} documents; in: one line per summary, its title and"
+                " 240 characters",
+                about=True,
+            )
+        )
     return estimate
 
 
