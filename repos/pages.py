@@ -100,16 +100,16 @@ SLUGS_BY_SOURCE_SQL = (
 # One upsert for many pages of a KB (one row per slug), from a JSON array of page objects.
 UPSERT_PAGES_SQL = """
 INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases,
-                        source_refs, facts, name_key)
+                        source_refs, facts, name_key, lead, lead_key)
 SELECT tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases, source_refs, facts,
-       name_key
+       name_key, lead, lead_key
 FROM jsonb_to_recordset(%s) AS r(tenant_id bigint, knowledge_base_id text, slug text, title text, page_type text,
                                  status text, content text, summary text, aliases jsonb, source_refs jsonb, facts jsonb,
-                                 name_key text)
+                                 name_key text, lead text, lead_key text)
 ON CONFLICT (knowledge_base_id, slug) WHERE deleted_at IS NULL DO UPDATE SET
     title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status, name_key = EXCLUDED.name_key,
     content = EXCLUDED.content, summary = EXCLUDED.summary, aliases = EXCLUDED.aliases,
-    source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts,
+    source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts, lead = EXCLUDED.lead, lead_key = EXCLUDED.lead_key,
     version = wiki_pages.version + 1, updated_at = now()
 RETURNING slug, version
 """
@@ -476,6 +476,8 @@ class WikiPageRepository:
                 "source_refs": [r.model_dump() for r in p.source_refs],
                 "facts": p.facts,
                 "name_key": page_name_key(p),
+                "lead": p.lead,
+                "lead_key": p.lead_key,
             }
             for p in pages
         ]
@@ -553,7 +555,7 @@ class WikiPageRepository:
         with self.pool.connection() as conn, conn.cursor() as cur:
             with cur.copy(
                 "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
-                " aliases, source_refs, facts, name_key) FROM STDIN"
+                " aliases, source_refs, facts, name_key, lead, lead_key) FROM STDIN"
             ) as copy:
                 links, keys = [], []
                 for p in pages:
@@ -571,6 +573,8 @@ class WikiPageRepository:
                             Jsonb([r.model_dump() for r in p.source_refs]),
                             Jsonb(p.facts),
                             page_name_key(p),
+                            p.lead,
+                            p.lead_key,
                         )
                     )
                     links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]

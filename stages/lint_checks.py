@@ -33,8 +33,8 @@ from wiki import lint as rules
 from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import CheckInfo, Finding, LintIssue, LintPage
 from wiki.mentions import mentions_by_page
+from wiki.merge import item_content
 from wiki.models import KnowledgeBase, PageLite
-from wiki.render import render_item_page
 
 
 @dataclass
@@ -209,11 +209,12 @@ def _fix_stale_sources(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue]
         else:
             deleted = False
             facts = {k: v for k, v in full.facts.items() if k in live}
-            content = full.content
-            if full.page_type in ("entity", "concept") and facts:
-                content = render_item_page(full.title, facts, full.aliases, len(refs))
+            content, lead = full.content, {}
+            if full.page_type in ITEM_TYPES and facts:
+                content, text, key = item_content(full.title, facts, full.aliases, len(refs), full)
+                lead = {"lead": text, "lead_key": key}
             ctx.wiki_pages.save(
-                full.model_copy(update={"source_refs": refs, "facts": facts, "content": content}), conn=conn
+                full.model_copy(update={"source_refs": refs, "facts": facts, "content": content, **lead}), conn=conn
             )
             ctx.relink_due = ctx.relink_due or content != full.content
     mended = Mended(fixed=min(removed, n_stale), written=1)

@@ -12,7 +12,7 @@ import structlog
 
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
-from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, REDUCE, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB
 from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -23,6 +23,7 @@ LANE_ACTORS = {
     FINALIZE: "wiki_crosslink",
     BACKLINK: "wiki_backlink",
     INDEX: "wiki_rebuild_index",
+    LEAD: "wiki_write_leads",
 }
 
 

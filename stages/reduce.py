@@ -39,12 +39,13 @@ from stages.claims import claim_lane, release_after_failure, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.index import request_index
+from stages.leads import enqueue_leads
 from stages.triggers import clear_trigger, send_trigger
 from wiki.dedup import name_key
 from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
 from wiki.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
-from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, new_page_slugs, next_page
+from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, lead_due, new_page_slugs, next_page
 from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
 from wiki.settings import Settings, Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
@@ -64,6 +65,7 @@ class BatchResult:
     requeued: int = 0
     retry_after_s: float = 0.0  # longest backoff of a document that failed and will be tried again
     keys: int = 0
+    leads: int = 0  # lead ops queued
     touched: list[str] = field(default_factory=list)
 
 
@@ -221,6 +223,8 @@ def _reduce_claimed(
         ops.delete_by_ids(done, conn=conn)
         enqueue_touched(kb, touched, ops=ops, conn=conn)
         enqueue_keys(kb, writes.keys, ops=ops, conn=conn)
+        if settings.extractor == "llm" and settings.llm_page_leads:
+            result.leads = enqueue_leads(kb, writes.leads, ops=ops, conn=conn)
         if touched or writes.deleted:
             request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
         docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
@@ -364,6 +368,7 @@ class _Writes:
     deleted: list[str]
     renames: dict[str, str]
     keys: set[str] = field(default_factory=set)
+    leads: list[str] = field(default_factory=list)  # slugs written whose lead a model is to write
 
 
 def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiPageRepository) -> _Writes:
@@ -419,7 +424,8 @@ def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiP
     after_keys = {
         (slug, key) for slug in {*plan, *renames.values()} if slug in after for key in title_keys(after[slug])
     }
-    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys})
+    leads = sorted(slug for slug in changed if lead_due(after[slug]))
+    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys}, leads)
 
 
 def _count_failure(
@@ -529,6 +535,8 @@ def reduce_step(
         send_trigger("wiki_rebuild_index", **kb)
     if result.keys or (not remaining and ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
         send_trigger("wiki_backlink", **kb)  # which waits while documents are still coming
+    if result.leads:
+        send_trigger("wiki_write_leads", **kb)
     if result.requeued:
         send_trigger("wiki_ingest", **kb)
     if remaining and (result.documents or result.retracted or result.failed):

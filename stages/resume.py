@@ -3,7 +3,7 @@ configuration) continue at once, instead of after a configuration change or the 
 
 The pause lives in ``wiki_llm_config_errors`` and its ops were released with a ``not_before``
 (``llm_pause_s``); resuming drops the pause, makes those ops claimable now and sends the KB's
-ingest trigger, so a running worker maps them within a trigger's round trip.
+ingest and page-lead triggers, so a running worker maps them within a trigger's round trip.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from repos.llm_usage import LLMUsageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
 from wiki.errors import ResumeRefused
-from wiki.lanes import INGEST, SCOPE_KB
+from wiki.lanes import INGEST, LEAD, SCOPE_KB
 from wiki.llm_config import config_from_settings
 from wiki.settings import Settings
 
@@ -51,7 +51,7 @@ def resume_kb(
     redis: redis_lib.Redis,
     settings: Settings,
 ) -> ResumeResult:
-    """Drop the KB's pause, make its waiting ingest ops claimable now and trigger its ingest lane.
+    """Drop the KB's pause, make its waiting ingest and lead ops claimable now and trigger those lanes.
 
     ``reset_budget`` starts the KB's token budget count from zero first (``wiki_llm_usage`` keeps
     the totals). Raises ``UnknownKnowledgeBase`` for an unknown or deleted KB, and
@@ -70,10 +70,11 @@ def resume_kb(
                     " (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET) or pass --reset-budget"
                 )
         pause = llm_errors.clear(kb.id, conn=conn)
-        woken = ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn)
-    send_trigger(
-        "wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id, debounce=False
-    )
+        woken = ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn) + ops.wake(LEAD, SCOPE_KB, kb.id, conn=conn)
+    for actor in ("wiki_ingest", "wiki_write_leads"):
+        send_trigger(
+            actor, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id, debounce=False
+        )
     log.info(
         "llm.resumed",
         knowledge_base_id=kb.id,

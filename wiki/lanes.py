@@ -8,7 +8,8 @@ REDUCE = "wiki:reduce"  # mapped ops waiting for a KB batch
 FINALIZE = "wiki:finalize"  # slugs a batch touched, waiting for cross-link and dead-link repair
 BACKLINK = "wiki:backlink"  # title keys a batch added or removed: the pages mentioning them are relinked
 INDEX = "wiki:index"  # "the index page is behind": one op per batch that changed pages
-WIKI_LANES = (INGEST, REDUCE, FINALIZE, BACKLINK, INDEX)
+LEAD = "wiki:lead"  # slugs whose lead a model is to write from their first contributions (model KBs only)
+WIKI_LANES = (INGEST, REDUCE, FINALIZE, BACKLINK, INDEX, LEAD)
 
 OP_INGEST = "ingest"
 OP_RETRACT = "retract"

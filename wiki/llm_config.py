@@ -45,6 +45,7 @@ class LLMOverride(BaseModel):
     document_budget_s: float | None = Field(default=None, gt=0, le=MAX_DOCUMENT_BUDGET_S)
     bounded_schema: bool | None = None
     index_intro: bool | None = None
+    page_leads: bool | None = None
     token_budget: int | None = Field(default=None, ge=1)
     price_in_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     price_out_per_mtok: float | None = Field(default=None, ge=0, allow_inf_nan=False)
@@ -73,6 +74,9 @@ class LLMConfig(BaseModel):
     - ``index_intro``: the index page opens with a paragraph the model writes from the 200 most
       recent summaries (``wiki.extract.llm.intro``; one call per about 50 new documents). Not in
       ``fingerprint``;
+    - ``page_leads``: an entity or concept page that two or more sources describe opens with a
+      paragraph the model writes from its first four contributions (``stages.leads``; one call per
+      8 such pages, again only when those contributions change). Not in ``fingerprint``;
     - ``bounded_schema``: the answer schema also bounds every string (``maxLength``) and list
       (``maxItems``). Off by default: OpenAI's strict structured outputs refuse ``maxLength``. On
       for small local models behind a grammar (llama.cpp's server): without bounds they repeat a
@@ -107,6 +111,7 @@ class LLMConfig(BaseModel):
     max_invalid_share: float = Field(default=0.5, ge=0, le=1)
     bounded_schema: bool = False
     index_intro: bool = True
+    page_leads: bool = True
     token_budget: int | None = Field(default=None, ge=1)
     price_in_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     price_out_per_mtok: float = Field(default=0.0, ge=0, allow_inf_nan=False)
@@ -141,7 +146,7 @@ def estimated_usd(config: LLMConfig, prompt_tokens: int, completion_tokens: int)
 
 
 #: Fields that set how fast calls go, not whether they can succeed (kept out of ``fingerprint``).
-_PACE_FIELDS = {"max_concurrency", "rpm", "tpm", "index_intro"}
+_PACE_FIELDS = {"max_concurrency", "rpm", "tpm", "index_intro", "page_leads"}
 
 
 def config_from_settings(settings: Any) -> LLMConfig:
@@ -164,6 +169,7 @@ def config_from_settings(settings: Any) -> LLMConfig:
             "max_invalid_share",
             "bounded_schema",
             "index_intro",
+            "page_leads",
             "token_budget",
             "price_in_per_mtok",
             "price_out_per_mtok",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from wiki.models import ITEM_TYPES, MAX_SUMMARY_CHARS, Document, Extraction, Page, PageLite, PageType, SourceRef
-from wiki.render import render_item_page, render_summary_page
+from wiki.render import lead_inputs, lead_key, render_item_page, render_summary_page
 from wiki.slugs import normalize_name, slugify
 
 MAX_FACT_SOURCES = 20  # per-source facts kept on a page; source refs are all kept
@@ -91,6 +91,7 @@ def next_page(
         aliases = sorted(named, key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
         if names and slugify(title) != slug:
             target = slugify(title)
+    lead = key = ""
     if sp.summary_of is not None:
         doc, extraction = sp.summary_of
         content = render_summary_page(extraction, doc.source_uri, facts[doc.id]["links"])
@@ -98,9 +99,9 @@ def next_page(
     elif page_type == PageType.summary:  # a summary losing a second source: its content stays its document's
         content, summary = page.content, page.summary
     else:
-        content = render_item_page(title, facts, aliases, len(refs))
+        content, lead, key = item_content(title, facts, aliases, len(refs), page)
         first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
-        summary = first.get("description", "")[:MAX_SUMMARY_CHARS]
+        summary = (lead or first.get("description", ""))[:MAX_SUMMARY_CHARS]
     new = Page(
         tenant_id=tenant_id,
         knowledge_base_id=kb_id,
@@ -113,6 +114,8 @@ def next_page(
         # by title, so the vault's "sources" list is the same whatever the documents' ids
         source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in sorted(refs.items(), key=_by_title)],
         facts=facts,
+        lead=lead,
+        lead_key=key,
     )
     if (
         page is not None
@@ -124,6 +127,28 @@ def next_page(
     ):
         return "unchanged", page, target
     return "written", new, target
+
+
+def item_content(
+    title: str, facts: dict[str, dict], aliases: list[str], n_refs: int, stored: Page | None
+) -> tuple[str, str, str]:
+    """An entity/concept page's content from its contributions, and the (lead, lead key) it keeps.
+
+    The ``stored`` page's model-written lead is kept while the page's ``lead_key`` is the one it
+    was written for (same title, same first contributions); otherwise the page opens with
+    ``best_lead`` and keeps no lead ("", "") until ``stages.leads`` writes one (``lead_due``)."""
+    key = lead_key(title, lead_inputs(facts))
+    lead = stored.lead if stored is not None and key and stored.lead_key == key else ""
+    return render_item_page(title, facts, aliases, n_refs, lead=lead), lead, key if lead else ""
+
+
+def lead_due(page: Page) -> bool:
+    """Whether a model should write ``page``'s lead: an entity/concept page that at least two
+    contributions describe (``wiki.render.lead_key``), without a lead written for them."""
+    if page.page_type not in ITEM_TYPES:
+        return False
+    key = lead_key(page.title, lead_inputs(page.facts))
+    return bool(key) and page.lead_key != key
 
 
 def item_type(kinds: Iterable[str]) -> str:

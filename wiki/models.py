@@ -208,5 +208,9 @@ class Page(PageLite):
     summary: str = ""
     source_refs: list[SourceRef] = Field(default_factory=list)
     facts: dict[str, dict] = Field(default_factory=dict)
+    #: The lead a model wrote from the page's first contributions, and their ``wiki.render.lead_key``
+    #: ("" and "": none; the page opens with ``wiki.render.best_lead``).
+    lead: str = ""
+    lead_key: str = ""
     version: int = 1
     updated_at: datetime | None = None

@@ -6,6 +6,7 @@ can be rewritten from its remaining sources after one is retracted.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 
@@ -68,15 +69,51 @@ def best_lead(descriptions: Sequence[str]) -> str:
     return min(present, key=lambda d: (-lead_rank(d), abs(len(d) - LEAD_CHARS), d))
 
 
-def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str], n_sources: int) -> str:
+#: Contributions a model-written lead is written from: the page's first ones (``ordered_facts``,
+#: i.e. by their documents' summary slugs), so a page cited by 1,000 documents costs what one cited
+#: by 4 does, and a new source changes the lead's input only when it sorts among the first.
+LEAD_SOURCES = 4
+#: Characters of a contribution's first quote shown beside its description.
+LEAD_QUOTE_CHARS = 160
+
+
+def lead_inputs(facts: dict[str, dict]) -> list[str]:
+    """What a model lead of the page is written from: for each of its first ``LEAD_SOURCES``
+    contributions that has a description, "description" or "description (quote)", one line each,
+    at most about 400 characters each (descriptions are bounded by the extractor's schema)."""
+    lines: list[str] = []
+    for _, fact in ordered_facts(facts):
+        description = " ".join(fact.get("description", "").split())
+        if not description:
+            continue
+        quote = " ".join((fact.get("evidence") or [""])[0].split())[:LEAD_QUOTE_CHARS]
+        line = f"{description} (quoted: {quote})" if quote else description
+        if line not in lines:
+            lines.append(line)
+        if len(lines) == LEAD_SOURCES:
+            break
+    return lines
+
+
+def lead_key(title: str, inputs: Sequence[str]) -> str:
+    """16 hex digits naming a lead's input (the page's title and ``lead_inputs``): a stored lead is
+    shown only while its page's key is unchanged. "" when fewer than two contributions describe the
+    page: one source's own description is its lead, there is nothing to synthesise."""
+    if len(inputs) < 2:
+        return ""
+    return hashlib.sha256("\n".join([title, *inputs]).encode()).hexdigest()[:16]
+
+
+def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str], n_sources: int, lead: str = "") -> str:
     """An entity or concept page: what it is, what each source says (cited), and its sources.
 
     ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]}; at most
-    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted. The lead is ``best_lead`` of the
-    sources' descriptions; evidence is quoted whole, as the extractor found it.
+    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted. The lead is ``lead`` (a model's,
+    written from ``lead_inputs``) or else ``best_lead`` of the sources' descriptions; evidence is
+    quoted whole, as the extractor found it.
     """
     ordered = ordered_facts(facts)
-    description = best_lead([f.get("description", "") for _, f in ordered])
+    description = lead or best_lead([f.get("description", "") for _, f in ordered])
     lines = [neutral(description) or f"**{neutral(title)}** is a topic of this knowledge base.", ""]
     if aliases:
         lines += ["**Also known as:** " + ", ".join(neutral(a) for a in aliases), ""]

@@ -138,6 +138,10 @@ class Settings(BaseSettings):
     llm_max_invalid_share: float = Field(default=0.5, ge=0, le=1, description="Invalid items that fail an answer.")
     llm_bounded_schema: bool = Field(default=False, description="Bound strings and lists in the answer schema.")
     llm_index_intro: bool = Field(default=True, description="The model writes the index page's introduction.")
+    llm_page_leads: bool = Field(
+        default=True,
+        description="The model writes the lead of a page two or more sources describe, from its first four.",
+    )
     # One limit per endpoint and model shared by every worker process (repos.rate_limit); 0 is unlimited.
     llm_max_concurrency: int = Field(default=16, ge=0, le=4096, description="Model requests in flight, all processes.")
     llm_rpm: int = Field(default=0, ge=0, description="Model requests a minute, all processes (0: unlimited).")

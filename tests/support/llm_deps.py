@@ -12,7 +12,7 @@ from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import config_from_settings
 
 #: Fast failures: short timeouts, two transport tries, short waits and pauses, one op retry; no
-#: index introduction.
+#: index introduction, no page leads.
 FAST = {
     "llm_timeout_s": 2.0,
     "llm_transport_attempts": 2,
@@ -21,6 +21,7 @@ FAST = {
     "wiki_max_fail_retries": 1,
     "document_retry_backoff_ms": 0,
     "llm_index_intro": False,  # tests count the calls of map; tests/integration/test_index_intro.py turns it on
+    "llm_page_leads": False,  # likewise; tests/integration/test_page_leads.py turns it on
 }
 
 

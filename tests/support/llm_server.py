@@ -167,13 +167,33 @@ def intro_answer(request: dict) -> dict:
     return answer(text, usage=(len(request["messages"][0]["content"]) // 4, len(text) // 4))
 
 
+def is_lead_request(request: dict) -> bool:
+    """Whether ``request`` asks for page leads (``wiki.extract.llm.leads``)."""
+    return "You write the opening paragraph of wiki pages" in request["messages"][0]["content"]
+
+
+def lead_content(request: dict) -> dict:
+    """A lead for every page the request lists: "<title> is <its first contribution line>, as N
+    sources describe it." (N: the page's contribution lines)."""
+    listing = request["messages"][-1]["content"]
+    leads = []
+    for handle, title, lines in re.findall(r'^(p\d+): "([^"\n]*)" \(\w+\)\n((?:  - .*\n?)*)', listing, re.M):
+        found = re.findall(r"^  - (.*)$", lines, re.M)
+        first = found[0].split(" (quoted:")[0].rstrip(".") if found else "a topic"
+        leads.append({"page": handle, "lead": f"{title}: {first}, as {len(found)} sources describe it."})
+    return {"leads": leads}
+
+
 def realistic(request: dict) -> dict:
     """``realistic_content`` as a completion in the request's mode (fenced when no response_format);
-    a merge call is answered "every item new" (``{"decisions": []}``), an index introduction with
-    ``intro_answer``."""
+    a merge call is answered "every item new" (``{"decisions": []}``), a lead call with
+    ``lead_content``, an index introduction with ``intro_answer``."""
     if is_intro_request(request):
         return intro_answer(request)
-    content = json.dumps({"decisions": []} if is_merge_request(request) else realistic_content(request))
+    if is_lead_request(request):
+        content = json.dumps(lead_content(request))
+    else:
+        content = json.dumps({"decisions": []} if is_merge_request(request) else realistic_content(request))
     if mode_of(request) == "fenced":
         content = f"Here is the extraction.\n```json\n{content}\n```\n"
     prompt = sum(len(m["content"]) for m in request["messages"]) // 4

@@ -7,18 +7,19 @@ import pytest
 from actors.deps import run_stage
 
 
-def settle(deps, kb, max_rounds: int = 50) -> None:
-    """Pump, map, reduce, back-link, cross-link and rebuild the index of ``kb`` until every lane
+def settle(deps, kb, max_rounds: int = 50, leads: bool = True) -> None:
+    """Pump, map, reduce, write page leads, back-link, cross-link and rebuild the index of ``kb`` until every lane
     is empty; fails the test when they never empty. Map runs in the ingest lane's order, reduce in
-    batches of the KB's batch size."""
+    batches of the KB's batch size; ``leads=False`` leaves the lead lane as it is."""
     from kbwiki.ingest import lane_rows
     from stages.backlink import run_backlink
     from stages.crosslink import run_crosslink
     from stages.index import rebuild_index
     from stages.ingest import pump_ingest_lane
+    from stages.leads import run_leads
     from stages.map import map_document
     from stages.reduce import run_reduce_batch
-    from wiki.lanes import BACKLINK, FINALIZE, INGEST, OP_INGEST, REDUCE, SCOPE_KB
+    from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, OP_INGEST, REDUCE, SCOPE_KB
 
     for _ in range(max_rounds):
         run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
@@ -29,6 +30,9 @@ def settle(deps, kb, max_rounds: int = 50) -> None:
             result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
             if not (result.documents or result.retracted or result.failed):
                 break
+        while leads and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id):
+            if not run_stage(run_leads, deps, kb.tenant_id, kb.id).claimed:
+                break  # paused, dropped or backing off
         while deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id):
             if not run_stage(run_backlink, deps, kb.tenant_id, kb.id).claimed:
                 break  # waiting for the documents still being mapped
@@ -36,6 +40,6 @@ def settle(deps, kb, max_rounds: int = 50) -> None:
             if not run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed:
                 break  # waiting for the documents still being mapped
         run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
-        if lane_rows(deps, kb.id) == 0:
+        if lane_rows(deps, kb.id) == (0 if leads else deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)):
             return
     pytest.fail(f"lanes of {kb.id} never emptied: {deps.ops.counts_by_lane(SCOPE_KB, kb.id)}")

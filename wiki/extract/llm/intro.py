@@ -50,14 +50,20 @@ def intro_messages(kb_name: str, summaries: Sequence[Page]) -> list[dict[str, st
 
 
 def clean_intro(text: str) -> str:
-    """The model's answer as one paragraph of plain prose: a ``<think>`` block and fences dropped,
-    link syntax defused (``wiki.render.neutral``), cut at the last sentence end within
+    """The model's answer as one paragraph of plain prose (:func:`plain_paragraph`), at most
     ``MAX_INTRO_CHARS``; "" when nothing is left."""
+    return plain_paragraph(text, MAX_INTRO_CHARS)
+
+
+def plain_paragraph(text: str, max_chars: int) -> str:
+    """A model's prose answer as one paragraph: a ``<think>`` block, fences and a leading heading
+    mark dropped, link syntax defused (``wiki.render.neutral``), whitespace collapsed, cut at the
+    last sentence end within ``max_chars`` (else at ``max_chars``); "" when nothing is left."""
     text = re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " ")
     text = neutral(re.sub(r"^\s*#+\s*", "", text))
-    if len(text) > MAX_INTRO_CHARS:
-        cut = max(text.rfind(end, 0, MAX_INTRO_CHARS) for end in (". ", "! ", "? ", "。"))
-        text = text[: cut + 1] if cut > 0 else text[:MAX_INTRO_CHARS]
+    if len(text) > max_chars:
+        cut = max(text.rfind(end, 0, max_chars) for end in (". ", "! ", "? ", "。"))
+        text = text[: cut + 1] if cut > 0 else text[:max_chars]
     return text.strip()
 
 

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 import structlog
 from pydantic import ValidationError
 
-from wiki.errors import LLMOutputInvalid
 from wiki.extract import validate_item_name
-from wiki.extract.llm.client import ChatClient, ModeRejected
-from wiki.extract.llm.extractor import MAX_ALIASES, MODES, _parse, _remember, next_mode, remembered_mode
+from wiki.extract.llm.client import ChatClient
+from wiki.extract.llm.extractor import MAX_ALIASES
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
 from wiki.extract.llm.schema import MergeChoiceOut, MergeEnvelope, merge_schema
+from wiki.extract.llm.structured import ask, envelope
 from wiki.llm_config import LLMConfig
 from wiki.models import ExtractedItem, Extraction, PageLite
 
@@ -123,39 +123,30 @@ def decide_merges(
     ``LLMRefused``: an answer that is cut, filtered, empty or not the schema's JSON, and a prompt
     refused as too long for the context, decide "new" for every item (``stats.invalid``).
     """
-    c: LLMConfig = client.config
     text, items, offered = listing(questions)
     stats = MergeStats()
-    mode = remembered_mode(c.base_url, c.model) or MODES[0]
     new: list[str | None] = [None] * len(questions)
-    while True:
-        messages = merge_messages(title, text, with_schema=mode != "json_schema", fenced=mode == "fenced")
-        try:
-            answer = client.complete(messages, mode, merge_schema(), deadline=deadline)
-        except ModeRejected as exc:
-            if exc.too_long:  # a context too small for the question: no merge, not a paused KB
-                stats.invalid = True
-                return new, stats
-            mode = next_mode(mode, exc, c, stats.modes_rejected)
-            continue
-        break
-    _remember(c.base_url, c.model, mode)
+    answer, mode = ask(
+        client,
+        lambda with_schema, fenced: merge_messages(title, text, with_schema=with_schema, fenced=fenced),
+        merge_schema(),
+        deadline=deadline,
+        rejected=stats.modes_rejected,
+    )
+    if answer is None:  # a context too small for the question: no merge, not a paused KB
+        stats.invalid = True
+        return new, stats
     stats.mode = mode
     stats.calls = 1
     stats.prompt_tokens = answer.prompt_tokens
     stats.completion_tokens = answer.completion_tokens
-    if answer.finish_reason != "stop" or not answer.content.strip():
-        stats.invalid = True
-        return new, stats
-    try:
-        data, _ = _parse(answer.content, mode)
-        envelope = MergeEnvelope.model_validate(data)
-    except (LLMOutputInvalid, ValidationError):
+    found = envelope(answer, mode, MergeEnvelope)
+    if found is None:
         stats.invalid = True
         return new, stats
     chosen = list(new)
     decided: set[str] = set()
-    for value in envelope.decisions:
+    for value in found.decisions:
         try:
             choice = MergeChoiceOut.model_validate(value)
         except ValidationError:

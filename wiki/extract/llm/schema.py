@@ -89,6 +89,25 @@ class MergeEnvelope(_Strict):
     decisions: list[Any]
 
 
+class LeadOut(_Strict):
+    """One page's lead: ``page`` is the page's handle (``p2``), ``lead`` the paragraph."""
+
+    page: str
+    lead: str
+
+
+class LeadAnswer(_Strict):
+    """The whole answer of a lead call (``wiki.extract.llm.leads``)."""
+
+    leads: list[LeadOut]
+
+
+class LeadEnvelope(_Strict):
+    """``LeadAnswer`` with its leads unchecked (each is validated alone)."""
+
+    leads: list[Any]
+
+
 def _strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema()
 
@@ -119,6 +138,17 @@ def merge_schema() -> dict[str, Any]:
 def merge_schema_text() -> str:
     """The merge schema as compact JSON, for the prompt of the modes without structured output."""
     return json.dumps(merge_schema(), separators=(",", ":"))
+
+
+@lru_cache(maxsize=1)
+def lead_schema() -> dict[str, Any]:
+    """``LeadAnswer``'s JSON schema in the strict shape (as :func:`answer_schema`)."""
+    return _strict_schema(LeadAnswer)
+
+
+def lead_schema_text() -> str:
+    """The lead schema as compact JSON, for the prompt of the modes without structured output."""
+    return json.dumps(lead_schema(), separators=(",", ":"))
 
 
 @lru_cache(maxsize=2)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from wiki.extract.llm.schema import merge_schema_text, schema_text
+from wiki.extract.llm.schema import lead_schema_text, merge_schema_text, schema_text
 
 #: The map prompt's version: part of the extraction cache key (``LLMExtractor.name``).
 PROMPT_VERSION = "map_v1"
 #: The merge prompt's version: part of the merge-decision cache key (``merges.cache_name``).
 MERGE_PROMPT_VERSION = "merge_v1"
+#: The page-lead prompt's version (``wiki.extract.llm.leads``).
+LEAD_PROMPT_VERSION = "lead_v1"
 _DIR = Path(__file__).parent
 _SPLIT = "=== user ==="
 
@@ -32,11 +35,7 @@ def map_messages(
     answer in a ```json block. Placeholders are replaced once each, document last, so a document
     that contains ``{{...}}`` is sent as it is."""
     system, user = _load(PROMPT_VERSION)
-    instruction = ""
-    if with_schema:
-        instruction = "\nThe JSON object follows this JSON schema:\n" + schema_text(bounded)
-    if fenced:
-        instruction += "\nWrite the JSON object inside one ```json fenced block."
+    instruction = _instruction(lambda: schema_text(bounded), with_schema=with_schema, fenced=fenced)
     listing = "\n".join(f"{handle}: {name}" for handle, name in pages) or "(none)"
     safe_title = " ".join(title.split()).replace('"', "'")
     head, tail = user.split("{{document}}", 1)
@@ -52,11 +51,7 @@ def merge_messages(title: str, listing: str, *, with_schema: bool, fenced: bool)
     ``wiki.extract.llm.merges.listing`` writes them; ``with_schema`` and ``fenced`` as for
     :func:`map_messages`."""
     system, user = _load(MERGE_PROMPT_VERSION)
-    instruction = ""
-    if with_schema:
-        instruction = "\nThe JSON object follows this JSON schema:\n" + merge_schema_text()
-    if fenced:
-        instruction += "\nWrite the JSON object inside one ```json fenced block."
+    instruction = _instruction(merge_schema_text, with_schema=with_schema, fenced=fenced)
     safe_title = " ".join(title.split()).replace('"', "'")
     head, tail = user.split("{{items}}", 1)
     user = head.replace("{{title}}", safe_title) + listing + tail
@@ -64,3 +59,25 @@ def merge_messages(title: str, listing: str, *, with_schema: bool, fenced: bool)
         {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
         {"role": "user", "content": user},
     ]
+
+
+def lead_messages(listing: str, *, with_schema: bool, fenced: bool) -> list[dict[str, str]]:
+    """The chat messages of one page-lead call: ``listing`` is the pages and their contributions as
+    ``wiki.extract.llm.leads.listing`` writes them; ``with_schema`` and ``fenced`` as for
+    :func:`map_messages`."""
+    system, user = _load(LEAD_PROMPT_VERSION)
+    instruction = _instruction(lead_schema_text, with_schema=with_schema, fenced=fenced)
+    head, tail = user.split("{{pages}}", 1)
+    return [
+        {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
+        {"role": "user", "content": head + listing + tail},
+    ]
+
+
+def _instruction(schema: Callable[[], str], *, with_schema: bool, fenced: bool) -> str:
+    """The system prompt's answer-format sentences: the schema (modes without structured output)
+    and the fence (``fenced`` mode)."""
+    instruction = "\nThe JSON object follows this JSON schema:\n" + schema() if with_schema else ""
+    if fenced:
+        instruction += "\nWrite the JSON object inside one ```json fenced block."
+    return instruction

@@ -1,0 +1,2 @@
+ALTER TABLE wiki_pages DROP COLUMN IF EXISTS lead_key;
+ALTER TABLE wiki_pages DROP COLUMN IF EXISTS lead;

@@ -1,0 +1,292 @@
+"""Page leads: a model re-synthesises an entity or concept page's opening paragraph from its first
+contributions (``wiki.render.lead_inputs``), outside any reduce transaction.
+
+A reduce batch queues on the KB's lead lane the pages it wrote that at least two contributions
+describe and that have no lead written for those contributions (``wiki.merge.lead_due``),
+``PAGES_PER_CALL`` per op. A run claims one op, reads its pages without a lock, asks the model for
+their leads in ONE call (``wiki.extract.llm.leads``; the KB's share of the shared rate limit, its
+usage and budget), then, under the row locks, stores each lead only on a page whose lead key is
+still the one asked about (a page a later batch changed meanwhile is queued again by that batch)
+and queues the pages for cross-linking, since the new text can name other pages.
+
+A lead is written again only when the page's title or first ``LEAD_SOURCES`` contributions change,
+so a page cited by 1,000 documents costs about as many lead calls as one cited by 10. Model work
+of a paused KB waits; an out-of-credit or configuration error pauses the KB as map's does; a call
+that fails for good after ``wiki_max_fail_retries`` tries leaves the page with its chosen lead
+(``wiki.render.best_lead``): a lead refines a page, it never holds the KB's work.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import redis as redis_lib
+import structlog
+from psycopg_pool import ConnectionPool
+
+from repos.knowledge import KnowledgeBaseRepository
+from repos.llm_errors import LLMConfigErrorRepository
+from repos.llm_usage import LLMUsageRepository
+from repos.pages import WikiPageRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from stages import llm_gate
+from stages.claims import claim_lane, release_after_failure, released_on_failure
+from stages.crosslink import enqueue_touched
+from stages.delete import active_kb_or_drain
+from stages.triggers import clear_trigger, send_trigger
+from wiki.errors import LLMConfigError, LLMError, error_text, fail_budget_spent
+from wiki.extract import Extractor
+from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB
+from wiki.merge import item_content, lead_due
+from wiki.models import MAX_SUMMARY_CHARS, KnowledgeBase, Page
+from wiki.render import lead_inputs, lead_key
+from wiki.settings import Settings, kb_tunables
+
+log = structlog.get_logger(__name__)
+
+#: Pages per lead op: one op is one call (``wiki.extract.llm.leads.PAGES_PER_CALL``).
+PAGES_PER_OP = 8
+
+
+@dataclass
+class LeadResult:
+    """Ops claimed; pages asked about, given a lead, and changed meanwhile (``stale``); whether the
+    KB's model work is paused; ops dropped (leads are off for the KB); ops left on the lane."""
+
+    claimed: int = 0
+    asked: int = 0
+    written: int = 0
+    stale: int = 0
+    paused: bool = False
+    dropped: int = 0
+    remaining: int = 0
+
+
+def enqueue_leads(kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRepository, conn=None) -> int:
+    """Queue ``slugs`` on the KB's lead lane, ``PAGES_PER_OP`` per op; returns the ops written."""
+    return ops.enqueue_chunks(
+        tenant_id=kb.tenant_id,
+        task_type=LEAD,
+        scope=SCOPE_KB,
+        scope_id=kb.id,
+        op=OP_TOUCH,
+        key="slugs",
+        items=sorted(slugs),
+        chunk=PAGES_PER_OP,
+        conn=conn,
+    )
+
+
+def run_leads(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    extractor: Extractor,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
+    settings: Settings,
+    worker_id: str | None,
+    fan_out=None,
+) -> LeadResult | None:
+    """Write the leads of one lead op's pages (see the module), then delete the op.
+
+    Claims nothing while the KB's model work is paused (``paused``); drops the lane's ops when
+    the KB has no model or its ``page_leads`` is off. ``fan_out()`` is called after the claim when
+    unclaimed ops remain and fewer than the KB's map slots are being written. Returns None when
+    the KB is gone (its lanes drained). Raises what PostgreSQL raises (the op is released).
+    """
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    if kb is None:
+        return None
+    model = llm_gate.extractor_for(extractor, kb.id, kbs=kbs)
+    if not llm_gate.is_llm(model) or not model.config.page_leads:
+        dropped = claim_lane(LEAD, kb.id, 1000, ops=ops, settings=settings, worker_id=worker_id)
+        ops.delete_by_ids([op.id for op in dropped])
+        return LeadResult(dropped=len(dropped), remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id))
+    if llm_gate.paused(model, kb.id, llm_errors=llm_errors, llm_usage=llm_usage):
+        return LeadResult(paused=True, remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id))
+    claimed = claim_lane(LEAD, kb.id, 1, ops=ops, settings=settings, worker_id=worker_id)
+    result = LeadResult(claimed=len(claimed))
+    if claimed and fan_out is not None:
+        in_flight = ops.claimed_count(LEAD, SCOPE_KB, kb.id, settings.stale_claim_s)
+        if ops.pending_count(LEAD, SCOPE_KB, kb.id) > in_flight < kb_tunables(settings, kb).map_parallel:
+            fan_out()
+    with released_on_failure(claimed, ops=ops, worker_id=worker_id):
+        if claimed:
+            _write_leads(
+                kb,
+                model,
+                claimed,
+                result,
+                pool=pool,
+                ops=ops,
+                pages=pages,
+                llm_errors=llm_errors,
+                llm_usage=llm_usage,
+                settings=settings,
+                worker_id=worker_id,
+            )
+    result.remaining = ops.pending_count(LEAD, SCOPE_KB, kb.id)
+    return result
+
+
+def _write_leads(
+    kb: KnowledgeBase,
+    model,
+    claimed: list[PendingOp],
+    result: LeadResult,
+    *,
+    pool: ConnectionPool,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
+    settings: Settings,
+    worker_id: str | None,
+) -> None:
+    from wiki.extract.llm.leads import LeadQuestion, write_leads
+    from wiki.extract.llm.ratelimit import sharing
+
+    slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
+    due = [page for page in pages.get_many(kb.id, slugs).values() if lead_due(page)]
+    questions = [
+        LeadQuestion(p.slug, p.title, p.page_type, tuple(inputs), lead_key(p.title, inputs))
+        for p in due
+        for inputs in [lead_inputs(p.facts)]
+    ]
+    result.asked = len(questions)
+    leads: list[str] = []
+    if questions:
+        config = model.config
+        try:
+            with sharing(kb.id):
+                leads, stats = write_leads(
+                    model.client, questions, deadline=time.monotonic() + config.document_budget_s
+                )
+        except LLMConfigError as exc:  # out of credit or a refused configuration: the KB pauses
+            llm_gate.record_config_error(model, kb.id, exc, llm_errors=llm_errors)
+            ops.release([op.id for op in claimed], by=worker_id, not_before_s=settings.llm_pause_s)
+            result.paused = True
+            return
+        except LLMError as exc:
+            _count_failure(kb, claimed, exc, ops=ops, settings=settings, worker_id=worker_id)
+            return
+        llm_usage.add(
+            kb.id,
+            config.model,
+            calls=stats.calls,
+            prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens,
+        )
+        log.info(
+            "lead.written",
+            knowledge_base_id=kb.id,
+            model=config.model,
+            pages=len(questions),
+            leads=sum(1 for lead in leads if lead),
+            invalid=stats.invalid,
+            unknown_handles=stats.unknown_handles,
+            prompt_tokens=stats.prompt_tokens,
+            completion_tokens=stats.completion_tokens,
+        )
+    with pool.connection() as conn:
+        pages.lock_link_graph(kb.id, conn, shared=True)  # rewrites content, moves and deletes nothing
+        answered = {q.slug: (q.key, lead) for q, lead in zip(questions, leads, strict=True) if lead}
+        held = pages.get_many(kb.id, answered, conn=conn, for_update=True)
+        fresh: list[Page] = []
+        for slug, page in held.items():
+            key, lead = answered[slug]
+            offered = page.model_copy(update={"lead": lead, "lead_key": key})
+            content, kept, kept_key = item_content(page.title, page.facts, page.aliases, len(page.source_refs), offered)
+            if not kept:  # its title or first contributions changed while the model wrote
+                result.stale += 1
+                continue
+            fresh.append(
+                offered.model_copy(
+                    update={"content": content, "lead_key": kept_key, "summary": kept[:MAX_SUMMARY_CHARS]}
+                )
+            )
+        pages.save_many(fresh, conn=conn)
+        enqueue_touched(kb, sorted(p.slug for p in fresh), ops=ops, conn=conn)
+        ops.delete_by_ids([op.id for op in claimed], conn=conn)
+    result.written = len(fresh)
+
+
+def _count_failure(
+    kb: KnowledgeBase,
+    claimed: list[PendingOp],
+    exc: Exception,
+    *,
+    ops: TaskPendingOpsRepository,
+    settings: Settings,
+    worker_id: str | None,
+) -> None:
+    """A lead call that failed (transport retries or its deadline spent): release the ops with their
+    backoff, or drop them past ``wiki_max_fail_retries`` (the pages keep their chosen lead)."""
+    for op in claimed:
+        fails = ops.incr_fail_count(op.id)
+        if fail_budget_spent(fails, settings.wiki_max_fail_retries):
+            ops.delete_by_ids([op.id])
+            log.warning("lead.gave_up", knowledge_base_id=kb.id, pages=op.payload.get("slugs"), error=error_text(exc))
+        else:
+            delay = release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id)
+            log.warning("lead.failed", knowledge_base_id=kb.id, error=error_text(exc), retry_in_s=round(delay, 1))
+
+
+def leads_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    pages: WikiPageRepository,
+    extractor: Extractor,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> LeadResult | None:
+    """What ``wiki_write_leads`` does with a trigger: clear it, write one lead op's leads
+    (:func:`run_leads`, fanning out to more runs), trigger cross-link for the pages written and the
+    next run while ops are left."""
+    clear_trigger("wiki_write_leads", knowledge_base_id, redis=redis, settings=settings)
+    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    result = run_leads(
+        tenant_id,
+        knowledge_base_id,
+        pool=pool,
+        kbs=kbs,
+        ops=ops,
+        pages=pages,
+        extractor=extractor,
+        llm_errors=llm_errors,
+        llm_usage=llm_usage,
+        settings=settings,
+        worker_id=worker_id,
+        fan_out=lambda: send_trigger("wiki_write_leads", debounce=False, **kb),
+    )
+    if result is None:
+        return None
+    if result.claimed or result.dropped:
+        log.info(
+            "lead.done",
+            knowledge_base_id=knowledge_base_id,
+            asked=result.asked,
+            written=result.written,
+            stale=result.stale,
+            paused=result.paused,
+            dropped=result.dropped,
+            remaining=result.remaining,
+        )
+    if result.written:
+        send_trigger("wiki_crosslink", **kb)
+    if result.claimed and result.remaining and not result.paused:
+        send_trigger("wiki_write_leads", **kb)
+    return result
