@@ -84,7 +84,14 @@ sys.path.insert(0, str(ROOT))
 from bench.ingest_linux import fetch_corpus  # noqa: E402
 from repos.bench import BenchKbRepository, KbProbe  # noqa: E402
 from repos.db import make_pool  # noqa: E402
-from tests.support.llm_server import ScriptedLLM, error, is_intro_request, is_merge_request, realistic  # noqa: E402
+from tests.support.llm_server import (  # noqa: E402
+    ScriptedLLM,
+    error,
+    is_intro_request,
+    is_lead_request,
+    is_merge_request,
+    realistic,
+)
 
 KBWIKI = [str(ROOT / ".venv/bin/kbwiki")]
 TENANT = 1
@@ -140,8 +147,16 @@ class FakeModel:
                 kind = "map"
                 title = user.split('<document handle="d1" title="', 1)[1].split('">', 1)[0]
                 response = realistic(request)
-            else:  # a merge call ("every item new") or the index introduction, as the tests answer them
-                kind = "merge" if is_merge_request(request) else "intro" if is_intro_request(request) else "other"
+            else:  # a merge call ("every item new"), page leads or the index introduction, as the tests answer them
+                kind = (
+                    "merge"
+                    if is_merge_request(request)
+                    else "lead"
+                    if is_lead_request(request)
+                    else "intro"
+                    if is_intro_request(request)
+                    else "other"
+                )
                 title = ""
                 response = realistic(request)
         finally:

@@ -174,6 +174,35 @@ class TaskPendingOpsRepository:
             )
         return -(-len(items) // chunk)
 
+    def enqueue_keys(
+        self,
+        *,
+        tenant_id: int,
+        task_type: str,
+        scope: str,
+        scope_id: str,
+        op: str,
+        keys: Sequence[str],
+        conn: Connection | None = None,
+    ) -> int:
+        """Append one op per dedup key of ``keys`` (empty payload) in one statement; returns the
+        ops written. A key queued twice is claimed whole (``claim``), so it is worked on once.
+        Raises as ``enqueue``, also for an empty key (it would be a key of its own per row)."""
+        keys = list(keys)
+        if not keys:
+            return 0
+        params = self._op_params(tenant_id, task_type, scope, scope_id, op, "", None)
+        for key in keys:
+            require(dedup_key=key)
+        with borrow(self.pool, conn) as c:
+            c.execute(
+                "INSERT INTO task_pending_ops (tenant_id, task_type, scope, scope_id, op, dedup_key, payload)"
+                " SELECT %(tenant_id)s, %(task_type)s, %(scope)s, %(scope_id)s, %(op)s, k, %(payload)s"
+                " FROM unnest(%(keys)s::text[]) AS k",
+                {**params, "keys": keys},
+            )
+        return len(keys)
+
     def enqueue_if_kb_active(
         self,
         *,

@@ -2,15 +2,20 @@
 contributions (``wiki.render.lead_inputs``), outside any reduce transaction.
 
 A reduce batch queues on the KB's lead lane the pages it wrote that at least two contributions
-describe and that have no lead written for those contributions (``wiki.merge.lead_due``),
-``PAGES_PER_CALL`` per op. A run claims one op, reads its pages without a lock, asks the model for
-their leads in ONE call (``wiki.extract.llm.leads``; the KB's share of the shared rate limit, its
+describe and that have no lead written for those contributions (``wiki.merge.lead_due``), one op
+per page with its slug as the dedup key. A run claims up to ``PAGES_PER_CALL`` pages (a page queued
+by several batches is claimed once), reads them without a lock, asks the model for the leads of
+those still due in ONE call (``wiki.extract.llm.leads``; the KB's share of the shared rate limit, its
 usage and budget), then, under the row locks, stores each lead only on a page whose lead key is
 still the one asked about (a page a later batch changed meanwhile is queued again by that batch)
 and queues the pages for cross-linking, since the new text can name other pages.
 
 A lead is written again only when the page's title or first ``LEAD_SOURCES`` contributions change,
-so a page cited by 1,000 documents costs about as many lead calls as one cited by 10. Model work
+so a page cited by 1,000 documents costs about as many lead calls as one cited by 10. Runs wait
+while documents are still coming, like linking (``stages.pacing``, the KB's ``link_defer_s``: 20 s
+with a model): a page that gains its second, third and fourth source within a round is asked about
+once, and a call carries up to 8 pages instead of the few one batch queues
+(bench/llm_pipeline.py a, 500 files: 117 lead calls for 420 documents without the wait). Model work
 of a paused KB waits; an out-of-credit or configuration error pauses the KB as map's does; a call
 that fails for good after ``wiki_max_fail_retries`` tries leaves the page with its chosen lead
 (``wiki.render.best_lead``): a lead refines a page, it never holds the KB's work.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import datetime
 
 import redis as redis_lib
 import structlog
@@ -34,6 +40,7 @@ from stages import llm_gate
 from stages.claims import claim_lane, release_after_failure, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
+from stages.pacing import link_wait_s, schedule_recheck
 from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMConfigError, LLMError, error_text, fail_budget_spent
 from wiki.extract import Extractor
@@ -44,9 +51,6 @@ from wiki.render import lead_inputs, lead_key
 from wiki.settings import Settings, kb_tunables
 
 log = structlog.get_logger(__name__)
-
-#: Pages per lead op: one op is one call (``wiki.extract.llm.leads.PAGES_PER_CALL``).
-PAGES_PER_OP = 8
 
 
 @dataclass
@@ -61,19 +65,18 @@ class LeadResult:
     paused: bool = False
     dropped: int = 0
     remaining: int = 0
+    wait_s: float = 0.0  # > 0: the run waited for the ingest (``stages.pacing``) and claimed nothing
 
 
 def enqueue_leads(kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRepository, conn=None) -> int:
-    """Queue ``slugs`` on the KB's lead lane, ``PAGES_PER_OP`` per op; returns the ops written."""
-    return ops.enqueue_chunks(
+    """Queue ``slugs`` on the KB's lead lane, one op per slug (its dedup key); returns the ops written."""
+    return ops.enqueue_keys(
         tenant_id=kb.tenant_id,
         task_type=LEAD,
         scope=SCOPE_KB,
         scope_id=kb.id,
         op=OP_TOUCH,
-        key="slugs",
-        items=sorted(slugs),
-        chunk=PAGES_PER_OP,
+        keys=sorted(slugs),
         conn=conn,
     )
 
@@ -92,11 +95,13 @@ def run_leads(
     settings: Settings,
     worker_id: str | None,
     fan_out=None,
+    now: datetime | None = None,
 ) -> LeadResult | None:
-    """Write the leads of one lead op's pages (see the module), then delete the op.
+    """Write the leads of up to ``PAGES_PER_CALL`` queued pages (see the module), then delete their ops.
 
-    Claims nothing while the KB's model work is paused (``paused``); drops the lane's ops when
-    the KB has no model or its ``page_leads`` is off. ``fan_out()`` is called after the claim when
+    Claims nothing while the KB's model work is paused (``paused``) or documents are still coming
+    (``wait_s``, ``stages.pacing.link_wait_s``); drops the lane's ops when the KB has no model or
+    its ``page_leads`` is off. ``fan_out()`` is called after the claim when
     unclaimed ops remain and fewer than the KB's map slots are being written. Returns None when
     the KB is gone (its lanes drained). Raises what PostgreSQL raises (the op is released).
     """
@@ -110,11 +115,17 @@ def run_leads(
         return LeadResult(dropped=len(dropped), remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id))
     if llm_gate.paused(model, kb.id, llm_errors=llm_errors, llm_usage=llm_usage):
         return LeadResult(paused=True, remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id))
-    claimed = claim_lane(LEAD, kb.id, 1, ops=ops, settings=settings, worker_id=worker_id)
+    from wiki.extract.llm.leads import PAGES_PER_CALL  # not at import: offline workers never load the SDK
+
+    tunables = kb_tunables(settings, kb)
+    wait_s = link_wait_s(kb.id, LEAD, ops=ops, defer_s=tunables.link_defer_s, now=now)
+    if wait_s:
+        return LeadResult(remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id), wait_s=wait_s)
+    claimed = claim_lane(LEAD, kb.id, PAGES_PER_CALL, ops=ops, settings=settings, worker_id=worker_id)
     result = LeadResult(claimed=len(claimed))
     if claimed and fan_out is not None:
         in_flight = ops.claimed_count(LEAD, SCOPE_KB, kb.id, settings.stale_claim_s)
-        if ops.pending_count(LEAD, SCOPE_KB, kb.id) > in_flight < kb_tunables(settings, kb).map_parallel:
+        if ops.pending_count(LEAD, SCOPE_KB, kb.id) > in_flight < tunables.map_parallel:
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         if claimed:
@@ -152,7 +163,7 @@ def _write_leads(
     from wiki.extract.llm.leads import LeadQuestion, write_leads
     from wiki.extract.llm.ratelimit import sharing
 
-    slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
+    slugs = sorted({op.dedup_key for op in claimed})
     due = [page for page in pages.get_many(kb.id, slugs).values() if lead_due(page)]
     questions = [
         LeadQuestion(p.slug, p.title, p.page_type, tuple(inputs), lead_key(p.title, inputs))
@@ -226,16 +237,19 @@ def _count_failure(
     settings: Settings,
     worker_id: str | None,
 ) -> None:
-    """A lead call that failed (transport retries or its deadline spent): release the ops with their
-    backoff, or drop them past ``wiki_max_fail_retries`` (the pages keep their chosen lead)."""
+    """A lead call that failed (transport retries or its deadline spent): release each page's op with
+    its backoff, or drop it past ``wiki_max_fail_retries`` (the page keeps its chosen lead)."""
+    dropped, delay = [], 0.0
     for op in claimed:
         fails = ops.incr_fail_count(op.id)
         if fail_budget_spent(fails, settings.wiki_max_fail_retries):
             ops.delete_by_ids([op.id])
-            log.warning("lead.gave_up", knowledge_base_id=kb.id, pages=op.payload.get("slugs"), error=error_text(exc))
+            dropped.append(op.dedup_key)
         else:
-            delay = release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id)
-            log.warning("lead.failed", knowledge_base_id=kb.id, error=error_text(exc), retry_in_s=round(delay, 1))
+            delay = max(delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id))
+    log.warning(
+        "lead.failed", knowledge_base_id=kb.id, error=error_text(exc), retry_in_s=round(delay, 1), gave_up=dropped
+    )
 
 
 def leads_step(
@@ -287,6 +301,8 @@ def leads_step(
         )
     if result.written:
         send_trigger("wiki_crosslink", **kb)
+    if result.wait_s:
+        schedule_recheck("wiki_write_leads", wait_s=result.wait_s, **kb)
     if result.claimed and result.remaining and not result.paused:
         send_trigger("wiki_write_leads", **kb)
     return result

@@ -1,9 +1,11 @@
 """Real worker processes (`kbwiki worker`) with ``KBWIKI_EXTRACTOR=llm`` against the scripted
-OpenAI-compatible server the test runs: good answers become pages, a 429 is waited out, a document
-whose answers stay invalid becomes a ``wiki:ingest`` dead letter and never a page."""
+OpenAI-compatible server the test runs: good answers become pages (a page four of them describe
+opens with the lead the model wrote), a 429 is waited out, a document whose answers stay invalid
+becomes a ``wiki:ingest`` dead letter and never a page."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -19,6 +21,7 @@ from tests.support.llm_server import ScriptedLLM, answer, document_of, error, re
 from wiki.extract import validate_item_name
 from wiki.extract.llm.extractor import normalise
 from wiki.lanes import INGEST, SCOPE_KB
+from wiki.render import lead_inputs, lead_key
 
 pytestmark = pytest.mark.e2e
 
@@ -84,7 +87,10 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
     assert not any("Poison" in p.title for p in pages)
     texts = {d.id: normalise(d.content) for d in deps.docs.get_many(list(ids.values())).values()}
     items = [p for p in pages if p.page_type in ("entity", "concept")]
-    assert any(p.title == "Request Queue" and len(p.source_refs) == 4 for p in items)
+    [queue] = [p for p in items if p.title == "Request Queue" and len(p.source_refs) == 4]
+    # four sources describe it: its lead is the one the model wrote from them (stages.leads)
+    assert queue.lead and queue.lead_key == lead_key(queue.title, lead_inputs(queue.facts))
+    assert re.sub(r"\[\[[^|\]]+\|([^\]]+)\]\]", r"\1", queue.content).startswith(queue.lead)
     for page in items:
         assert validate_item_name(page.title) == page.title
         for knowledge_id, fact in page.facts.items():
@@ -92,7 +98,7 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
     stats = deps.pages.link_stats(kb.id)
     assert stats["links"] > 0 and stats["dead_links"] == 0
     log = (tmp_path / "workers.log").read_text()
-    assert '"llm.retry"' in log and seen_429
+    assert '"llm.retry"' in log and seen_429 and '"lead.written"' in log
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 0
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import timedelta
 
 import pytest
 
 from actors.deps import run_stage
-from stages.leads import run_leads
+from stages.leads import enqueue_leads, run_leads
+from stages.resume import resume_kb
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
 from tests.support.llm_server import ScriptedLLM, error, is_lead_request, lead_content, realistic
@@ -107,7 +109,9 @@ def test_a_source_after_the_first_contributions_asks_nothing_and_one_among_them_
     assert page.lead_key == lead_key(page.title, lead_inputs(page.facts)) != written.lead_key
 
 
-def test_a_failing_lead_call_keeps_the_chosen_lead_and_a_paused_kb_keeps_its_lead_ops(settings, clean_db, server):
+def test_a_failing_lead_call_keeps_the_chosen_lead_and_a_paused_kb_keeps_its_lead_ops_until_resumed(
+    settings, clean_db, server
+):
     deps = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=True)
     server.responder = lambda request: error(503, "busy") if is_lead_request(request) else realistic(request)
     kb = deps.kbs.get_or_create(1, f"leads-{uuid.uuid4().hex[:6]}")
@@ -126,10 +130,19 @@ def test_a_failing_lead_call_keeps_the_chosen_lead_and_a_paused_kb_keeps_its_lea
     settle(deps, kb, leads=False)
     assert run_stage(run_leads, deps, kb.tenant_id, kb.id).paused
     assert deps.llm_errors.get(kb.id).kind == "credit"
-    assert deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 1
+    waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
+    assert waiting >= 1  # the pages' ops, kept
     calls = server.calls
     assert run_stage(run_leads, deps, kb.tenant_id, kb.id).paused  # no call while paused
     assert server.calls == calls and frob(deps, kb).lead == ""
+    assert deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == waiting
+
+    # credit added, `kbwiki resume`: the leads are written
+    server.responder = realistic
+    run_stage(resume_kb, deps, kb.tenant_id, kb.id)
+    settle(deps, kb)
+    page = frob(deps, kb)
+    assert page.lead and page.lead_key == lead_key(page.title, lead_inputs(page.facts))
 
 
 def test_leads_off_for_the_kb_drop_its_lead_ops_without_a_call(settings, clean_db, server):
@@ -138,7 +151,25 @@ def test_leads_off_for_the_kb_drop_its_lead_ops_without_a_call(settings, clean_d
     off = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=False)
     submit(deps, kb, docs(["e1", "e2"]))
     settle(deps, kb, leads=False)
-    assert deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 1
+    waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
+    assert waiting >= 1
     result = run_stage(run_leads, off, kb.tenant_id, kb.id)
-    assert result.dropped == 1 and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
+    assert result.dropped == waiting and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
     assert lead_calls(server) == [] and frob(deps, kb).lead == ""
+
+
+def test_lead_runs_wait_for_the_ingest_like_linking_and_ask_about_a_page_queued_twice_once(settings, clean_db, server):
+    deps = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=True, llm_link_defer_s=20)
+    kb = deps.kbs.get_or_create(1, f"leads-{uuid.uuid4().hex[:6]}")
+    submit(deps, kb, docs(["f1", "f2"]))
+    settle(deps, kb, leads=False)
+    enqueue_leads(kb, ["frob-engine"], ops=deps.ops)  # a second batch queued the same page again
+    waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
+    [oldest] = deps.ops.peek(LEAD, SCOPE_KB, kb.id, 1)
+
+    submit(deps, kb, docs(["f3"]))  # a document still coming: the run waits out the KB's link defer
+    early = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=5))
+    assert early.claimed == 0 and 14 < early.wait_s <= 15 and lead_calls(server) == []
+    late = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=21))
+    assert late.claimed == waiting and late.asked == waiting - 1  # frob-engine's two ops: one page asked
+    assert len(lead_calls(server)) == 1 and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0

@@ -286,6 +286,20 @@ def test_delete_by_dedup_key_refuses_an_empty_key(ops):
     assert ops.pending_count(INGEST, KB, "kb2") == 1
 
 
+def test_enqueue_keys_writes_one_op_per_key_in_one_statement_and_refuses_an_empty_key(ops):
+    with pytest.raises(ValueError):
+        ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=["a", ""])
+    assert _row_count(ops.pool, "task_pending_ops") == 0
+    assert ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=[]) == 0
+    assert ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=["b", "a"]) == 2
+    ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=["a"])
+    claimed = ops.claim(INGEST, KB, "kb1", 1, 60)
+    assert [op.dedup_key for op in claimed] == ["b"]  # oldest key first
+    claimed = ops.claim(INGEST, KB, "kb1", 5, 60)
+    assert [op.dedup_key for op in claimed] == ["a", "a"]  # a key queued twice is taken whole
+    assert all(op.payload == {} and op.op == "touch" and op.tenant_id == 7 for op in claimed)
+
+
 def test_delete_by_scope_clears_every_lane_of_the_scope_only(ops):
     _add(ops, "a")
     _add(ops, "b", task_type=REDUCE)
