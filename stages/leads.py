@@ -299,8 +299,10 @@ def leads_step(
             dropped=result.dropped,
             remaining=result.remaining,
         )
-    if result.written:
+    if result.written or (result.claimed and not result.remaining):
+        # linking waited for the leads (stages.pacing): the back-link run merges the touched pages
         send_trigger("wiki_crosslink", **kb)
+        send_trigger("wiki_backlink", **kb)
     if result.wait_s:
         schedule_recheck("wiki_write_leads", wait_s=result.wait_s, **kb)
     if result.claimed and result.remaining and not result.paused:

@@ -18,6 +18,12 @@ then only pushes all the linking into one round after it (bench/llm_pipeline.py,
 document only has the last ~20 s of pages to link; the price is that a page mentioned again by a
 later batch is relinked more than once. A KB's ``wiki_config.link_defer_s`` overrides either.
 
+Page leads (``stages.leads``, model KBs only) wait for the ingest and reduce lanes the same way, and
+linking also waits for the lead lane: a lead rewrites its page's text, so a page linked before its
+lead was written would be linked twice (500 linux-doc files at 0.2 s a call: the round after the
+last document took 32 s with leads and linking interleaved, the lead runs starved of the GIL by
+cross-link threads in the same processes).
+
 A deferred run claims nothing and sends nothing; the next reduce batch triggers the lanes again,
 and the step schedules one delayed re-check (:func:`schedule_recheck`) for when the oldest op's
 defer runs out, so a KB whose batches pause is still linked on time (the recovery sweeper's period
@@ -33,7 +39,7 @@ import redis as redis_lib
 from repos.coordination import trigger_key
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor
-from wiki.lanes import INGEST, REDUCE, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, REDUCE, SCOPE_KB
 from wiki.settings import OFFLINE_LINK_DEFER_S, Settings
 
 #: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway,
@@ -43,19 +49,23 @@ from wiki.settings import OFFLINE_LINK_DEFER_S, Settings
 DEFER_S = OFFLINE_LINK_DEFER_S
 
 
+#: The lanes a run of each deferred lane waits to see empty: what still changes the pages it works on.
+UPSTREAM = {LEAD: (INGEST, REDUCE), BACKLINK: (INGEST, REDUCE, LEAD), FINALIZE: (INGEST, REDUCE, LEAD)}
+
+
 def link_wait_s(
     kb_id: str, lane: str, *, ops: TaskPendingOpsRepository, defer_s: float = DEFER_S, now: datetime | None = None
 ) -> float:
     """Seconds a run of ``lane`` should still wait: until the oldest op of ``lane`` is ``defer_s``
-    old, while the KB's ingest or reduce lane has rows; 0 (go ahead) when ``lane`` is empty, that
-    op is already ``defer_s`` old, or the ingest and reduce lanes are empty."""
+    old, while a lane ``UPSTREAM`` of it has rows; 0 (go ahead) when ``lane`` is empty, that op is
+    already ``defer_s`` old, or the lanes upstream are empty."""
     oldest = ops.peek(lane, SCOPE_KB, kb_id, 1)
     if not oldest:
         return 0.0
     left = defer_s - ((now or datetime.now(UTC)) - oldest[0].enqueued_at).total_seconds()
     if left <= 0:
         return 0.0
-    if ops.pending_count(INGEST, SCOPE_KB, kb_id) or ops.pending_count(REDUCE, SCOPE_KB, kb_id):
+    if any(ops.pending_count(upstream, SCOPE_KB, kb_id) for upstream in UPSTREAM.get(lane, (INGEST, REDUCE))):
         return left
     return 0.0
 

@@ -43,7 +43,7 @@ from stages.leads import enqueue_leads
 from stages.triggers import clear_trigger, send_trigger
 from wiki.dedup import name_key
 from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
-from wiki.lanes import BACKLINK, INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
 from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, lead_due, new_page_slugs, next_page
 from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
@@ -535,8 +535,8 @@ def reduce_step(
         send_trigger("wiki_rebuild_index", **kb)
     if result.keys or (not remaining and ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
         send_trigger("wiki_backlink", **kb)  # which waits while documents are still coming
-    if result.leads:
-        send_trigger("wiki_write_leads", **kb)
+    if result.leads or (not remaining and ops.pending_count(LEAD, SCOPE_KB, knowledge_base_id)):
+        send_trigger("wiki_write_leads", **kb)  # which waits while documents are still coming
     if result.requeued:
         send_trigger("wiki_ingest", **kb)
     if remaining and (result.documents or result.retracted or result.failed):

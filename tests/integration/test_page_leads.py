@@ -12,14 +12,16 @@ from datetime import timedelta
 import pytest
 
 from actors.deps import run_stage
+from stages.crosslink import enqueue_touched
 from stages.leads import enqueue_leads, run_leads
+from stages.pacing import link_wait_s
 from stages.resume import resume_kb
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
 from tests.support.llm_server import ScriptedLLM, error, is_lead_request, lead_content, realistic
 from tests.support.pipeline import settle
 from wiki.extract.llm.extractor import forget_modes
-from wiki.lanes import LEAD, SCOPE_KB
+from wiki.lanes import FINALIZE, LEAD, SCOPE_KB
 from wiki.render import LEAD_SOURCES, best_lead, lead_inputs, lead_key, ordered_facts
 
 
@@ -166,6 +168,11 @@ def test_lead_runs_wait_for_the_ingest_like_linking_and_ask_about_a_page_queued_
     enqueue_leads(kb, ["frob-engine"], ops=deps.ops)  # a second batch queued the same page again
     waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
     [oldest] = deps.ops.peek(LEAD, SCOPE_KB, kb.id, 1)
+    # no document is coming, but leads are: linking waits for them (a lead rewrites its page's text)
+    enqueue_touched(kb, ["frob-engine"], ops=deps.ops)
+    [touched] = deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 1)
+    assert link_wait_s(kb.id, FINALIZE, ops=deps.ops, defer_s=20, now=touched.enqueued_at + timedelta(seconds=5)) > 14
+    assert link_wait_s(kb.id, LEAD, ops=deps.ops, defer_s=20, now=oldest.enqueued_at + timedelta(seconds=5)) == 0
 
     submit(deps, kb, docs(["f3"]))  # a document still coming: the run waits out the KB's link defer
     early = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=5))
@@ -173,3 +180,5 @@ def test_lead_runs_wait_for_the_ingest_like_linking_and_ask_about_a_page_queued_
     late = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=21))
     assert late.claimed == waiting and late.asked == waiting - 1  # frob-engine's two ops: one page asked
     assert len(lead_calls(server)) == 1 and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
+    settle(deps, kb)
+    assert link_wait_s(kb.id, FINALIZE, ops=deps.ops, defer_s=20) == 0

@@ -8,9 +8,10 @@ from actors.deps import run_stage
 
 
 def settle(deps, kb, max_rounds: int = 50, leads: bool = True) -> None:
-    """Pump, map, reduce, write page leads, back-link, cross-link and rebuild the index of ``kb`` until every lane
-    is empty; fails the test when they never empty. Map runs in the ingest lane's order, reduce in
-    batches of the KB's batch size; ``leads=False`` leaves the lead lane as it is."""
+    """Pump, map, reduce, write page leads, back-link, cross-link and rebuild the index of ``kb``
+    until every lane is empty; fails the test when they never empty. Map runs in the ingest lane's
+    order, reduce in batches of the KB's batch size; ``leads=False`` leaves the lead lane as it is
+    (and the linking that waits for it, ``stages.pacing``)."""
     from kbwiki.ingest import lane_rows
     from stages.backlink import run_backlink
     from stages.crosslink import run_crosslink
@@ -40,6 +41,7 @@ def settle(deps, kb, max_rounds: int = 50, leads: bool = True) -> None:
             if not run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed:
                 break  # waiting for the documents still being mapped
         run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
-        if lane_rows(deps, kb.id) == (0 if leads else deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)):
+        waiting = (LEAD, BACKLINK, FINALIZE) if not leads and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) else ()
+        if lane_rows(deps, kb.id) == sum(deps.ops.pending_count(lane, SCOPE_KB, kb.id) for lane in waiting):
             return
     pytest.fail(f"lanes of {kb.id} never emptied: {deps.ops.counts_by_lane(SCOPE_KB, kb.id)}")
