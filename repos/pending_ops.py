@@ -185,23 +185,26 @@ class TaskPendingOpsRepository:
         keys: Sequence[str],
         conn: Connection | None = None,
     ) -> int:
-        """Append one op per dedup key of ``keys`` (empty payload) in one statement; returns the
-        ops written. A key queued twice is claimed whole (``claim``), so it is worked on once.
-        Raises as ``enqueue``, also for an empty key (it would be a key of its own per row)."""
-        keys = list(keys)
+        """Append one op (empty payload) per dedup key of ``keys`` that has no unclaimed op waiting
+        in the lane already, in one statement; returns the ops written. A key being worked on (its
+        op claimed) is queued again: the work may have read what changed since. Raises as
+        ``enqueue``, also for an empty key (it would be a key of its own per row)."""
+        keys = sorted(set(keys))
         if not keys:
             return 0
         params = self._op_params(tenant_id, task_type, scope, scope_id, op, "", None)
         for key in keys:
             require(dedup_key=key)
         with borrow(self.pool, conn) as c:
-            c.execute(
+            return c.execute(
                 "INSERT INTO task_pending_ops (tenant_id, task_type, scope, scope_id, op, dedup_key, payload)"
-                " SELECT %(tenant_id)s, %(task_type)s, %(scope)s, %(scope_id)s, %(op)s, k, %(payload)s"
-                " FROM unnest(%(keys)s::text[]) AS k",
+                " SELECT %(tenant_id)s, %(task_type)s::varchar, %(scope)s::varchar, %(scope_id)s::varchar, %(op)s, k,"
+                " %(payload)s"
+                " FROM (SELECT DISTINCT k FROM unnest(%(keys)s::text[]) AS k) AS keys"
+                f" WHERE NOT EXISTS (SELECT 1 FROM task_pending_ops WHERE {_LANE} AND dedup_key = k"
+                "  AND claimed_at IS NULL)",
                 {**params, "keys": keys},
-            )
-        return len(keys)
+            ).rowcount
 
     def enqueue_if_kb_active(
         self,

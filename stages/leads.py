@@ -3,8 +3,8 @@ contributions (``wiki.render.lead_inputs``), outside any reduce transaction.
 
 A reduce batch queues on the KB's lead lane the pages it wrote that at least two contributions
 describe and that have no lead written for those contributions (``wiki.merge.lead_due``), one op
-per page with its slug as the dedup key. A run claims up to ``PAGES_PER_CALL`` pages (a page queued
-by several batches is claimed once), reads them without a lock, asks the model for the leads of
+per page with its slug as the dedup key (none when one waits already). A run claims up to
+``PAGES_PER_CALL`` pages, reads them without a lock, asks the model for the leads of
 those still due in ONE call (``wiki.extract.llm.leads``; the KB's share of the shared rate limit, its
 usage and budget), then, under the row locks, stores each lead only on a page whose lead key is
 still the one asked about (a page a later batch changed meanwhile is queued again by that batch)
@@ -299,7 +299,7 @@ def leads_step(
             dropped=result.dropped,
             remaining=result.remaining,
         )
-    if result.written or (result.claimed and not result.remaining):
+    if result.claimed and not result.remaining:
         # linking waited for the leads (stages.pacing): the back-link run merges the touched pages
         send_trigger("wiki_crosslink", **kb)
         send_trigger("wiki_backlink", **kb)

@@ -160,12 +160,12 @@ def test_leads_off_for_the_kb_drop_its_lead_ops_without_a_call(settings, clean_d
     assert lead_calls(server) == [] and frob(deps, kb).lead == ""
 
 
-def test_lead_runs_wait_for_the_ingest_like_linking_and_ask_about_a_page_queued_twice_once(settings, clean_db, server):
+def test_lead_runs_wait_for_the_ingest_like_linking_and_a_page_waits_on_the_lane_once(settings, clean_db, server):
     deps = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=True, llm_link_defer_s=20)
     kb = deps.kbs.get_or_create(1, f"leads-{uuid.uuid4().hex[:6]}")
     submit(deps, kb, docs(["f1", "f2"]))
     settle(deps, kb, leads=False)
-    enqueue_leads(kb, ["frob-engine"], ops=deps.ops)  # a second batch queued the same page again
+    assert enqueue_leads(kb, ["frob-engine"], ops=deps.ops) == 0  # a second batch: the page waits already
     waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
     [oldest] = deps.ops.peek(LEAD, SCOPE_KB, kb.id, 1)
     # no document is coming, but leads are: linking waits for them (a lead rewrites its page's text)
@@ -178,7 +178,7 @@ def test_lead_runs_wait_for_the_ingest_like_linking_and_ask_about_a_page_queued_
     early = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=5))
     assert early.claimed == 0 and 14 < early.wait_s <= 15 and lead_calls(server) == []
     late = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=21))
-    assert late.claimed == waiting and late.asked == waiting - 1  # frob-engine's two ops: one page asked
+    assert late.claimed == late.asked == waiting
     assert len(lead_calls(server)) == 1 and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
     settle(deps, kb)
     assert link_wait_s(kb.id, FINALIZE, ops=deps.ops, defer_s=20) == 0

@@ -291,13 +291,13 @@ def test_enqueue_keys_writes_one_op_per_key_in_one_statement_and_refuses_an_empt
         ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=["a", ""])
     assert _row_count(ops.pool, "task_pending_ops") == 0
     assert ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=[]) == 0
-    assert ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=["b", "a"]) == 2
-    ops.enqueue_keys(tenant_id=7, task_type=INGEST, scope=KB, scope_id="kb1", op="touch", keys=["a"])
-    claimed = ops.claim(INGEST, KB, "kb1", 1, 60)
-    assert [op.dedup_key for op in claimed] == ["b"]  # oldest key first
-    claimed = ops.claim(INGEST, KB, "kb1", 5, 60)
-    assert [op.dedup_key for op in claimed] == ["a", "a"]  # a key queued twice is taken whole
-    assert all(op.payload == {} and op.op == "touch" and op.tenant_id == 7 for op in claimed)
+    keys = {"tenant_id": 7, "task_type": INGEST, "scope": KB, "scope_id": "kb1", "op": "touch"}
+    assert ops.enqueue_keys(**keys, keys=["b", "a", "b"]) == 2
+    assert ops.enqueue_keys(**keys, keys=["a", "c"]) == 1  # "a" waits already: only "c"
+    [a] = ops.claim(INGEST, KB, "kb1", 1, 60)
+    assert a.dedup_key == "a" and a.payload == {} and a.op == "touch" and a.tenant_id == 7
+    assert ops.enqueue_keys(**keys, keys=["a"]) == 1  # claimed: queued again, the work may be stale
+    assert [op.dedup_key for op in ops.claim(INGEST, KB, "kb1", 5, 60)] == ["b", "c"]  # "a" waits for its claim
 
 
 def test_delete_by_scope_clears_every_lane_of_the_scope_only(ops):
