@@ -124,8 +124,11 @@ def run_leads(
     claimed = claim_lane(LEAD, kb.id, PAGES_PER_CALL, ops=ops, settings=settings, worker_id=worker_id)
     result = LeadResult(claimed=len(claimed))
     if claimed and fan_out is not None:
-        in_flight = ops.claimed_count(LEAD, SCOPE_KB, kb.id, settings.stale_claim_s)
-        if ops.pending_count(LEAD, SCOPE_KB, kb.id) > in_flight < tunables.map_parallel:
+        in_flight = ops.claimed_count(LEAD, SCOPE_KB, kb.id, settings.stale_claim_s)  # pages, not runs
+        if (
+            ops.pending_count(LEAD, SCOPE_KB, kb.id) > in_flight
+            and -(-in_flight // PAGES_PER_CALL) < tunables.map_parallel
+        ):
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         if claimed:
@@ -305,6 +308,6 @@ def leads_step(
         send_trigger("wiki_backlink", **kb)
     if result.wait_s:
         schedule_recheck("wiki_write_leads", wait_s=result.wait_s, **kb)
-    if result.claimed and result.remaining and not result.paused:
-        send_trigger("wiki_write_leads", **kb)
+    if result.claimed and result.remaining and not result.paused:  # at once: the model paces the runs
+        send_trigger("wiki_write_leads", debounce=False, **kb)
     return result
