@@ -426,6 +426,17 @@ def report(  # noqa: PLR0913
     print(f"wall ({what} to every lane of the KB empty): {elapsed:.1f} s")
     print(f"calls: {len(calls)} ({len(maps)} map" + "".join(f", {v} {k!r}" for k, v in others.items()) + ")")
     print(f"calls per document: {len(calls) / n:.3f}   tokens in per document: {tin / n:.0f}   out: {tout / n:.0f}")
+    kinds: dict[str, list[Call]] = defaultdict(list)
+    for c in calls:
+        kinds[c.kind].append(c)
+    print(
+        "by kind (calls per document, tokens in and out per call): "
+        + "; ".join(
+            f"{kind} {len(cs) / n:.3f}, {sum(c.prompt_tokens for c in cs) / len(cs):.0f} / "
+            f"{sum(c.completion_tokens for c in cs) / len(cs):.0f}"
+            for kind, cs in sorted(kinds.items())
+        )
+    )
     if calls:
         first, last = min(c.start for c in calls), max(c.end for c in calls)
         phase = last - first

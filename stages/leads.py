@@ -303,9 +303,9 @@ def leads_step(
             remaining=result.remaining,
         )
     if result.claimed and not result.remaining:
-        # linking waited for the leads (stages.pacing): the back-link run merges the touched pages
+        # linking waited for the leads (stages.pacing): at once, the back-link run merges the touched pages
+        send_trigger("wiki_backlink", debounce=False, **kb)
         send_trigger("wiki_crosslink", **kb)
-        send_trigger("wiki_backlink", **kb)
     if result.wait_s:
         schedule_recheck("wiki_write_leads", wait_s=result.wait_s, **kb)
     if result.claimed and result.remaining and not result.paused:  # at once: the model paces the runs
