@@ -137,6 +137,12 @@ MERGE_CALLS_PER_DOCUMENT = 0.08
 #: The typical merge call the estimate prices: this many items, each with this many candidate
 #: pages, every description and summary at ``merges.MAX_CONTEXT_CHARS`` (200) characters.
 MERGE_ITEMS, MERGE_CANDIDATES_PER_ITEM = 2, 2
+#: Page-lead calls (``stages.leads``, ``wiki.extract.llm.leads``) per document extracted: about
+#: 0.1. One call writes the leads of up to 8 pages that two or more sources describe, again only
+#: when a page's first four contributions change; measured with bench/llm_pipeline.py a on the
+#: first 500 linux-doc files (420 documents): 40 lead calls at 0.2 s a call, 51 at 1 s (more
+#: linking rounds during a slower ingest, so a page's lead is written again more often).
+LEAD_CALLS_PER_DOCUMENT = 0.1
 #: Title length assumed for the typical merge prompt and for index summaries when no document's
 #: title is at hand.
 TYPICAL_TITLE_CHARS = 30
@@ -181,6 +187,8 @@ class IngestEstimate:
       sent again) and the existing pages offered as handles are not counted.
     - merge: about ``MERGE_CALLS_PER_DOCUMENT`` (0.08, measured) per document extracted, each the
       rendered prompt of a typical question (``merge_call_tokens``).
+    - page leads (only when the config's ``page_leads`` is on): about ``LEAD_CALLS_PER_DOCUMENT``
+      (0.1, measured) per document extracted, each a full call (``lead_call_tokens``).
     - index intro (only when the config's ``index_intro`` is on): the calls ``intro.stale``'s rule
       makes for the new summaries arriving in batches of the KB's batch size
       (``intro_call_sizes``), each prompt one line per recent summary (``intro_call_tokens``).
@@ -293,6 +301,28 @@ def merge_call_tokens(config: LLMConfig) -> tuple[int, int]:
     messages = merge_messages("t" * TYPICAL_TITLE_CHARS, listing(questions)[0], with_schema=True, fenced=False)
     prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
     answer = {"decisions": [{"item": f"i{i + 1}", "merge_into": None} for i in range(MERGE_ITEMS)]}
+    return prompt, min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
+
+
+def lead_call_tokens(config: LLMConfig) -> tuple[int, int]:
+    """(prompt, completion) tokens of one full page-lead call: ``lead_messages`` with the schema in
+    the prompt, for ``PAGES_PER_CALL`` pages of ``LEAD_SOURCES`` contribution lines each (a
+    description and a quote, about 360 characters); the answer is that many leads of about 240
+    characters as JSON, at most ``max_tokens``."""
+    import json
+
+    from wiki.extract.llm.leads import PAGES_PER_CALL, LeadQuestion, listing
+    from wiki.extract.llm.prompts import lead_messages
+    from wiki.render import LEAD_QUOTE_CHARS, LEAD_SOURCES
+
+    line = "d" * 200 + " (quoted: " + "q" * LEAD_QUOTE_CHARS + ")"
+    questions = [
+        LeadQuestion(f"p{i}", "t" * TYPICAL_TITLE_CHARS, "entity", (line,) * LEAD_SOURCES, "")
+        for i in range(PAGES_PER_CALL)
+    ]
+    messages = lead_messages(listing(questions), with_schema=True, fenced=False)
+    prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+    answer = {"leads": [{"page": f"p{i + 1}", "lead": "l" * 240} for i in range(PAGES_PER_CALL)]}
     return prompt, min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
 
 
@@ -418,6 +448,20 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
             about=True,
         )
     )
+    if config.page_leads:
+        leads = int(n * LEAD_CALLS_PER_DOCUMENT + 0.5)
+        lead_in, lead_out = lead_call_tokens(config)
+        estimate.kinds.append(
+            CallKind(
+                "page leads",
+                leads,
+                leads * lead_in,
+                leads * lead_out,
+                f"about {LEAD_CALLS_PER_DOCUMENT} per document extracted, the rate measured on linux-doc: 40-51"
+                f" calls for 420 documents; in: {lead_in} per call, 8 pages of 4 contributions each",
+                about=True,
+            )
+        )
     if config.index_intro:
         from stages.index import RECENT_SUMMARIES
         from wiki.models import PageType

@@ -39,6 +39,7 @@ def test_out_of_credit_pauses_the_kb_and_resume_finishes_every_document(deps, mo
             server.url,
             KBWIKI_HOME=str(tmp_path / "home"),
             KBWIKI_LLM_INDEX_INTRO="false",  # this test counts the calls of map only
+            KBWIKI_LLM_PAGE_LEADS="false",
             KBWIKI_LLM_PAUSE_S="600",
         )
         kb = deps.kbs.get_or_create(1, f"llm-credit-{uuid.uuid4().hex[:6]}")

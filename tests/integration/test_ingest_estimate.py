@@ -1,7 +1,8 @@
 """``kbwiki ingest --estimate PATH``: the expected model calls, tokens and price, counted from the
 files as ingest reads them, with no model call (the scripted server sees no request), no document
 stored and no op queued; documents the KB already extracted are cache hits. Extraction, merge and
-(when ``index_intro`` is on) index-introduction calls are shown apart and summed."""
+(when ``page_leads`` / ``index_intro`` are on) page-lead and index-introduction calls are shown apart
+and summed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from click.testing import CliRunner
 from actors.deps import get_deps, run_stage, set_deps
 from kbwiki.cli import main
 from kbwiki.corpus import CorpusDoc
-from kbwiki.ingest import MERGE_CALLS_PER_DOCUMENT, estimate_docs, intro_call_sizes
+from kbwiki.ingest import LEAD_CALLS_PER_DOCUMENT, MERGE_CALLS_PER_DOCUMENT, estimate_docs, intro_call_sizes
 from stages.ingest import submit_document
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures)
 from tests.support.llm_deps import scripted_llm_env
@@ -43,6 +44,7 @@ def llm_env(pipeline_env, actors_broker, clean_db, monkeypatch, tmp_path):  # no
             server.url,
             KBWIKI_HOME=str(tmp_path / "home"),
             KBWIKI_LLM_INDEX_INTRO="false",  # this test counts the calls of map only
+            KBWIKI_LLM_PAGE_LEADS="false",
             KBWIKI_LLM_SECTION_CHARS="500",
             KBWIKI_LLM_PRICE_IN_PER_MTOK="1",
             KBWIKI_LLM_PRICE_OUT_PER_MTOK="2",
@@ -158,6 +160,21 @@ def test_estimate_counts_merge_calls_at_their_measured_rate_and_sums_every_kind(
     assert 0 < kinds["merge"]["completion_tokens"] < kinds["merge"]["prompt_tokens"]
     for total in ("calls", "prompt_tokens", "completion_tokens"):
         assert data[total] == sum(k[total] for k in kinds.values())
+    assert server.calls == 0
+
+
+def test_estimate_counts_page_lead_calls_only_when_page_leads_are_on(llm_env):
+    deps, server, _ = llm_env
+    on_settings = deps.settings.model_copy(update={"llm_page_leads": True})
+    on = estimate_docs(dataclasses.replace(deps, settings=on_settings), None, _docs(25))
+    [leads] = [k for k in on.kinds if k.name == "page leads"]
+    assert leads.about and leads.calls == int(25 * LEAD_CALLS_PER_DOCUMENT + 0.5)
+    # a full call: 8 pages of 4 contribution lines of about 360 characters, and the schema
+    assert leads.prompt_tokens >= leads.calls * 8 * 4 * 360 // 4
+    assert 0 < leads.completion_tokens < leads.prompt_tokens
+    assert "page leads: about 3 calls" in on.describe()
+    off = estimate_docs(deps, None, _docs(25))
+    assert "page leads" not in [k.name for k in off.kinds] and on.calls == off.calls + leads.calls
     assert server.calls == 0
 
 
