@@ -30,7 +30,7 @@ from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.pacing import link_wait_s, schedule_recheck
 from stages.triggers import clear_trigger, send_trigger
-from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, OP_ROUND, SCOPE_KB
 from wiki.models import KnowledgeBase
 from wiki.settings import Settings, kb_tunables
 
@@ -108,7 +108,7 @@ def run_backlink(
             found = pages.pages_mentioning(kb.id, {key for op in claimed for key in op.payload.get("keys", [])})
             with pool.connection() as conn:
                 waiting = ops.take_unclaimed_payload_items(FINALIZE, SCOPE_KB, kb.id, "slugs", conn=conn)
-                enqueue_touched(kb, sorted(waiting | set(found)), ops=ops, conn=conn)
+                enqueue_touched(kb, sorted(waiting | set(found)), ops=ops, conn=conn, op=OP_ROUND)
                 ops.delete_by_ids([op.id for op in claimed], conn=conn)
             result.found, result.queued = len(found), len(waiting | set(found))
     result.remaining = ops.pending_count(BACKLINK, SCOPE_KB, kb.id)

@@ -33,6 +33,22 @@ def claim_lane(
     return ops.claim(task_type, SCOPE_KB, kb_id, limit, settings.stale_claim_s, conn=conn, owner=worker_id)
 
 
+def room_for_another_run(
+    task_type: str,
+    kb_id: str,
+    *,
+    runs: int,
+    per_run: int = 1,
+    ops: TaskPendingOpsRepository,
+    settings: Settings,
+) -> bool:
+    """Whether a run that just claimed should send one more: the KB's lane ``task_type`` has unclaimed
+    rows and fewer than ``runs`` runs hold fresh claims, a run claiming up to ``per_run`` rows (the
+    claimed rows are counted, so ``per_run`` turns them into runs)."""
+    in_flight = ops.claimed_count(task_type, SCOPE_KB, kb_id, settings.stale_claim_s)
+    return ops.pending_count(task_type, SCOPE_KB, kb_id) > in_flight and -(-in_flight // per_run) < runs
+
+
 def backoff_s(settings: Settings, fails: int) -> float:
     """Seconds a document op waits after its ``fails``-th failure before it is claimed again.
 

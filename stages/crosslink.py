@@ -25,7 +25,7 @@ from psycopg_pool import ConnectionPool
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
-from stages.claims import claim_lane, released_on_failure
+from stages.claims import claim_lane, released_on_failure, room_for_another_run
 from stages.delete import active_kb_or_drain
 from stages.pacing import link_wait_s, schedule_recheck
 from stages.relink import dead_link_resolver
@@ -66,15 +66,21 @@ class CrosslinkResult:
 
 
 def enqueue_touched(
-    kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRepository, conn: Connection | None = None
+    kb: KnowledgeBase,
+    slugs: list[str],
+    *,
+    ops: TaskPendingOpsRepository,
+    conn: Connection | None = None,
+    op: str = OP_TOUCH,
 ) -> None:
-    """Queue ``slugs`` for cross-linking, ``CHUNK`` per finalize op (so runs can share them out)."""
+    """Queue ``slugs`` for cross-linking, ``CHUNK`` per finalize op (so runs can share them out);
+    ``op`` ``OP_ROUND`` for a back-link round's pages, which do not wait for the ingest again."""
     ops.enqueue_chunks(
         tenant_id=kb.tenant_id,
         task_type=FINALIZE,
         scope=SCOPE_KB,
         scope_id=kb.id,
-        op=OP_TOUCH,
+        op=op,
         key="slugs",
         items=slugs,
         chunk=CHUNK,
@@ -110,13 +116,11 @@ def run_crosslink(
     wait_s = link_wait_s(kb.id, FINALIZE, ops=ops, defer_s=tunables.link_defer_s, now=now)
     if wait_s:
         return CrosslinkResult(remaining=ops.pending_count(FINALIZE, SCOPE_KB, kb.id), wait_s=wait_s)
-    stale = settings.stale_claim_s
     claimed = claim_lane(FINALIZE, kb.id, 1, ops=ops, settings=settings, worker_id=worker_id)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
     if claimed and fan_out is not None:
-        in_flight = ops.claimed_count(FINALIZE, SCOPE_KB, kb.id, stale)
-        if ops.pending_count(FINALIZE, SCOPE_KB, kb.id) > in_flight < tunables.crosslink_parallel:
+        if room_for_another_run(FINALIZE, kb.id, runs=tunables.crosslink_parallel, ops=ops, settings=settings):
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         for i in range(0, len(slugs), CHUNK):

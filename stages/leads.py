@@ -37,7 +37,7 @@ from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate
-from stages.claims import claim_lane, release_after_failure, released_on_failure
+from stages.claims import claim_lane, release_after_failure, released_on_failure, room_for_another_run
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.pacing import link_wait_s, schedule_recheck
@@ -124,11 +124,8 @@ def run_leads(
     claimed = claim_lane(LEAD, kb.id, PAGES_PER_CALL, ops=ops, settings=settings, worker_id=worker_id)
     result = LeadResult(claimed=len(claimed))
     if claimed and fan_out is not None:
-        in_flight = ops.claimed_count(LEAD, SCOPE_KB, kb.id, settings.stale_claim_s)  # pages, not runs
-        if (
-            ops.pending_count(LEAD, SCOPE_KB, kb.id) > in_flight
-            and -(-in_flight // PAGES_PER_CALL) < tunables.map_parallel
-        ):
+        runs, per_run = tunables.map_parallel, PAGES_PER_CALL  # a run claims pages, up to 8
+        if room_for_another_run(LEAD, kb.id, runs=runs, per_run=per_run, ops=ops, settings=settings):
             fan_out()
     with released_on_failure(claimed, ops=ops, worker_id=worker_id):
         if claimed:

@@ -24,6 +24,11 @@ lead was written would be linked twice (500 linux-doc files at 0.2 s a call: the
 last document took 32 s with leads and linking interleaved, the lead runs starved of the GIL by
 cross-link threads in the same processes).
 
+The back-link run that starts a round queues the waiting pages and those mentioning new names as
+``OP_ROUND`` ops, which cross-link runs take at once: queued as fresh ops, they waited one more
+defer, and the next round took them back before they were due, so during a model-paced ingest
+cross-linking was pushed to the end (500 documents at 1 s a call: 1,832 pages after the last one).
+
 A deferred run claims nothing and sends nothing; the next reduce batch triggers the lanes again,
 and the step schedules one delayed re-check (:func:`schedule_recheck`) for when the oldest op's
 defer runs out, so a KB whose batches pause is still linked on time (the recovery sweeper's period
@@ -39,7 +44,7 @@ import redis as redis_lib
 from repos.coordination import trigger_key
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor
-from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, REDUCE, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, OP_ROUND, REDUCE, SCOPE_KB
 from wiki.settings import OFFLINE_LINK_DEFER_S, Settings
 
 #: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway,
@@ -60,7 +65,7 @@ def link_wait_s(
     old, while a lane ``UPSTREAM`` of it has rows; 0 (go ahead) when ``lane`` is empty, that op is
     already ``defer_s`` old, or the lanes upstream are empty."""
     oldest = ops.peek(lane, SCOPE_KB, kb_id, 1)
-    if not oldest:
+    if not oldest or oldest[0].op == OP_ROUND:  # a back-link round's pages: it has waited already
         return 0.0
     left = defer_s - ((now or datetime.now(UTC)) - oldest[0].enqueued_at).total_seconds()
     if left <= 0:

@@ -14,5 +14,6 @@ WIKI_LANES = (INGEST, REDUCE, FINALIZE, BACKLINK, INDEX, LEAD)
 OP_INGEST = "ingest"
 OP_RETRACT = "retract"
 OP_TOUCH = "touch"
+OP_ROUND = "round"  # finalize: pages a back-link round queued, cross-linked at once (stages.pacing)
 OP_KEYS = "keys"
 OP_REBUILD = "rebuild"

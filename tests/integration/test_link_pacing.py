@@ -12,7 +12,7 @@ import pytest
 from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
-from wiki.lanes import BACKLINK, FINALIZE, INGEST, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, INGEST, OP_ROUND, SCOPE_KB
 from wiki.models import KnowledgeBase, WikiConfig
 from wiki.settings import OFFLINE_LINK_DEFER_S, Settings, kb_tunables
 
@@ -153,3 +153,21 @@ def test_a_deferred_run_rechecks_when_its_defer_runs_out_once_per_wait(env, monk
     run_stage(crosslink_step, deps, kb.tenant_id, kb.id, settings=llm)
     assert [name for name, _, _ in sent] == ["wiki_crosslink", "wiki_backlink", "wiki_crosslink"]
     deps.redis.delete(marker, stages.pacing.recheck_key(llm, "wiki_backlink", kb.id))
+
+
+def test_the_pages_a_back_link_round_queues_are_cross_linked_at_once(env):  # noqa: F811
+    """A round has waited its defer: its pages (OP_ROUND) do not wait another one while the ingest
+    goes on (queued as fresh ops, the next round took them back before they were due)."""
+    from stages.backlink import run_backlink
+    from stages.crosslink import run_crosslink
+
+    deps, kb = env
+    _waiting_kb(deps, kb)
+    llm = deps.settings.model_copy(update={"extractor": "llm", "llm_link_defer_s": 20.0})
+    round_at = _oldest(deps, kb, BACKLINK) + timedelta(seconds=21)
+    done = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=llm, now=round_at)
+    assert done.claimed == 1 and done.queued >= 2
+    assert {op.op for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 100)} == {OP_ROUND}
+    assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 1  # documents are still coming
+    linked = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, settings=llm, now=round_at)
+    assert (linked.claimed, linked.wait_s) == (1, 0) and linked.pages == done.queued
