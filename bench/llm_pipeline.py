@@ -170,6 +170,29 @@ class FakeModel:
         return response
 
 
+class Cpu:
+    """CPU seconds over the timed run: the worker processes', this process's (the fake model server,
+    the probes) and the whole machine's busy share of its cores, to tell a CPU-bound run from one
+    the model paces."""
+
+    def __init__(self, workers: Workers) -> None:
+        self.workers = workers
+        self.start = (workers.cpu_s(), psutil.Process().cpu_times(), psutil.cpu_times())
+
+    def stop(self) -> None:
+        self.end = (self.workers.cpu_s(), psutil.Process().cpu_times(), psutil.cpu_times())
+
+    def describe(self, elapsed: float) -> str:
+        (w0, s0, m0), (w1, s1, m1) = self.start, self.end
+        own = (s1.user + s1.system) - (s0.user + s0.system)
+        busy = (sum(m1) - m1.idle - getattr(m1, "iowait", 0)) - (sum(m0) - m0.idle - getattr(m0, "iowait", 0))
+        cores = psutil.cpu_count()
+        return (
+            f"CPU over the run: workers {w1 - w0:.1f} s, fake model and probes {own:.1f} s; machine busy"
+            f" {busy:.1f} s of {elapsed * cores:.1f} ({cores} cores, {100 * busy / (elapsed * cores):.0f} %)"
+        )
+
+
 def kbwiki(*args: str, env: dict, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run([*KBWIKI, *args], cwd=ROOT, env=env, check=check, capture_output=True, text=True)
 
@@ -198,6 +221,17 @@ class Workers:
                 return self
             time.sleep(0.2)
         raise TimeoutError(f"{self.processes} worker processes did not heartbeat within 180 s")
+
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the worker processes have used so far."""
+        total = 0.0
+        for proc in psutil.Process(self.proc.pid).children(recursive=True):
+            try:
+                times = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
 
     def __exit__(self, *exc) -> None:
         self.proc.terminate()
@@ -377,9 +411,10 @@ def main() -> None:
         run_started = time.time()
         if args.backlog:  # queued before any worker runs: the timer starts with the workers
             ingest = kbwiki("ingest", str(folder), "--kb", kb_name, env=env, check=False)
-        with Workers(env, args.processes, args.threads, args.log or Path(tmp) / "worker.log"):
+        with Workers(env, args.processes, args.threads, args.log or Path(tmp) / "worker.log") as workers:
             if args.mode == "c":
                 sampler.start()
+            cpu = Cpu(workers)
             started = time.monotonic()
             wall_started = time.time()
             if args.backlog:  # as ``kbwiki ingest --wait`` does: until every lane of the KB is empty
@@ -389,11 +424,13 @@ def main() -> None:
             else:
                 ingest = kbwiki("ingest", str(folder), "--kb", kb_name, "--wait", env=env, check=False)
             elapsed = time.monotonic() - started
+            cpu.stop()
             sampler.stop.set()
             status = json.loads(kbwiki("status", "--kb", kb_name, "--json", env=env).stdout)
         if ingest.returncode:
             sys.exit(f"kbwiki ingest failed:\n{ingest.stdout}\n{ingest.stderr}")
         report(args, docs, latency, model, elapsed, started, wall_started, run_started, ingest, status, probe, sampler)
+        print(cpu.describe(elapsed))
 
 
 def report(  # noqa: PLR0913
