@@ -3,6 +3,8 @@ the pieces of the extractor that need no server (sections, Retry-After, the answ
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 import openai
 import pytest
@@ -154,3 +156,15 @@ def test_a_price_is_known_only_when_both_are_set_and_finite_and_a_model_is_named
     for bad in ({"llm_price_in_per_mtok": float("inf")}, {"llm_model": ""}):
         with pytest.raises(ValidationError):
             Settings(**bad)
+
+
+def test_the_lead_schema_is_bounded_with_the_answer_schema():
+    from wiki.extract.llm.leads import MAX_LEAD_CHARS, PAGES_PER_CALL
+    from wiki.extract.llm.schema import lead_schema
+
+    loose, bounded = lead_schema(), lead_schema(True)
+    assert "maxLength" not in json.dumps(loose) and "maxItems" not in json.dumps(loose)
+    leads = bounded["properties"]["leads"]
+    assert leads["maxItems"] == PAGES_PER_CALL
+    lead = bounded["$defs"]["LeadOut"]["properties"] if "$defs" in bounded else leads["items"]["properties"]
+    assert lead["lead"]["maxLength"] == MAX_LEAD_CHARS and lead["page"]["maxLength"] == 8

@@ -83,10 +83,11 @@ def write_leads(
     text = listing(questions)
     stats = LeadStats()
     leads = [""] * len(questions)
+    bounded = client.config.bounded_schema  # a small local model behind a grammar loops without bounds
     answer, mode = ask(
         client,
-        lambda with_schema, fenced: lead_messages(text, with_schema=with_schema, fenced=fenced),
-        lead_schema(),
+        lambda with_schema, fenced: lead_messages(text, with_schema=with_schema, fenced=fenced, bounded=bounded),
+        lead_schema(bounded),
         deadline=deadline,
         rejected=stats.modes_rejected,
     )

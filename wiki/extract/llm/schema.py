@@ -65,8 +65,10 @@ STRING_BOUNDS = {
     "source": 8,
     "same_as": 8,
     "aliases": 60,
+    "page": 8,  # a lead call's page handle
+    "lead": 600,  # wiki.extract.llm.leads.MAX_LEAD_CHARS
 }
-LIST_BOUNDS = {"items": 4, "aliases": 2, "evidence": 2}
+LIST_BOUNDS = {"items": 4, "aliases": 2, "evidence": 2, "leads": 8}
 
 
 class MergeChoiceOut(_Strict):
@@ -140,15 +142,18 @@ def merge_schema_text() -> str:
     return json.dumps(merge_schema(), separators=(",", ":"))
 
 
-@lru_cache(maxsize=1)
-def lead_schema() -> dict[str, Any]:
-    """``LeadAnswer``'s JSON schema in the strict shape (as :func:`answer_schema`)."""
-    return _strict_schema(LeadAnswer)
+@lru_cache(maxsize=2)
+def lead_schema(bounded: bool = False) -> dict[str, Any]:
+    """``LeadAnswer``'s JSON schema in the strict shape, ``bounded`` as :func:`answer_schema`'s."""
+    schema = _strict_schema(LeadAnswer)
+    if bounded:
+        _bound(schema)
+    return schema
 
 
-def lead_schema_text() -> str:
+def lead_schema_text(bounded: bool = False) -> str:
     """The lead schema as compact JSON, for the prompt of the modes without structured output."""
-    return json.dumps(lead_schema(), separators=(",", ":"))
+    return json.dumps(lead_schema(bounded), separators=(",", ":"))
 
 
 @lru_cache(maxsize=2)

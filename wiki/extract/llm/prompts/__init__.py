@@ -61,12 +61,12 @@ def merge_messages(title: str, listing: str, *, with_schema: bool, fenced: bool)
     ]
 
 
-def lead_messages(listing: str, *, with_schema: bool, fenced: bool) -> list[dict[str, str]]:
+def lead_messages(listing: str, *, with_schema: bool, fenced: bool, bounded: bool = False) -> list[dict[str, str]]:
     """The chat messages of one page-lead call: ``listing`` is the pages and their contributions as
-    ``wiki.extract.llm.leads.listing`` writes them; ``with_schema`` and ``fenced`` as for
-    :func:`map_messages`."""
+    ``wiki.extract.llm.leads.listing`` writes them; ``with_schema``, ``fenced`` and ``bounded`` as
+    for :func:`map_messages`."""
     system, user = _load(LEAD_PROMPT_VERSION)
-    instruction = _instruction(lead_schema_text, with_schema=with_schema, fenced=fenced)
+    instruction = _instruction(lambda: lead_schema_text(bounded), with_schema=with_schema, fenced=fenced)
     head, tail = user.split("{{pages}}", 1)
     return [
         {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
