@@ -23,7 +23,30 @@ time of ``kbwiki ingest --wait`` (submission to every lane empty), the model pha
 last answer), calls and tokens in/out per document, the bound calls × L ÷ C and wall ÷ bound,
 mean and peak calls in flight, 429s and dead letters.
 
-Results (2 cores shared with four other benchmarking sessions, load average 6-9 throughout;
+Results of session 9 (page leads, linking in rounds during a model-paced ingest; the machine
+otherwise quiet; every run ``--backlog --env KBWIKI_LLM_MAX_CONCURRENCY=8``, fresh database, Redis
+db 12 with a key prefix of its own; 420 of the first 500 linux-doc files are stored, the rest are
+near-empty):
+
+- ``a --docs 500`` (L 200 ms, C 8): 558 calls (478 map, 31 merge, 40 lead, 9 intro), 1.329 calls,
+  2,894 tokens in and 861 out per document; bound 14.0 s; wall 27.5 s (1.97 x), model phase 22.0 s
+  (1.58 x), 5.13 calls in flight. The same files with an instant model (``--latency 0``): wall
+  28.3 s, the machine's cores 87 % busy (workers 19.0 CPU-s, the rest PostgreSQL and Redis): on 2
+  cores the pipeline's own work takes longer than the model's bound, and L = 200 ms adds nothing
+  to the wall (27.5 s against 28.3 s).
+- ``a --docs 500 --latency 1.0``: 579 calls, 1.379 per document; bound 72.4 s; wall 82.3 s
+  (1.14 x), model phase 79.3 s (1.10 x), 7.32 calls in flight; cores 44 % busy; every lane empty
+  3.2 s after the last answer (session 7: 1.29 x, 20-26 s of linking after it).
+- ``b --docs 500`` (into a clone of a 5,078-page KB): 1.367 calls, 2,953 tokens in, 860 out per
+  document; map calls 1.121 per document at 2,356 tokens in (a: 1.136 at 2,339): equal; merge 0.114
+  (a: 0.074) and lead 0.110 (a: 0.095) calls per document rise a little with the KB (more near
+  names, more pages with several sources).
+- ``c --docs 500`` (hub): model tokens per document 10th 927, 500th 1,001 (1.08); the hub's lead
+  was written once (its first four contributions never changed after the first round).
+- ``d`` (1,000 files of at least 200 characters, instant model): 915 documents in 69.0 s, 13.26 per
+  second; 50-document batches first 10.7 s, last 2.9 s (0.28).
+
+Earlier results (2 cores shared with four other benchmarking sessions, load average 6-9 throughout;
 DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/12, plus
 KBWIKI_REDIS_NAMESPACE / KBWIKI_KEY_PREFIX of the run's own; 467 of the first 500 linux-doc files
 are stored, 33 are near-empty):
