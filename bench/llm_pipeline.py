@@ -43,8 +43,9 @@ near-empty):
   names, more pages with several sources).
 - ``c --docs 500`` (hub): model tokens per document 10th 927, 500th 1,001 (1.08); the hub's lead
   was written once (its first four contributions never changed after the first round).
-- ``d`` (1,000 files of at least 200 characters, instant model): 915 documents in 69.0 s, 13.26 per
-  second; 50-document batches first 10.7 s, last 2.9 s (0.28).
+- ``d`` (1,000 files of at least 200 characters, instant model): 915 documents in 46.7 s, 19.6 per
+  second (69.0 s before ``OP_ROUND``); 50-document batches first 7.6 s, last 1.3 s (0.17); 1,178
+  calls (995 map, 78 merge, 92 lead, 13 intro); the cores 92 % busy.
 
 Earlier results (2 cores shared with four other benchmarking sessions, load average 6-9 throughout;
 DATABASE_URL=postgresql://postgres@127.0.0.1:5432/<db> REDIS_URL=redis://127.0.0.1:6379/12, plus
