@@ -54,7 +54,9 @@ def is_llm(extractor: Extractor) -> bool:
     return hasattr(extractor, "extract_named")
 
 
-_WORD = re.compile(r"\w[\w+#.-]*")
+# A word may hold "." "-" "+" "#" inside ("node.js", "x86-64") and end in "+" or "#" ("C++", "C#"),
+# never in "." or "-": a title at the end of a sentence ("... of Mira Kalden.") must still match.
+_WORD = re.compile(r"\w(?:[\w+#.-]*[\w+#])?")
 
 
 def extractor_for(extractor: Extractor, kb_id: str, *, kbs: KnowledgeBaseRepository) -> Extractor:

@@ -295,3 +295,17 @@ def test_each_kind_of_answer_ends_as_a_page_a_dead_letter_or_a_paused_kb(llm_dep
     assert_pages_valid(llm_deps, kb)
     for page in pages:
         assert not re.search(r"\[\[p\d|block-layer-internals|example\.org|Imaginary|<think>", page.content), page.slug
+
+
+def test_a_page_named_at_the_end_of_a_sentence_is_offered_as_a_handle(llm_deps, server):
+    """Found by a new user: "... came from Oskar Venn." was not offered the page "Oskar Venn" (the
+    word pattern kept the full stop, so "venn." never matched the title)."""
+    server.responder = realistic
+    kb = new_kb(llm_deps)
+    submit(llm_deps, kb, {"timers.md": DOCS["timers.md"]})
+    settle(llm_deps, kb)
+    ending = "A soft timer is polled by the idle loop. Its expiry is checked at every Scheduler Tick."
+    submit(llm_deps, kb, {"soft.md": ("Soft timers", ending)})
+    settle(llm_deps, kb)
+    offered = server.requests[-1]["messages"][1]["content"].split("<document", 1)[0]
+    assert "Scheduler Tick" in offered

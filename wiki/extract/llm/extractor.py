@@ -394,7 +394,7 @@ def _validate(
     if total and invalid / total > max_invalid_share:
         raise LLMOutputInvalid(
             f"{invalid} of {total} items invalid (bad schema, name or quotes not in the "
-            f"document; more than {max_invalid_share:.0%} allowed)",
+            f"document; at most {max_invalid_share:.0%} allowed)",
             raw,
         )
     summary = normalise(_plain(envelope.summary, handles, title))
