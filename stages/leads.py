@@ -194,12 +194,16 @@ def _write_leads(
             prompt_tokens=stats.prompt_tokens,
             completion_tokens=stats.completion_tokens,
         )
-        log.info(
-            "lead.written",
+        if llm_errors.clear(kb.id):  # the model answers again: a pause recorded earlier is over
+            log.info("llm.config_error_cleared", knowledge_base_id=kb.id, model=config.model)
+        written = sum(1 for lead in leads if lead)
+        # an answer that is not the schema's JSON, or that leaves pages out: a warning, the pages keep best_lead
+        (log.warning if stats.invalid or written < len(questions) else log.info)(
+            "lead.invalid" if stats.invalid else "lead.written",
             knowledge_base_id=kb.id,
             model=config.model,
             pages=len(questions),
-            leads=sum(1 for lead in leads if lead),
+            leads=written,
             invalid=stats.invalid,
             unknown_handles=stats.unknown_handles,
             prompt_tokens=stats.prompt_tokens,

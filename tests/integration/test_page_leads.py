@@ -5,6 +5,7 @@ paused model leaves the chosen lead and loses nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from datetime import timedelta
@@ -18,7 +19,7 @@ from stages.pacing import link_wait_s
 from stages.resume import resume_kb
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
-from tests.support.llm_server import ScriptedLLM, error, is_lead_request, lead_content, realistic
+from tests.support.llm_server import ScriptedLLM, answer, error, is_lead_request, lead_content, realistic
 from tests.support.pipeline import settle
 from wiki.extract.llm.extractor import forget_modes
 from wiki.lanes import FINALIZE, LEAD, SCOPE_KB
@@ -182,3 +183,35 @@ def test_lead_runs_wait_for_the_ingest_like_linking_and_a_page_waits_on_the_lane
     assert len(lead_calls(server)) == 1 and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
     settle(deps, kb)
     assert link_wait_s(kb.id, FINALIZE, ops=deps.ops, defer_s=20) == 0
+
+
+def test_a_lead_with_links_headings_or_nothing_in_it_never_reaches_a_reader_as_such(settings, clean_db, server):
+    """Found by a new user: link syntax and headings in a lead were shown as written."""
+
+    def respond(request):
+        if not is_lead_request(request):
+            return realistic(request)
+        listing = request["messages"][-1]["content"]
+        handles = re.findall(r'^(p\d+): "([^"]*)"', listing, re.M)
+        leads = [
+            {"page": h, "lead": f"## About\n{t} works with [[p9|the hub]] and [[{h}]].\n- see [docs](http://x)"}
+            if t == "Frob Engine"
+            else {"page": h, "lead": "  "}
+            for h, t in handles
+        ]
+        return answer(json.dumps({"leads": [*leads, {"page": "p99", "lead": "an invented page"}]}))
+
+    server.responder = respond
+    deps = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=True)
+    kb = deps.kbs.get_or_create(1, f"leads-{uuid.uuid4().hex[:6]}")
+    submit(deps, kb, docs(["g1", "g2"]))
+    settle(deps, kb)
+    assert lead_calls(server)
+    page = frob(deps, kb)
+    assert page.lead == "Frob Engine works with the hub and Frob Engine. see docs" == opening(page)
+    others = [
+        p
+        for p in deps.pages.iter_pages(kb.id)
+        if p.page_type in ("entity", "concept") and p.slug != "frob-engine" and len(lead_inputs(p.facts)) >= 2
+    ]
+    assert others and all(p.lead == "" for p in others)  # an empty lead: the page keeps its chosen one

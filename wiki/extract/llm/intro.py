@@ -11,7 +11,7 @@ a sentence end within ``MAX_INTRO_CHARS``.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from wiki.extract.llm.client import ChatClient
 from wiki.models import Page
@@ -55,12 +55,22 @@ def clean_intro(text: str) -> str:
     return plain_paragraph(text, MAX_INTRO_CHARS)
 
 
-def plain_paragraph(text: str, max_chars: int) -> str:
-    """A model's prose answer as one paragraph: a ``<think>`` block, fences and a leading heading
-    mark dropped, link syntax defused (``wiki.render.neutral``), whitespace collapsed, cut at the
-    last sentence end within ``max_chars`` (else at ``max_chars``); "" when nothing is left."""
+_WIKI_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
+_MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
+_LINE_MARK = re.compile(r"^[ \t]*(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+|>[ \t]*)", re.M)
+
+
+def plain_paragraph(text: str, max_chars: int, handles: Mapping[str, str] | None = None) -> str:
+    """A model's prose answer as one paragraph of plain text: a ``<think>`` block and fences dropped;
+    a wiki link kept as its display text (``[[p2]]`` as the title ``handles`` gives handle ``p2``,
+    else as its target), a Markdown link as its text; heading lines, and list and quote marks at
+    line starts, dropped; any bracket left defused (``wiki.render.neutral``); whitespace collapsed; cut at the
+    last sentence end within ``max_chars`` (else at ``max_chars``). "" when nothing is left."""
+    handles = handles or {}
     text = re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " ")
-    text = neutral(re.sub(r"^\s*#+\s*", "", text))
+    text = _WIKI_LINK.sub(lambda m: m.group(2) or handles.get(m.group(1).strip().lower(), m.group(1)), text)
+    text = neutral(_LINE_MARK.sub("", _HEADING_LINE.sub("", _MD_LINK.sub(r"\1", text))))
     if len(text) > max_chars:
         cut = max(text.rfind(end, 0, max_chars) for end in (". ", "! ", "? ", "。"))
         text = text[: cut + 1] if cut > 0 else text[:max_chars]

@@ -71,8 +71,9 @@ def write_leads(
     client: ChatClient, questions: Sequence[LeadQuestion], deadline: float | None = None
 ) -> tuple[list[str], LeadStats]:
     """One call writing the leads of ``questions`` (at most ``PAGES_PER_CALL``); returns, per
-    question in order, its lead as plain prose (``intro.plain_paragraph``, at most
-    ``MAX_LEAD_CHARS``) or "" (none), and the call's stats.
+    question in order, its lead as plain prose (``intro.plain_paragraph``: links kept as their text,
+    a handle as its page's title, Markdown marks dropped; at most ``MAX_LEAD_CHARS``) or "" (none),
+    and the call's stats.
 
     Raises ``LLMConfigError`` (a 400 in every mode, or 401, 402, 403, 404, 422) and
     ``LLMUnavailable`` (transport retries or ``deadline`` spent). An answer that is cut, filtered,
@@ -101,6 +102,7 @@ def write_leads(
         stats.invalid = True
         return leads, stats
     handles = {f"p{i}": i - 1 for i in range(1, len(questions) + 1)}
+    titles = {handle: questions[i].title for handle, i in handles.items()}  # "[[p2]]" in a lead: its title
     for value in found.leads:
         try:
             out = LeadOut.model_validate(value)
@@ -111,5 +113,5 @@ def write_leads(
             stats.unknown_handles += 1
             continue
         if not leads[index]:  # a page's second answer: the first one stands
-            leads[index] = plain_paragraph(out.lead, MAX_LEAD_CHARS)
+            leads[index] = plain_paragraph(out.lead, MAX_LEAD_CHARS, titles)
     return leads, stats
