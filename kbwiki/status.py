@@ -160,7 +160,8 @@ def status_lines(report: dict) -> list[str]:
             head = f"model paused for credit: HTTP {paused['status']} {where} since {paused['created_at']}: {message}"
         else:
             head = f"model paused: HTTP {paused['status']} {where} since {paused['created_at']}: {message}"
-        lines.append(f"{head} (documents wait; {paused.get('resume') or RESUME_HINT['config']})")
+        waits = "its model work waits: documents to map, page leads"
+        lines.append(f"{head} ({waits}; {paused.get('resume') or RESUME_HINT['config']})")
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:
         lines.append("not written:")
