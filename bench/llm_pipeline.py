@@ -35,7 +35,7 @@ near-empty):
   cores the pipeline's own work takes longer than the model's bound, and L = 200 ms adds nothing
   to the wall (27.5 s against 28.3 s).
 - ``a --docs 500 --latency 1.0``: 579 calls, 1.379 per document; bound 72.4 s; wall 82.3 s
-  (1.14 x), model phase 79.3 s (1.10 x), 7.32 calls in flight; cores 44 % busy; every lane empty
+  (1.14 x; 1.15 in a second run), model phase 79.3 s (1.10 x), 7.32 calls in flight; cores 44 % busy; every lane empty
   3.2 s after the last answer (session 7: 1.29 x, 20-26 s of linking after it).
 - ``b --docs 500`` (into a clone of a 5,078-page KB): 1.367 calls, 2,953 tokens in, 860 out per
   document; map calls 1.121 per document at 2,356 tokens in (a: 1.136 at 2,339): equal; merge 0.114
