@@ -275,6 +275,11 @@ class IngestEstimate:
         return "\n".join(lines)
 
 
+def message_tokens(messages: Sequence[dict[str, str]]) -> int:
+    """The estimate's prompt tokens of chat ``messages``: their characters / ``CHARS_PER_TOKEN``."""
+    return sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+
+
 def merge_call_tokens(config: LLMConfig) -> tuple[int, int]:
     """(prompt, completion) tokens of one typical merge call: ``merge_messages`` with the schema in
     the prompt, for ``MERGE_ITEMS`` items of ``MERGE_CANDIDATES_PER_ITEM`` candidates each, every
@@ -299,9 +304,8 @@ def merge_call_tokens(config: LLMConfig) -> tuple[int, int]:
         for i in range(MERGE_ITEMS)
     ]
     messages = merge_messages("t" * TYPICAL_TITLE_CHARS, listing(questions)[0], with_schema=True, fenced=False)
-    prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
     answer = {"decisions": [{"item": f"i{i + 1}", "merge_into": None} for i in range(MERGE_ITEMS)]}
-    return prompt, min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
+    return message_tokens(messages), min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
 
 
 def lead_call_tokens(config: LLMConfig) -> tuple[int, int]:
@@ -321,9 +325,8 @@ def lead_call_tokens(config: LLMConfig) -> tuple[int, int]:
         for i in range(PAGES_PER_CALL)
     ]
     messages = lead_messages(listing(questions), with_schema=True, fenced=False)
-    prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
     answer = {"leads": [{"page": f"p{i + 1}", "lead": "l" * 240} for i in range(PAGES_PER_CALL)]}
-    return prompt, min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
+    return message_tokens(messages), min(config.max_tokens, len(json.dumps(answer)) // CHARS_PER_TOKEN + 1)
 
 
 def intro_call_sizes(
@@ -380,8 +383,7 @@ def intro_call_tokens(config: LLMConfig, kb_name: str, summaries: int, title_cha
         )
         for i in range(summaries)
     ]
-    prompt = sum(len(m["content"]) for m in intro_messages(kb_name, pages)) // CHARS_PER_TOKEN
-    return prompt, min(config.max_tokens, MAX_INTRO_CHARS // CHARS_PER_TOKEN)
+    return message_tokens(intro_messages(kb_name, pages)), min(config.max_tokens, MAX_INTRO_CHARS // CHARS_PER_TOKEN)
 
 
 def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc | Rejected]) -> IngestEstimate:
@@ -419,7 +421,7 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
         title_chars += len(title)
         for section in sections(content, config.section_chars):
             messages = map_messages(title, section, [], with_schema=True, fenced=False, bounded=config.bounded_schema)
-            prompt = sum(len(m["content"]) for m in messages) // CHARS_PER_TOKEN
+            prompt = message_tokens(messages)
             calls += 1
             prompt_tokens += prompt
             completion_tokens += min(config.max_tokens, ANSWER_BASE_TOKENS + prompt // 2)

@@ -45,9 +45,8 @@ from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMConfigError, LLMError, error_text, fail_budget_spent
 from wiki.extract import Extractor
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB
-from wiki.merge import item_content, lead_due
-from wiki.models import MAX_SUMMARY_CHARS, KnowledgeBase, Page
-from wiki.render import lead_inputs, lead_key
+from wiki.merge import item_content, item_summary, lead_due
+from wiki.models import KnowledgeBase, Page
 from wiki.settings import Settings, kb_tunables
 
 log = structlog.get_logger(__name__)
@@ -164,11 +163,10 @@ def _write_leads(
     from wiki.extract.llm.ratelimit import sharing
 
     slugs = sorted({op.dedup_key for op in claimed})
-    due = [page for page in pages.get_many(kb.id, slugs).values() if lead_due(page)]
     questions = [
-        LeadQuestion(p.slug, p.title, p.page_type, tuple(inputs), lead_key(p.title, inputs))
-        for p in due
-        for inputs in [lead_inputs(p.facts)]
+        LeadQuestion(p.slug, p.title, p.page_type, tuple(due[0]), due[1])
+        for p in pages.get_many(kb.id, slugs).values()
+        if (due := lead_due(p))
     ]
     result.asked = len(questions)
     leads: list[str] = []
@@ -223,7 +221,7 @@ def _write_leads(
                 continue
             fresh.append(
                 offered.model_copy(
-                    update={"content": content, "lead_key": kept_key, "summary": kept[:MAX_SUMMARY_CHARS]}
+                    update={"content": content, "lead_key": kept_key, "summary": item_summary(page.facts, kept)}
                 )
             )
         pages.save_many(fresh, conn=conn)

@@ -75,14 +75,6 @@ def link_wait_s(
     return 0.0
 
 
-def ingest_running(
-    kb_id: str, lane: str, *, ops: TaskPendingOpsRepository, defer_s: float = DEFER_S, now: datetime | None = None
-) -> bool:
-    """Whether a run of ``lane`` should wait: the KB's ingest or reduce lane has rows, and the
-    oldest op of ``lane`` was queued less than ``defer_s`` ago (False when ``lane`` is empty)."""
-    return link_wait_s(kb_id, lane, ops=ops, defer_s=defer_s, now=now) > 0
-
-
 def recheck_key(settings: Settings, actor_name: str, knowledge_base_id: str) -> str:
     """The Redis marker "a delayed re-check of ``actor_name`` for this KB is queued"."""
     return trigger_key(settings.key_prefix, f"{actor_name}:recheck", knowledge_base_id)

@@ -201,7 +201,8 @@ def _reduce_claimed(
             raise LockLost(f"active-batch lock of {kb.id} was lost")
         fences.check(REDUCE, SCOPE_KB, kb.id, token, conn)  # every write below is fenced
         pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
-        writes = _write_plan(kb, plan, conn, pages=pages)
+        leads = settings.extractor == "llm" and settings.llm_page_leads
+        writes = _write_plan(kb, plan, conn, pages=pages, leads=leads)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
         touched += [s for s in pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
@@ -223,8 +224,7 @@ def _reduce_claimed(
         ops.delete_by_ids(done, conn=conn)
         enqueue_touched(kb, touched, ops=ops, conn=conn)
         enqueue_keys(kb, writes.keys, ops=ops, conn=conn)
-        if settings.extractor == "llm" and settings.llm_page_leads:
-            result.leads = enqueue_leads(kb, writes.leads, ops=ops, conn=conn)
+        result.leads = enqueue_leads(kb, writes.leads, ops=ops, conn=conn)
         if touched or writes.deleted:
             request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
         docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
@@ -371,7 +371,9 @@ class _Writes:
     leads: list[str] = field(default_factory=list)  # slugs written whose lead a model is to write
 
 
-def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiPageRepository) -> _Writes:
+def _write_plan(
+    kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiPageRepository, leads: bool = False
+) -> _Writes:
     """Apply every slug's plan in the caller's transaction, in a handful of statements.
 
     The planned pages are read and locked at once, each slug's new page computed
@@ -380,7 +382,8 @@ def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiP
     change is written with one ``delete_many`` and one ``save_many``.
 
     A page moves only when its target is free once the batch is written (not a live page of the
-    KB, nor taken by an earlier move in slug order); otherwise it keeps its slug.
+    KB, nor taken by an earlier move in slug order); otherwise it keeps its slug. With ``leads``
+    (a model writes page leads), the written pages whose lead is due are returned too.
     """
     current = pages.get_many(kb.id, plan, conn=conn, for_update=True)
     after: dict[str, Page] = {}  # slug -> live page as the batch leaves it
@@ -424,8 +427,8 @@ def _write_plan(kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiP
     after_keys = {
         (slug, key) for slug in {*plan, *renames.values()} if slug in after for key in title_keys(after[slug])
     }
-    leads = sorted(slug for slug in changed if lead_due(after[slug]))
-    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys}, leads)
+    due = sorted(slug for slug in changed if lead_due(after[slug])) if leads else []
+    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys}, due)
 
 
 def _count_failure(

@@ -100,8 +100,7 @@ def next_page(
         content, summary = page.content, page.summary
     else:
         content, lead, key = item_content(title, facts, aliases, len(refs), page)
-        first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
-        summary = (lead or first.get("description", ""))[:MAX_SUMMARY_CHARS]
+        summary = item_summary(facts, lead)
     new = Page(
         tenant_id=tenant_id,
         knowledge_base_id=kb_id,
@@ -142,13 +141,22 @@ def item_content(
     return render_item_page(title, facts, aliases, n_refs, lead=lead), lead, key if lead else ""
 
 
-def lead_due(page: Page) -> bool:
-    """Whether a model should write ``page``'s lead: an entity/concept page that at least two
-    contributions describe (``wiki.render.lead_key``), without a lead written for them."""
+def lead_due(page: Page) -> tuple[list[str], str] | None:
+    """What a model should write ``page``'s lead from, as (``lead_inputs``, their ``lead_key``), when
+    it is an entity/concept page that at least two contributions describe, without a lead written
+    for them; else None."""
     if page.page_type not in ITEM_TYPES:
-        return False
-    key = lead_key(page.title, lead_inputs(page.facts))
-    return bool(key) and page.lead_key != key
+        return None
+    inputs = lead_inputs(page.facts)
+    key = lead_key(page.title, inputs)
+    return (inputs, key) if key and page.lead_key != key else None
+
+
+def item_summary(facts: dict[str, dict], lead: str) -> str:
+    """An entity/concept page's one-line summary: its model-written lead, else its first source's
+    description (``MAX_SUMMARY_CHARS`` at most)."""
+    first = next((f for _, f in sorted(facts.items(), key=lambda kv: kv[1].get("seq", 0))), {})
+    return (lead or first.get("description", ""))[:MAX_SUMMARY_CHARS]
 
 
 def item_type(kinds: Iterable[str]) -> str:

@@ -67,7 +67,7 @@ def _oldest(deps, kb, lane):
 def test_a_model_kb_links_once_its_oldest_op_is_older_than_the_llm_defer_while_the_offline_one_waits(env):  # noqa: F811
     from stages.backlink import run_backlink
     from stages.crosslink import run_crosslink
-    from stages.pacing import DEFER_S, ingest_running
+    from stages.pacing import DEFER_S, link_wait_s
 
     deps, kb = env
     _waiting_kb(deps, kb)
@@ -82,8 +82,8 @@ def test_a_model_kb_links_once_its_oldest_op_is_older_than_the_llm_defer_while_t
     crosslink_now = _oldest(deps, kb, FINALIZE) + timedelta(seconds=21)
     held = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, settings=offline, now=crosslink_now)
     assert held.claimed == 0 and held.remaining == 1 and held.wait_s > 200
-    assert ingest_running(kb.id, BACKLINK, ops=deps.ops, now=after_llm_defer)  # defer_s defaults to DEFER_S
-    assert not ingest_running(kb.id, BACKLINK, ops=deps.ops, defer_s=20, now=after_llm_defer)
+    assert link_wait_s(kb.id, BACKLINK, ops=deps.ops, now=after_llm_defer) > 0  # defer_s defaults to DEFER_S
+    assert not link_wait_s(kb.id, BACKLINK, ops=deps.ops, defer_s=20, now=after_llm_defer)
 
     # the model KB before its 20 s are up: it waits, for the second that is left
     early = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=llm, now=after_llm_defer - timedelta(seconds=2))
