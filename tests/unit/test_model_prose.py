@@ -27,3 +27,10 @@ def test_brackets_left_over_are_defused_and_a_long_answer_is_cut_at_a_sentence()
     long = "The engine turns widgets. " * 100
     cut = plain_paragraph(long, MAX_LEAD_CHARS)
     assert len(cut) <= MAX_LEAD_CHARS and cut.endswith("widgets.")
+
+
+def test_heading_marks_copied_into_a_line_are_dropped_and_csharp_keeps_its_own():
+    """A judge found "LVM2: ## How snapshot is used by LVM2" in a lead (a source's heading copied)."""
+    assert plain_paragraph("LVM2: ## How snapshot is used by LVM2, in C# too.", 600) == (
+        "LVM2: How snapshot is used by LVM2, in C# too."
+    )

@@ -59,18 +59,22 @@ _WIKI_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
 _MD_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _HEADING_LINE = re.compile(r"^[ \t]*#{1,6}[ \t].*$", re.M)
 _LINE_MARK = re.compile(r"^[ \t]*(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+|>[ \t]*)", re.M)
+# heading marks inside a line ("LVM2: ## How snapshot is used"), copied from a source: "C#" keeps its mark
+_INLINE_HEADING = re.compile(r"(?<!\S)#{1,6}[ \t]+")
 
 
 def plain_paragraph(text: str, max_chars: int, handles: Mapping[str, str] | None = None) -> str:
     """A model's prose answer as one paragraph of plain text: a ``<think>`` block and fences dropped;
     a wiki link kept as its display text (``[[p2]]`` as the title ``handles`` gives handle ``p2``,
-    else as its target), a Markdown link as its text; heading lines, and list and quote marks at
-    line starts, dropped; any bracket left defused (``wiki.render.neutral``); whitespace collapsed; cut at the
-    last sentence end within ``max_chars`` (else at ``max_chars``). "" when nothing is left."""
+    else as its target), a Markdown link as its text; heading lines, heading marks inside a line,
+    and list and quote marks at line starts, dropped; any bracket left defused
+    (``wiki.render.neutral``); whitespace collapsed; cut at the last sentence end within
+    ``max_chars`` (else at ``max_chars``). "" when nothing is left."""
     handles = handles or {}
     text = re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " ")
     text = _WIKI_LINK.sub(lambda m: m.group(2) or handles.get(m.group(1).strip().lower(), m.group(1)), text)
-    text = neutral(_LINE_MARK.sub("", _HEADING_LINE.sub("", _MD_LINK.sub(r"\1", text))))
+    text = _LINE_MARK.sub("", _HEADING_LINE.sub("", _MD_LINK.sub(r"\1", text)))
+    text = neutral(_INLINE_HEADING.sub("", text))
     if len(text) > max_chars:
         cut = max(text.rfind(end, 0, max_chars) for end in (". ", "! ", "? ", "。"))
         text = text[: cut + 1] if cut > 0 else text[:max_chars]
