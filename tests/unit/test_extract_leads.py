@@ -3,14 +3,10 @@
 
 from __future__ import annotations
 
-from wiki.extract.offline import (
-    OfflineExtractor,
-    _concept_name,
-    _describes_parameter,
-    _lead_rank,
-    _prose_blocks,
-    _strip_inline,
-)
+from wiki.extract.offline import OfflineExtractor
+from wiki.extract.offline.names import _concept_name
+from wiki.extract.offline.prose import _prose_blocks, _strip_inline
+from wiki.extract.offline.ranks import _describes_parameter, _lead_rank
 from wiki.models import ExtractedItem, Extraction
 
 
@@ -180,7 +176,7 @@ def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> 
 
 
 def test_a_noun_phrase_docstring_gets_the_subject_it_leaves_out() -> None:
-    from wiki.extract.offline import _subject_lead
+    from wiki.extract.offline.leads import _subject_lead
 
     assert (
         _subject_lead("heapq", "Heap queue algorithm (a.k.a. priority queue).", "heapq")
@@ -220,7 +216,7 @@ def test_a_noun_phrase_docstring_gets_the_subject_it_leaves_out() -> None:
 
 
 def test_fragments_and_admonitions_are_neither_lead_nor_evidence() -> None:
-    from wiki.extract.offline import _whole_sentence
+    from wiki.extract.offline.prose import _whole_sentence
 
     assert not _whole_sentence("[ch] spit out by pgen to Python code.")
     assert not _whole_sentence("MozillaCookieJar | LWPCookieJar")
@@ -248,7 +244,7 @@ def test_a_lower_case_owner_heading_its_own_section_makes_a_method_and_an_articl
 
 
 def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
-    from wiki.extract.offline import _subject_lead
+    from wiki.extract.offline.leads import _subject_lead
 
     sentence = "Check the vendor pages for the calibration tools."
     assert _subject_lead("URLS", sentence, "Force feedback joysticks") == sentence
@@ -262,7 +258,7 @@ def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
 
 
 def test_template_joins_stay_grammatical() -> None:
-    from wiki.extract.offline import _subject_lead
+    from wiki.extract.offline.leads import _subject_lead
 
     # "A <noun> can ...": the noun phrase has its own verb, so the join needs "that"
     assert (
@@ -399,7 +395,7 @@ def test_a_wrapped_line_that_opens_with_a_path_continues_the_sentence() -> None:
 
 
 def test_a_parameter_table_row_is_not_quoted_as_a_sentence() -> None:
-    from wiki.extract.offline import _whole_sentence
+    from wiki.extract.offline.prose import _whole_sentence
 
     assert not _whole_sentence("filename Specifies that a FileHandler be created, using the specified filename.")
     assert _whole_sentence("kmalloc() returns physically contiguous memory.")
@@ -421,7 +417,7 @@ def test_a_lead_that_hands_the_reader_elsewhere_or_names_itself_is_no_lead() -> 
 
 
 def test_an_all_caps_name_is_never_called_a_function() -> None:
-    from wiki.extract.offline import _subject_lead
+    from wiki.extract.offline.leads import _subject_lead
 
     assert _subject_lead("STRSET_GET", "Request string sets from the kernel.", "ethtool_netlink") == (
         "`STRSET_GET` requests string sets from the kernel."
@@ -459,7 +455,7 @@ def test_a_cjk_sentence_that_only_says_where_or_how_is_no_definition() -> None:
 
 
 def test_a_sentence_goes_on_after_e_g_and_its_kin() -> None:
-    from wiki.extract.offline import _split_english
+    from wiki.extract.offline.prose import _split_english
 
     text = "Parts that use the software mitigation e.g. Icelake are not vulnerable. Next one."
     for pysbd_ok in (True, False):
@@ -468,7 +464,7 @@ def test_a_sentence_goes_on_after_e_g_and_its_kin() -> None:
 
 
 def test_what_a_named_thing_has_or_did_is_no_lead_and_a_capitalised_title_is_no_module() -> None:
-    from wiki.extract.offline import _subject_lead
+    from wiki.extract.offline.leads import _subject_lead
 
     assert _lead_rank(["TMP108"], False, "The TMP108 has a programmable update rate of up to 8 Hz.") == 0
     assert _lead_rank(["Andrew Morton"], False, "Andrew Morton has suggested that review comments be documented.") == 0
@@ -574,7 +570,7 @@ def test_a_heading_sentence_naming_its_subject_is_judged_like_any_lead() -> None
 
 def test_contrasts_questions_dangling_objects_and_one_off_phrases_make_no_lead_or_concept() -> None:
     from wiki.extract.cjk import definition_rank
-    from wiki.extract.offline import _concept_name
+    from wiki.extract.offline.names import _concept_name
 
     assert _lead_rank(["SIOV"], False, "SIOV, in contrast, creates virtual devices from one physical function.") == 0
     assert _lead_rank(["VIDIOC_FOO"], False, "VIDIOC_FOO returns this on an empty capture queue in blocking mode.") == 0
@@ -693,7 +689,7 @@ def test_a_heading_sentence_pointing_at_that_thing_or_a_possible_alternative_is_
 
 def test_a_quantity_a_relative_without_its_other_or_a_dashed_list_entry_is_no_lead_or_quote() -> None:
     from wiki.extract.cjk import names
-    from wiki.extract.offline import _whole_sentence
+    from wiki.extract.offline.prose import _whole_sentence
 
     quantity = "maximum filesystem size is a little over 256mb."
     assert _lead_rank(["maximum filesystem size"], True, quantity) <= 1
