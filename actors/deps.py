@@ -23,6 +23,7 @@ from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
+from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from repos.rate_limit import RedisRateLimiter
@@ -43,6 +44,7 @@ class Deps:
     ops: TaskPendingOpsRepository
     dead_letters: TaskDeadLetterRepository
     pages: WikiPageRepository
+    mentions: MentionRepository
     extractions: ExtractionRepository
     extractor: Extractor
     workers: WorkerRepository
@@ -72,6 +74,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         ops=TaskPendingOpsRepository(pool),
         dead_letters=TaskDeadLetterRepository(pool),
         pages=WikiPageRepository(pool),
+        mentions=MentionRepository(pool),
         extractions=ExtractionRepository(pool),
         extractor=extractor,
         workers=WorkerRepository(pool),

@@ -141,7 +141,7 @@ def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace)
+        n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace, mentions=deps.mentions)
     click.echo(f"exported {n} pages to {out_dir}")
 
 

@@ -59,9 +59,7 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        result = delete_knowledge_base(
-            kb.tenant_id, kb.id, pool=deps.pool, kbs=deps.kbs, docs=deps.docs, ops=deps.ops, pages=deps.pages
-        )
+        result = run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id)
     if not result.deleted:
         raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
     click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")

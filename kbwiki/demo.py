@@ -37,7 +37,7 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     if not drained:
         click.echo(f"lanes did not drain within {DEMO_TIMEOUT_S} s; worker log: {log_path}", err=True)
         return 1
-    pages = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name)
+    pages = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, mentions=deps.mentions)
     vault = check_vault(out_dir)
     status = kb_status(deps, kb)
     elapsed = time.monotonic() - started

@@ -17,10 +17,13 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
+from wiki.dedup import name_key
 from wiki.errors import ExportRefused
 from wiki.links import PAGE_FOLDERS
-from wiki.models import Page
+from wiki.models import ITEM_TYPES, Page
+from wiki.render import link
 
 
 def page_path(out_dir: Path, page: Page) -> Path:
@@ -30,8 +33,25 @@ def page_path(out_dir: Path, page: Page) -> Path:
     return out_dir / page.page_type / f"{page.slug}.md"
 
 
-def render_file(page: Page) -> str:
-    """Front matter + content of one page file."""
+#: Documents an entity or concept file lists under "Mentioned in"; the rest are counted.
+MENTIONED_SHOWN = 50
+
+
+def mentioned_in_section(count: int, shown: list[tuple[str, str, str]]) -> str:
+    """The "Mentioned in" section of an entity or concept file: how many documents name the page
+    and links to the first ``MENTIONED_SHOWN`` of them (those that say most of it first)."""
+    if not count:
+        return ""
+    noun = "document mentions" if count == 1 else "documents mention"
+    lines = ["## Mentioned in", "", f"{count} {noun} it.", ""]
+    lines += [f"- {link(slug, title)}" for slug, title, _ in shown[:MENTIONED_SHOWN]]
+    if count > len(shown[:MENTIONED_SHOWN]):
+        lines.append(f"- and {count - len(shown[:MENTIONED_SHOWN])} more")
+    return "\n".join(lines) + "\n"
+
+
+def render_file(page: Page, mentioned: str = "") -> str:
+    """Front matter + content of one page file, and its ``mentioned_in_section``."""
     meta = {
         "title": page.title,
         "type": page.page_type,
@@ -41,7 +61,8 @@ def render_file(page: Page) -> str:
         "version": page.version,
     }
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()
-    return f"---\n{front}\n---\n\n# {page.title}\n\n{page.content}"
+    body = page.content + (f"\n{mentioned}" if mentioned else "")
+    return f"---\n{front}\n---\n\n# {page.title}\n\n{body}"
 
 
 MARKER = ".kbwiki-vault"
@@ -149,9 +170,16 @@ def _remove(out_dir: Path, files: set[str]) -> None:
 
 
 def export_vault(
-    pages: WikiPageRepository, kb_id: str, out_dir: Path, kb_name: str | None = None, replace: bool = False
+    pages: WikiPageRepository,
+    kb_id: str,
+    out_dir: Path,
+    kb_name: str | None = None,
+    replace: bool = False,
+    mentions: MentionRepository | None = None,
 ) -> int:
-    """Write every live page of the KB under ``out_dir``; returns the page count.
+    """Write every live page of the KB under ``out_dir``; returns the page count. With
+    ``mentions``, an entity or concept file ends with the documents that name it
+    (``mentioned_in_section``), read a window of pages at a time.
 
     Files the earlier export wrote (listed in the marker) are overwritten or, for pages gone from
     the KB, removed; no other file is touched. Raises ``ExportRefused`` (see ``prepare_out_dir``),
@@ -160,17 +188,22 @@ def export_vault(
     earlier = prepare_out_dir(out_dir, kb_id, kb_name, replace)
     written: set[str] = set()
     done = False
+    window: list[Page] = []
+
+    def flush() -> None:
+        keys = {p.slug: name_key(p.title) for p in window if p.page_type in ITEM_TYPES}
+        found = mentions.mentioned_in_many(kb_id, keys.values(), MENTIONED_SHOWN) if mentions and keys else {}
+        for page in window:
+            listed = found.get(keys.get(page.slug, ""))
+            _write_page(out_dir, page, mentioned_in_section(*listed) if listed else "", earlier, written)
+        window.clear()
+
     try:
         for page in pages.iter_pages(kb_id):
-            rel = page_path(Path(), page).as_posix()
-            path = out_dir / rel
-            if rel not in earlier and rel not in written and (path.exists() or path.is_symlink()):
-                raise ExportRefused(
-                    f"{path} was not written by kbwiki export and would be overwritten: move it away and export again"
-                )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render_file(page), encoding="utf-8")
-            written.add(rel)
+            window.append(page)
+            if len(window) == EXPORT_WINDOW:
+                flush()
+        flush()
         _remove(out_dir, earlier - written)
         done = True
     finally:
@@ -178,3 +211,19 @@ def export_vault(
             left = {rel for rel in earlier - written if (out_dir / rel).exists()}
             write_marker(out_dir, str(kb_id), kb_name, written | left)
     return len(written)
+
+
+#: Pages written per read of their "Mentioned in" lists.
+EXPORT_WINDOW = 200
+
+
+def _write_page(out_dir: Path, page: Page, mentioned: str, earlier: set[str], written: set[str]) -> None:
+    rel = page_path(Path(), page).as_posix()
+    path = out_dir / rel
+    if rel not in earlier and rel not in written and (path.exists() or path.is_symlink()):
+        raise ExportRefused(
+            f"{path} was not written by kbwiki export and would be overwritten: move it away and export again"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_file(page, mentioned), encoding="utf-8")
+    written.add(rel)

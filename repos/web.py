@@ -306,6 +306,40 @@ class WebRepository:
             ).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
+    def mentioned_in(
+        self, tenant_id: int, kb_id: str, key: str, limit: int = MAX_LIST, offset: int = 0
+    ) -> tuple[int, list[tuple[str, str, str]]]:
+        """(how many documents name the name key ``key``, and ``limit`` of them from ``offset`` as
+        (summary slug, title, knowledge id), those that say most of it first): the counter row and
+        a walk of the mention index's best-rows index."""
+        with self.pool.connection() as conn:
+            count = conn.execute(
+                "SELECT c.docs FROM wiki_mention_keys c JOIN knowledge_bases b ON b.id = c.knowledge_base_id"
+                " WHERE c.knowledge_base_id = %s AND c.key = %s AND b.tenant_id = %s",
+                (kb_id, key, tenant_id),
+            ).fetchone()
+            rows = conn.execute(
+                "SELECT m.summary_slug, k.title, m.knowledge_id FROM wiki_mentions m"
+                " JOIN knowledges k ON k.id = m.knowledge_id"
+                " WHERE m.knowledge_base_id = %s AND m.key = %s AND k.tenant_id = %s"
+                " ORDER BY m.score DESC, m.summary_slug, m.knowledge_id LIMIT %s OFFSET %s",
+                (kb_id, key, tenant_id, limit, offset),
+            ).fetchall()
+        return (count["docs"] if count else 0), [(r["summary_slug"], r["title"], r["knowledge_id"]) for r in rows]
+
+    def pages_naming(self, tenant_id: int, kb_id: str, knowledge_id: str, limit: int = MAX_LIST) -> list[PageLite]:
+        """Up to ``limit`` live entity/concept pages of the names the document names (its rows of the
+        mention index: the pages that list it under "Mentioned in"), by slug."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_LITE} FROM wiki_mentions m JOIN wiki_pages p ON p.knowledge_base_id = m.knowledge_base_id"
+                " AND p.name_key = m.key AND p.deleted_at IS NULL"
+                " WHERE m.knowledge_base_id = %s AND m.knowledge_id = %s AND p.tenant_id = %s"
+                " AND p.page_type IN ('entity', 'concept') ORDER BY p.slug LIMIT %s",
+                (kb_id, knowledge_id, tenant_id, limit),
+            ).fetchall()
+        return [PageLite.model_validate(r) for r in rows]
+
     # -- operations ---------------------------------------------------------------------------
     def lanes(self, tenant_id: int) -> list[LaneRow]:
         """Every lane with rows of the tenant's KBs: rows, claimed rows, age of the oldest row."""

@@ -18,6 +18,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
@@ -120,6 +121,7 @@ def delete_knowledge_base(
     docs: KnowledgeRepository,
     ops: TaskPendingOpsRepository,
     pages: WikiPageRepository,
+    mentions: MentionRepository,
 ) -> KbDeleteResult:
     """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
     and mark its documents deleted. ``deleted=False`` when it was not a live KB of the tenant.
@@ -134,6 +136,7 @@ def delete_knowledge_base(
             return KbDeleteResult(False)
         n_ops = ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
         n_pages = pages.delete_kb(kb.id, conn=conn)
+        mentions.delete_kb(kb.id, conn=conn)
         n_docs = docs.mark_kb_deleted(kb.id, conn=conn)
     return KbDeleteResult(True, n_ops, n_pages, n_docs)
 

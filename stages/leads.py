@@ -18,7 +18,7 @@ once, and a call carries up to 8 pages instead of the few one batch queues
 (bench/llm_pipeline.py a, 500 files: 117 lead calls for 420 documents without the wait). Model work
 of a paused KB waits; an out-of-credit or configuration error pauses the KB as map's does; a call
 that fails for good after ``wiki_max_fail_retries`` tries leaves the page with its chosen lead
-(``wiki.render.best_lead``): a lead refines a page, it never holds the KB's work.
+(``wiki.render.first_lead``): a lead refines a page, it never holds the KB's work.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMConfigError, LLMError, error_text, fail_budget_spent
 from wiki.extract import Extractor
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB
-from wiki.merge import item_content, item_summary, lead_due
+from wiki.merge import keep_lead, lead_due
 from wiki.models import KnowledgeBase, Page
 from wiki.settings import Settings, kb_tunables
 
@@ -195,7 +195,7 @@ def _write_leads(
         if llm_errors.clear(kb.id):  # the model answers again: a pause recorded earlier is over
             log.info("llm.config_error_cleared", knowledge_base_id=kb.id, model=config.model)
         written = sum(1 for lead in leads if lead)
-        # an answer that is not the schema's JSON, or that leaves pages out: a warning, the pages keep best_lead
+        # an answer that is not the schema's JSON, or that leaves pages out: a warning, the pages keep first_lead
         (log.warning if stats.invalid or written < len(questions) else log.info)(
             "lead.invalid" if stats.invalid else "lead.written",
             knowledge_base_id=kb.id,
@@ -214,16 +214,11 @@ def _write_leads(
         fresh: list[Page] = []
         for slug, page in held.items():
             key, lead = answered[slug]
-            offered = page.model_copy(update={"lead": lead, "lead_key": key})
-            content, kept, kept_key = item_content(page.title, page.facts, page.aliases, len(page.source_refs), offered)
-            if not kept:  # its title or first contributions changed while the model wrote
+            kept = keep_lead(page, page.model_copy(update={"lead": lead, "lead_key": key}))
+            if kept.lead_key != key or kept.lead != lead:  # its title or first contributions changed meanwhile
                 result.stale += 1
                 continue
-            fresh.append(
-                offered.model_copy(
-                    update={"content": content, "lead_key": kept_key, "summary": item_summary(page.facts, kept)}
-                )
-            )
+            fresh.append(kept)
         pages.save_many(fresh, conn=conn)
         enqueue_touched(kb, sorted(p.slug for p in fresh), ops=ops, conn=conn)
         ops.delete_by_ids([op.id for op in claimed], conn=conn)

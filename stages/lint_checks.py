@@ -33,8 +33,9 @@ from wiki import lint as rules
 from wiki.links import candidate_phrases, parse_links, rewrite_links
 from wiki.lint import CheckInfo, Finding, LintIssue, LintPage
 from wiki.mentions import mentions_by_page
-from wiki.merge import item_content
+from wiki.merge import item_summary, keep_lead
 from wiki.models import KnowledgeBase, PageLite
+from wiki.render import link_sections, render_item_page
 
 
 @dataclass
@@ -209,13 +210,13 @@ def _fix_stale_sources(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue]
         else:
             deleted = False
             facts = {k: v for k, v in full.facts.items() if k in live}
-            content, lead = full.content, {}
+            mended = full.model_copy(update={"source_refs": refs, "facts": facts})
             if full.page_type in ITEM_TYPES and facts:
-                content, text, key = item_content(full.title, facts, full.aliases, len(refs), full)
-                lead = {"lead": text, "lead_key": key}
-            ctx.wiki_pages.save(
-                full.model_copy(update={"source_refs": refs, "facts": facts, "content": content, **lead}), conn=conn
-            )
+                content = render_item_page(full.title, facts, full.aliases, sections=link_sections(full.content))
+                update = {"content": content, "lead": "", "lead_key": "", "summary": item_summary(facts, "")}
+                mended = keep_lead(mended.model_copy(update=update), full)
+            ctx.wiki_pages.save(mended, conn=conn)
+            content = mended.content
             ctx.relink_due = ctx.relink_due or content != full.content
     mended = Mended(fixed=min(removed, n_stale), written=1)
     if deleted:

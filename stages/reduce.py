@@ -31,6 +31,7 @@ from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.liveness import LaneFenceRepository
+from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository, title_keys
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages.backlink import enqueue_keys
@@ -39,14 +40,17 @@ from stages.claims import claim_lane, release_after_failure, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.index import request_index
+from stages.item_pages import plan_item_pages
 from stages.leads import enqueue_leads
 from stages.triggers import clear_trigger, send_trigger
+from wiki.coverage import MentionRow, rows_of
 from wiki.dedup import name_key
 from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
 from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
-from wiki.merge import MAX_ALIASES, BatchPages, SlugPlan, canonical_name, lead_due, new_page_slugs, next_page
-from wiki.models import ITEM_TYPES, Document, ExtractedItem, Extraction, Page, PageLite, PageType
+from wiki.merge import keep_lead, lead_due
+from wiki.models import ITEM_TYPES, Document, Extraction, Page, PageType, SourceRef
+from wiki.render import render_summary_page
 from wiki.settings import Settings, Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
 
@@ -79,6 +83,7 @@ def run_reduce_batch(
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     pages: WikiPageRepository,
+    mentions: MentionRepository,
     extractions: ExtractionRepository,
     fences: LaneFenceRepository,
     extractor_name: str,
@@ -120,6 +125,7 @@ def run_reduce_batch(
             ops=ops,
             dead_letters=dead_letters,
             pages=pages,
+            mentions=mentions,
             extractions=extractions,
             fences=fences,
             extractor_name=extractor_name,
@@ -142,6 +148,7 @@ def _reduce_claimed(
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     pages: WikiPageRepository,
+    mentions: MentionRepository,
     extractions: ExtractionRepository,
     fences: LaneFenceRepository,
     extractor_name: str,
@@ -170,30 +177,40 @@ def _reduce_claimed(
     ingests = [(by_id[kid], cached[kid]) for kid in wanted if kid in cached]
     requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
 
-    plan: dict[str, SlugPlan] = {}
     ctx = BatchContext(pages, kb.id)
-    existing_by_doc = ctx.slugs_citing_many([*retracts, *(d.id for d, _ in ingests)])
-    for kid, slugs in existing_by_doc.items():
-        for slug in slugs:
-            plan.setdefault(slug, SlugPlan(title="", page_type="")).drop.add(kid)
-
-    # pages whose every source leaves or is replaced in this batch: invisible to item resolution,
-    # so a changed document's items land where a fresh ingest would put them
-    dropping = {*retracts, *(d.id for d, _ in ingests)}
-    ghosts = pages.cited_only_by(kb.id, {s for slugs in existing_by_doc.values() for s in slugs}, dropping)
-    _prefetch(ctx, ingests, existing_by_doc)
-    planner = _Planner(ctx, plan, set(retracts), ghosts)
+    # asked once for the whole batch: the pages citing its documents, the slugs its summaries take
+    citing = ctx.slugs_citing_many([*retracts, *(doc.id for doc, _ in ingests)])
+    ctx.lite([*(s for slugs in citing.values() for s in slugs), *(summary_slug(doc.title) for doc, _ in ingests)])
+    summaries = _SummarySlugs(ctx, retracts)
+    new_rows: dict[str, dict[str, MentionRow]] = {}
+    summary_of = {doc.id: summaries.slug_for(doc) for doc, _ in ingests}
     failed_ops = []
     for doc, extraction in ingests:
         try:
-            planner.add_document(doc, extraction)
-        except Exception as exc:
+            new_rows[doc.id] = rows_of(doc, extraction, summary_of[doc.id])
+        except Exception as exc:  # an extraction this code cannot read: the document's failure, not the batch's
             failed_ops.append((doc.id, exc))
+    summary_of = {kid: slug for kid, slug in summary_of.items() if kid in new_rows}
+    ingested = [(doc, extraction) for doc, extraction in ingests if doc.id in new_rows]
+    items = plan_item_pages(
+        kb,
+        new_rows,
+        {*retracts, *new_rows},
+        ctx=ctx,
+        mentions=mentions,
+        taken=set(summary_of.values()),
+    )
+    planned: dict[str, Page | None] = dict.fromkeys(summaries.freed)  # summaries of retracted documents
+    planned.update(dict.fromkeys(items.deleted))
+    planned.update(items.pages)
+    for doc, extraction in ingested:
+        planned[summary_of[doc.id]] = _summary_page(kb, doc, extraction, summary_of[doc.id], items.slug_of)
 
     failed_ids = {kid for kid, _ in failed_ops}
     with pool.connection() as conn:
         if not kbs.hold_active(kb.id, conn):  # deleted meanwhile: the batch writes nothing
             pages.delete_kb(kb.id, conn=conn)
+            mentions.delete_kb(kb.id, conn=conn)
             ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
             log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
             return BatchResult()
@@ -202,7 +219,8 @@ def _reduce_claimed(
         fences.check(REDUCE, SCOPE_KB, kb.id, token, conn)  # every write below is fenced
         pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
         leads = settings.extractor == "llm" and settings.llm_page_leads
-        writes = _write_plan(kb, plan, conn, pages=pages, leads=leads)
+        mentions.write(kb.id, items.dropped, items.added, items.stat_deltas, items.name_deltas, conn)
+        writes = _write_plan(kb, planned, conn, pages=pages, leads=leads)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
         touched += [s for s in pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
@@ -227,7 +245,7 @@ def _reduce_claimed(
         result.leads = enqueue_leads(kb, writes.leads, ops=ops, conn=conn)
         if touched or writes.deleted:
             request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
-        docs.set_status([d.id for d, _ in ingests if d.id not in failed_ids], "done", conn=conn)
+        docs.set_status([d.id for d, _ in ingested], "done", conn=conn)
         docs.mark_deleted(retracts, conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
         extractions.delete_other_versions(
@@ -242,21 +260,6 @@ def _reduce_claimed(
     return result
 
 
-def _prefetch(ctx: BatchContext, ingests: list[tuple[Document, Extraction]], citing: dict[str, list[str]]) -> None:
-    """Ask PostgreSQL at once for every page the planner will look up: the pages citing the
-    batch's documents, the slugs its items and summaries would take, and the pages of every item's
-    name key. Two statements; the planner then only hits the context's caches."""
-    items = [item for _, extraction in ingests for item in extraction.items]
-    ctx.lite(
-        [
-            *(s for slugs in citing.values() for s in slugs),
-            *(slugify(i.name) for i in items),
-            *(summary_slug(doc.title) for doc, _ in ingests),
-        ]
-    )
-    ctx.by_name_keys(name_key(item.name) for item in items)
-
-
 def _tombstoned(redis: redis_lib.Redis, settings: Settings, kb_id: str, knowledge_ids: list[str]) -> set[str]:
     """The ids among ``knowledge_ids`` with a delete tombstone in Redis (one round trip)."""
     pipe = redis.pipeline(transaction=False)
@@ -265,98 +268,51 @@ def _tombstoned(redis: redis_lib.Redis, settings: Settings, kb_id: str, knowledg
     return {kid for kid, hit in zip(knowledge_ids, pipe.execute()) if hit}
 
 
-class _Planner:
-    """Turns documents' extractions into per-slug plans, resolving each item to one page."""
+class _SummarySlugs:
+    """The summary slugs of a batch's documents: a document keeps the slug it has; a new one takes
+    ``summary_slug(title)``, suffixed by its source (``summary_suffix``) when another page holds that
+    slug, unless it is the summary of a document retracted in this batch (then it takes it over, as
+    it would had the other never existed: a delete then re-add keeps its slug)."""
 
-    def __init__(self, ctx: BatchContext, plan: dict[str, SlugPlan], retracting: set[str], ghosts: set[str]):
-        self.ctx, self.plan = ctx, plan
-        self.retracting, self.ghosts = retracting, ghosts
-        self.batch = BatchPages()
+    def __init__(self, ctx: BatchContext, retracting: list[str]) -> None:
+        self.ctx = ctx
+        #: slug -> the retracted document whose summary it is (deleted unless taken over)
+        self.freed = {slug: kid for kid in retracting if (slug := ctx.summary_of(kid)) is not None}
+        self.assigned: dict[str, str] = {}  # slug -> knowledge id
 
-    def add_document(self, doc: Document, extraction: Extraction) -> None:
-        summary = self._summary_slug(doc)
-        # items resolve as in a fresh KB (the document's old names are being dropped, so they must
-        # not pull its new items in); a page the new content still names keeps its slug that way
-        resolved = [self._resolve(item) for item in extraction.items]
-        item_links = []
-        for item, (slug, page_type) in zip(extraction.items, resolved):
-            sp = self.plan.setdefault(slug, SlugPlan(title=item.name, page_type=page_type))
-            if not sp.title:
-                sp.title, sp.page_type = item.name, page_type
-            first = sp.add.get(doc.id)
-            if first is not None:
-                # a document naming the page twice ("RCU", "rcu"): its first item's fact, named by
-                # the canonical one of the names (as the page is), the others kept as aliases
-                names = [first["name"], *first["aliases"], item.name, *item.aliases]
-                first["name"] = canonical_name([first["name"], item.name])
-                first["aliases"] = [a for a in dict.fromkeys(names) if a != first["name"]][:MAX_ALIASES]
-            else:
-                sp.add[doc.id] = {
-                    "doc_title": doc.title,
-                    "summary_slug": summary,
-                    "description": item.description,
-                    "evidence": item.evidence[:3],
-                    "name": item.name,
-                    "aliases": item.aliases[:MAX_ALIASES],
-                    "kind": item.kind,
-                }
-            sp.refs[doc.id] = doc.title
-            sp.drop.discard(doc.id)
-            item_links.append((item.kind, slug, item.name, item.description))
-        sp = self.plan.setdefault(summary, SlugPlan(title=doc.title, page_type=PageType.summary))
-        sp.title, sp.page_type = doc.title, PageType.summary
-        sp.refs[doc.id] = doc.title
-        sp.drop.discard(doc.id)
-        sp.summary_of = (doc, extraction.model_copy(update={"items": []}))
-        sp.add[doc.id] = {"links": item_links}
+    def slug_for(self, doc: Document) -> str:
+        slug = self.ctx.summary_of(doc.id)
+        if slug is None:
+            slug = summary_slug(doc.title)
+            free = slug in self.freed or not self.ctx.lite([slug])
+            if slug in self.assigned or not free:
+                slug = f"{slug}-{summary_suffix(doc.source_uri, doc.id)}"
+        self.assigned[slug] = doc.id
+        self.freed.pop(slug, None)
+        return slug
 
-    def _summary_slug(self, doc: Document) -> str:
-        """The document's current summary slug (a changed document keeps it), else a new one
-        (suffixed when another document has it: by its source, so the same file ingested again
-        into another KB gets the same slug)."""
-        current = self.ctx.summary_of(doc.id)
-        if current is not None:
-            return current
-        slug = summary_slug(doc.title)
-        sp = self.plan.get(slug)
-        if (
-            sp is not None
-            and sp.summary_of is None
-            and sp.drop
-            and sp.drop <= self.retracting
-            and getattr(self.ctx.lite([slug]).get(slug), "page_type", "") == PageType.summary
-        ):
-            # the summary of a document retracted in this batch: this one takes the slug over, as
-            # it would have had the other never existed (a delete then re-add keeps its slug)
-            return slug
-        taken = sp is not None and sp.page_type == PageType.summary or bool(self.ctx.lite([slug]))
-        return f"{slug}-{summary_suffix(doc.source_uri, doc.id)}" if taken else slug
 
-    def _resolve(self, item: ExtractedItem) -> tuple[str, str]:
-        """The (slug, page type) the item goes to: the page of its name key (``wiki.dedup``) this
-        batch resolved an item to, else the live page of that key (not a ghost), else a new page
-        at the item's slug (suffixed with its kind while that slug belongs to another page). Only
-        the name decides, never an alias nor which page came first, so every order of the same
-        documents puts the same items together."""
+def _summary_page(kb, doc: Document, extraction: Extraction, slug: str, slug_of: dict[str, str]) -> Page:
+    """The summary page of an ingested document at ``slug``: its body, its source and links to the
+    pages of its items (``slug_of``: name key -> slug), once each, in the extraction's order."""
+    links: list[tuple[str, str, str, str]] = []
+    seen: set[str] = set()
+    for item in extraction.items:
         key = name_key(item.name)
-        page = self.batch.pages.get(self.batch.by_key.get(key, ""))
-        if page is None:
-            page = next((p for p in self.ctx.by_name_keys([key])[key] if p.slug not in self.ghosts), None)
-        if page is None:  # "C" has "c": "C++" (another key) takes "c-entity"
-            slug = next(s for s in new_page_slugs(item.name, item.kind) if not self._taken(s))
-            page = PageLite(slug=slug, title=item.name, page_type=item.kind)
-        self.batch.add(key, page)
-        return page.slug, page.page_type
-
-    def _taken(self, slug: str) -> bool:
-        """Whether ``slug`` belongs to a page of another name key: one of this batch, a live page
-        that stays (not a ghost), a summary or the index, or a reserved slug."""
-        if slug in self.batch.pages or slug in RESERVED_SLUGS:
-            return True
-        if slug in self.plan and self.plan[slug].page_type in (PageType.summary, PageType.index):
-            return True
-        live = self.ctx.lite([slug]).get(slug)
-        return live is not None and (slug not in self.ghosts or live.page_type not in ITEM_TYPES)
+        if key not in seen and key in slug_of:
+            seen.add(key)
+            links.append((item.kind, slug_of[key], item.name, item.description))
+    return Page(
+        tenant_id=kb.tenant_id,
+        knowledge_base_id=kb.id,
+        slug=slug,
+        title=doc.title,
+        page_type=PageType.summary,
+        content=render_summary_page(extraction, doc.source_uri, links),
+        summary=extraction.summary,
+        source_refs=[SourceRef(knowledge_id=doc.id, title=doc.title)],
+        facts={doc.id: {"links": [list(entry) for entry in links]}},  # as jsonb gives it back
+    )
 
 
 @dataclass
@@ -372,36 +328,41 @@ class _Writes:
 
 
 def _write_plan(
-    kb, plan: dict[str, SlugPlan], conn: Connection, *, pages: WikiPageRepository, leads: bool = False
+    kb, planned: dict[str, Page | None], conn: Connection, *, pages: WikiPageRepository, leads: bool = False
 ) -> _Writes:
-    """Apply every slug's plan in the caller's transaction, in a handful of statements.
+    """Apply the batch's planned pages (slug -> page, or None: delete it) in the caller's
+    transaction, in a handful of statements.
 
-    The planned pages are read and locked at once, each slug's new page computed
-    (:func:`wiki.merge.next_page`), pages moved to the slug of their canonical name, links to moved pages
-    rewritten (in the batch's pages and in their other in-links, one indexed query), then every
-    change is written with one ``delete_many`` and one ``save_many``.
+    The planned pages are read and locked at once; a page that would not change is not written,
+    an entity/concept page keeps its model-written lead while it was written for its first
+    contributions (``wiki.merge.keep_lead``); pages are moved to the slug of their title, links to
+    moved pages rewritten (in the batch's pages and in their other in-links, one indexed query),
+    then every change is written with one ``delete_many`` and one ``save_many``.
 
     A page moves only when its target is free once the batch is written (not a live page of the
     KB, nor taken by an earlier move in slug order); otherwise it keeps its slug. With ``leads``
     (a model writes page leads), the written pages whose lead is due are returned too.
     """
-    current = pages.get_many(kb.id, plan, conn=conn, for_update=True)
+    current = pages.get_many(kb.id, planned, conn=conn, for_update=True)
     after: dict[str, Page] = {}  # slug -> live page as the batch leaves it
     written: set[str] = set()
     deleted: list[str] = []
     targets: dict[str, str] = {}
-    for slug, sp in sorted(plan.items()):
-        outcome, page, target = next_page(kb.tenant_id, kb.id, slug, sp, current.get(slug))
-        if outcome == "deleted":
-            deleted.append(slug)
+    for slug, page in sorted(planned.items()):
+        old = current.get(slug)
         if page is None:
+            if old is not None:
+                deleted.append(slug)
             continue
-        after[slug] = page
-        if outcome == "written":
+        page = keep_lead(page, old)
+        if old is not None and _same(old, page):
+            after[slug] = old
+        else:
+            after[slug] = page
             written.add(slug)
-        if target:
-            targets[slug] = target
-    live = set(after) | pages.existing_slugs(kb.id, set(targets.values()) - plan.keys(), conn=conn)
+        if page.page_type in ITEM_TYPES and slugify(page.title) != slug:
+            targets[slug] = slugify(page.title)
+    live = set(after) | pages.existing_slugs(kb.id, set(targets.values()) - planned.keys(), conn=conn)
     renames: dict[str, str] = {}
     for old, new in sorted(targets.items()):
         if new in live or new in RESERVED_SLUGS:
@@ -414,7 +375,7 @@ def _write_plan(
     if deleted or renames:  # in-links to them are read next: wait for every cross-link adding some
         pages.lock_link_graph(kb.id, conn)
     if renames:
-        others = set(pages.in_link_sources(kb.id, list(renames), conn=conn)) - plan.keys()
+        others = set(pages.in_link_sources(kb.id, list(renames), conn=conn)) - planned.keys()
         after.update(pages.get_many(kb.id, others, conn=conn, for_update=True))
         for slug, page in after.items():
             content, moved = rewrite_links(page.content, lambda target, _display: renames.get(target, target))
@@ -425,10 +386,23 @@ def _write_plan(
     pages.save_many([after[s] for s in sorted(changed)], conn=conn)
     before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
     after_keys = {
-        (slug, key) for slug in {*plan, *renames.values()} if slug in after for key in title_keys(after[slug])
+        (slug, key) for slug in {*planned, *renames.values()} if slug in after for key in title_keys(after[slug])
     }
     due = sorted(slug for slug in changed if lead_due(after[slug])) if leads else []
     return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys}, due)
+
+
+def _same(old: Page, new: Page) -> bool:
+    """Whether writing ``new`` over ``old`` would change nothing a reader or a later batch sees."""
+    return (
+        old.content == new.content
+        and old.source_refs == new.source_refs
+        and old.aliases == new.aliases
+        and old.title == new.title
+        and old.page_type == new.page_type
+        and old.summary == new.summary
+        and old.facts == new.facts
+    )
 
 
 def _count_failure(
@@ -478,6 +452,7 @@ def reduce_step(
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     pages: WikiPageRepository,
+    mentions: MentionRepository,
     extractions: ExtractionRepository,
     fences: LaneFenceRepository,
     extractor_name: str,
@@ -504,6 +479,7 @@ def reduce_step(
             ops=ops,
             dead_letters=dead_letters,
             pages=pages,
+            mentions=mentions,
             extractions=extractions,
             fences=fences,
             extractor_name=extractor_name,

@@ -30,6 +30,9 @@ MAX_TITLE_CHARS = 500  # a document's title as stored: ``stages.ingest.submit_do
 MAX_SOURCE_TITLE_CHARS = 200  # a title read from a file, its front matter or first heading (corpus, wiki.text)
 MAX_ITEM_NAME_CHARS = 200  # an extracted entity or concept name (``ExtractedItem.name``)
 MAX_SUMMARY_CHARS = 500  # a page's one-line summary (``wiki_pages.summary``)
+#: Names one document may mention beyond its items (``Extraction.mentions``): a row each in the
+#: mention index, so it bounds the index at this many rows per document.
+MAX_MENTIONS = 80
 
 
 class PageType(StrEnum):
@@ -152,6 +155,14 @@ class ExtractedItem(BaseModel):
 
     ``description`` is one sentence saying what the thing is; ``evidence`` are sentences quoted
     from the document (at most 3) that the page cites.
+
+    The statistics say how much the document says of it, so a page can be chosen and led across
+    the corpus (``wiki.coverage``): ``sentences`` naming it, ``subject`` of them with it as their
+    subject, ``rank`` how well ``description`` says what it is (``wiki.coverage.RANKS``: 3 a
+    definition, 2 what it does, 1 a central fact, 0 none; None: ranked from the description by
+    ``wiki.render.lead_rank``), ``named`` whether it is a proper name, an acronym or a code name
+    (not a lower-case term), ``parent`` the qualified name of the class or module it is a member
+    of ("queue.Queue" for "queue.Queue.get").
     """
 
     name: str = Field(min_length=1, max_length=MAX_ITEM_NAME_CHARS)
@@ -159,18 +170,27 @@ class ExtractedItem(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     description: str = ""
     evidence: list[str] = Field(default_factory=list, max_length=3)
+    sentences: int = Field(default=1, ge=0, le=32767)
+    subject: int = Field(default=0, ge=0, le=32767)
+    rank: int | None = Field(default=None, ge=0, le=3)
+    named: bool = False
+    parent: str = Field(default="", max_length=MAX_ITEM_NAME_CHARS)
 
 
 class Extraction(BaseModel):
     """The map stage's result for one document (cached in ``wiki_extractions``).
 
     ``summary`` is one line (the page's summary column); ``body`` is Markdown paragraphs for the
-    summary page. ``items`` holds entities and concepts, at most 40 in all.
+    summary page. ``items`` holds the entities and concepts the document alone makes pages of, at
+    most 40 in all; ``mentions`` the other names it names, at most ``MAX_MENTIONS``.
     """
 
     summary: str = Field(min_length=1)
     body: str = Field(min_length=1)
     items: list[ExtractedItem] = Field(default_factory=list, max_length=40)
+    #: The other names the document names that may have a page once the corpus supports them
+    #: (``wiki.coverage.page_worthy``): a name other documents name too, a term another defines.
+    mentions: list[ExtractedItem] = Field(default_factory=list, max_length=MAX_MENTIONS)
 
     @field_validator("summary")
     @classmethod

@@ -9,10 +9,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from wiki.models import Extraction, Page, PageLite
 
-MAX_SOURCES_SHOWN = 20
+#: Quotes an entity or concept page shows (from as many documents, one each first).
+QUOTES_SHOWN = 8
 MAX_EVIDENCE_PER_SOURCE = 2
 
 _LINKISH = re.compile(r"\[\[|\]\]")
@@ -31,7 +33,10 @@ LEAD_CHARS = 120
 
 #: The headings of a summary page's lists of its entity and concept pages.
 ITEM_SECTIONS = {"entity": "Entities", "concept": "Concepts"}
-_ITEM_SECTION_RE = re.compile(f"^## (?:{'|'.join(ITEM_SECTIONS.values())})$")
+#: The headings of an entity or concept page's link lists (``LinkSection``).
+MEMBER_OF, MEMBERS, RELATED = "Member of", "Members", "Related"
+_LISTED_SECTIONS = (*ITEM_SECTIONS.values(), MEMBER_OF, MEMBERS, RELATED)
+_ITEM_SECTION_RE = re.compile(f"^## (?:{'|'.join(_LISTED_SECTIONS)})$")
 
 
 def neutral(text: str) -> str:
@@ -59,14 +64,11 @@ def lead_rank(description: str) -> int:
     return 1 if _DEFINES_WHAT_IT_DOES.search(description) else 0
 
 
-def best_lead(descriptions: Sequence[str]) -> str:
-    """The page's lead among its sources' descriptions: the strongest (``lead_rank``), then the one
-    nearest ``LEAD_CHARS`` characters, then the smallest string. It depends on the set of
-    descriptions only, never on the order the sources came in. "" when there is none."""
-    present = [d for d in descriptions if d]
-    if not present:
-        return ""
-    return min(present, key=lambda d: (-lead_rank(d), abs(len(d) - LEAD_CHARS), d))
+def first_lead(facts: dict[str, dict]) -> str:
+    """The page's lead among its contributions: the first description in their order
+    (``ordered_facts``: the best rows first, ``wiki.coverage.MentionRow.order``, so the strongest
+    definition of the document that says most of the subject). "" when none has one."""
+    return next((f["description"] for _, f in ordered_facts(facts) if f.get("description")), "")
 
 
 #: Contributions a model-written lead is written from: the page's first ones (``ordered_facts``,
@@ -104,29 +106,82 @@ def lead_key(title: str, inputs: Sequence[str]) -> str:
     return hashlib.sha256("\n".join([title, *inputs]).encode()).hexdigest()[:16]
 
 
-def render_item_page(title: str, facts: dict[str, dict], aliases: Sequence[str], n_sources: int, lead: str = "") -> str:
-    """An entity or concept page: what it is, what each source says (cited), and its sources.
+class LinkSection(NamedTuple):
+    """A list of links an entity or concept page ends with: its ``heading``, the (slug, display)
+    ``links`` and how many ``more`` there are than it shows."""
 
-    ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]}; at most
-    ``MAX_SOURCES_SHOWN`` sources are listed, the rest counted. The lead is ``lead`` (a model's,
-    written from ``lead_inputs``) or else ``best_lead`` of the sources' descriptions; evidence is
-    quoted whole, as the extractor found it.
+    heading: str
+    links: Sequence[tuple[str, str]]
+    more: int = 0
+
+
+def render_item_page(
+    title: str, facts: dict[str, dict], aliases: Sequence[str], lead: str = "", sections: Sequence[LinkSection] = ()
+) -> str:
+    """An entity or concept page: what it is, what the sources say (cited), and its link lists.
+
+    ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]} in the order
+    of their ``seq`` (the best rows first). The lead is ``lead`` (a model's, written from
+    ``lead_inputs``) or else ``first_lead``; then up to ``QUOTES_SHOWN`` quotes, one per document
+    first (a second one of each only when fewer documents have one), each as the extractor found
+    it with its document cited; then ``sections`` (members, what it is a member of, related pages)
+    as lists whose links cross-linking keeps (``listed_link_starts``). Which documents mention the
+    page is not part of it: that list grows with the KB, so readers show it from the mention index.
     """
     ordered = ordered_facts(facts)
-    description = lead or best_lead([f.get("description", "") for _, f in ordered])
+    description = lead or first_lead(facts)
     lines = [neutral(description) or f"**{neutral(title)}** is a topic of this knowledge base.", ""]
     if aliases:
         lines += ["**Also known as:** " + ", ".join(neutral(a) for a in aliases), ""]
-    lines += ["## What the sources say", ""]
-    for _, fact in ordered[:MAX_SOURCES_SHOWN]:
-        cite = link(fact["summary_slug"], fact["doc_title"])
-        for sentence in fact.get("evidence", [])[:MAX_EVIDENCE_PER_SOURCE]:
-            lines.append(f"- {neutral(sentence)} ({cite})")
-    lines += ["", "## Sources", ""]
-    lines += [f"- {link(f['summary_slug'], f['doc_title'])}" for _, f in ordered[:MAX_SOURCES_SHOWN]]
-    if n_sources > MAX_SOURCES_SHOWN:
-        lines.append(f"- and {n_sources - MAX_SOURCES_SHOWN} more sources")
+    quotes: list[str] = []
+    for depth in range(MAX_EVIDENCE_PER_SOURCE):
+        for _, fact in ordered:
+            evidence = fact.get("evidence", [])
+            if depth < len(evidence) and len(quotes) < QUOTES_SHOWN:
+                quotes.append(f"- {neutral(evidence[depth])} ({link(fact['summary_slug'], fact['doc_title'])})")
+    if quotes:
+        lines += ["## What the sources say", "", *quotes, ""]
+    for section in sections:
+        if section.links:
+            lines += [f"## {section.heading}", ""]
+            lines += [f"- {link(slug, display)}" for slug, display in section.links]
+            if section.more:
+                lines.append(f"- and {section.more} more")
+            lines.append("")
     return "\n".join(lines).strip() + "\n"
+
+
+_LIST_LINK = re.compile(r"^- \[\[([^\]|]+)\|([^\]]*)\]\]$")
+_MORE = re.compile(r"^- and (\d+) more$")
+
+
+def link_sections(content: str) -> list[LinkSection]:
+    """The link lists an entity or concept page's ``content`` ends with (``render_item_page``'s
+    ``sections``), read back, so a page can be rendered again from its facts without them being
+    planned again (lint's repair of a page citing documents that are gone)."""
+    sections: list[LinkSection] = []
+    heading = None
+    links: list[tuple[str, str]] = []
+    more = 0
+    for line in [*content.split("\n"), "## end"]:
+        if line.startswith("## "):
+            if heading is not None:
+                sections.append(LinkSection(heading, links, more))
+            title = line[3:].strip()
+            heading = title if title in (MEMBER_OF, MEMBERS, RELATED) else None
+            links, more = [], 0
+        elif heading is not None and (m := _LIST_LINK.match(line)):
+            links.append((m.group(1), m.group(2)))
+        elif heading is not None and (m := _MORE.match(line)):
+            more = int(m.group(1))
+    return sections
+
+
+def with_lead(content: str, lead: str) -> str:
+    """An entity or concept page's ``content`` opening with ``lead`` instead of its own first line
+    (the lead ``render_item_page`` wrote): how a model-written lead replaces the chosen one."""
+    _, _, rest = content.partition("\n")
+    return neutral(lead) + "\n" + rest
 
 
 def render_summary_page(
@@ -187,9 +242,10 @@ def render_index_page(
 
 
 def listed_link_starts(content: str) -> set[int]:
-    """Offsets of the links :func:`render_summary_page` writes itself: the link that opens each list
-    item under an "## Entities" or "## Concepts" heading. Every other link to an entity or concept
-    page in a rendered page was added by cross-linking."""
+    """Offsets of the links the renderers write themselves: the link that opens each list item
+    under a summary's "## Entities" or "## Concepts" heading and under an entity or concept page's
+    link lists (``LinkSection``). Every other link to an entity or concept page in a rendered page
+    was added by cross-linking."""
     starts: set[int] = set()
     in_list = False
     pos = 0

@@ -37,13 +37,16 @@ from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
 from repos.web import SEARCH_LIMIT, WebRepository
 from stages.requeue import requeue_dead_letter
+from wiki.dedup import name_key
 from wiki.errors import DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
-from wiki.models import KnowledgeBase
+from wiki.models import ITEM_TYPES, KnowledgeBase
 
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
 HOME_LIST = 20
+#: Documents a page's "Mentioned in" list shows per page of the list.
+MENTIONED_PER_PAGE = 50
 #: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
 COUNTS_CACHE_S = 10.0
 CSP = (
@@ -54,6 +57,11 @@ CSP = (
 #: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``actors.requeue.requeue_dead_letter`` on
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
 Requeue = Callable[[int, int], str]
+
+
+def _int(value: str) -> int:
+    """A query parameter as an integer, 0 when it is none."""
+    return int(value) if value.isdigit() and len(value) < 10 else 0
 
 
 def _quote(value: str) -> str:
@@ -149,15 +157,29 @@ def create_app(
         if page is None:
             raise HTTPException(404, "no such page")
         sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
+        backlinks = web.backlinks(tenant_id, kb.id, page.slug)
+        mentioned, mentioned_page, mentions = 0, 0, []
+        if page.page_type in ITEM_TYPES:
+            mentioned_page = max(0, _int(request.query_params.get("mentioned", "0")))
+            mentioned, mentions = web.mentioned_in(
+                tenant_id, kb.id, name_key(page.title), MENTIONED_PER_PAGE, mentioned_page * MENTIONED_PER_PAGE
+            )
+        elif page.page_type == "summary" and page.source_refs:  # the pages listing it under "Mentioned in"
+            listing = web.pages_naming(tenant_id, kb.id, page.source_refs[0].knowledge_id)
+            backlinks = sorted({p.slug: p for p in [*backlinks, *listing]}.values(), key=lambda p: p.slug)
         return render(
             request,
             "page.html",
             kb=kb,
             page=page,
             html=page_html(kb, page.content),
-            backlinks=web.backlinks(tenant_id, kb.id, page.slug),
+            backlinks=backlinks,
             sources=sources,
             more_sources=max(0, len(page.source_refs) - len(sources)),
+            mentioned=mentioned,
+            mentions=mentions,
+            mentioned_page=mentioned_page,
+            mentioned_pages=-(-mentioned // MENTIONED_PER_PAGE),
         )
 
     def search(request: Request) -> Response:

@@ -24,14 +24,10 @@ def _reduce_only(deps, kb) -> None:
 
 
 def _sprocket_mentioning_widget(deps, kb) -> None:
-    """A reduced KB whose "sprocket" page mentions the "widget" page, not yet cross-linked."""
-    _submit(
-        deps,
-        kb,
-        "Alpha",
-        "* Widget (entity): Widget is a small part.",
-        "* Sprocket (entity): A sprocket drives the widget of every machine.",
-    )
+    """A reduced KB whose "sprocket" page mentions the "widget" page, not yet cross-linked (the
+    two come from two documents, so the sprocket page does not list the widget as related)."""
+    _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.")
+    _submit(deps, kb, "Beta", "* Sprocket (entity): A sprocket drives the widget of every machine.")
     _reduce_only(deps, kb)
 
 

@@ -23,7 +23,7 @@ from tests.support.llm_server import ScriptedLLM, answer, error, is_lead_request
 from tests.support.pipeline import settle
 from wiki.extract.llm.extractor import forget_modes
 from wiki.lanes import FINALIZE, LEAD, SCOPE_KB
-from wiki.render import LEAD_SOURCES, best_lead, lead_inputs, lead_key, ordered_facts
+from wiki.render import LEAD_SOURCES, first_lead, lead_inputs, lead_key
 
 
 def docs(tags: list[str]) -> dict[str, tuple[str, str]]:
@@ -122,7 +122,7 @@ def test_a_failing_lead_call_keeps_the_chosen_lead_and_a_paused_kb_keeps_its_lea
     settle(deps, kb)  # the lead op backs off, then is dropped after wiki_max_fail_retries
     page = frob(deps, kb)
     assert lead_calls(server) and page.lead == ""
-    assert opening(page) == best_lead([f["description"] for _, f in ordered_facts(page.facts)])
+    assert opening(page) == first_lead(page.facts)
     assert deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
 
     # out of credit: the KB pauses and its lead op waits for `kbwiki resume`

@@ -359,30 +359,35 @@ def test_changed_content_replaces_the_contribution_and_keeps_slugs(env):
     assert deps.extractions.get(kb.id, kid, doc.content_hash, deps.extractor.name) is not None
 
 
-def test_retract_beyond_the_fact_cap_leaves_no_fact_of_the_document(env):
+def test_retract_of_a_quoted_or_an_unquoted_source_leaves_no_fact_of_the_document(env):
     from stages.delete import delete_document
-    from wiki.merge import MAX_FACT_SOURCES
+    from wiki.coverage import MAX_QUOTES
+    from wiki.dedup import name_key
 
     deps, kb = env
-    n = MAX_FACT_SOURCES + 2
+    n = MAX_QUOTES + 3
     ids = [
         _submit(deps, kb, f"doc{i:02d}", f"* Popular Topic (concept): Document {i:02d} mentions the popular topic.")
         for i in range(n)
     ]
     _settle(deps, kb)
     page = deps.pages.get(kb.id, "popular-topic")
-    assert len(page.source_refs) == n and len(page.facts) == MAX_FACT_SOURCES
+    key = name_key("Popular Topic")
+    # the page quotes MAX_QUOTES of its documents; the mention index counts every one
+    assert len(page.facts) == MAX_QUOTES and {r.knowledge_id for r in page.source_refs} == set(page.facts)
+    assert deps.mentions.doc_counts(kb.id, [key]) == {key: n}
     with_fact = next(k for k in ids if k in page.facts)
     without_fact = next(k for k in ids if k not in page.facts)
     for kid in (with_fact, without_fact):
         run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
     _settle(deps, kb)
     page = deps.pages.get(kb.id, "popular-topic")
-    refs = {r.knowledge_id for r in page.source_refs}
-    assert refs == set(ids) - {with_fact, without_fact}
-    assert set(page.facts) <= refs and with_fact not in page.facts
+    assert deps.mentions.doc_counts(kb.id, [key]) == {key: n - 2}
+    assert len(page.facts) == MAX_QUOTES and set(page.facts) <= set(ids) - {with_fact, without_fact}
     gone = {deps.docs.get(k).title for k in (with_fact, without_fact)}
     assert not any(f"Document {t[3:]} mentions" in page.content for t in gone)
+    listed = {kid for _, _, kid in deps.mentions.mentioned_in(kb.id, key, limit=100)}
+    assert listed == set(ids) - {with_fact, without_fact}
     _assert_no_dead_links(deps, kb)
 
 

@@ -38,10 +38,10 @@ def test_the_index_slug_is_reserved() -> None:
     assert INDEX_SLUG in RESERVED_SLUGS
 
 
-def test_a_page_type_is_the_kind_most_sources_give_it_whatever_their_order() -> None:
-    assert item_type(["concept", "entity", "concept"]) == item_type(["concept", "concept", "entity"]) == "concept"
-    assert item_type(["concept", "entity"]) == item_type(["entity", "concept"]) == "entity"  # a tie
-    assert item_type(["entity"]) == "entity" and item_type(["concept"]) == "concept"
+def test_a_page_type_is_the_kind_most_sources_give_it() -> None:
+    assert item_type(entity=1, docs=3) == "concept"
+    assert item_type(entity=1, docs=2) == "entity"  # a tie
+    assert item_type(entity=1, docs=1) == "entity" and item_type(entity=0, docs=1) == "concept"
 
 
 def test_cross_links_come_off_and_the_summary_lists_stay() -> None:

@@ -1,0 +1,218 @@
+"""The entity and concept pages of the name keys a reduce batch touched, made from the mention index.
+
+A batch changes the mention rows of its documents (``wiki.coverage.rows_of``: the rows they give
+now, in place of the rows they gave before). Every name key whose rows change is planned again
+from what the index holds once the batch is written: whether it has a page
+(``wiki.coverage.page_worthy`` on its counters), its title and aliases (the names its rows give),
+its lead and quotes (its best rows, the batch's documents merged with the stored ones), what it is
+a member of, its members, and its related pages (the items of the documents it quotes). Each of
+these is a bounded read per key (a counter row, a few names, at most ``MAX_QUOTES`` rows), never a
+scan of the KB, and a function of the key's rows only, so the pages are the same whatever order
+the documents came in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from repos.mentions import MentionRepository
+from stages.batch_context import BatchContext
+from wiki.coverage import (
+    MAX_QUOTES,
+    KeyStats,
+    MentionRow,
+    best,
+    facts_of,
+    name_deltas,
+    page_worthy,
+    stats_after,
+)
+from wiki.dedup import name_key
+from wiki.merge import item_summary, item_type, new_page_slugs, title_and_aliases
+from wiki.models import ITEM_TYPES, KnowledgeBase, Page, SourceRef
+from wiki.render import MEMBER_OF, MEMBERS, RELATED, LinkSection, render_item_page
+from wiki.slugs import RESERVED_SLUGS
+
+#: Members an entity page lists (a module's classes, a class's methods); the rest are counted.
+MAX_MEMBERS = 40
+#: Related pages an entity or concept page lists: the items of the documents it quotes.
+MAX_RELATED = 12
+
+
+@dataclass
+class ItemPlan:
+    """What a batch does to entity and concept pages, and to the mention index.
+
+    ``pages``: slug -> the page as the batch leaves it (without a stored model lead: the writer
+    keeps it, ``wiki.merge.keep_lead``); ``deleted``: slugs of item pages that have no name key
+    with a page any more; ``slug_of``: name key -> slug of every key with a page after the batch
+    that the batch knows of; and the index's changes (rows, counters, names)."""
+
+    pages: dict[str, Page] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    slug_of: dict[str, str] = field(default_factory=dict)
+    dropped: list[MentionRow] = field(default_factory=list)
+    added: list[MentionRow] = field(default_factory=list)
+    stat_deltas: dict[str, KeyStats] = field(default_factory=dict)
+    name_deltas: dict[tuple[str, str, bool], int] = field(default_factory=dict)
+
+
+def plan_item_pages(
+    kb: KnowledgeBase,
+    new_rows: dict[str, dict[str, MentionRow]],
+    batch_ids: set[str],
+    *,
+    ctx: BatchContext,
+    mentions: MentionRepository,
+    taken: set[str],
+) -> ItemPlan:
+    """Plan the item pages of every name key the batch's documents named before or name now.
+
+    ``new_rows``: knowledge id -> {key: row} of the documents the batch ingests (retracted ones
+    give none); ``batch_ids``: every document of the batch (ingested and retracted); ``taken``:
+    slugs new pages must not take (the batch's summaries). Reads only the keys concerned."""
+    plan = ItemPlan()
+    plan.dropped = mentions.rows_of_docs(kb.id, batch_ids)
+    plan.added = [row for rows in new_rows.values() for row in rows.values()]
+    # pages citing the batch's documents (their quotes come from them): pages written before the
+    # mention index are found this way too, and planned again from it
+    citing = ctx.lite(s for slugs in ctx.slugs_citing_many(batch_ids).values() for s in slugs)
+    legacy = {s: p for s, p in citing.items() if p.page_type in ITEM_TYPES}
+    touched = {r.key for r in [*plan.dropped, *plan.added]}
+    touched |= {r.parent for r in [*plan.dropped, *plan.added] if r.parent}
+    touched |= {name_key(p.title) for p in legacy.values()}
+    by_key = ctx.by_name_keys(touched)
+    found = {p.slug for pages in by_key.values() for p in pages}
+    plan.deleted |= {slug for slug in legacy if slug not in found}  # keyed by an older rule: planned again
+    stats = stats_after(mentions.stats(kb.id, touched), plan.dropped, plan.added)
+    plan.stat_deltas = stats_after({}, plan.dropped, plan.added)
+    plan.name_deltas = name_deltas(plan.dropped, plan.added)
+    worthy = {key for key in touched if page_worthy(stats.get(key, KeyStats()))}
+    # a key whose page appears or goes changes its members' "Member of": they are planned again
+    changed = {k for k in touched if (k in worthy) != bool(by_key.get(k))}
+    members = _members(kb, mentions, worthy | changed, batch_ids, plan.added)
+    for parent in changed:
+        touched |= set(members.get(parent, ()))
+    extra = touched - stats.keys()
+    if extra:
+        stats.update(mentions.stats(kb.id, extra))
+        by_key.update(ctx.by_name_keys(extra))
+        worthy |= {key for key in extra if page_worthy(stats.get(key, KeyStats()))}
+
+    names = mentions.names(kb.id, worthy)
+    for (key, name, alias), delta in plan.name_deltas.items():
+        if key in worthy:
+            bucket = names.setdefault(key, {})
+            bucket[(name, alias)] = bucket.get((name, alias), 0) + delta
+    stored = mentions.best_rows(kb.id, worthy, exclude=batch_ids, limit=MAX_QUOTES)
+    added_by_key: dict[str, list[MentionRow]] = {}
+    for row in plan.added:
+        added_by_key.setdefault(row.key, []).append(row)
+    chosen = {key: best([*stored.get(key, []), *added_by_key.get(key, [])]) for key in worthy}
+    titled = {key: title_and_aliases(names.get(key, {})) for key in worthy if names.get(key)}
+    worthy &= titled.keys()  # a key with rows always has names; none only for a key being emptied
+
+    # slugs: a key's live page keeps its slug (wiki.merge renames it to its title's later); a new
+    # page takes its title's slug, suffixed with its kind while another page holds that
+    for key in sorted(touched - worthy):
+        plan.deleted.update(p.slug for p in by_key.get(key, []))
+    for key in sorted(worthy):
+        live = by_key.get(key, [])
+        if live:
+            plan.slug_of[key] = live[0].slug
+            plan.deleted.update(p.slug for p in live[1:])  # written under an older rule: one page per key
+    for key in sorted(worthy - plan.slug_of.keys(), key=lambda k: (titled[k][0], k)):
+        kind = item_type(stats[key].entity, stats[key].docs)
+        plan.slug_of[key] = next(
+            s
+            for s in new_page_slugs(titled[key][0], kind)
+            if s not in RESERVED_SLUGS and s not in taken and not _held(s, plan, ctx)
+        )
+        taken.add(plan.slug_of[key])
+
+    related = _related(kb, mentions, chosen, new_rows, batch_ids)
+    linked = {k for ks in [*related.values(), *members.values()] for k in ks} | {
+        r.parent for rows in chosen.values() for r in rows if r.parent
+    }
+    titles = _titles(ctx, linked - plan.slug_of.keys() - touched)  # a touched key has a page only if worthy
+    titles.update({key: (plan.slug_of[key], titled[key][0]) for key in worthy})
+    for key in sorted(worthy):
+        title, aliases = titled[key]
+        slug, rows = plan.slug_of[key], chosen[key]
+        facts = facts_of(rows)
+        parent = next((r.parent for r in rows if r.parent), "")
+        sections = [
+            LinkSection(MEMBER_OF, [titles[parent]] if parent in titles and parent != key else []),
+            _section(MEMBERS, [titles[m] for m in members.get(key, []) if m in titles and m != key], MAX_MEMBERS),
+            _section(RELATED, [titles[r] for r in related.get(key, []) if r in titles and r != key], MAX_RELATED),
+        ]
+        plan.pages[slug] = Page(
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            slug=slug,
+            title=title,
+            page_type=item_type(stats[key].entity, stats[key].docs),
+            content=render_item_page(title, facts, aliases, sections=sections),
+            summary=item_summary(facts, ""),
+            aliases=aliases,
+            source_refs=[SourceRef(knowledge_id=r.knowledge_id, title=r.doc_title) for r in rows],
+            facts=facts,
+        )
+    plan.deleted -= plan.pages.keys()
+    return plan
+
+
+def _held(slug: str, plan: ItemPlan, ctx: BatchContext) -> bool:
+    """Whether ``slug`` belongs to a page that stays: planned in this batch, or live and not being
+    deleted by it."""
+    if slug in plan.pages or slug in plan.slug_of.values():
+        return True
+    return bool(ctx.lite([slug])) and slug not in plan.deleted
+
+
+def _section(heading: str, links: list[tuple[str, str]], limit: int) -> LinkSection:
+    unique = list(dict.fromkeys(links))
+    return LinkSection(heading, unique[:limit], max(0, len(unique) - limit))
+
+
+def _titles(ctx: BatchContext, keys: set[str]) -> dict[str, tuple[str, str]]:
+    """{key: (slug, title)} of the live item pages of ``keys`` (keys without one are left out)."""
+    return {key: (found[0].slug, found[0].title) for key, found in ctx.by_name_keys(keys).items() if found}
+
+
+def _members(
+    kb: KnowledgeBase,
+    mentions: MentionRepository,
+    keys: set[str],
+    batch_ids: set[str],
+    added: list[MentionRow],
+) -> dict[str, list[str]]:
+    """{key: keys of its members} once the batch is written: rows naming it as their parent,
+    the batch's documents' stored rows replaced by their new ones."""
+    stored = mentions.children(kb.id, keys, exclude=batch_ids)
+    out = {key: set(found) for key, found in stored.items()}
+    for row in added:
+        if row.parent in keys:
+            out.setdefault(row.parent, set()).add(row.key)
+    return {key: sorted(found) for key, found in out.items()}
+
+
+def _related(
+    kb: KnowledgeBase,
+    mentions: MentionRepository,
+    chosen: dict[str, list[MentionRow]],
+    new_rows: dict[str, dict[str, MentionRow]],
+    batch_ids: set[str],
+) -> dict[str, list[str]]:
+    """{key: related keys}: the items (earned keys) of the documents the key's page quotes, most
+    shared first, then by key. What the summaries of its documents connect it to."""
+    docs = {r.knowledge_id for rows in chosen.values() for r in rows}
+    earned = mentions.earned_keys(kb.id, docs - batch_ids)
+    for kid, rows in new_rows.items():
+        earned[kid] = sorted(k for k, r in rows.items() if r.earned)
+    out: dict[str, list[str]] = {}
+    for key, rows in chosen.items():
+        counts = Counter(k for r in rows for k in earned.get(r.knowledge_id, []) if k != key)
+        out[key] = [k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return out
