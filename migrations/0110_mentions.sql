@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS wiki_mentions (
     kind              VARCHAR(16) NOT NULL,
     earned            BOOLEAN NOT NULL,
     named             BOOLEAN NOT NULL,
+    titled            BOOLEAN NOT NULL,
     sentences         SMALLINT NOT NULL,
     subject           SMALLINT NOT NULL,
     rank              SMALLINT NOT NULL,
@@ -44,6 +45,8 @@ CREATE TABLE IF NOT EXISTS wiki_mention_keys (
     defined           INT NOT NULL,
     described         INT NOT NULL,
     entity            INT NOT NULL,
+    titled            INT NOT NULL,
+    subjects          INT NOT NULL,
     PRIMARY KEY (knowledge_base_id, key)
 );
 CREATE INDEX IF NOT EXISTS idx_wiki_mention_keys_docs ON wiki_mention_keys (knowledge_base_id, docs DESC, key);

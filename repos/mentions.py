@@ -20,10 +20,10 @@ from wiki.coverage import KeyStats, MentionRow
 from wiki.errors import BadInput
 
 _ROW_COLUMNS = (
-    "key, knowledge_id, name, kind, earned, named, sentences, subject, rank, score, lead, quotes, aliases,"
+    "key, knowledge_id, name, kind, earned, named, titled, sentences, subject, rank, score, lead, quotes, aliases,"
     " parent, summary_slug"
 )
-_STAT_COLUMNS = ("docs", "earned", "named", "discussed", "defined", "described", "entity")
+_STAT_COLUMNS = ("docs", "earned", "named", "discussed", "defined", "described", "entity", "titled", "subjects")
 
 # The best rows of each key with something to quote, documents of the batch left out: one probe of
 # the best-rows index per key, LIMIT rows each, the document's title joined.
@@ -40,9 +40,9 @@ BEST_ROWS_SQL = (
 INSERT_ROWS_SQL = f"""
 INSERT INTO wiki_mentions (knowledge_base_id, {_ROW_COLUMNS})
 SELECT %(kb)s, {_ROW_COLUMNS} FROM jsonb_to_recordset(%(rows)s) AS r(
-    key text, knowledge_id text, name text, kind text, earned boolean, named boolean, sentences smallint,
-    subject smallint, rank smallint, score int, lead text, quotes jsonb, aliases jsonb, parent text,
-    summary_slug text)
+    key text, knowledge_id text, name text, kind text, earned boolean, named boolean, titled boolean,
+    sentences smallint, subject smallint, rank smallint, score int, lead text, quotes jsonb, aliases jsonb,
+    parent text, summary_slug text)
 """
 UPSERT_STATS_SQL = f"""
 INSERT INTO wiki_mention_keys (knowledge_base_id, key, {", ".join(_STAT_COLUMNS)})
@@ -67,6 +67,7 @@ def _row(r: Mapping) -> MentionRow:
         kind=r["kind"],
         earned=r["earned"],
         named=r["named"],
+        titled=r["titled"],
         sentences=r["sentences"],
         subject=r["subject"],
         rank=r["rank"],
@@ -275,6 +276,7 @@ class MentionRepository:
                                 "kind": r.kind,
                                 "earned": r.earned,
                                 "named": r.named,
+                                "titled": r.titled,
                                 "sentences": min(r.sentences, 32767),
                                 "subject": min(r.subject, 32767),
                                 "rank": r.rank,

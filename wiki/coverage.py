@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from wiki.dedup import name_key
 from wiki.models import Document, ExtractedItem, Extraction
 from wiki.render import lead_rank
+from wiki.slugs import has_cjk
 
 #: What ``ExtractedItem.rank`` / ``MentionRow.rank`` say of a row's lead sentence.
 RANKS = {3: "a definition (X is a ...)", 2: "what X does or provides", 1: "a central fact about X", 0: "no lead"}
@@ -32,6 +33,11 @@ TERM_MIN_DOCS = 2
 #: A proper name, acronym or code name gets a page once this many documents name it (and some
 #: document says something of it as its subject), even where nothing says "X is a ...".
 NAME_MIN_DOCS = 3
+#: A name this many documents name gets a page even where no sentence defines it or states a
+#: central fact of it, when a document or one of its sections is titled by it and some sentence has
+#: it for its subject ("Workqueue guarantees that ..."): what readers of the corpus look up; that
+#: sentence leads it (``score``: the rows with a subject sentence first).
+NAME_HUB_DOCS = 5
 #: A proper name the subject of this many sentences of one document gets a page.
 NAME_MIN_SUBJECT = 2
 #: Quotes a page shows, from this many documents at most (one each first, then a second of each).
@@ -49,7 +55,8 @@ class MentionRow:
     """One document's mention of one name key (a ``wiki_mentions`` row).
 
     ``earned``: the document alone makes it a page (it was among ``Extraction.items``);
-    ``named``: the document takes it for a proper name, acronym or code name; ``parent``: the name
+    ``named``: the document takes it for a proper name, acronym or code name; ``titled``: the
+    document's title or one of its headings names it; ``parent``: the name
     key of the class or module it is a member of ("" for none); ``score``: its place among the
     key's rows (``score``); ``doc_title`` is filled by reads that join the document.
     """
@@ -69,6 +76,7 @@ class MentionRow:
     aliases: tuple[str, ...]
     parent: str
     summary_slug: str
+    titled: bool = False
     doc_title: str = ""
 
     def order(self) -> tuple[int, str, str]:
@@ -82,7 +90,9 @@ class KeyStats:
     """Counters of one name key's rows, kept per key so whether it has a page is one row's read:
     ``docs`` rows, ``earned`` of them among items, ``named`` taken for a name, ``discussed`` a name
     the subject of ``NAME_MIN_SUBJECT`` sentences or more, ``defined`` with a definition (rank 3),
-    ``described`` with any lead (rank 1 or more), ``entity`` of kind entity."""
+    ``described`` with any lead (rank 1 or more), ``entity`` of kind entity, ``titled`` from a
+    document whose title or one of whose headings names it, ``subjects`` from a document with a
+    sentence that has it for its subject."""
 
     docs: int = 0
     earned: int = 0
@@ -91,6 +101,8 @@ class KeyStats:
     defined: int = 0
     described: int = 0
     entity: int = 0
+    titled: int = 0
+    subjects: int = 0
 
     def apply(self, row: MentionRow, sign: int = 1) -> None:
         """Count ``row`` in (``sign`` 1) or out (-1)."""
@@ -101,6 +113,8 @@ class KeyStats:
         self.defined += sign * (row.rank >= 3)
         self.described += sign * (row.rank >= 1)
         self.entity += sign * (row.kind == "entity")
+        self.titled += sign * row.titled
+        self.subjects += sign * (row.subject >= 1)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -111,10 +125,13 @@ def page_worthy(stats: KeyStats) -> bool:
 
     - a document makes it a page on its own (``earned``: it defines it, or it is the subject of
       two sentences there, or a section of a reference is headed by it);
-    - a term defined somewhere (a definition, rank 3) that ``TERM_MIN_DOCS`` documents name;
-    - a proper name, acronym or code name that some document says something of as its subject
-      (a lead, rank 1 or more) and that is the subject of ``NAME_MIN_SUBJECT`` sentences of one
-      document or named by ``NAME_MIN_DOCS`` documents.
+    - a term defined somewhere (a definition, rank 3) that ``TERM_MIN_DOCS`` documents name (a
+      term no document defines is left: what it does or has is no lead of a general term);
+    - a proper name, acronym or code name (so most documents naming it take it) that some
+      document says something of as its subject (a lead, rank 1 or more) and that is the subject
+      of ``NAME_MIN_SUBJECT`` sentences of one document or named by ``NAME_MIN_DOCS`` documents;
+    - a name ``NAME_HUB_DOCS`` documents name, one of which (or one of whose sections) it titles,
+      and some sentence has for its subject.
 
     Generic everyday words never get here: the extractor does not name them."""
     if stats.docs <= 0:
@@ -123,7 +140,12 @@ def page_worthy(stats: KeyStats) -> bool:
         return True
     if stats.defined and stats.docs >= TERM_MIN_DOCS:
         return True
-    return bool(stats.named and stats.described and (stats.discussed or stats.docs >= NAME_MIN_DOCS))
+    # most of its documents must take it for a name: one title-cased heading ("User Space",
+    # "Documentation") does not make a phrase the others write in lower case a name
+    named = 2 * stats.named > stats.docs
+    if named and stats.described and (stats.discussed or stats.docs >= NAME_MIN_DOCS):
+        return True
+    return bool(named and stats.titled and stats.subjects and stats.docs >= NAME_HUB_DOCS)
 
 
 def score(rank: int, subject: int, sentences: int, lead: str) -> int:
@@ -156,8 +178,12 @@ def rows_of(doc: Document, extraction: Extraction, summary_slug: str) -> dict[st
         for item in items:
             key = name_key(item.name)
             rank = _rank(item)
-            lead = _sentence(item.description) if rank else ""
-            quotes = tuple(q for q in dict.fromkeys(_sentence(e) for e in item.evidence) if q)[:QUOTES_PER_SOURCE]
+            # a translation's sentences quote nothing on the page of a Latin name
+            foreign = (lambda text: has_cjk(text)) if not has_cjk(item.name) else (lambda text: False)
+            lead = _sentence(item.description) if rank and not foreign(item.description) else ""
+            quotes = tuple(q for q in dict.fromkeys(_sentence(e) for e in item.evidence) if q and not foreign(q))[
+                :QUOTES_PER_SOURCE
+            ]
             row = MentionRow(
                 key=key,
                 knowledge_id=doc.id,
@@ -174,6 +200,7 @@ def rows_of(doc: Document, extraction: Extraction, summary_slug: str) -> dict[st
                 aliases=tuple(a for a in item.aliases if a != item.name),
                 parent=name_key(item.parent) if item.parent else "",
                 summary_slug=summary_slug,
+                titled=item.titled,
                 doc_title=doc.title,
             )
             rows[key] = _merged(rows[key], row) if key in rows else row
@@ -189,6 +216,7 @@ def _merged(first: MentionRow, other: MentionRow) -> MentionRow:
         first,
         earned=first.earned or other.earned,
         named=first.named or other.named,
+        titled=first.titled or other.titled,
         sentences=max(first.sentences, other.sentences),
         subject=max(first.subject, other.subject),
         rank=best.rank,

@@ -54,18 +54,46 @@ def singular(word: str) -> str:
     return word[:-1]
 
 
+#: What makes a name code (an identifier whose case and punctuation are part of it): a dot, an
+#: underscore, "::" or "->" between its parts. CamelCase alone does not: "JavaScript" and
+#: "Javascript", "GitHub" and "Github" are spellings of one name.
+_CODE_MARKS = re.compile(r"[._]|::|->")
+
+
+def is_code_name(name: str) -> bool:
+    """Whether ``name`` is a code identifier (``_CODE_MARKS``, one word with a letter):
+    "queue.Queue.get", "GFP_KERNEL", "io_uring"; "QueueEmpty" and "kmalloc()" are not (they have
+    none of the marks, and are folded like words)."""
+    bare = name.strip().removesuffix("()")
+    return " " not in bare and any(ch.isalpha() for ch in bare) and _CODE_MARKS.search(bare) is not None
+
+
+def link_aliases(title: str, aliases: list[str]) -> list[str]:
+    """The aliases of a page that its mentions are linked by: all of them, but a plain dictionary
+    word naming a code page ("Queue" of ``queue.Queue``, "generator" of ``email.generator``): the
+    alias lets a reader find the page, but linking it would point every "queue" of the KB there."""
+    if not is_code_name(title):
+        return list(aliases)
+    return [a for a in aliases if not (a.isalpha() and lexicon.dictionary_word(a))]
+
+
 def name_key(name: str) -> str:
     """The identity of the page an entity or concept named ``name`` belongs to.
+
+    A code name (``is_code_name``) is its own key, as written without a trailing "()": case and
+    qualifier are part of an identifier ("Queue.empty" is not "QueueEmpty" nor "queue.empty",
+    "re.findall" is not "distutils.filelist.findall"). Any other name is folded:
 
     ``normalize_name`` (NFKC, casefold, accents folded, punctuation runs to one space), the last
     word made ``singular``, then every space dropped: "Photons", "photons" and "PHOTONS" give
     "photon"; "file type", "file-type" and "FileType" give "filetype"; "Cortex-A5" gives
-    "cortexa5" and "Cortex-A9" "cortexa9". Qualified names keep their qualifier
-    ("Settings.database_url" -> "settingsdatabaseurl", not "databaseurl"). A name with no letter
+    "cortexa5" and "Cortex-A9" "cortexa9". A name with no letter
     or digit ("!!!") is its own key, stripped and casefolded. The "+" and "#" a name holds are
     kept at the end, so "C++" ("c++"), "C#" ("c#") and "C" ("c") stay three pages. Pure: the same
     name always gives the same key.
     """
+    if is_code_name(name):
+        return name.strip().removesuffix("()")
     words = normalize_name(name).split(" ")
     if words[-1]:
         words[-1] = singular(words[-1])

@@ -27,12 +27,17 @@ def canonical_name(names: Iterable[str]) -> str:
 
 def title_and_aliases(names: Mapping[tuple[str, bool], int]) -> tuple[str, list[str]]:
     """(title, aliases) of a page from {(name, is an alias): documents giving it}: the title is
-    the ``canonical_name`` of the names (aliases only when no document gives a name), the aliases
-    every other spelling, case variants too ("Photons", "PHOTONS" of "photons"), sorted by
-    ``normalize_name`` then string, at most ``MAX_ALIASES``. A set of strings: the same in every order."""
-    given = {name for (name, alias), docs in names.items() if docs > 0 and not alias}
+    the name the most documents give it ("sysfs", not the "SYSFS" of one heading), ties to the
+    ``canonical_name`` (aliases only when no document gives a name), the aliases every other
+    spelling, case variants too ("Photons", "PHOTONS" of "photons"), sorted by ``normalize_name``
+    then string, at most ``MAX_ALIASES``. Counts and strings only: the same in every order."""
+    given = {name: docs for (name, alias), docs in names.items() if docs > 0 and not alias}
     every = {name for (name, _), docs in names.items() if docs > 0}
-    title = canonical_name(given or every)
+    if given:
+        most = max(given.values())
+        title = canonical_name(name for name, docs in given.items() if docs == most)
+    else:
+        title = canonical_name(every)
     aliases = sorted(every - {title}, key=lambda a: (normalize_name(a), a))[:MAX_ALIASES]
     return title, aliases
 

@@ -161,8 +161,9 @@ class ExtractedItem(BaseModel):
     subject, ``rank`` how well ``description`` says what it is (``wiki.coverage.RANKS``: 3 a
     definition, 2 what it does, 1 a central fact, 0 none; None: ranked from the description by
     ``wiki.render.lead_rank``), ``named`` whether it is a proper name, an acronym or a code name
-    (not a lower-case term), ``parent`` the qualified name of the class or module it is a member
-    of ("queue.Queue" for "queue.Queue.get").
+    (not a lower-case term), ``titled`` whether the document's title or a heading names it,
+    ``parent`` the qualified name of the class or module it is a member of ("queue.Queue" for
+    "queue.Queue.get").
     """
 
     name: str = Field(min_length=1, max_length=MAX_ITEM_NAME_CHARS)
@@ -174,6 +175,7 @@ class ExtractedItem(BaseModel):
     subject: int = Field(default=0, ge=0, le=32767)
     rank: int | None = Field(default=None, ge=0, le=3)
     named: bool = False
+    titled: bool = False
     parent: str = Field(default="", max_length=MAX_ITEM_NAME_CHARS)
 
 

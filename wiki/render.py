@@ -67,8 +67,12 @@ def lead_rank(description: str) -> int:
 def first_lead(facts: dict[str, dict]) -> str:
     """The page's lead among its contributions: the first description in their order
     (``ordered_facts``: the best rows first, ``wiki.coverage.MentionRow.order``, so the strongest
-    definition of the document that says most of the subject). "" when none has one."""
-    return next((f["description"] for _, f in ordered_facts(facts) if f.get("description")), "")
+    definition of the document that says most of the subject), else the first quote (a hub name
+    no sentence describes, ``wiki.coverage.NAME_HUB_DOCS``). "" when there is neither."""
+    ordered = ordered_facts(facts)
+    described = next((f["description"] for _, f in ordered if f.get("description")), "")
+    # a name no document says anything of as its subject: the most central sentence naming it
+    return described or next((f["evidence"][0] for _, f in ordered if f.get("evidence")), "")
 
 
 #: Contributions a model-written lead is written from: the page's first ones (``ordered_facts``,

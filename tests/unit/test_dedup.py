@@ -15,7 +15,7 @@ from wiki.dedup import name_key, singular
         ("ACME Corp", "Acme  Corp.", "acme-corp"),
         ("Photons", "photons", "PHOTONS", "photon"),
         ("actors", "actor", "Actor"),
-        ("file type", "file-type", "FileType", "file_type"),
+        ("file type", "file-type", "FileType"),
         ("Café Müller", "Cafe Muller"),
         ("mutexes", "mutex"),
         ("policies", "policy"),
@@ -74,3 +74,19 @@ def test_the_key_of_a_merged_page_is_its_title_key_whichever_name_is_the_title()
     names = ["Photons", "photon", "PHOTONS"]
     for a, b in itertools.permutations(names, 2):
         assert name_key(a) == name_key(b)
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("QueueEmpty", "Queue.empty", "queue.empty"),
+        ("re.findall", "distutils.filelist.findall", "findall"),
+        ("email.header.Header.encode", "email.charset.Charset.header_encode", "Header.encode"),
+        ("GFP_KERNEL", "gfp_kernel", "GFP KERNEL"),
+        ("file_type", "file type"),
+    ],
+)
+def test_code_identifiers_keep_their_case_and_qualifier(names):
+    """Issue 23: a code name is its own key, so names that differ in case or qualifier are pages apart."""
+    assert len({name_key(n) for n in names}) == len(names), {n: name_key(n) for n in names}
+    assert name_key("kmalloc()") == name_key("kmalloc") and name_key("Queue.get()") == "Queue.get"

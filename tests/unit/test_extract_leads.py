@@ -39,7 +39,8 @@ def test_the_sentence_under_the_names_own_heading_is_its_lead() -> None:
         "## frobnicate_time\n\nConvert a wall clock time into the scheduler's time zone.\n"
         "Call frobnicate_time() before reading the clock.\n"
     )
-    item = _item(_extract(text), "frobnicate_time")
+    # a module's reference ("sample") qualifies its code names with the module (issue 23)
+    item = _item(_extract(text), "sample.frobnicate_time")
     assert item is not None
     assert item.evidence[0] == "Convert a wall clock time into the scheduler's time zone."
     assert item.description == (
@@ -163,15 +164,16 @@ def test_a_docstring_without_its_subject_gets_the_subject_from_the_heading() -> 
         "## open_blob\n\nReturn a BlobFile reading the named file.\n"
     )
     leads = _descriptions(text, "pkg.store")
-    assert leads["BlobFile.write"] == (
+    assert leads["pkg.store.BlobFile.write"] == (
         "`BlobFile.write` is a method of `pkg.store.BlobFile` that compresses a bytes object and appends it "
         "to the file."
     )
     assert (
-        leads["open_blob"] == "`open_blob` is a function of `pkg.store` that returns a BlobFile reading the named file."
+        leads["pkg.store.open_blob"]
+        == "`open_blob` is a function of `pkg.store` that returns a BlobFile reading the named file."
     )
     # the quote stays the document's own words
-    write = _item(_extract(text, "pkg.store"), "BlobFile.write")
+    write = _item(_extract(text, "pkg.store"), "pkg.store.BlobFile.write")
     assert write is not None and write.evidence[0] == "Compress a bytes object and append it to the file."
 
 
@@ -237,10 +239,10 @@ def test_a_lower_case_owner_heading_its_own_section_makes_a_method_and_an_articl
         "### day.weekday\n\nAn integer from zero to six naming the day of the week.\n"
     )
     leads = _descriptions(text, "cal")
-    assert leads["day.toordinal"] == (
+    assert leads["cal.day.toordinal"] == (
         "`day.toordinal` is a method of `cal.day` that returns the ordinal of the day, counting from the first day."
     )
-    assert leads["day.weekday"] == "`day.weekday` is an integer from zero to six naming the day of the week."
+    assert leads["cal.day.weekday"] == "`day.weekday` is an integer from zero to six naming the day of the week."
 
 
 def test_a_section_title_of_a_prose_document_is_not_made_a_function() -> None:
@@ -680,8 +682,8 @@ def test_a_heading_sentence_pointing_at_that_thing_or_a_possible_alternative_is_
         "The kernel refuses a new frob space once frob_max_spaces is reached.\n"
     )
     extraction = _extract(text)
-    assert _item(extraction, "frob_iter_data") is None
-    spaces = _item(extraction, "frob_max_spaces")
+    assert _item(extraction, "sample.frob_iter_data") is None
+    spaces = _item(extraction, "sample.frob_max_spaces")
     assert spaces is not None
     assert spaces.description == "`frob_max_spaces` is the maximum number of frob spaces that any user may create."
     assert _lead_rank(["pr_warn_once"], False, "pr_warn_once() is a possible alternative to pr_warn().") <= 1
@@ -708,8 +710,8 @@ def test_a_modules_reference_keeps_its_docstrings_as_quotes() -> None:
     )
     extraction = _extract(text, "frobeditor")
     for name, quote in (
-        ("FrobWindow", "Wrapper around a frob buffer which tracks the open frob files."),
-        ("FrobWindow.update_menu_state", "Update state for menu item at index."),
+        ("frobeditor.FrobWindow", "Wrapper around a frob buffer which tracks the open frob files."),
+        ("frobeditor.FrobWindow.update_menu_state", "Update state for menu item at index."),
     ):
         item = _item(extraction, name)
         assert item is not None and item.evidence == [quote], (name, item)

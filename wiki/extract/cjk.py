@@ -197,17 +197,23 @@ _JA_DEFINITION_END = re.compile(
 )
 # What X is for ("X用于…", "X提供…"): a role, weaker than a definition.
 _ZH_ROLE = re.compile(r"^(?:用于|提供|支持|负责|允许)")
+# "X位于…，是…" (X, located in …, is …): a clause about X, then what it is.
+_ZH_LATE_DEFINES = re.compile(r"^[^，。；]{1,30}，是(?![否，,：:])")
+# A central fact of a named thing: where it is ("位于", "坐落于"), when it was born, founded or
+# built, how it is known ("被…誉为"), or its dates in brackets after its name ("李白（701年－762年），…").
+_ZH_CENTRAL = re.compile(r"^(?:位于|坐落于|地处|出生于|生于|创立于|成立于|建于|始建于|创建于|被|（[^）]{1,40}）[，,])")
 
 
 def definition_rank(name: str, sentence: str) -> int:
     """2 when ``sentence`` starts with ``name`` and defines it ("北京大兴国际机场是…",
-    "東京スカイツリーは…である。"), 1 when it says what ``name`` is for ("X用于…", "X提供…"), else 0:
+    "東京スカイツリーは…である。", "X位于…，是…"), 1 when it says what ``name`` is for ("X用于…", "X提供…")
+    or states a central fact of it (where it is, when it was born or built, how it is known), else 0:
     a sentence where the name is only the subject of another verb ("叶子可以在…", "模式是通过…设置")
     tells a reader nothing of what it is (the linux-doc judge failed 5 of 5 Chinese pages led so)."""
-    text = sentence.lstrip("「『“（(")
+    text = sentence.lstrip("「『“（(《")
     if not text.startswith(name):
         return 0
-    rest = text[len(name) :]
+    rest = text[len(name) :].lstrip("」』”》")  # "《静夜思》是…": the title marks around a work's name
     # "是通过…" (is done by), "是在…" (is in), "是非常…" (is very ...): how, where or how much, no definition
     # "是因人而异的，" (is varied from person to person): "是…的" around a short predicate is a quality
     if _ZH_DEFINES.match(rest) and not re.match(
@@ -216,4 +222,6 @@ def definition_rank(name: str, sentence: str) -> int:
         return 2
     if _JA_DEFINES.match(rest) or (_JA_TOPIC.match(rest) and _JA_DEFINITION_END.search(text)):
         return 2
-    return 1 if _ZH_ROLE.match(rest) else 0
+    if _ZH_LATE_DEFINES.match(rest) and not re.search(r"，是(?:通过|在|由于|因为|非常|很|十分|相当|比较|最)", rest):
+        return 2  # "上海中心大厦位于上海浦东陆家嘴，是中国最高的建筑。"
+    return 1 if _ZH_ROLE.match(rest) or _ZH_CENTRAL.match(rest) else 0

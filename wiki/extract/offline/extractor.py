@@ -6,9 +6,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from wiki.extract import ExtractionError, cjk, lexicon, validate_item_name
-from wiki.extract.offline.leads import _heading_definitions, _module_title, _reference_entry, _subject_lead
+from wiki.extract.offline.leads import (
+    _heading_definitions,
+    _module_lead,
+    _module_title,
+    _reference_entry,
+    _subject_lead,
+)
 from wiki.extract.offline.limits import (
     BODY_CHARS,
     BODY_PARAGRAPH_SENTENCES,
@@ -24,6 +31,7 @@ from wiki.extract.offline.limits import (
 )
 from wiki.extract.offline.names import (
     _bounded,
+    _Candidate,
     _code_name,
     _concept_name,
     _Entities,
@@ -43,9 +51,9 @@ from wiki.extract.offline.prose import (
     _usable,
     _whole_sentence,
 )
-from wiki.extract.offline.ranks import _PLACEHOLDER_LEAD, _describe, _describes_parameter
+from wiki.extract.offline.ranks import _PLACEHOLDER_LEAD, _code_like, _describe, _describes_parameter, _is_subject
 from wiki.extract.offline.words import NOT_NAMES
-from wiki.models import ExtractedItem, Extraction
+from wiki.models import MAX_MENTIONS, ExtractedItem, Extraction
 from wiki.slugs import has_cjk
 
 # --- items --------------------------------------------------------------------------------------
@@ -60,9 +68,12 @@ MIN_MENTIONS = 2
 
 
 def _needles(forms: list[str], concept: bool) -> list[str]:
-    """Search strings for a name: case-folded with plural variants for concepts, exact for entities."""
+    """Search strings for a name: case-folded with plural variants for concepts, exact for entities
+    and, of a lower-case name that is no code, its capitalised form too ("Sysctl is a means of
+    ..." opens a sentence about "sysctl")."""
     if not concept:
-        return sorted(set(forms), key=lambda f: (-len(f), f))
+        capitalised = {f[0].upper() + f[1:] for f in forms if f.isalnum() and f.islower()}
+        return sorted(set(forms) | capitalised, key=lambda f: (-len(f), f))
     out: set[str] = set()
     for form in forms:
         low = form.lower()
@@ -99,14 +110,16 @@ def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
 
 def _aliases(name: str, forms: list[str]) -> list[str]:
     """The other names of ``name`` among ``forms``. A plain dictionary word is not an alias of a
-    code name ("generator" of ``email.generator``): every page saying "generator" would link it."""
+    code name ("generator" of ``email.generator``), but for the name's own last part ("Queue" of
+    ``queue.Queue``): what a reader types to find it (``wiki.links.link_aliases`` keeps it from
+    linking every "queue")."""
     out: list[str] = []
     code = any(c in name for c in "._")
     for form in forms:
         clean = validate_item_name(form)
         if not clean or clean == name or clean in out:
             continue
-        if code and clean.isalpha() and lexicon.dictionary_word(clean):
+        if code and clean.isalpha() and lexicon.dictionary_word(clean) and not name.endswith("." + clean):
             continue
         out.append(clean)
     return out[:MAX_ALIASES]
@@ -157,18 +170,71 @@ def _surface_forms(name: str, sentences: list[str]) -> list[str]:
 # --- the extractor ------------------------------------------------------------------------------
 
 
+@dataclass
+class _Judged:
+    """What one document says of one name: its sentences, its best lead and quotes, and whether
+    the document alone makes it a page (``earned``, ``MIN_MENTIONS``)."""
+
+    name: str
+    kind: str
+    named: bool
+    earned: bool
+    sentences: int
+    subject: int
+    rank: int
+    description: str
+    evidence: list[str]
+    aliases: list[str]
+    parent: str = ""
+    titled: bool = False
+
+    def item(self) -> ExtractedItem:
+        return ExtractedItem(
+            name=self.name,
+            kind=self.kind,
+            aliases=self.aliases,
+            description=self.description,
+            evidence=self.evidence[:3],
+            sentences=min(self.sentences, 32767),
+            subject=min(self.subject, 32767),
+            rank=self.rank if self.description else 0,
+            named=self.named,
+            titled=self.titled,
+            parent=self.parent,
+        )
+
+
+def _qualified(name: str, module: str) -> str:
+    """A code name of a module's reference with its module in front ("Queue.get" of ``queue`` is
+    "queue.Queue.get"): the same bare name in two modules names two things."""
+    if not module or name == module or name.startswith(module + "."):
+        return name
+    return f"{module}.{name}"
+
+
+def _parent(name: str, module: str) -> str:
+    """The class or module a qualified code name of a module's reference is a member of
+    ("queue.Queue.get" -> "queue.Queue", "queue.Queue" -> "queue"), "" for none."""
+    if not module or "." not in name:
+        return ""
+    return name.rpartition(".")[0]
+
+
 class OfflineExtractor:
     """Deterministic extractor built on ``pysbd``/``segtok`` sentences and ``yake`` keyphrases,
     the ``wiki.extract.lexicon`` word data, and ``wiki.extract.cjk`` for Chinese and Japanese.
 
     ``extract(title, text)`` analyses at most ``MAX_ANALYSED_CHARS`` (50,000) characters and
-    returns at most ``MAX_ENTITIES`` (12) entities and ``MAX_CONCEPTS`` (12) concepts, each with a
-    lead that says what it is and whole quoted sentences. About 90-130 ms for a 30 KB document on a
-    2-core machine (yake is most of it). Raises ``ExtractionError`` when the text has no usable
-    sentence.
+    returns at most ``MAX_ENTITIES`` (12) entities and ``MAX_CONCEPTS`` (12) concepts the document
+    makes pages of on its own, each with a lead that says what it is and whole quoted sentences,
+    and up to ``MAX_MENTIONS`` other names it names, with what it says of each (the mention index
+    decides across the corpus which of them get a page: ``wiki.coverage``). In a module's
+    reference (a document titled by a module name) code names keep their module ("queue.Queue")
+    and the module itself is an item. About 90-130 ms for a 30 KB document on a 2-core machine
+    (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v13"
+    name = "offline-v14"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -180,8 +246,9 @@ class OfflineExtractor:
         informative = [s for s in usable if _informative(s.text)] or usable[:1]
         summary = _shorten(informative[0].text, SUMMARY_CHARS)
         body = self._body(informative)
-        items = self._items(title, sentences, code, headings)
-        return Extraction(summary=summary, body=body, items=items)
+        judged = self._judged(title, sentences, code, headings)
+        items, mentions = _choose(judged, bool(_module_title(title)))
+        return Extraction(summary=summary, body=body, items=items, mentions=mentions)
 
     @staticmethod
     def _body(informative: list[_Sentence]) -> str:
@@ -203,12 +270,15 @@ class OfflineExtractor:
         # CJK sentences are written without a space between them.
         return "\n\n".join(re.sub(r"(?<=[。！？；」』）])\s+(?=\S)", "", " ".join(p)) for p in paragraphs if p)
 
-    def _items(
+    def _judged(
         self, title: str, sentences: list[_Sentence], code: list[str], headings: dict[int, str]
-    ) -> list[ExtractedItem]:
+    ) -> list[_Judged]:
+        """Every name the document names, judged (``_judge``), in the order items are chosen: its
+        entities by rank, its Chinese and Japanese names, its concepts (yake's keyphrases)."""
         lower_words, cap_words = _word_counts(sentences)
-        entities = _Entities(lower_words, cap_words)
-        defined = _heading_definitions(sentences, headings)
+        entities = _Entities(lower_words, cap_words, jargon=_english(lower_words))
+        module = _module_title(title)
+        defined = _heading_definitions(sentences, headings, module)
         sections = frozenset(h.strip().removesuffix("()") for h in headings.values())
         for name, sentence in defined.items():
             entities.add(name, sentence.start, 1.0)
@@ -221,35 +291,80 @@ class OfflineExtractor:
         for sentence in sentences:
             entities.scan(sentence)
             entities.scan_expansions(sentence)
+            entities.scan_jargon(sentence)
         lowered = [s.text.lower() for s in sentences]
-        items: list[ExtractedItem] = []
+        heads = (title, *headings.values())  # what the document and its sections are titled
+        judged: list[_Judged] = []
         taken: set[str] = set()
-        for name, cand in entities.ranked(title, len(sentences)):
-            if len([i for i in items if i.kind == "entity"]) == MAX_ENTITIES:
-                break
-            forms = sorted(cand.forms)
+        if module in defined:
+            # the module a reference documents, under its own name whatever other names fold to it
+            # ("ssl" beside "SSL"): its docstring's first sentence leads it
+            one = self._judge(
+                module,
+                "entity",
+                [module],
+                sentences,
+                lowered,
+                title,
+                named=True,
+                heads=heads,
+                defined=defined[module],
+                lead=_module_lead(module, defined[module].text),
+                parent=_parent(module, module),
+            )
+            if one:
+                judged.append(one)
+                taken.add(module.casefold())
+        ranked = entities.ranked(title, len(sentences))[:MAX_CANDIDATES]
+        # a name a section of the reference is headed by is judged whatever other spelling its
+        # candidate goes by ("Queue" the class beside "queue" the module)
+        spelled = {name for name, _ in ranked}
+        ranked += [(name, _Candidate()) for name in defined if name not in spelled and name != module]
+        for name, cand in ranked:
+            if name == module or (name.casefold() in taken and name not in defined):
+                continue
+            # a section's name is its own: "queue" (the module) is no spelling of "Queue" (its class)
+            forms = [name] if name in defined else sorted(cand.forms)
             lead = _subject_lead(name, defined[name].text, title, sections) if name in defined else None
             # outside a module's reference, a definition list's entry ("The chunk size in KB ...",
             # "Gets netdev features like ...") gives the lead its predicate but is no sentence to
             # quote: the page needs a whole sentence about the name. A module's docstrings ("Return
             # the ...", "Base class for ...") are quoted as its reference gives them.
-            entry = name in defined and lead != defined[name].text and not _module_title(title)
+            entry = name in defined and lead != defined[name].text and not module
             quote = not (entry and _reference_entry(defined[name].text))
-            item = self._item(name, "entity", forms, sentences, lowered, defined.get(name), lead, quote)
-            if item:
-                items.append(item)
-                taken.update(f.casefold() for f in [name, *forms])
-        self._cjk_items(items, taken, sentences, lowered)
+            full = _qualified(name, module) if name in defined else name
+            # a jargon word ("sysfs", "subpanels") is a term of the corpus with a name's weight: read
+            # as a concept (any case, its plural, a general definition), counted as a name
+            jargon = name.casefold() in entities.jargon and name not in defined
+            one = self._judge(
+                full,
+                "concept" if jargon else "entity",
+                forms if full == name else [name, *forms],
+                sentences,
+                lowered,
+                title,
+                named=True,  # proper names, acronyms, code and jargon ("sysfs"): names
+                heads=heads,
+                defined=defined.get(name),
+                lead=lead,
+                quote_defined=quote,
+                parent=_parent(full, module),
+            )
+            if one:
+                judged.append(one)
+                if one.earned:  # a name the document only uses ("allocator", "Labs") leaves "slab
+                    taken.update(f.casefold() for f in [name, *forms])  # allocator", "Harbor Labs" to be found
+        if module:
+            judged += _structural_parents(judged, module)
+        self._cjk_names(judged, taken, sentences, lowered, title, heads)
         prose = "\n\n".join(s.text for s in sentences if not has_cjk(s.text))[:YAKE_CHARS]
-        concepts = sum(i.kind == "concept" for i in items)
         singles = 0
         chosen: list[str] = []
         prose_low = prose.lower()
         taken.update(entities.expansions)
         multiword = sorted(t for t in taken if " " in t)
+        judged_names = {one.name.casefold() for one in judged}
         for phrase, _score in _keyword_extractor().extract_keywords(prose) if prose else []:
-            if concepts == MAX_CONCEPTS:
-                break
             name = _concept_name(phrase, prose_low)
             if name is None or name.lower() in NOT_NAMES:
                 continue
@@ -267,75 +382,87 @@ class OfflineExtractor:
             if name != name.lower() and not _find(prose, [name]):
                 continue  # acronym casing must be real: "KERNEL" inside GFP_KERNEL is not
             singular = fold[:-1] if fold.endswith("s") else fold
-            if {fold, singular, fold + "s"} & taken:
+            if {fold, singular, fold + "s"} & (taken | judged_names):
                 continue
             forms = [name] + ([name[:-1]] if name.endswith("s") else [name + "s"])
             proper = _proper_form(name, [s.text for s in sentences])
-            if proper is not None and sum(i.kind == "entity" for i in items) < MAX_ENTITIES:
+            if proper is not None:
                 # "Harbor Labs", "Kestrel" written capitalised wherever they appear: a proper name,
                 # so an entity under its own spelling (yake hands phrases over in lower case)
-                item = self._item(proper, "entity", [proper], sentences, lowered)
-                if item:
-                    items.append(item)
+                one = self._judge(proper, "entity", [proper], sentences, lowered, title, named=True, heads=heads)
+            else:
+                one = self._judge(name, "concept", forms, sentences, lowered, title, named=False, heads=heads)
+            if one and (one.named or one.rank or one.sentences >= MIN_MENTIONS):
+                # a term the document neither says anything of nor uses twice ("follow POSIX
+                # conventions", a keyphrase of one sentence) is no mention of a thing
+                judged.append(one)
+                judged_names.update({fold, singular, fold + "s"})
+                if one.earned:
                     taken.update({fold, singular, fold + "s"})
-                continue
-            if proper is not None:
-                continue
-            item = self._item(name, "concept", forms, sentences, lowered)
-            if item:
-                items.append(item)
-                concepts += 1
-                singles += " " not in name
-                chosen.append(fold)
-                taken.update({fold, singular, fold + "s"})
-        return items
+                if one.kind == "concept" and one.earned:
+                    singles += " " not in name
+                    chosen.append(fold)
+        return judged
 
-    def _cjk_items(
-        self, items: list[ExtractedItem], taken: set[str], sentences: list[_Sentence], lowered: list[str]
+    def _cjk_names(
+        self,
+        judged: list[_Judged],
+        taken: set[str],
+        sentences: list[_Sentence],
+        lowered: list[str],
+        title: str,
+        heads: tuple[str, ...],
     ) -> None:
-        """Add the Chinese/Japanese names of the CJK sentences (``cjk.names``) to ``items``."""
+        """Judge the Chinese/Japanese names of the CJK sentences (``cjk.names``) and the document's
+        own name when its title is one, into ``judged``."""
         texts = [s.text for s in sentences if has_cjk(s.text)]
         if not texts:
             return
         japanese = any(cjk.has_kana(t) for t in texts)
-        counts = {"entity": sum(i.kind == "entity" for i in items), "concept": 0}
-        limits = {"entity": MAX_ENTITIES, "concept": MAX_CONCEPTS}
-        for name, kind, words, _first in cjk.names(texts, japanese):
-            if counts[kind] >= limits[kind] or name.casefold() in taken:
-                continue
-            if (
-                kind == "concept"
-                and words == 1
-                and not any(cjk.definition_rank(name, s.text) == 2 for s in sentences if name in s.text)
-            ):
-                continue  # a lone word ("函数", "function") is a page only where it is defined
-            if words == 1 and lexicon.cjk_zipf(name, japanese) >= lexicon.CJK_COMMON_ZIPF:
-                continue  # "返回值" (return value), "目標" (goal), "ユーザ" (user): too common to be one thing
-            if any(name in other for other in taken if has_cjk(other)):
+        found = cjk.names(texts, japanese)
+        # a work named in 《》 ("《静夜思》") is a name whole, whatever its words are
+        quoted = sorted({m for t in texts for m in _BOOK_TITLE.findall(t)} - {n for n, *_ in found})
+        found = [*((name, "entity", 1, 0) for name in quoted), *found]
+        own = title.strip()
+        if has_cjk(own) and 2 <= len(own) <= cjk.MAX_CJK_NAME_CHARS and all(n != own for n, *_ in found):
+            found.insert(0, (own, "entity", 1, 0))  # the document's title names its subject
+        for name, kind, words, _first in found:
+            if name.casefold() in taken or any(name in other for other in taken if has_cjk(other)):
                 continue  # a piece of a longer name already kept
-            item = self._item(name, kind, [name], sentences, lowered)
-            if item:
-                items.append(item)
-                counts[kind] += 1
-                taken.add(name.casefold())
+            if words == 1 and name != own and lexicon.cjk_zipf(name, japanese) >= lexicon.CJK_COMMON_ZIPF:
+                continue  # "返回值" (return value), "目標" (goal), "ユーザ" (user): too common to be one thing
+            one = self._judge(name, kind, [name], sentences, lowered, title, named=kind == "entity", heads=heads)
+            if one is None:
+                continue
+            if kind == "concept" and words == 1 and one.rank < 3:
+                one.earned = False  # a lone word ("函数", "function") is a page only where it is defined
+            judged.append(one)
+            taken.add(name.casefold())
 
     @staticmethod
-    def _item(
+    def _judge(
         name: str,
         kind: str,
         forms: list[str],
         sentences: list[_Sentence],
         lowered: list[str],
+        title: str,
+        named: bool,
+        heads: tuple[str, ...] = (),
         defined: _Sentence | None = None,
         lead: str | None = None,
         quote_defined: bool = True,
-    ) -> ExtractedItem | None:
-        """The item, or None when the name fails the guard or the page would not earn its place
-        (``MIN_MENTIONS``). ``defined``: the sentence opening the section the name heads;
+        parent: str = "",
+    ) -> _Judged | None:
+        """What the document says of ``name``, or None when the name fails the guard or names no
+        thing (a parameter, a generic word). ``earned`` when the document alone makes it a page
+        (``MIN_MENTIONS``); ``defined``: the sentence opening the section the name heads;
         ``lead``: the description made of it (``_subject_lead``), else ``defined`` as written;
         ``quote_defined``: whether ``defined`` may be quoted as evidence."""
-        if validate_item_name(name) != name:
-            return None  # the one guard every extractor shares; forms can be renamed by merges
+        if validate_item_name(name) != name and not (defined is not None and _module_title(title) == name):
+            # the one guard every extractor shares (forms can be renamed by merges), but for the
+            # module a reference documents, whatever its name ("re" is an English stopword)
+            return None
         concept = kind == "concept"
         if not concept and _generic_word(name):
             return None
@@ -346,34 +473,169 @@ class OfflineExtractor:
             mentions = [*([defined] if quote_defined else []), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
-        if rank < 2 and (rank < 1 or len(mentions) < MIN_MENTIONS):
+        if not mentions:
             return None
-        if concept and len(mentions) < MIN_MENTIONS and all(lexicon.too_common(w) for w in name.split()):
-            # "starting points" defined once: common words whose meaning the one docstring
-            # around them gives; a term the document builds on it uses again
-            return None
-        if concept and not has_cjk(name) and _describes_parameter(description):
+        if concept and not has_cjk(name) and description and _describes_parameter(description):
             return None
         if not concept and name.isalpha() and name.isupper() and _PLACEHOLDER_LEAD.match(description):
             # "FUNC gives the function which shall be called": Tk's docstrings name a parameter in
             # capitals; a parameter is no thing of its own
             return None
+        if named and not concept and not has_cjk(name) and name != name.upper() and not _code_like(name):
+            # "User Space", "Kernel" in a heading, "user space", "kernel" in the text: a phrase
+            # title-cased where it opens something, not a proper name
+            named = not any(form == form.lower() for form, _ in _spellings(name, [s.text for s in sentences]))
+        subject = sum(_is_subject(needles, concept, s.text) for s in mentions)
+        titled = any(_find(head.lower() if concept else head, needles) for head in heads)
+        earned = rank >= 2 or (rank >= 1 and len(mentions) >= MIN_MENTIONS)
+        if named and rank >= 1 and _is_title(name, title):
+            earned = True  # the document's own subject ("Oskar Venn", "上海中心大厦") said something of
+        if concept and len(mentions) < MIN_MENTIONS and all(lexicon.too_common(w) for w in name.split()):
+            # "starting points" defined once: common words whose meaning the one docstring
+            # around them gives; a term the document builds on it uses again
+            earned = False
         if concept and not has_cjk(name) and rank < 3:
             # a concept is a page where its document defines the general term ("X is a ...",
             # ``_general_definition_rank``); what X does or a caveat about it is no definition
-            return None
-        evidence = _evidence(mentions, description)
-        if not evidence:
-            return None
+            earned = False
+        evidence = _evidence(mentions, description) if rank else _mention_quote(mentions, needles, named)
+        if not evidence and not (defined is not None and _module_title(title)):
+            earned = False  # a section of a module's reference may lead its page without a quote
+        if description and description[-1:].isalnum():
+            description += "."  # a docstring's first line ("Dictionary that remembers insertion order")
         if concept:
             seen = [f for f in forms if any(_find(low, [f.lower()]) for low in lowered)]
             seen += _surface_forms(name, [s.text for s in mentions])
         else:
             seen = forms
-        return ExtractedItem(
+        return _Judged(
             name=name,
             kind=kind,
-            aliases=_aliases(name, seen),
-            description=description,
+            named=named,
+            earned=earned,
+            sentences=len(mentions),
+            subject=subject,
+            rank=rank if description else 0,
+            description=description if rank else "",
             evidence=evidence,
+            aliases=_aliases(name, seen),
+            parent=parent,
+            titled=titled,
         )
+
+
+#: A name in Chinese title marks: a book, a poem, a law, a film.
+_BOOK_TITLE = re.compile(r"《([^《》]{1,30})》")
+#: Items one extraction holds at most (``Extraction.items``): a module's reference may fill them
+#: with its members.
+MAX_ITEMS = 40
+#: Names the extractor judges at most (its entity candidates by rank): a long reference names
+#: hundreds of identifiers; the rest are not looked at.
+MAX_CANDIDATES = 150
+
+
+#: Share of a document's lower-case words an English lexicon knows from which it is English: a
+#: translation's words ("queste", "funzioni") are no jargon of the corpus.
+ENGLISH_SHARE = 0.6
+
+
+def _english(lower_words: Counter[str]) -> bool:
+    """Whether a document's lower-case words (3 letters or more) are mostly English
+    (``ENGLISH_SHARE``), so that its unknown lower-case words may be jargon (``names._jargon``)."""
+    words = [(w, n) for w, n in lower_words.items() if len(w) >= 3 and w.isalpha()]
+    total = sum(n for _, n in words)
+    return bool(total) and sum(n for w, n in words if lexicon.dictionary_word(w)) >= ENGLISH_SHARE * total
+
+
+def _structural_parents(judged: list[_Judged], module: str) -> list[_Judged]:
+    """Items for the classes, the module and the packages of a reference whose members are items
+    but which no docstring leads ("## ThreadPoolExecutor" with only its methods documented, a
+    module without a docstring, "asyncio" of "asyncio.queues"): the kind the reference's layout
+    gives them ("`pathlib` is a module.", "`x.Pool` is a class of `x`.", "`asyncio` is a
+    package."), a fact of the document, so their pages list their members."""
+    have = {one.name for one in judged if one.earned}
+    wanted = sorted({one.parent for one in judged if one.earned and one.parent} - have)
+    if have and module not in have:
+        wanted.append(module)
+    out: list[_Judged] = []
+    while wanted:
+        name = wanted.pop(0)
+        if name in have:
+            continue
+        have.add(name)
+        if name == module:
+            kind = "a module"
+        elif module.startswith(name + "."):
+            kind = "a package"  # "asyncio" of "asyncio.queues": a dotted module's packages
+        else:
+            kind = f"a class of `{name.rpartition('.')[0]}`"
+        parent = name.rpartition(".")[0]
+        bare = name.rpartition(".")[2]
+        out.append(
+            _Judged(
+                name=name,
+                kind="entity",
+                named=True,
+                earned=True,
+                sentences=0,
+                subject=0,
+                rank=1,
+                description=f"`{name}` is {kind}.",
+                evidence=[],
+                aliases=[bare] if bare != name else [],
+                parent=parent,
+            )
+        )
+        if parent and parent not in have:
+            wanted.append(parent)
+    return out
+
+
+def _is_title(name: str, title: str) -> bool:
+    """Whether ``name`` is what the document is titled ("Oskar Venn", "上海中心大厦"): its subject."""
+    return name.casefold() == " ".join(title.split()).casefold()
+
+
+def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool) -> list[str]:
+    """The one sentence a mere mention of a name (no sentence says what it is) offers to quote, for
+    a name only (a term no sentence defines is quoted by no page): of the whole sentences of at most
+    ``EVIDENCE_CHARS`` among its first ``QUOTE_WINDOW`` mentions, the most central one, the name
+    opening it first ("vmalloc space must be ..."), then the one naming it nearest its start, then
+    the shortest. A hub page no sentence describes is led by it (``wiki.coverage.NAME_HUB_DOCS``)."""
+    if not named:
+        return []
+    best: tuple | None = None
+    for sentence in mentions[:QUOTE_WINDOW]:
+        text = sentence.text
+        if len(text) > EVIDENCE_CHARS or not _whole_sentence(text) or _UNRESOLVED.match(text):
+            continue
+        if not has_cjk(text) and len(text.split()) < 4:
+            continue
+        at = min((p for n in needles if (p := text.find(n)) >= 0), default=len(text))
+        key = (at > 4, at / max(1, len(text)), len(text), sentence.start)
+        if best is None or key < best[0]:
+            best = (key, text)
+    return [best[1]] if best else []
+
+
+#: Mentions of a name looked at for its most central sentence (``_mention_quote``).
+QUOTE_WINDOW = 12
+
+
+def _choose(judged: list[_Judged], reference: bool) -> tuple[list[ExtractedItem], list[ExtractedItem]]:
+    """(items, mentions): the first ``MAX_ENTITIES`` earned entities and ``MAX_CONCEPTS`` earned
+    concepts in the judged order become items; the other names, those that say most first (rank,
+    then sentences naming them), up to ``MAX_MENTIONS``, mentions. A module's reference keeps
+    every member and the module as items (up to ``Extraction``'s 40)."""
+    items: list[ExtractedItem] = []
+    rest: list[_Judged] = []
+    counts = {"entity": 0, "concept": 0}
+    caps = {"entity": MAX_ITEMS if reference else MAX_ENTITIES, "concept": MAX_CONCEPTS}
+    for one in judged:
+        if one.earned and counts[one.kind] < caps[one.kind] and len(items) < MAX_ITEMS:
+            items.append(one.item())
+            counts[one.kind] += 1
+        else:
+            rest.append(one)
+    rest.sort(key=lambda j: (-j.rank, -j.subject, -j.sentences, not j.named))
+    return items, [one.item() for one in rest[:MAX_MENTIONS]]

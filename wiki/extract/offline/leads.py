@@ -9,7 +9,7 @@ import re
 from wiki.extract import lexicon
 from wiki.extract.offline.limits import DESCRIPTION_CHARS
 from wiki.extract.offline.names import _IDENT, _code_name, _emphasis
-from wiki.extract.offline.prose import _UNRESOLVED, _informative, _Sentence
+from wiki.extract.offline.prose import _SENTENCE_END, _UNRESOLVED, _informative, _Sentence, _usable
 from wiki.extract.offline.ranks import _DEMONSTRATIVE, _lead_rank
 from wiki.extract.offline.words import (
     CLAUSE_OPENERS,
@@ -29,41 +29,97 @@ _THAT_THING = re.compile(
 )
 
 
-def _heading_definitions(sentences: list[_Sentence], headings: dict[int, str]) -> dict[str, _Sentence]:
+def _heading_definitions(
+    sentences: list[_Sentence], headings: dict[int, str], module: str = ""
+) -> dict[str, _Sentence]:
     """{code name: the first sentence under it} for the sections headed by a code name ("##
     ArgumentParser", "### Popen.wait", "## kmalloc"): reference documentation opens such a
     section with what the thing is ("Object for parsing command line strings into Python
     objects."), without repeating its name. Dictionary words ("## quote") are left out, like
-    everywhere else a plain word stands for a code name."""
+    everywhere else a plain word stands for a code name, but for ``module``, the module a
+    reference documents (its title: "# json", "# os"), whose heading opens its docstring."""
     out: dict[str, _Sentence] = {}
     firsts: dict[int, _Sentence] = {}
     for sentence in sentences:
         firsts.setdefault(sentence.block, sentence)
     for block, heading in headings.items():
         # a plain lower-case heading ("kmalloc") is code; a capitalised one ("Riferimenti") a title
-        name = _code_name(heading, plain_ok=heading.islower())
+        heading = heading.strip()
+        if module and heading == module:
+            name = module
+            first = firsts.get(block)
+            if first is not None and _module_lead(module, first.text):
+                out[module] = first
+            continue
+        # a module's reference heads its classes and functions with their names, whatever they
+        # are ("## Queue", "## match"); elsewhere a heading names code when it reads like code
+        name = heading if module and _IDENT.match(heading) else _code_name(heading, plain_ok=heading.islower())
         if name and name.isupper() and _emphasis(name):
             name = None  # "## INTRODUCTION", "## DESCRIPTION": a section's title in capitals
         first = firsts.get(block)
         if name is None or first is None or name.removesuffix("()") in out:
             continue
         text = first.text
+        this = module and _THIS_KIND.match(text)  # "This class implements ...": the heading's class
         if (
-            _informative(text)
+            (_informative(text) or (module and _usable(text)))
             and len(text) <= DESCRIPTION_CHARS
-            and not _UNRESOLVED.match(text)
+            and (this or not _UNRESOLVED.match(text))
             and not _narration(text)
             and not _ADMONITION.match(text)
-            and not _DEMONSTRATIVE.search(text)
+            and (this or not _DEMONSTRATIVE.search(text))
             and not _THAT_THING.search(text)
-            and _says_what_heading_names(name.removesuffix("()"), text)
+            and (this or _says_what_heading_names(name.removesuffix("()"), text, reference=bool(module)))
         ):
-            # not "Copyright (C) 2004 ...", "This is ...", a story, "WARNING: you may want to ..."
+            # not "Copyright (C) 2004 ...", "This is ...", a story, "WARNING: you may want to ..."; in
+            # a module's reference a short docstring ("Exception raised by Queue.get().") or a first
+            # line without its full stop ("Dictionary that remembers insertion order") is one
             out[name.removesuffix("()")] = first
     return out
 
 
-def _says_what_heading_names(name: str, text: str) -> bool:
+#: "This class implements semaphore objects.": a reference's docstring naming its heading's kind.
+_THIS_KIND = re.compile(r"^This (class|function|method|exception|decorator|object|type|property|attribute)\b")
+
+#: "functools.py - Tools for ...": a docstring opening with its module's file name.
+_FILE_PREFIX = re.compile(r"^[\w.]+\.py\s*[-:\u2014]+\s*")
+_THIS_MODULE = re.compile(r"^This (module|package)\b")
+
+
+def _module_lead(module: str, text: str) -> str | None:
+    """The lead of ``module`` from the first sentence of its docstring, or None when that says
+    nothing of it: a sentence naming the module first stays as written; "This module provides
+    ..." names it ("The `ssl` module provides ..."); an instruction gets the module as its subject
+    ("`tkinter.colorchooser` is a module that creates a dialog ..."); a noun phrase ("A
+    multi-producer, multi-consumer queue.", "Tools for working with functions ...") follows
+    "`queue` is a module: "; a sentence about something else, a bare name or a fragment gives none."""
+    text = _FILE_PREFIX.sub("", text).strip()
+    words = text.split()
+    if len(words) < 2 or _ADMONITION.match(text) or _narration(text):
+        return None
+    if not _SENTENCE_END.search(text):
+        if not text[-1:].isalnum():
+            return None  # "xturtle-example-suite:": a label, not a sentence
+        text += "."  # "Tools for working with functions and callable objects": a title line
+    this = _THIS_MODULE.match(text)
+    if this:
+        return f"The `{module}` {this.group(1)}{text[this.end() :]}"
+    low = text.lower()
+    if low.startswith((module.lower() + " ", f"the {module.lower()} ")):
+        return text
+    if _UNRESOLVED.match(text):
+        return None
+    instruction = _instruction_lead(module, text, module)
+    if instruction != text:
+        return instruction
+    first = words[0].replace("-", "")
+    if first.isalpha() and first[0].isupper() and not _finite_verb(words[1:12], verb_s_forms=True):
+        phrase = text if words[0].isupper() and len(words[0]) > 1 else text[0].lower() + text[1:]
+        return f"`{module}` is a module: {phrase}"
+    return None
+
+
+def _says_what_heading_names(name: str, text: str, reference: bool = False) -> bool:
     """Whether ``text``, the first sentence under a heading naming ``name``, can say what ``name``
     is: it names it first ("kmalloc() allocates ...", "The `X` flag ..."), is an instruction a
     docstring leaves the subject out of ("Return the ...", "Enables ..."), or is a noun phrase
@@ -75,10 +131,13 @@ def _says_what_heading_names(name: str, text: str) -> bool:
     stripped = re.sub(r"^(?:(?:The|A|An)\s+)?`?", "", text)
     if stripped.lower().startswith(name.lower()):
         # what follows the name is judged like any sentence about it ("NAPI is supported in ..."
-        # is not what NAPI is)
-        return _lead_rank([name], False, text) >= 1
-    if name.lower() in text.lower():
-        return False  # "The size of a list_head structure.": about a part or a use of the name
+        # is not what NAPI is); a class of a module's reference is code, and what it does says
+        # what it is ("An SSLContext holds various SSL-related configuration options ...")
+        return reference or _lead_rank([name], False, text) >= 1
+    if name.lower() in text.lower() and not reference:
+        # "The size of a list_head structure.": about a part or a use of the name; in a module's
+        # reference "Create a queue object ..." under "## Queue" is what the class is
+        return False
     words = [w.strip(",;:.()`\"'") for w in stripped.split()]
     if len(words) < 2 or not words[0] or words[0].lower() in SCENE_OPENERS:
         return False
@@ -121,8 +180,11 @@ def _subject_lead(name: str, text: str, title: str, sections: frozenset[str] = f
     of `mod`: formatted details of ..." (a function, a method or a module: what the phrase names is
     what it returns or holds, so it follows a colon). The demo's judge failed the bare phrase: a
     lead with no subject does not say what X is."""
-    lead = _instruction_lead(name, text, title, sections)
     module = _module_title(title)
+    this = _THIS_KIND.match(text) if module else None
+    if this:
+        return f"The `{name}` {this.group(1)}{text[this.end() :]}"  # "This class implements ..."
+    lead = _instruction_lead(name, text, title, sections)
     entry = lead == text and name.lower() not in text.lower()
     if entry and not module and _CODE_HEADING.search(name):
         # "The chunk size in KB for pmsg front-end." under pmsg_size, "Unique identifier of the

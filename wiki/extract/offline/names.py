@@ -20,6 +20,15 @@ _IDENT = re.compile(r"^_*[A-Za-z][\w]*(?:(?:\.|::|->)[A-Za-z_]\w*)*(?:\(\))?$")
 _CALL = re.compile(r"(?<![\w.*])(_*[A-Za-z]\w{2,})\(\)")
 _DOTTED = re.compile(r"(?<![\w./@-])(_*[A-Za-z]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(/@-])")
 _CONSTANT = re.compile(r"(?<![\w.])(_*[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w])")
+#: A lower-case identifier with underscores in running prose ("io_uring", "panic_on_oops"): code,
+#: as ``_code_name`` reads it.
+_SNAKE = re.compile(r"(?<![\w./@-])([a-z][a-z0-9]*(?:_[a-z0-9]+)+)(?![\w(/@-])")
+#: A lower-case word that may be jargon ("sysfs", "cgroups", "kexec"): ``_jargon`` decides.
+_LOWER_WORD = re.compile(r"(?<![\w./@'\u2019-])([a-z][a-z0-9]{2,}[a-z0-9])(?![\w/@'\u2019-])")
+#: wordfreq Zipf frequency under which a lower-case word no dictionary knows is jargon of the
+#: corpus rather than a word of English or a typo-like abbreviation ("sysfs" 1.2, "cgroups" 1.3,
+#: "kexec" 0.0; "buf" 2.3, "struct" 2.4, "foo" 2.8 are above it).
+JARGON_ZIPF = 2.0
 _MIXED = re.compile(r"(?<![\w.])([A-Za-z][a-z0-9]*[a-z][A-Z][A-Za-z0-9]*|[A-Z]{2,}[a-z]{2,}[A-Za-z0-9]*)(?![\w])")
 _ACRONYM = re.compile(r"(?<![\w.-])([A-Z][A-Z0-9&]*[A-Z0-9](?:v\d+)?(?:-[0-9]+)?)(?![\w-])")
 
@@ -112,11 +121,14 @@ def _code_name(span: str, plain_ok: bool = False) -> str | None:
 class _Entities:
     """Collects entity candidates keyed by case-folded name."""
 
-    def __init__(self, lower_words: Counter[str], cap_words: Counter[str]) -> None:
+    def __init__(self, lower_words: Counter[str], cap_words: Counter[str], jargon: bool = True) -> None:
         self.found: dict[str, _Candidate] = {}
         self.expansions: set[str] = set()  # case-folded spelled-out forms of acronyms
         self.lower_words = lower_words
         self.cap_words = cap_words
+        #: case-folded names found only as lower-case jargon words (``_jargon``)
+        self.jargon: set[str] = set()
+        self.jargon_ok = jargon  # an English document: its unknown lower-case words may be jargon
 
     def add(self, name: str, order: int, bonus: float = 0.0) -> None:
         # The Latin patterns' \w takes CJK characters too: "SPARSEMEM是Linux中最通用的内存模型" is a
@@ -137,15 +149,20 @@ class _Entities:
             cand.forms.setdefault(alias, 0)
 
     def _common(self, word: str) -> bool:
+        """Whether a capitalised ``word`` is an ordinary word the text also writes in lower case
+        ("Photons"/"photons"); a word no dictionary knows is a name however else it is written
+        ("Btrfs" beside the "btrfs" of a path or a command)."""
         low = word.lower()
-        return is_stopword(word) or low in NOT_NAMES or self.lower_words[low] >= max(1, self.cap_words[word])
+        if is_stopword(word) or low in NOT_NAMES:
+            return True
+        return lexicon.dictionary_word(low) and self.lower_words[low] >= max(1, self.cap_words[word])
 
     def scan(self, sentence: _Sentence) -> None:
         text, order = sentence.text, sentence.start
         # All-caps sentences (licence text, warnings) make every word look like an acronym.
         upper = len(_UPPER.findall(text))
         shouting = upper > 0.5 * (upper + len(_LOWER.findall(text)))
-        for regex, bonus in ((_DOTTED, 1.0), (_CALL, 1.0), (_CONSTANT, 0.5), (_MIXED, 0.5)):
+        for regex, bonus in ((_DOTTED, 1.0), (_CALL, 1.0), (_CONSTANT, 0.5), (_MIXED, 0.5), (_SNAKE, 0.5)):
             for m in regex.finditer(text):
                 name = _code_name(m.group(1) + ("()" if regex is _CALL else ""))
                 if name:
@@ -197,6 +214,18 @@ class _Entities:
             else:
                 self.add(" ".join(words), order, 0.5)
 
+    def scan_jargon(self, sentence: _Sentence) -> None:
+        """Record the lower-case jargon words of ``sentence`` (``_jargon``: "sysfs", "cgroups"), in
+        an English document only."""
+        if not self.jargon_ok:
+            return
+        for m in _LOWER_WORD.finditer(sentence.text):
+            word = m.group(1)
+            if word.casefold() not in self.found and _jargon(word):
+                self.jargon.add(word.casefold())
+            if word.casefold() in self.jargon:
+                self.add(word, sentence.start)
+
     def scan_expansions(self, sentence: _Sentence) -> None:
         """Record "Portable Operating System Interface (POSIX)" and "JSON (JavaScript Object
         Notation)" so the spelled-out form becomes an alias of the acronym, not its own item."""
@@ -238,6 +267,17 @@ class _Entities:
             )
             if owner and expansion in self.found:
                 self._fold(expansion, owner)
+        # "Venn" after "Oskar Venn": the surname of a person the text named in full is that person
+        full_names: dict[str, list[str]] = {}
+        for key in self.found:
+            words = key.split()
+            if 2 <= len(words) <= 3 and all(w[:1].isalpha() for w in words):
+                full_names.setdefault(words[-1], []).append(key)
+        for key in sorted(self.found):
+            owners = full_names.get(key, [])
+            if " " not in key and len(owners) == 1 and key.isalpha() and not lexicon.dictionary_word(key):
+                if owners[0] in self.found and key in self.found:
+                    self._fold(key, owners[0])
         by_last: dict[str, list[str]] = {}
         for key in self.found:
             if "." in key:
@@ -265,6 +305,21 @@ class _Entities:
         target.count += gone.count
         target.first = min(target.first, gone.first)
         target.bonus = max(target.bonus, gone.bonus)
+
+
+def _jargon(word: str) -> bool:
+    """Whether a lower-case ``word`` is jargon of the corpus ("sysfs", "cgroups", "kexec",
+    "tmpfs"): no dictionary knows it, wordfreq finds it rarer than ``JARGON_ZIPF``, it has a
+    letter after its first and is no stopword. Such a word names a page only where some
+    document defines it (it is a term, ``wiki.coverage.page_worthy``), so "ptr" and "buf" do not."""
+    return (
+        word.isalnum()
+        and sum(c.isalpha() for c in word) >= 3
+        and not is_stopword(word)
+        and word not in NOT_NAMES
+        and not lexicon.dictionary_word(word)
+        and lexicon.zipf(word) < JARGON_ZIPF
+    )
 
 
 def _generic_word(name: str) -> bool:

@@ -8,8 +8,17 @@ import re
 from wiki.extract import cjk, lexicon
 from wiki.extract.offline.limits import DESCRIPTION_CHARS
 from wiki.extract.offline.names import _IDENT, _NEXT_WORD, _PARAMETER_NOUNS, _bounded, _find
-from wiki.extract.offline.prose import _SENTENCE_END, _Sentence
-from wiki.extract.offline.words import AFTER_VERB, AUXILIARY_VERBS, MODAL_VERBS, PURPOSE_PARTICIPLES, RULE_MODALS
+from wiki.extract.offline.prose import _SENTENCE_END, _UNRESOLVED, _Sentence
+from wiki.extract.offline.words import (
+    AFTER_VERB,
+    AUXILIARY_VERBS,
+    CENTRAL_PARTICIPLES,
+    CENTRAL_VERBS,
+    FINITE,
+    MODAL_VERBS,
+    PURPOSE_PARTICIPLES,
+    RULE_MODALS,
+)
 from wiki.slugs import has_cjk
 
 _VERBS = (
@@ -121,6 +130,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
         return rank - 1  # "... the most popular way to do it": "it" is another sentence's
     if rank <= 2 and _DEMONSTRATIVE.search(text):
         return 0  # "iomap adds more to this mix.", "X returns this on ...": another sentence says what
+    if rank and _UNRESOLVED.match(text):
+        return 0  # "This has implications for devices such as UARTs": what "this" is, another sentence says
     return rank
 
 
@@ -206,6 +217,8 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         if concept and _continues(needle, after):
             continue  # "A configuration file consists of" is about the file, not "configuration"
         named = not concept and not _code_like(needle)
+        if not concept and re.match(r"\s+[A-Z]", after):
+            continue  # "USB Control Request can be logged ...": a longer name, not "USB controls"
         if named and _PART_OF_NAMED.match(after):
             continue  # "The Ethernet driver is bound to ...": about a driver, not about Ethernet
         kind = None if concept else _KIND_NOUN.match(after)
@@ -232,7 +245,14 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             # sentence leads the page, or there is no page
             # "used to/for/as" says what X is for; "is only used by custom drivers" who uses it
             purpose = passive.group(1) in PURPOSE_PARTICIPLES and bool(_FOR_WHAT.match(after[passive.end() :]))
-            best = max(best, 1 if concept or purpose else 0)
+            # "Oskar Venn was born in Bergen", "The institute was founded in 1950": of a person, a
+            # place or an organisation, the central fact a reader looks up first
+            central = named and passive.group(1) in CENTRAL_PARTICIPLES
+            best = max(best, 1 if concept or purpose or central else 0)
+        elif named and (central := re.match(r"\s+(?:is|are|was|were)\s+([a-z]+)\b", after)) and (
+            central.group(1) in CENTRAL_PARTICIPLES
+        ):
+            best = max(best, 1)  # "Oskar Venn was born in Bergen ...": "born" is an adjective too
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition;
             # of a named thing that is no code ("HPET is quite complex", "IOMMU is also required ..."),
@@ -257,7 +277,87 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
                 # code, "The TMP108 has ...", "Andrew Morton has suggested ...", "The BHB can still
                 # influence ..." tell what it has, did or may do, never what it is
                 best = max(best, 1)
+            elif named and word in CENTRAL_VERBS:
+                best = max(best, 1)  # "Ada Lovelace wrote ...", "Kestrel Labs develops ...": a central fact
+    if not best and not concept:
+        best = max((_central_rank(n, text) for n in needles if not _code_like(n)), default=0)
     return best
+
+
+#: An introductory phrase before a sentence's subject ("From the hardware perspective, ", "In Linux, ").
+_INTRO = re.compile(
+    r"^(?:(?:From|In|On|At|For|With|Under|Since|As|After|Before|During|Unlike|Like|Traditionally|Historically"
+    r"|Typically|Generally|Today|Currently|Originally|Initially|Basically|Essentially|Simply\s+put)\b[^,;:]{0,60},\s+)?"
+    r"(?:(?:the|a|an)\s+)?",
+    re.IGNORECASE,
+)
+#: Nouns naming the kind of a named thing's part or instance ("a NUMA system", "the USB bus").
+_KIND_WORDS = (
+    r"(?:system|subsystem|protocol|driver|bus|interface|core|framework|standard|specification|project|device"
+    r"|layer|stack|architecture|controller|machine|node|platform|tool|format|language|library|service)s?"
+)
+
+
+#: Nouns after a named thing that name the thing as a whole, not a part or an instance of it ("the
+#: DRM layer", "the USB subsystem"; not "the Ethernet driver", "the CTI interface").
+_WHOLE_WORDS = r"(?:layer|subsystem|core|framework|infrastructure|stack|project|architecture|standard|protocol)"
+#: What such a whole does, said of it ("provides several services"); "is not involved" says nothing.
+_WHOLE_VERBS = (
+    r"(?:provides|implements|manages|handles|offers|allows|enables|defines|represents|controls|exposes|exports"
+    r"|supports|maintains|abstracts|describes|specifies)"
+)
+
+
+def _central_rank(needle: str, text: str) -> int:
+    """1 when ``text`` states a central fact about the named thing ``needle`` without opening
+    with it: an instance of it defined after an introductory phrase ("From the hardware
+    perspective, a NUMA system is a computer platform ..."), the kind it is one of ("hotpluggable
+    busses like USB", "USB and other buses": Hearst, 1992), or an apposition ("..., Linux, a
+    clone of Unix, ..."); else 0. A hub name no sentence defines is led by such a fact
+    (``wiki.coverage``), not by a sentence about something else it modifies."""
+    n = re.escape(needle)
+    rest = text[_INTRO.match(text).end() :]
+    if rest.startswith(needle) and (
+        re.match(rf"\s+{_KIND_WORDS}\s+(?:is|are)\s+(?:a|an|the|one)\s", rest[len(needle) :])
+        or re.match(rf"\s+{_WHOLE_WORDS}\s+{_WHOLE_VERBS}\b", rest[len(needle) :])
+    ):
+        return 1  # "a NUMA system is a computer platform ...", "The DRM layer provides several services ..."
+    hearst = (
+        rf"\b[a-z]{{3,}}s\s+(?:such\s+as|like|including)\s+(?:the\s+)?{n}(?![\w-])"
+        rf"|(?<![\w-]){n}\s+(?:and|or)\s+other\s+[a-z]{{3,}}s\b"
+        rf"|(?<![\w-]){n},\s+(?:a|an|the)\s+[^,;]{{3,80}},"
+    )
+    return 1 if re.search(hearst, text) else 0
+
+
+#: What may stand between a name and its verb: a parenthesis or an apposition ("KVM (the
+#: kernel-based virtual machine) is ...", "Ada, a mathematician, wrote ...").
+_BETWEEN = re.compile(r"\s*(?:\([^)]{0,80}\)\s*)?(?:,[^,]{1,80},\s*)?([A-Za-z]+)")
+
+
+def _is_subject(needles: list[str], concept: bool, text: str) -> bool:
+    """Whether sentence ``text`` has the name (one of ``needles``, as ``_subject_rank`` reads
+    them) as its subject: it opens with it, after an article, and a verb follows ("KVM is ...",
+    "Oskar Venn studied ...", "sysfs exports ..."). How many of a document's sentences do is how
+    much the document talks about the name (``wiki.coverage.NAME_MIN_SUBJECT``)."""
+    if has_cjk(text):
+        opened = text.lstrip("「『“（(")
+        return any(opened.startswith(n) and len(opened) > len(n) for n in needles)
+    rest = text[_ARTICLE.match(text).end() :]
+    probe = rest.lower() if concept else rest
+    for needle in needles:
+        if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
+            continue
+        after = rest[len(needle) :].removeprefix("()")
+        m = _BETWEEN.match(after)
+        word = m.group(1).lower() if m else ""
+        if word in FINITE or word in _MODALS or lexicon.inflected_verb(word):
+            return True
+        pos = lexicon.lemmas(word)
+        then = after[m.end() :].split(maxsplit=1)[0].lower() if m and after[m.end() :].split() else ""
+        if word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in AFTER_VERB):
+            return True  # "Workqueue guarantees that ...": a verb, not "workqueue guarantees" the noun
+    return False
 
 
 def _code_like(name: str) -> bool:
@@ -309,7 +409,7 @@ _JUST_ADJECTIVE = re.compile(
 )
 #: A demonstrative noun phrase ("this mix", "these cases"): the sentence leans on another one.
 _DEMONSTRATIVE = re.compile(
-    r"\b(?:this|these|those|such)\s+[a-z]|\b(?:this|that)\s+(?:on|in|for|when|if|to|with|by|as|from)\b"
+    r"\b(?:this|these|those|such)\s+(?!as\b)[a-z]|\b(?:this|that)\s+(?:on|in|for|when|if|to|with|by|as|from)\b"
     r"|\b(?:here|above|below)\s*[,.;]"
 )
 
