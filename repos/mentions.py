@@ -191,7 +191,8 @@ class MentionRepository:
             rows = conn.execute(
                 "SELECT q.parent, c.key FROM unnest(string_to_array(%(keys)s, E'\\n')) AS q(parent)"
                 " CROSS JOIN LATERAL (SELECT DISTINCT key FROM wiki_mentions"
-                "  WHERE knowledge_base_id = %(kb)s AND parent = q.parent AND NOT (knowledge_id = ANY(%(exclude)s))"
+                "  WHERE knowledge_base_id = %(kb)s AND parent = q.parent AND parent <> ''"  # the partial index's
+                "  AND NOT (knowledge_id = ANY(%(exclude)s))"
                 "  ORDER BY key LIMIT %(limit)s) c",
                 {"kb": kb_id, "keys": keys, "limit": limit, "exclude": sorted(set(exclude))},
             ).fetchall()
@@ -243,6 +244,36 @@ class MentionRepository:
         keys = list(keys)
         found = self.stats(kb_id, keys)
         return {key: found[key].docs if key in found else 0 for key in keys}
+
+    def most_named(self, kb_id: str, limit: int = 20) -> list[dict]:
+        """The ``limit`` live entity/concept pages whose name key the most documents name, most
+        first: {key, docs, slug, title, aliases, facts} (a top-N walk of the counters' docs index)."""
+        with self.pool.connection() as conn:
+            return conn.execute(
+                "SELECT c.key, c.docs, p.slug, p.title, p.aliases, p.facts FROM wiki_mention_keys c"
+                " JOIN wiki_pages p ON p.knowledge_base_id = c.knowledge_base_id AND p.name_key = c.key"
+                " AND p.deleted_at IS NULL AND p.page_type IN ('entity', 'concept')"
+                " WHERE c.knowledge_base_id = %s ORDER BY c.docs DESC, c.key LIMIT %s",
+                (kb_id, limit),
+            ).fetchall()
+
+    def unlinked_summaries(self, kb_id: str) -> tuple[int, int]:
+        """(summaries, summaries no page links to nor lists under "Mentioned in"): a KB-wide count
+        for benchmarks and reports, not for the pipeline."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n, count(*) FILTER (WHERE NOT EXISTS ("
+                "  SELECT 1 FROM wiki_links l WHERE l.knowledge_base_id = s.knowledge_base_id AND l.to_slug = s.slug"
+                "  AND l.from_slug <> s.slug) AND NOT EXISTS ("
+                "  SELECT 1 FROM wiki_mentions m JOIN wiki_pages i ON i.knowledge_base_id = m.knowledge_base_id"
+                "   AND i.name_key = m.key AND i.deleted_at IS NULL AND i.page_type IN ('entity', 'concept')"
+                "  WHERE m.knowledge_base_id = s.knowledge_base_id"
+                "  AND m.knowledge_id = s.source_refs->0->>'knowledge_id')) AS alone"
+                " FROM wiki_pages s WHERE s.knowledge_base_id = %s AND s.deleted_at IS NULL"
+                " AND s.page_type = 'summary'",
+                (kb_id,),
+            ).fetchone()
+        return row["n"], row["alone"]
 
     # -- writes --------------------------------------------------------------------------------
     def write(

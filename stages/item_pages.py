@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import islice
 
 from repos.mentions import MentionRepository
 from stages.batch_context import BatchContext
@@ -122,7 +123,11 @@ def plan_item_pages(
         if live:
             plan.slug_of[key] = live[0].slug
             plan.deleted.update(p.slug for p in live[1:])  # written under an older rule: one page per key
-    for key in sorted(worthy - plan.slug_of.keys(), key=lambda k: (titled[k][0], k)):
+    fresh = sorted(worthy - plan.slug_of.keys(), key=lambda k: (titled[k][0], k))
+    # every slug a new page may try, asked once: the first two of new_page_slugs for each
+    ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "entity"), 2))
+    ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "concept"), 2))
+    for key in fresh:
         kind = item_type(stats[key].entity, stats[key].docs)
         plan.slug_of[key] = next(
             s
@@ -145,7 +150,12 @@ def plan_item_pages(
         sections = [
             LinkSection(MEMBER_OF, [titles[parent]] if parent in titles and parent != key else []),
             _section(MEMBERS, [titles[m] for m in members.get(key, []) if m in titles and m != key], MAX_MEMBERS),
-            _section(RELATED, [titles[r] for r in related.get(key, []) if r in titles and r != key], MAX_RELATED),
+            # a member's family is its "Member of" and its module's members, not pages related to it
+            _section(
+                RELATED,
+                [] if parent else [titles[r] for r in related.get(key, []) if r in titles and r != key],
+                MAX_RELATED,
+            ),
         ]
         plan.pages[slug] = Page(
             tenant_id=kb.tenant_id,

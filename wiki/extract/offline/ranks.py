@@ -249,8 +249,10 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             # place or an organisation, the central fact a reader looks up first
             central = named and passive.group(1) in CENTRAL_PARTICIPLES
             best = max(best, 1 if concept or purpose or central else 0)
-        elif named and (central := re.match(r"\s+(?:is|are|was|were)\s+([a-z]+)\b", after)) and (
-            central.group(1) in CENTRAL_PARTICIPLES
+        elif (
+            named
+            and (central := re.match(r"\s+(?:is|are|was|were)\s+([a-z]+)\b", after))
+            and (central.group(1) in CENTRAL_PARTICIPLES)
         ):
             best = max(best, 1)  # "Oskar Venn was born in Bergen ...": "born" is an adjective too
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
@@ -315,19 +317,34 @@ def _central_rank(needle: str, text: str) -> int:
     busses like USB", "USB and other buses": Hearst, 1992), or an apposition ("..., Linux, a
     clone of Unix, ..."); else 0. A hub name no sentence defines is led by such a fact
     (``wiki.coverage``), not by a sentence about something else it modifies."""
-    n = re.escape(needle)
+    if needle not in text:
+        return 0
     rest = text[_INTRO.match(text).end() :]
-    if rest.startswith(needle) and (
-        re.match(rf"\s+{_KIND_WORDS}\s+(?:is|are)\s+(?:a|an|the|one)\s", rest[len(needle) :])
-        or re.match(rf"\s+{_WHOLE_WORDS}\s+{_WHOLE_VERBS}\b", rest[len(needle) :])
-    ):
+    if rest.startswith(needle) and (_CENTRAL_KIND.match(rest, len(needle)) or _CENTRAL_WHOLE.match(rest, len(needle))):
         return 1  # "a NUMA system is a computer platform ...", "The DRM layer provides several services ..."
-    hearst = (
-        rf"\b[a-z]{{3,}}s\s+(?:such\s+as|like|including)\s+(?:the\s+)?{n}(?![\w-])"
-        rf"|(?<![\w-]){n}\s+(?:and|or)\s+other\s+[a-z]{{3,}}s\b"
-        rf"|(?<![\w-]){n},\s+(?:a|an|the)\s+[^,;]{{3,80}},"
-    )
-    return 1 if re.search(hearst, text) else 0
+    start = text.find(needle)
+    while start >= 0:  # patterns precompiled and anchored at the name: no regex built per name
+        end = start + len(needle)
+        bounded = (start == 0 or not (text[start - 1].isalnum() or text[start - 1] in "_-")) and (
+            end == len(text) or not (text[end].isalnum() or text[end] in "_-")
+        )
+        if bounded and (
+            _HEARST_BEFORE.search(text[max(0, start - 60) : start])
+            or _HEARST_AFTER.match(text, end)
+            or _APPOSITION.match(text, end)
+        ):
+            return 1
+        start = text.find(needle, start + 1)
+    return 0
+
+
+_CENTRAL_KIND = re.compile(rf"\s+{_KIND_WORDS}\s+(?:is|are)\s+(?:a|an|the|one)\s")
+_CENTRAL_WHOLE = re.compile(rf"\s+{_WHOLE_WORDS}\s+{_WHOLE_VERBS}\b")
+#: Hearst's patterns (1992) around a name: "busses like USB", "filesystems such as the ext4"
+#: before it, "USB and other buses" after it; and an apposition after it ("Linux, a clone of Unix,").
+_HEARST_BEFORE = re.compile(r"\b[a-z]{3,}s\s+(?:such\s+as|like|including)\s+(?:the\s+)?$")
+_HEARST_AFTER = re.compile(r"\s+(?:and|or)\s+other\s+[a-z]{3,}s\b")
+_APPOSITION = re.compile(r",\s+(?:a|an|the)\s+[^,;]{3,80},")
 
 
 #: What may stand between a name and its verb: a parenthesis or an apposition ("KVM (the
