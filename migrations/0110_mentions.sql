@@ -61,3 +61,10 @@ CREATE TABLE IF NOT EXISTS wiki_mention_names (
     docs              INT NOT NULL,
     PRIMARY KEY (knowledge_base_id, key, alias, name)
 );
+CREATE INDEX IF NOT EXISTS idx_wiki_mention_names_alias ON wiki_mention_names (knowledge_base_id, name) WHERE alias;
+
+-- A bare name several code pages go by ("Queue" of queue.Queue and asyncio.queues.Queue) has a
+-- disambiguation page listing them.
+ALTER TABLE wiki_pages DROP CONSTRAINT IF EXISTS wiki_pages_page_type_check;
+ALTER TABLE wiki_pages ADD CONSTRAINT wiki_pages_page_type_check
+    CHECK (page_type IN ('summary', 'entity', 'concept', 'index', 'disambiguation'));

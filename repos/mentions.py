@@ -142,6 +142,23 @@ class MentionRepository:
             out.setdefault(r["key"], {})[(r["name"], r["alias"])] = r["docs"]
         return out
 
+    def keys_aliased(self, kb_id: str, aliases: Iterable[str]) -> dict[str, dict[str, int]]:
+        """For each alias, {key: documents giving it as an alias of that key}: the pages a bare name
+        stands for (idx_wiki_mention_names_alias; a few rows a name)."""
+        names = _joined(aliases)
+        if not names:
+            return {}
+        out: dict[str, dict[str, int]] = {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT name, key, docs FROM wiki_mention_names WHERE knowledge_base_id = %s AND alias"
+                " AND name = ANY(string_to_array(%s, E'\\n')) AND docs > 0",
+                (kb_id, names),
+            ).fetchall()
+        for r in rows:
+            out.setdefault(r["name"], {})[r["key"]] = r["docs"]
+        return out
+
     def best_rows(
         self, kb_id: str, keys: Iterable[str], exclude: Iterable[str] = (), limit: int = 8
     ) -> dict[str, list[MentionRow]]:

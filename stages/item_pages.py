@@ -20,10 +20,13 @@ from itertools import islice
 from repos.mentions import MentionRepository
 from stages.batch_context import BatchContext
 from wiki.coverage import (
+    DISAMBIGUATION_MIN,
     MAX_QUOTES,
     KeyStats,
     MentionRow,
+    bare_name,
     best,
+    disambiguation_slug,
     facts_of,
     name_deltas,
     page_worthy,
@@ -31,8 +34,8 @@ from wiki.coverage import (
 )
 from wiki.dedup import name_key
 from wiki.merge import item_summary, item_type, new_page_slugs, title_and_aliases
-from wiki.models import ITEM_TYPES, KnowledgeBase, Page, SourceRef
-from wiki.render import MEMBER_OF, MEMBERS, RELATED, LinkSection, render_item_page
+from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType, SourceRef
+from wiki.render import MEMBER_OF, MEMBERS, RELATED, SEE_ALSO, LinkSection, render_disambiguation_page, render_item_page
 from wiki.slugs import RESERVED_SLUGS
 
 #: Members an entity page lists (a module's classes, a class's methods); the rest are counted.
@@ -95,11 +98,17 @@ def plan_item_pages(
     members = _members(kb, mentions, worthy | changed, batch_ids, plan.added)
     for parent in changed:
         touched |= set(members.get(parent, ()))
+    # the pages a touched code name shares its bare name with ("Queue": queue.Queue and
+    # asyncio.queues.Queue) are planned again with it: their "See also" and their disambiguation page
+    sharing = _sharing(kb, mentions, touched, plan.name_deltas)
+    touched |= {k for keys in sharing.values() for k in keys}
     extra = touched - stats.keys()
     if extra:
         stats.update(mentions.stats(kb.id, extra))
         by_key.update(ctx.by_name_keys(extra))
         worthy |= {key for key in extra if page_worthy(stats.get(key, KeyStats()))}
+    ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
+    ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
 
     names = mentions.names(kb.id, worthy)
     for (key, name, alias), delta in plan.name_deltas.items():
@@ -147,6 +156,8 @@ def plan_item_pages(
         slug, rows = plan.slug_of[key], chosen[key]
         facts = facts_of(rows)
         parent = next((r.parent for r in rows if r.parent), "")
+        bare = bare_name(key)
+        see_also = [(disambiguation_slug(bare), f"{bare} (disambiguation)")] if bare in ambiguous else []
         sections = [
             LinkSection(MEMBER_OF, [titles[parent]] if parent in titles and parent != key else []),
             _section(MEMBERS, [titles[m] for m in members.get(key, []) if m in titles and m != key], MAX_MEMBERS),
@@ -156,6 +167,7 @@ def plan_item_pages(
                 [] if parent else [titles[r] for r in related.get(key, []) if r in titles and r != key],
                 MAX_RELATED,
             ),
+            LinkSection(SEE_ALSO, see_also),
         ]
         plan.pages[slug] = Page(
             tenant_id=kb.tenant_id,
@@ -169,8 +181,40 @@ def plan_item_pages(
             source_refs=[SourceRef(knowledge_id=r.knowledge_id, title=r.doc_title) for r in rows],
             facts=facts,
         )
+    for bare in sorted(sharing):
+        slug = disambiguation_slug(bare)
+        if bare not in ambiguous:
+            plan.deleted.add(slug)  # a no-op unless the page was there
+            continue
+        entries = [(p.slug, p.title, p.summary) for p in (plan.pages[plan.slug_of[k]] for k in ambiguous[bare])]
+        plan.pages[slug] = Page(
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            slug=slug,
+            title=f"{bare} (disambiguation)",
+            page_type=PageType.disambiguation,
+            content=render_disambiguation_page(bare, entries),
+            summary=f"{bare} is the name of {len(entries)} pages.",
+            source_refs=[ref for k in ambiguous[bare] for ref in plan.pages[plan.slug_of[k]].source_refs[:1]],
+        )
     plan.deleted -= plan.pages.keys()
     return plan
+
+
+def _sharing(
+    kb: KnowledgeBase, mentions: MentionRepository, keys: set[str], deltas: dict[tuple[str, str, bool], int]
+) -> dict[str, set[str]]:
+    """{bare name: the code keys going by it (``wiki.coverage.bare_name``)} for the bare names of
+    ``keys``, once the batch's name changes (``deltas``) are counted."""
+    bares = {bare for key in keys if (bare := bare_name(key))}
+    counts = mentions.keys_aliased(kb.id, bares)
+    for (key, name, alias), delta in deltas.items():
+        if alias and name in bares:
+            bucket = counts.setdefault(name, {})
+            bucket[key] = bucket.get(key, 0) + delta
+    return {
+        bare: {k for k, docs in counts.get(bare, {}).items() if docs > 0 and bare_name(k) == bare} for bare in bares
+    }
 
 
 def _held(slug: str, plan: ItemPlan, ctx: BatchContext) -> bool:

@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from wiki.dedup import name_key
+from wiki.dedup import is_code_name, name_key
 from wiki.models import Document, ExtractedItem, Extraction
 from wiki.render import lead_rank
-from wiki.slugs import has_cjk
+from wiki.slugs import has_cjk, slugify
 
 #: What ``ExtractedItem.rank`` / ``MentionRow.rank`` say of a row's lead sentence.
 RANKS = {3: "a definition (X is a ...)", 2: "what X does or provides", 1: "a central fact about X", 0: "no lead"}
@@ -272,3 +272,24 @@ def facts_of(rows: list[MentionRow]) -> dict[str, dict]:
             "seq": seq,
         }
     return facts
+
+
+#: Pages sharing a bare name that get a disambiguation page.
+DISAMBIGUATION_MIN = 2
+
+
+def bare_name(key: str) -> str:
+    """The bare name a qualified code name goes by in prose ("Queue" of "queue.Queue", "findall" of
+    "re.findall"), "" for a name with no qualifier. Two pages of one bare name get a disambiguation
+    page (``DISAMBIGUATION_MIN``): the qualified pages keep the bare name as an alias (what a reader
+    types) but no mention of it is linked to one of them (``wiki.dedup.link_aliases``)."""
+    if "." not in key or not is_code_name(key):
+        return ""
+    tail = key.rpartition(".")[2]
+    return tail if tail.isidentifier() else ""
+
+
+def disambiguation_slug(bare: str) -> str:
+    """The slug of the disambiguation page of a bare name: its slug and "-disambiguation" (the
+    bare slug itself may be a module's page: "queue")."""
+    return f"{slugify(bare)}-disambiguation"

@@ -31,7 +31,7 @@ MIN_TITLE_CHARS = 3
 #: The folders an exported vault keeps pages in, one per page type (the index page sits at its
 #: root). Obsidian writes a link to a page in one as ``[[entity/x]]``; a slug never holds "/", so
 #: the folder is read off and the link is to the page ``x``.
-PAGE_FOLDERS = ("summary", "entity", "concept")
+PAGE_FOLDERS = ("summary", "entity", "concept", "disambiguation")
 _FOLDER_PREFIX_RE = re.compile(f"^(?:{'|'.join(PAGE_FOLDERS)})/(?=[^/])")
 
 # A "word character" for boundary checks: a letter, digit or underscore that is not CJK.

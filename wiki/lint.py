@@ -67,7 +67,13 @@ STALE_SAMPLE_PER_PAGE = 3
 # Page types compared with each other for duplicate titles: two summaries of documents with
 # the same title are a possible double ingest; an entity and a summary sharing a title are by
 # design (summary slugs carry the "doc-" prefix for exactly that case).
-_FAMILY = {"entity": "item", "concept": "item", "summary": "summary", "index": "index"}
+_FAMILY = {
+    "entity": "item",
+    "concept": "item",
+    "summary": "summary",
+    "index": "index",
+    "disambiguation": "disambiguation",
+}
 
 
 class LintIssue(BaseModel):

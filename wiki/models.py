@@ -46,6 +46,7 @@ class PageType(StrEnum):
     entity = "entity"  # an entity page merged from the documents naming it
     concept = "concept"  # a concept page, likewise
     index = "index"  # the KB's index page
+    disambiguation = "disambiguation"  # the pages of code names sharing a bare name ("Queue")
 
 
 #: The page types an extracted item (``ExtractedItem.kind``) makes: merged by name, link targets of mentions.

@@ -34,8 +34,8 @@ LEAD_CHARS = 120
 #: The headings of a summary page's lists of its entity and concept pages.
 ITEM_SECTIONS = {"entity": "Entities", "concept": "Concepts"}
 #: The headings of an entity or concept page's link lists (``LinkSection``).
-MEMBER_OF, MEMBERS, RELATED = "Member of", "Members", "Related"
-_LISTED_SECTIONS = (*ITEM_SECTIONS.values(), MEMBER_OF, MEMBERS, RELATED)
+MEMBER_OF, MEMBERS, RELATED, SEE_ALSO, MAY_REFER_TO = "Member of", "Members", "Related", "See also", "May refer to"
+_LISTED_SECTIONS = (*ITEM_SECTIONS.values(), MEMBER_OF, MEMBERS, RELATED, SEE_ALSO, MAY_REFER_TO)
 _ITEM_SECTION_RE = re.compile(f"^## (?:{'|'.join(_LISTED_SECTIONS)})$")
 
 
@@ -172,13 +172,28 @@ def link_sections(content: str) -> list[LinkSection]:
             if heading is not None:
                 sections.append(LinkSection(heading, links, more))
             title = line[3:].strip()
-            heading = title if title in (MEMBER_OF, MEMBERS, RELATED) else None
+            heading = title if title in (MEMBER_OF, MEMBERS, RELATED, SEE_ALSO) else None
             links, more = [], 0
         elif heading is not None and (m := _LIST_LINK.match(line)):
             links.append((m.group(1), m.group(2)))
         elif heading is not None and (m := _MORE.match(line)):
             more = int(m.group(1))
     return sections
+
+
+def render_disambiguation_page(bare: str, entries: Sequence[tuple[str, str, str]]) -> str:
+    """The page of a bare name several code pages go by ("Queue"): one line saying so and a list
+    of them, (slug, title, one-line summary) each, in the given order."""
+    lines = [
+        f"**{neutral(bare)}** is the name of {len(entries)} pages of this knowledge base.",
+        "",
+        f"## {MAY_REFER_TO}",
+        "",
+    ]
+    for slug, title, summary in entries:
+        tail = f": {neutral(summary)}" if summary else ""
+        lines.append(f"- {link(slug, title)}{tail}")
+    return "\n".join(lines).strip() + "\n"
 
 
 def with_lead(content: str, lead: str) -> str:
