@@ -181,17 +181,20 @@ def plan_item_pages(
             source_refs=[SourceRef(knowledge_id=r.knowledge_id, title=r.doc_title) for r in rows],
             facts=facts,
         )
+    ctx.lite(disambiguation_slug(bare) for bare in sharing)
     for bare in sorted(sharing):
-        slug = disambiguation_slug(bare)
-        if bare not in ambiguous:
-            plan.deleted.add(slug)  # a no-op unless the page was there
+        slug, title = disambiguation_slug(bare), f"{bare} (disambiguation)"
+        if bare not in ambiguous or slug in plan.pages:
+            live = ctx.lite([slug]).get(slug)
+            if live is not None and live.title == title and slug not in plan.pages:
+                plan.deleted.add(slug)  # "queue" and "Queue" share the slug: only this name's page goes
             continue
         entries = [(p.slug, p.title, p.summary) for p in (plan.pages[plan.slug_of[k]] for k in ambiguous[bare])]
         plan.pages[slug] = Page(
             tenant_id=kb.tenant_id,
             knowledge_base_id=kb.id,
             slug=slug,
-            title=f"{bare} (disambiguation)",
+            title=title,
             page_type=PageType.disambiguation,
             content=render_disambiguation_page(bare, entries),
             summary=f"{bare} is the name of {len(entries)} pages.",

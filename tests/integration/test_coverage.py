@@ -99,6 +99,12 @@ def test_two_modules_classes_of_one_bare_name_get_a_disambiguation_page_and_memb
     assert {link.slug for link in parse_links(disambiguation.content)} == {"frobq-queue", "grobq-queue"}
     put = deps.pages.get(kb.id, "frobq-queue-put")
     assert "frobq-queue" in {link.slug for link in parse_links(put.content)}  # "Member of"
+    # a lower-case "queue" of another module shares the slug "queue-disambiguation" but not the page
+    _submit(
+        deps, kb, "hobq", "# hobq\n\nHelpers of the hob scheduler.\n\n## queue\n\nReturn the queue of a hob by name.\n"
+    )
+    settle(deps, kb)
+    assert deps.pages.get(kb.id, "queue-disambiguation") is not None
 
     run_stage(delete_document, deps, kb.tenant_id, kb.id, first)
     settle(deps, kb)

@@ -571,9 +571,12 @@ def _english(lower_words: Counter[str]) -> bool:
     return bool(total) and sum(n for w, n in words if lexicon.dictionary_word(w)) >= ENGLISH_SHARE * total
 
 
-#: A token of running prose that may be a name: a word, maybe dotted or "::"-joined, not inside a
-#: path, an address or a hyphenated word.
-_TOKEN = re.compile(r"(?<![\w./@:-])([A-Za-z][\w]*(?:(?:\.|::)[A-Za-z_]\w*)*)(?![\w@/-]|\.\w)")
+#: A token of running prose that may be a name: a word of Latin letters, maybe dotted or
+#: "::"-joined, not after a path's "/", not inside an address or a hyphenated word ("Linux/s390"
+#: and "以下是Linux版本" name Linux).
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_./@:-])([A-Za-z][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*)(?![A-Za-z0-9_@-]|\.\w)"
+)
 
 
 def _name_tokens(sentences: list[_Sentence]) -> list[tuple[str, int]]:
