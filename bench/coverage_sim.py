@@ -118,8 +118,9 @@ def main() -> None:
             for alias in row.aliases:
                 names[(alias, True)] += 1
         title, aliases = title_and_aliases(names)
-        facts = facts_of(best(key_rows))
-        pages[key] = (title, aliases, item_type(stats.entity, stats.docs), facts, stats, key_rows)
+        chosen = best(key_rows)
+        kind = item_type(stats.entity, stats.docs, chosen[0].kind if chosen else "")
+        pages[key] = (title, aliases, kind, facts_of(chosen), stats, key_rows)
     counts = defaultdict(int)
     for _, _, page_type, *_ in pages.values():
         counts[page_type] += 1

@@ -180,7 +180,8 @@ class MentionRepository:
         return out
 
     def earned_keys(self, kb_id: str, knowledge_ids: Iterable[str]) -> dict[str, list[str]]:
-        """For each document, the keys it makes pages of on its own (its items), sorted."""
+        """For each document, the keys it makes pages of on its own (its items) that are no member
+        of a class or module (their parent's page lists them), sorted."""
         ids = sorted(set(knowledge_ids))
         out: dict[str, list[str]] = {kid: [] for kid in ids}
         if not ids:
@@ -188,7 +189,7 @@ class MentionRepository:
         with self.pool.connection() as conn:
             rows = conn.execute(
                 "SELECT knowledge_id, key FROM wiki_mentions WHERE knowledge_base_id = %s AND knowledge_id = ANY(%s)"
-                " AND earned ORDER BY knowledge_id, key",
+                " AND earned AND parent = '' ORDER BY knowledge_id, key",
                 (kb_id, ids),
             ).fetchall()
         for r in rows:

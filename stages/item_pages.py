@@ -40,7 +40,8 @@ from wiki.slugs import RESERVED_SLUGS
 
 #: Members an entity page lists (a module's classes, a class's methods); the rest are counted.
 MAX_MEMBERS = 40
-#: Related pages an entity or concept page lists: the items of the documents it quotes.
+#: Related pages an entity or concept page lists: the items of the documents it quotes that are no
+#: member of a class or module, the most shared first (a short list, not a count of the rest).
 MAX_RELATED = 12
 
 
@@ -137,7 +138,7 @@ def plan_item_pages(
     ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "entity"), 2))
     ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "concept"), 2))
     for key in fresh:
-        kind = item_type(stats[key].entity, stats[key].docs)
+        kind = _page_type(stats[key], chosen[key])
         plan.slug_of[key] = next(
             s
             for s in new_page_slugs(titled[key][0], kind)
@@ -162,10 +163,9 @@ def plan_item_pages(
             LinkSection(MEMBER_OF, [titles[parent]] if parent in titles and parent != key else []),
             _section(MEMBERS, [titles[m] for m in members.get(key, []) if m in titles and m != key], MAX_MEMBERS),
             # a member's family is its "Member of" and its module's members, not pages related to it
-            _section(
+            LinkSection(
                 RELATED,
-                [] if parent else [titles[r] for r in related.get(key, []) if r in titles and r != key],
-                MAX_RELATED,
+                [] if parent else [titles[r] for r in related.get(key, []) if r in titles and r != key][:MAX_RELATED],
             ),
             LinkSection(SEE_ALSO, see_also),
         ]
@@ -174,7 +174,7 @@ def plan_item_pages(
             knowledge_base_id=kb.id,
             slug=slug,
             title=title,
-            page_type=item_type(stats[key].entity, stats[key].docs),
+            page_type=_page_type(stats[key], rows),
             content=render_item_page(title, facts, aliases, sections=sections),
             summary=item_summary(facts, ""),
             aliases=aliases,
@@ -220,6 +220,11 @@ def _sharing(
     }
 
 
+def _page_type(stats: KeyStats, rows: list[MentionRow]) -> str:
+    """The type of a key's page (``wiki.merge.item_type``) from its counters and best rows."""
+    return item_type(stats.entity, stats.docs, rows[0].kind if rows else "")
+
+
 def _held(slug: str, plan: ItemPlan, ctx: BatchContext) -> bool:
     """Whether ``slug`` belongs to a page that stays: planned in this batch, or live and not being
     deleted by it."""
@@ -262,12 +267,13 @@ def _related(
     new_rows: dict[str, dict[str, MentionRow]],
     batch_ids: set[str],
 ) -> dict[str, list[str]]:
-    """{key: related keys}: the items (earned keys) of the documents the key's page quotes, most
-    shared first, then by key. What the summaries of its documents connect it to."""
+    """{key: related keys}: the items (earned keys) of the documents the key's page quotes that
+    are no member of a class or module, most shared first, then by key: what the summaries of its
+    documents connect it to, without a module's every method (its own page lists those)."""
     docs = {r.knowledge_id for rows in chosen.values() for r in rows}
     earned = mentions.earned_keys(kb.id, docs - batch_ids)
     for kid, rows in new_rows.items():
-        earned[kid] = sorted(k for k, r in rows.items() if r.earned)
+        earned[kid] = sorted(k for k, r in rows.items() if r.earned and not r.parent)
     out: dict[str, list[str]] = {}
     for key, rows in chosen.items():
         counts = Counter(k for r in rows for k in earned.get(r.knowledge_id, []) if k != key)

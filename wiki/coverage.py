@@ -250,17 +250,27 @@ def name_deltas(dropped: Iterable[MentionRow], added: Iterable[MentionRow]) -> d
     return {k: v for k, v in out.items() if v}
 
 
+#: Documents that only name a page's subject (rank 0: no sentence says what it is or does) are
+#: quoted while fewer documents than this are: enough for a hub's depth, never crowding out
+#: the documents that say something of it.
+MENTION_QUOTES = 5
+
+
 def best(rows: Iterable[MentionRow], limit: int = MAX_QUOTES) -> list[MentionRow]:
-    """The ``limit`` best rows with something to quote (a lead or a quote), best first."""
-    return sorted((r for r in rows if r.lead or r.quotes), key=MentionRow.order)[:limit]
+    """The ``limit`` best rows with something to quote (a lead or a quote), best first; rows of
+    rank 0 only among the first ``MENTION_QUOTES`` (they sort after every row of rank 1 or more)."""
+    ordered = sorted((r for r in rows if r.lead or r.quotes), key=MentionRow.order)
+    return [r for i, r in enumerate(ordered) if r.rank or i < MENTION_QUOTES][:limit]
 
 
 def facts_of(rows: list[MentionRow]) -> dict[str, dict]:
     """``wiki_pages.facts`` of a page from its best rows (``best``), numbered in that order: the
-    lead is the first description, the quotes the rows' quotes (``wiki.render.render_item_page``)."""
+    lead is the first description, the quotes the rows' own quotes (``wiki.render.render_item_page``)."""
     facts: dict[str, dict] = {}
     for seq, row in enumerate(rows, 1):
-        quotes = list(row.quotes) or ([row.lead] if row.lead else [])
+        # a lead the extractor wrote ("`Directory` is a class of ...") is no sentence of the
+        # document: only the rows' own sentences are quoted
+        quotes = list(row.quotes)
         facts[row.knowledge_id] = {
             "doc_title": row.doc_title,
             "summary_slug": row.summary_slug,

@@ -58,14 +58,19 @@ def singular(word: str) -> str:
 #: underscore, "::" or "->" between its parts. CamelCase alone does not: "JavaScript" and
 #: "Javascript", "GitHub" and "Github" are spellings of one name.
 _CODE_MARKS = re.compile(r"[._]|::|->")
+#: A lower-camel-case identifier ("setUp", "tearDown", "handleError"): no word of prose is spelled
+#: so, and "setUp" (unittest's hook) is not the word "setup".
+_LOWER_CAMEL = re.compile(r"[a-z][a-z0-9]*[A-Z][a-z][A-Za-z0-9]*")
 
 
 def is_code_name(name: str) -> bool:
-    """Whether ``name`` is a code identifier (``_CODE_MARKS``, one word with a letter):
-    "queue.Queue.get", "GFP_KERNEL", "io_uring"; "QueueEmpty" and "kmalloc()" are not (they have
-    none of the marks, and are folded like words)."""
+    """Whether ``name`` is a code identifier (``_CODE_MARKS``, one word with a letter, or lower
+    camel case): "queue.Queue.get", "GFP_KERNEL", "io_uring", "setUp"; "QueueEmpty" and
+    "kmalloc()" are not (they have none of the marks, and are folded like words)."""
     bare = name.strip().removesuffix("()")
-    return " " not in bare and any(ch.isalpha() for ch in bare) and _CODE_MARKS.search(bare) is not None
+    if " " in bare or not any(ch.isalpha() for ch in bare):
+        return False
+    return _CODE_MARKS.search(bare) is not None or _LOWER_CAMEL.fullmatch(bare) is not None
 
 
 def link_aliases(title: str, aliases: list[str]) -> list[str]:

@@ -253,6 +253,8 @@ def linkify(text: str, targets: Sequence[LinkTarget], self_slug: str | None = No
                 continue
             if text[start - 1 : start] in _BRACKETS or text[end : end + 1] in _BRACKETS:
                 continue  # "List[int]": a link beside a bracket would fuse into "[[[" or "]]]"
+            if _dotted(text, start - 1, -1) or _dotted(text, end, 1):
+                continue  # "Handler" of "Handler.handleError": a piece of another code name
             linked.add(normalize_slug(slug))
             edits.append((start, end, slug, " ".join(text[start:end].split())))
     if not edits:
@@ -266,6 +268,16 @@ def linkify(text: str, targets: Sequence[LinkTarget], self_slug: str | None = No
         pos = end
     parts.append(text[pos:])
     return "".join(parts), {e[2] for e in edits}
+
+
+def _dotted(text: str, dot: int, step: int) -> bool:
+    """Whether ``text[dot]`` is a "." joining the mention to a name part on its other side
+    (``step`` -1: before the mention, 1: after it), so the mention is a piece of a dotted code name
+    ("Handler.handleError", "os.path.join"); a sentence's closing full stop is not."""
+    if not 0 <= dot < len(text) or text[dot] != ".":
+        return False
+    beyond = dot + step
+    return 0 <= beyond < len(text) and (text[beyond].isalnum() or text[beyond] == "_")
 
 
 # --- candidate phrases -------------------------------------------------------------------

@@ -215,10 +215,14 @@ def mention_targets(pages: Iterable[PageLite], self_slug: str) -> list[LinkTarge
     pages sharing a title or alias: every title comes before every alias (a page named
     "base classes" beats a page with that alias), ties go to the smaller slug. The order must
     not depend on how the pages were fetched (a batched lookup and a per-page one return rows
-    in different orders): it is what keeps the check and ``--fix`` on the same target. The page
-    itself and archived pages are left out.
+    in different orders): it is what keeps the check and ``--fix`` on the same target. Archived
+    pages are left out. The page itself comes first: ``linkify`` never links it, but its title
+    holds its mentions whole ("Ttk Labelframe widget" on its own page is no link to "Labelframe").
     """
-    live = {p.slug: p for p in pages if p.slug != self_slug and p.status != "archived"}
+    live = {p.slug: p for p in pages if p.status != "archived"}
+    if self_slug in live:
+        own = live.pop(self_slug)
+        return [LinkTarget(own.slug, own.title, tuple(own.aliases)), *mention_targets(live.values(), self_slug)]
     ordered = [live[s] for s in sorted(live)]
     return [LinkTarget(p.slug, p.title) for p in ordered] + [
         LinkTarget(p.slug, p.title, tuple(p.aliases)) for p in ordered if p.aliases

@@ -42,10 +42,13 @@ def title_and_aliases(names: Mapping[tuple[str, bool], int]) -> tuple[str, list[
     return title, aliases
 
 
-def item_type(entity: int, docs: int) -> str:
-    """The type of an entity/concept page from how many of its ``docs`` documents took it for an
-    entity: the most frequent kind, "entity" on a tie. Order-free, so a page's type does not depend
-    on which of its documents came first."""
+def item_type(entity: int, docs: int, lead_kind: str = "") -> str:
+    """The type of an entity/concept page: the kind of the row its lead comes from (``lead_kind``,
+    ``wiki.coverage.best``'s first: the module a reference documents is an entity even where most
+    documents name it as a word), else how many of its ``docs`` documents took it for an entity,
+    the most frequent kind, "entity" on a tie. Order-free: both are functions of the page's rows."""
+    if lead_kind in (PageType.entity, PageType.concept):
+        return PageType(lead_kind)
     return PageType.entity if 2 * entity >= docs else PageType.concept
 
 

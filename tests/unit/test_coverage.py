@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 from wiki.coverage import (
+    MENTION_QUOTES,
     NAME_MIN_DOCS,
     TERM_MIN_DOCS,
     KeyStats,
@@ -16,6 +17,7 @@ from wiki.coverage import (
     stats_after,
 )
 from wiki.dedup import name_key
+from wiki.merge import item_type
 from wiki.models import Document, ExtractedItem, Extraction
 
 
@@ -110,3 +112,25 @@ def test_the_best_rows_and_the_page_facts_are_the_same_in_any_order_of_the_docum
     assert [f["seq"] for f in facts.values()] == [1, 2, 3, 4, 5] and facts["k2"]["description"].startswith(
         "Widget sentence 2"
     )
+
+
+def test_documents_that_only_name_a_subject_fill_its_quotes_only_up_to_a_few():
+    rows = []
+    for i in range(MENTION_QUOTES + 3):
+        rows += _rows(i, mentions=[_mention("Widget", evidence=[f"Widget turns up in place {i}."])]).values()
+    rows += _rows(99, mentions=[_mention("Widget", rank=3, description="A widget is a gadget.")]).values()
+    chosen = best(rows)
+    assert chosen[0].knowledge_id == "k99" and len(chosen) == MENTION_QUOTES
+
+
+def test_a_lead_the_extractor_wrote_is_never_quoted_as_the_document_s_sentence():
+    row = _rows(1, items=[_mention("x.Directory", rank=3, description="`Directory` is a class of `x`.")])
+    facts = facts_of(best(row.values()))
+    assert facts["k1"]["description"] == "`Directory` is a class of `x`." and facts["k1"]["evidence"] == []
+
+
+def test_a_page_takes_the_kind_of_the_row_its_lead_comes_from():
+    # the module a reference documents is an entity, though most documents name it as a word
+    assert item_type(entity=1, docs=5, lead_kind="entity") == "entity"
+    assert item_type(entity=4, docs=5, lead_kind="concept") == "concept"
+    assert item_type(entity=1, docs=5) == "concept"

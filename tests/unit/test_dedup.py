@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from wiki.dedup import name_key, singular
+from wiki.dedup import is_code_name, name_key, singular
 
 
 @pytest.mark.parametrize(
@@ -84,9 +84,20 @@ def test_the_key_of_a_merged_page_is_its_title_key_whichever_name_is_the_title()
         ("email.header.Header.encode", "email.charset.Charset.header_encode", "Header.encode"),
         ("GFP_KERNEL", "gfp_kernel", "GFP KERNEL"),
         ("file_type", "file type"),
+        ("setUp", "setup"),  # unittest's hook is not the word (the demo's "setup" page mixed them)
     ],
 )
 def test_code_identifiers_keep_their_case_and_qualifier(names):
     """Issue 23: a code name is its own key, so names that differ in case or qualifier are pages apart."""
     assert len({name_key(n) for n in names}) == len(names), {n: name_key(n) for n in names}
     assert name_key("kmalloc()") == name_key("kmalloc") and name_key("Queue.get()") == "Queue.get"
+
+
+@pytest.mark.parametrize("name", ["setUp", "tearDown", "handleError", "keyBindings"])
+def test_lower_camel_case_is_a_code_name(name):
+    assert is_code_name(name)
+
+
+@pytest.mark.parametrize("name", ["macOS", "eBPF", "JavaScript", "iOS", "setup"])
+def test_a_product_spelling_or_a_word_is_no_code_name(name):
+    assert not is_code_name(name)

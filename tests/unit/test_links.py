@@ -453,7 +453,34 @@ def test_mention_targets_put_titles_before_aliases_whatever_the_row_order() -> N
         out, linked = link_mentions(text, "abc", rows, _key_lookup(rows))
         assert out == "Defines [[base-classes|base classes]]. Register them with base classes."
         assert linked == ["base-classes"]
-    assert mention_targets([_page("abc", "abc"), _page("old", "old", status="archived")], "abc") == []
+    # the page itself comes first (never linked, but holding its own title whole); archived pages never
+    targets = mention_targets([_page("old", "old", status="archived"), _page("abc", "abc")], "abc")
+    assert [(t.slug, t.title) for t in targets] == [("abc", "abc")]
+
+
+def test_a_page_s_own_title_holds_its_mentions_whole() -> None:
+    # "Ttk Labelframe widget is a container" on its own page linked "Labelframe" to tix's LabelFrame
+    from wiki.lint import link_mentions
+
+    rows = [_page("ttk-labelframe-widget", "Ttk Labelframe widget"), _page("labelframe", "Labelframe")]
+    text = "Ttk Labelframe widget is a container. A Labelframe groups widgets."
+    out, linked = link_mentions(text, "ttk-labelframe-widget", rows, _key_lookup(rows))
+    assert out == "Ttk Labelframe widget is a container. A [[labelframe|Labelframe]] groups widgets."
+    assert linked == ["labelframe"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Call Handler.handleError on failure.", "See logging.Handler for it.", "Use os.path.Handler_x now."],
+)
+def test_a_piece_of_a_dotted_code_name_is_no_mention(text: str) -> None:
+    out, linked = linkify(text, [LinkTarget("handler", "Handler")])
+    assert (out, linked) == (text, set())
+
+
+def test_a_name_before_a_full_stop_is_still_linked() -> None:
+    out, _ = linkify("Logging goes through a Handler. Then it ends.", [LinkTarget("handler", "Handler")])
+    assert out == "Logging goes through a [[handler|Handler]]. Then it ends."
 
 
 def test_link_mentions_goes_on_until_checking_its_output_finds_nothing() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from wiki.dedup import name_key
@@ -92,9 +93,11 @@ def _mentions(needles: list[str], concept: bool, sentences: list[_Sentence], low
     return out
 
 
-def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
+def _evidence(mentions: list[_Sentence], lead: str, about: Callable[[str], bool] | None = None) -> list[str]:
     """Up to 3 mentions quoted whole (never cut): the lead first when it is one of them, then
-    sentences of at most ``EVIDENCE_CHARS``, then of at most ``MAX_QUOTE_CHARS``."""
+    sentences of at most ``EVIDENCE_CHARS``, then of at most ``MAX_QUOTE_CHARS``; with ``about``,
+    only the sentences it holds to be about the name ("Get the mapping of coroutine local variables"
+    names coroutines but says nothing of them: the demo's judges failed such quotes)."""
     out: list[str] = [lead] if any(s.text == lead for s in mentions) else []
     for limit in (EVIDENCE_CHARS, MAX_QUOTE_CHARS):
         for sentence in mentions:
@@ -105,9 +108,15 @@ def _evidence(mentions: list[_Sentence], lead: str) -> list[str]:
                 continue
             if _UNRESOLVED.match(text) or not _whole_sentence(text):
                 continue  # "This is similar to ...": quoted alone, nobody knows what "this" is
+            if about is not None and not about(text):
+                continue
             out.append(text)
     if not out:
-        out = [s.text for s in mentions if len(s.text) <= EVIDENCE_CHARS and _whole_sentence(s.text)][:1]
+        out = [
+            s.text
+            for s in mentions
+            if len(s.text) <= EVIDENCE_CHARS and _whole_sentence(s.text) and (about is None or about(s.text))
+        ][:1]
     return out
 
 
@@ -237,7 +246,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v14"
+    name = "offline-v15"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -519,7 +528,9 @@ class OfflineExtractor:
             # a concept is a page where its document defines the general term ("X is a ...",
             # ``_general_definition_rank``); what X does or a caveat about it is no definition
             earned = False
-        evidence = _evidence(mentions, description) if rank else _mention_quote(mentions, needles, named)
+        # a reference's section is about its name throughout; elsewhere a quote has it for its subject
+        about = None if defined is not None else (lambda text: _is_subject(needles, concept, text, compound=True))
+        evidence = _evidence(mentions, description, about) if rank else _mention_quote(mentions, needles, named)
         if not evidence and not (defined is not None and _module_title(title)):
             earned = False  # a section of a module's reference may lead its page without a quote
         if description and description[-1:].isalnum():
@@ -670,9 +681,10 @@ def _is_title(name: str, title: str) -> bool:
 def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool) -> list[str]:
     """The one sentence a mere mention of a name (no sentence says what it is) offers to quote, for
     a name only (a term no sentence defines is quoted by no page): of the whole sentences of at most
-    ``EVIDENCE_CHARS`` among its first ``QUOTE_WINDOW`` mentions, the most central one, the name
-    opening it first ("vmalloc space must be ..."), then the one naming it nearest its start, then
-    the shortest. A hub page no sentence describes is led by it (``wiki.coverage.NAME_HUB_DOCS``)."""
+    ``EVIDENCE_CHARS`` among its first ``QUOTE_WINDOW`` mentions that open with it or have it for
+    their subject, the most central one, the name opening it first ("vmalloc space must be ..."),
+    then the one naming it nearest its start, then the shortest. A hub page no sentence describes
+    is led by it (``wiki.coverage.NAME_HUB_DOCS``)."""
     if not named:
         return []
     best: tuple | None = None
@@ -683,6 +695,8 @@ def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool) -
         if not has_cjk(text) and len(text.split()) < 4:
             continue
         at = min((p for n in needles if (p := text.find(n)) >= 0), default=len(text))
+        if at > 4 and not _is_subject(needles, False, text, compound=True):
+            continue  # "If UTF8 is enabled, charset MUST be None": names it, says nothing of it
         key = (at > 4, at / max(1, len(text)), len(text), sentence.start)
         if best is None or key < best[0]:
             best = (key, text)

@@ -84,6 +84,9 @@ _THIS_KIND = re.compile(r"^This (class|function|method|exception|decorator|objec
 #: "functools.py - Tools for ...": a docstring opening with its module's file name.
 _FILE_PREFIX = re.compile(r"^[\w.]+\.py\s*[-:\u2014]+\s*")
 _THIS_MODULE = re.compile(r"^This (module|package)\b")
+#: Words after a plural first word that make it a noun ("Functions that ...", "Tools for ..."), not
+#: a verb ("Returns the ...").
+_NOUN_FOLLOWERS = frozenset({"that", "which", "for", "of", "to", "and", "with", "in", "used", "from", "on"})
 
 
 def _module_lead(module: str, text: str) -> str | None:
@@ -109,10 +112,16 @@ def _module_lead(module: str, text: str) -> str | None:
         return text
     if _UNRESOLVED.match(text):
         return None
-    instruction = _instruction_lead(module, text, module)
+    # "Functions that read ...", "Read/write support for ...": a noun phrase whose first word an
+    # instruction would take for its verb ("is a module that functions that read ...")
+    head = words[0].lower()
+    noun_first = "/" in head or (
+        lexicon.plural_noun(head) and ("VERB" not in lexicon.lemmas(head) or words[1].lower() in _NOUN_FOLLOWERS)
+    )
+    instruction = text if noun_first else _instruction_lead(module, text, module)
     if instruction != text:
         return instruction
-    first = words[0].replace("-", "")
+    first = words[0].replace("-", "").replace("/", "")
     if first.isalpha() and first[0].isupper() and not _finite_verb(words[1:12], verb_s_forms=True):
         phrase = text if words[0].isupper() and len(words[0]) > 1 else text[0].lower() + text[1:]
         return f"`{module}` is a module: {phrase}"

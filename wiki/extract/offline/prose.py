@@ -310,6 +310,12 @@ _UNRESOLVED = re.compile(
 )
 
 
+#: A list entry: a name, a dash and what it is ("HelpFrame - Contain text", "ScrolledHList - HList with ...").
+_LIST_ENTRY = re.compile(r"^[\w.()\[\]]+\s+(?:-{1,2}|\u2013|\u2014)\s+\S")
+#: A dash between an entry's name and its text, inside a line that glues entries together.
+_ENTRY_DASH = re.compile(r"[\w)]\s+--\s+[a-zA-Z]|\)\s+-\s+[a-zA-Z]")
+
+
 def _whole_sentence(text: str) -> bool:
     """Whether ``text`` quotes as a sentence of its own: it ends like one and opens with a capital,
     a digit, a quote or a code name ("kmalloc() returns ..."), not with a fragment's "[ch] spit
@@ -318,6 +324,8 @@ def _whole_sentence(text: str) -> bool:
         return True
     if not _SENTENCE_END.search(text) or re.search(r"\s\S?[.!?]$", text):
         return False  # "... abs(), ==, and !": a sentence splitter's cut, not an end
+    if _LIST_ENTRY.match(text) or len(_ENTRY_DASH.findall(text)) >= 2:
+        return False  # "HelpFrame - Contain text, ...", "socket() -- create ... socketpair() -- ...": a list's entries
     first = text.split(" ", 1)[0]
     if text[0].isupper() or text[0].isdigit() or text[0] in "\"'(\u201c`":
         return True
