@@ -217,6 +217,51 @@ def test_a_noun_phrase_docstring_gets_the_subject_it_leaves_out() -> None:
     )
 
 
+def test_a_functions_noun_phrase_docstring_joins_its_kind_without_a_colon() -> None:
+    from wiki.extract.offline.leads import _subject_lead
+
+    cases = {
+        ("ExecutionLoader.get_code", "Method to return the code object for fullname.", "importlib.abc"): (
+            "`ExecutionLoader.get_code` is a method of `importlib.abc.ExecutionLoader` to return the code object"
+            " for fullname."
+        ),
+        ("final", "Decorator to indicate final methods.", "typing"): (
+            "`final` is a function of `typing`, a decorator to indicate final methods."
+        ),
+        ("EditorWindow.postwindowsmenu", "Callback to register window.", "idlelib.editor"): (
+            "`EditorWindow.postwindowsmenu` is a method of `idlelib.editor.EditorWindow`,"
+            " a callback to register window."
+        ),
+        ("Grid.size_row", "Queries or sets the size of the row.", "tkinter.tix"): (
+            "`Grid.size_row` is a method of `tkinter.tix.Grid` that queries or sets the size of the row."
+        ),
+        ("imatmul", "Same as a @= b.", "operator"): "`imatmul` is a function of `operator`, the same as a @= b.",
+    }
+    for (name, text, title), lead in cases.items():
+        assert _subject_lead(name, text, title) == lead
+
+
+def test_a_quote_stands_on_a_verb_and_a_docstring_line_is_quoted_with_its_full_stop() -> None:
+    from wiki.extract.offline.prose import _quotable
+
+    for label in (
+        "Selectors module.",
+        "Module difflib -- helpers for computing deltas between objects.",
+        "Callback to register window.",
+    ):
+        assert not _quotable(label), label
+    for sentence in (
+        "Return the code object.",
+        "Distributions set frob_enable to one at boot.",
+        "Coroutines run inside an event loop.",
+        "The kernel rounds it up to a power of two.",
+    ):
+        assert _quotable(sentence), sentence
+    text = "# shell\n\n## Interp.stuffsource\n\nStuff source in the filename cache\n"
+    item = _item(_extract(text, "idlelib.pyshell"), "idlelib.pyshell.Interp.stuffsource")
+    assert item is not None and item.evidence == ["Stuff source in the filename cache."]
+
+
 def test_fragments_and_admonitions_are_neither_lead_nor_evidence() -> None:
     from wiki.extract.offline.prose import _whole_sentence
 

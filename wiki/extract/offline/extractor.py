@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from wiki.dedup import name_key
 from wiki.extract import ExtractionError, cjk, lexicon, validate_item_name
@@ -49,11 +49,11 @@ from wiki.extract.offline.prose import (
     _informative,
     _keyword_extractor,
     _prose_blocks,
+    _quotable,
     _Sentence,
     _sentences,
     _shorten,
     _usable,
-    _whole_sentence,
 )
 from wiki.extract.offline.ranks import _PLACEHOLDER_LEAD, _code_like, _describe, _describes_parameter, _is_subject
 from wiki.extract.offline.words import NOT_NAMES
@@ -106,7 +106,7 @@ def _evidence(mentions: list[_Sentence], lead: str, about: Callable[[str], bool]
                 return out
             if (len(text.split()) < 4 and not has_cjk(text)) or text in out or len(text) > limit:
                 continue
-            if _UNRESOLVED.match(text) or not _whole_sentence(text):
+            if _UNRESOLVED.match(text) or not _quotable(text):
                 continue  # "This is similar to ...": quoted alone, nobody knows what "this" is
             if about is not None and not about(text):
                 continue
@@ -115,7 +115,7 @@ def _evidence(mentions: list[_Sentence], lead: str, about: Callable[[str], bool]
         out = [
             s.text
             for s in mentions
-            if len(s.text) <= EVIDENCE_CHARS and _whole_sentence(s.text) and (about is None or about(s.text))
+            if len(s.text) <= EVIDENCE_CHARS and _quotable(s.text) and (about is None or about(s.text))
         ][:1]
     return out
 
@@ -246,7 +246,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v15"
+    name = "offline-v16"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -500,7 +500,10 @@ class OfflineExtractor:
             description, rank = lead or defined.text, 3
             if section is not None:  # a reference's section: its own sentences say what its name is
                 mentions = [m for m in mentions if section[0] <= m.block < section[1]]
-            mentions = [*([defined] if quote_defined else []), *(m for m in mentions if m is not defined)]
+            # a docstring's first line ("Stuff source in the filename cache") is quoted as the
+            # sentence it is, its full stop added as the lead's is below
+            quoted = replace(defined, text=defined.text + ".") if defined.text[-1:].isalnum() else defined
+            mentions = [*([quoted] if quote_defined else []), *(m for m in mentions if m is not defined)]
         else:
             description, rank = _describe(concept, needles, mentions)
         if not mentions:
@@ -690,7 +693,7 @@ def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool) -
     best: tuple | None = None
     for sentence in mentions[:QUOTE_WINDOW]:
         text = sentence.text
-        if len(text) > EVIDENCE_CHARS or not _whole_sentence(text) or _UNRESOLVED.match(text):
+        if len(text) > EVIDENCE_CHARS or not _quotable(text) or _UNRESOLVED.match(text):
             continue
         if not has_cjk(text) and len(text.split()) < 4:
             continue

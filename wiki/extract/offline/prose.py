@@ -15,6 +15,7 @@ from segtok.segmenter import split_single
 
 from wiki.extract import cjk, lexicon
 from wiki.extract.offline.limits import MAX_CONCEPTS, PYSBD_PREFIX_CHARS
+from wiki.extract.offline.words import AUXILIARY_VERBS, FINITE, MODAL_VERBS
 from wiki.markdown import AUTOLINK_RE, HEADING_RE, MD_LINK_RE, WIKI_LINK_RE, fenced_code_lines, wiki_link_text
 from wiki.slugs import has_cjk
 
@@ -334,3 +335,42 @@ def _whole_sentence(text: str) -> bool:
     if re.match(r"[\w.]+\s+[-\u2013\u2014]\s+[A-Z]", text):
         return False  # "key_hash - A hash of the index key.": a list's entry, its key and a dash
     return text[0].isalpha() and (not first.isalpha() or not lexicon.dictionary_word(first))
+
+
+#: Words before which an -s form that is also a noun is the noun ("between objects", "for sets").
+_NOUN_BEFORE = frozenset(
+    {"a", "an", "the", "of", "for", "between", "in", "on", "with", "to", "and", "or", "all", "two", "its", "their"}
+)
+
+
+def _has_verb(text: str) -> bool:
+    """Whether sentence ``text`` stands on a verb: a finite verb, a modal or an auxiliary, a word
+    that is only a verb's -s or -ed form, an -s form that may be a noun but follows no determiner or
+    preposition ("queries or sets ..."), or an instruction's verb first ("Return the ..."). A
+    label has none ("Selectors module.", "Module difflib -- helpers for computing deltas between
+    objects.", "Callback to register window."): the demo's judges failed such quotes."""
+    if has_cjk(text):
+        return True
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", text)]
+    if not words:
+        return False
+    if words[0] in lexicon.lemmas(words[0]).get("VERB", ()):
+        return True
+    for before, word in zip(["", *words], words):
+        if word in FINITE or word in MODAL_VERBS or word in AUXILIARY_VERBS or lexicon.inflected_verb(word):
+            return True
+        verbs = lexicon.lemmas(word).get("VERB", ())
+        if word.endswith("s") and verbs and word not in verbs and before not in _NOUN_BEFORE:
+            return True
+        if word in verbs and (
+            before in ("they", "we", "you", "i")
+            or (before.endswith("s") and len(before) > 3 and not lexicon.not_a_noun(before))
+        ):
+            return True  # "Distributions set frob_enable ...": a plural's verb in its base form
+    return False
+
+
+def _quotable(text: str) -> bool:
+    """Whether ``text`` may be quoted on a page: a whole sentence (``_whole_sentence``) with a verb
+    (``_has_verb``)."""
+    return _whole_sentence(text) and _has_verb(text)
