@@ -10,7 +10,7 @@ import click
 
 from actors.deps import Deps
 from kbwiki.corpus import iter_stdlib_docs
-from kbwiki.export import export_vault
+from kbwiki.export import export_vault, read_marker
 from kbwiki.ingest import ingest_docs, wait_for_lanes
 from kbwiki.services import home_folder
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
@@ -37,7 +37,11 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     if not drained:
         click.echo(f"lanes did not drain within {DEMO_TIMEOUT_S} s; worker log: {log_path}", err=True)
         return 1
-    pages = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, mentions=deps.mentions)
+    # the demo's folder holds the demo: an earlier export of a KB of the same name (one deleted
+    # with delete-kb and built again) is replaced; any other folder's export is refused as usual
+    earlier = read_marker(out_dir) if out_dir.is_dir() else None
+    replace = earlier is not None and earlier.kb_name == kb.name
+    pages = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, mentions=deps.mentions, replace=replace)
     vault = check_vault(out_dir)
     status = kb_status(deps, kb)
     elapsed = time.monotonic() - started
