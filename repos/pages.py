@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock, borrow
-from wiki.dedup import link_aliases, name_key
+from wiki.dedup import link_phrases, name_key
 from wiki.errors import BadInput
 from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, Page, PageLite, PageStatus
@@ -132,10 +132,10 @@ DELETE_KEYS_SQL = "DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s AND 
 
 def title_keys(page: Page) -> list[str]:
     """The lookup keys of a page: lower(title) and lower(alias) of the aliases mentions are linked
-    by (``wiki.dedup.link_aliases``), for live item pages only."""
+    by (``wiki.dedup.link_phrases``), for live item pages only."""
     if page.page_type not in ITEM_TYPES or page.status == PageStatus.archived:
         return []
-    return sorted({k.lower() for k in [page.title, *link_aliases(page.title, page.aliases)] if k.strip()})
+    return sorted({k.lower() for k in link_phrases(page.title, page.aliases, page.page_type) if k.strip()})
 
 
 def page_name_key(page: Page) -> str | None:

@@ -76,10 +76,30 @@ def is_code_name(name: str) -> bool:
 def link_aliases(title: str, aliases: list[str]) -> list[str]:
     """The aliases of a page that its mentions are linked by: all of them, but a plain dictionary
     word naming a code page ("Queue" of ``queue.Queue``, "generator" of ``email.generator``): the
-    alias lets a reader find the page, but linking it would point every "queue" of the KB there."""
+    alias lets a reader find the page, but linking it would point every "queue" of the KB there;
+    nor a lower-case word that is the last part of a dotted code name ("filename" of
+    ``fileinput.filename``, "fileno"): many modules and classes have one, and prose naming it
+    means its own."""
     if not is_code_name(title):
         return list(aliases)
-    return [a for a in aliases if not (a.isalpha() and lexicon.dictionary_word(a))]
+    last = title.rpartition(".")[2]
+    return [
+        a
+        for a in aliases
+        if not (a.isalpha() and (lexicon.dictionary_word(a) or (a == last and a.islower() and "." in title)))
+    ]
+
+
+def link_phrases(title: str, aliases: list[str], page_type: str) -> list[str]:
+    """The phrases mentions of a page are linked by: its title and ``link_aliases``, but the title
+    of an entity page that is one lower-case dictionary word ("random", "copy", "select": a
+    module named by a word) links no mention of the word."""
+    own = (
+        []
+        if page_type == "entity" and title.isalpha() and title.islower() and lexicon.dictionary_word(title)
+        else [title]
+    )
+    return own + link_aliases(title, aliases)
 
 
 def name_key(name: str) -> str:

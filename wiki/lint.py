@@ -25,6 +25,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from wiki.dedup import link_phrases
 from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
 from wiki.markdown import HEADING_LINE_RE
 from wiki.models import PageLite
@@ -223,9 +224,14 @@ def mention_targets(pages: Iterable[PageLite], self_slug: str) -> list[LinkTarge
     if self_slug in live:
         own = live.pop(self_slug)
         return [LinkTarget(own.slug, own.title, tuple(own.aliases)), *mention_targets(live.values(), self_slug)]
+    # a page's phrases are those its mentions are linked by (``wiki.dedup.link_phrases``): one
+    # found by an alias does not link its title's every dictionary word
+    phrases = {p.slug: link_phrases(p.title, p.aliases, p.page_type) for p in live.values()}
     ordered = [live[s] for s in sorted(live)]
-    return [LinkTarget(p.slug, p.title) for p in ordered] + [
-        LinkTarget(p.slug, p.title, tuple(p.aliases)) for p in ordered if p.aliases
+    return [LinkTarget(p.slug, p.title) for p in ordered if phrases[p.slug][:1] == [p.title]] + [
+        LinkTarget(p.slug, "", aliases)
+        for p in ordered
+        if (aliases := tuple(a for a in phrases[p.slug] if a != p.title))
     ]
 
 

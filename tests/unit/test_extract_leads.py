@@ -359,9 +359,11 @@ def test_a_concept_lead_defines_the_general_term() -> None:
     assert rank("rounding mode", "A rounding mode, a rule for ties, picks the nearest value.") == 3
     # a property or caveat scoped to a named case, not what X is
     assert rank("negation", "Negation is a no-op for Naturals.") <= 1
-    # its parts, or the particular ones this document means: weaker than a definition
+    # its parts: weaker than a definition; the particular ones one call makes: no lead of the term
     assert rank("sound file", "A sound file consists of a header followed by the samples.") == 2
-    assert rank("subpanel", "Subpanels are the frames added with the attach method.") == 2
+    assert rank("subpanel", "Subpanels are the frames added with the attach method.") == 0
+    # the value a variable holds
+    assert rank("charset", "Charset is None for parts that are not encoded.") == 0
     assert rank("parallax", "Parallax is the apparent shift of a near star against far ones.") == 3
     # a demonstrative pointing at another sentence's noun: no lead on its own
     assert rank("state number", "The state number is the index into this list.") == 0

@@ -506,3 +506,21 @@ def test_link_mentions_goes_on_until_checking_its_output_finds_nothing() -> None
     assert linked == ["zeta-widget", "omega-gadget"]
     assert "[[omega-gadget|Omega Gadget]]" in out
     assert link_mentions(out, "long-read", lookup(candidate_phrases(out)), lookup) == (out, [])
+
+
+def test_a_word_title_and_a_bare_member_name_link_no_prose_word() -> None:
+    # the demo linked "random" (the adjective) to the random module and "filename" to fileinput.filename
+    from wiki.lint import link_mentions
+
+    rows = [
+        _page("random", "random"),
+        _page("fileinput-filename", "fileinput.filename", ["filename"]),
+        _page("tarfile-tarfile", "tarfile.TarFile", ["TarFile"]),
+    ]
+    text = "Pick a random filename. Call fileinput.filename() on a TarFile."
+    out, linked = link_mentions(text, "abc", rows, _key_lookup(rows))
+    assert sorted(linked) == ["fileinput-filename", "tarfile-tarfile"]
+    assert out.startswith("Pick a random filename. Call [[fileinput-filename|fileinput.filename]]()")
+    # a concept page titled by a word keeps it
+    concept = PageLite(slug="heap", title="heap", page_type="concept", aliases=[])
+    assert link_mentions("A heap is a tree.", "abc", [concept], _key_lookup([concept]))[1] == ["heap"]

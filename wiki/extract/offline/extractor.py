@@ -54,6 +54,7 @@ from wiki.extract.offline.prose import (
     _sentences,
     _shorten,
     _usable,
+    _whole_sentence,
 )
 from wiki.extract.offline.ranks import _PLACEHOLDER_LEAD, _code_like, _describe, _describes_parameter, _is_subject
 from wiki.extract.offline.words import NOT_NAMES
@@ -118,6 +119,19 @@ def _evidence(mentions: list[_Sentence], lead: str, about: Callable[[str], bool]
             if len(s.text) <= EVIDENCE_CHARS and _quotable(s.text) and (about is None or about(s.text))
         ][:1]
     return out
+
+
+#: A docstring line naming its own kind first: a heading, no entry ("Module difflib -- helpers ...").
+_KIND_LABEL = re.compile(r"^(?:Module|Package|Class)\b")
+
+
+def _docstring(text: str) -> bool:
+    """Whether ``text``, the first line of a reference section, quotes whole though it has no
+    verb: four words or more, a whole sentence, no label ("Selectors module.", "Module difflib --
+    helpers ...") and nothing pointing back ("This is ...")."""
+    return (
+        len(text.split()) >= 4 and _whole_sentence(text) and not _KIND_LABEL.match(text) and not _UNRESOLVED.match(text)
+    )
 
 
 def _aliases(name: str, forms: list[str]) -> list[str]:
@@ -534,6 +548,10 @@ class OfflineExtractor:
         # a reference's section is about its name throughout; elsewhere a quote has it for its subject
         about = None if defined is not None else (lambda text: _is_subject(needles, concept, text, compound=True))
         evidence = _evidence(mentions, description, about) if rank else _mention_quote(mentions, needles, named)
+        if defined is not None and quote_defined and mentions[0].text not in evidence and _docstring(mentions[0].text):
+            # a docstring's noun phrase ("A lexical analyzer class for ...") is the whole entry
+            # its section gives: quoted as written, it is the evidence of the lead made of it
+            evidence = [mentions[0].text, *evidence][:3]
         if not evidence and not (defined is not None and _module_title(title)):
             earned = False  # a section of a module's reference may lead its page without a quote
         if description and description[-1:].isalnum():

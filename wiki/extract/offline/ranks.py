@@ -171,18 +171,25 @@ _ONE_INSTANCE = re.compile(
 )
 
 
+#: "is None", "are True", "is -1", "is zero": the value a variable or parameter holds.
+_LITERAL_VALUE = re.compile(r"\s+(?:is|are|was|were)\s+(?:not\s+)?(?:None|True|False|NULL|null|zero|-?\d)\b")
+
+
 def _general_definition_rank(after: str) -> int:
     """How generally the words ``after`` a concept's name define it, capping ``_lead_rank``: 3
     for "is a/an <noun> ...", "is defined as", "refers to", "X, a <noun>, ..."; 2 for what is
-    weaker than a definition, "consists of ..." (its parts), "is one of ..." or what one named
-    call makes ("Subwidgets are the buttons added with the add method": the particular ones this
-    document means), while "Parallax is the apparent shift of ..." defines; 1 for a
+    weaker than a definition, "consists of ..." (its parts), "is one of ...", while "Parallax is
+    the apparent shift of ..." defines; 0 for what one named call makes ("Subwidgets are the
+    buttons added with the add method": the particular ones one document means; the demo's judges
+    failed it as the general term's lead); 1 for a
     definition scoped to a named case ("Conjugate is a no-op for Reals": a property of X for
     Reals) and for an appositive naming one instance ("The base class, addbase, defines ...":
     about addbase, not base classes)."""
     if re.match(r"\s*,\s+(?!(?:a|an|the)\s)", after):
         return 1
-    if _ONE_INSTANCE.match(after) or re.search(r"\b(?:this|these|those)\s+[a-z]", after):
+    if _ONE_INSTANCE.match(after):
+        return 0  # "Subwidgets are the buttons added with the add method": the ones of one call
+    if re.search(r"\b(?:this|these|those)\s+[a-z]", after):
         return 2  # "The DFA number is the index into this list": which list, another sentence says
     if re.match(r"\s+consists?\s+of\b", after, re.IGNORECASE):
         return 2
@@ -261,6 +268,8 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             and (central.group(1) in CENTRAL_PARTICIPLES)
         ):
             best = max(best, 1)  # "Oskar Venn was born in Bergen ...": "born" is an adjective too
+        elif _LITERAL_VALUE.match(after):
+            continue  # "Charset is None for non-encoded parts": the value a variable holds, not X
         elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition;
             # of a named thing that is no code ("HPET is quite complex", "IOMMU is also required ..."),
