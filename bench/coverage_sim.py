@@ -27,7 +27,7 @@ import yaml
 
 from kbwiki.corpus import CorpusDoc, iter_folder_docs, iter_stdlib_docs
 from stages.ingest import prepare_document
-from wiki.coverage import KeyStats, MentionRow, best, facts_of, page_worthy, rows_of
+from wiki.coverage import KeyStats, MentionRow, best, facts_of, hub_worthy, page_worthy, rows_of
 from wiki.errors import ExtractionError
 from wiki.merge import item_type, title_and_aliases
 from wiki.models import Document
@@ -110,15 +110,19 @@ def main() -> None:
         stats = KeyStats()
         for row in key_rows:
             stats.apply(row)
-        if not page_worthy(stats):
+        if not page_worthy(stats) and not hub_worthy(stats):
             continue
         names: dict[tuple[str, bool], int] = defaultdict(int)
         for row in key_rows:
             names[(row.name, False)] += 1
             for alias in row.aliases:
                 names[(alias, True)] += 1
-        title, aliases = title_and_aliases(names)
         chosen = best(key_rows)
+        if not chosen:
+            continue  # nothing to lead or quote: no page (stages.item_pages)
+        title, aliases = title_and_aliases(names)
+        if not page_worthy(stats) and not hub_worthy(stats, title):
+            continue
         kind = item_type(stats.entity, stats.docs, chosen[0].kind if chosen else "")
         pages[key] = (title, aliases, kind, facts_of(chosen), stats, key_rows)
     counts = defaultdict(int)

@@ -28,6 +28,7 @@ from wiki.coverage import (
     best,
     disambiguation_slug,
     facts_of,
+    hub_worthy,
     name_deltas,
     page_worthy,
     stats_after,
@@ -93,7 +94,7 @@ def plan_item_pages(
     stats = stats_after(mentions.stats(kb.id, touched), plan.dropped, plan.added)
     plan.stat_deltas = stats_after({}, plan.dropped, plan.added)
     plan.name_deltas = name_deltas(plan.dropped, plan.added)
-    worthy = {key for key in touched if page_worthy(stats.get(key, KeyStats()))}
+    worthy = {key for key in touched if _worthy(stats.get(key, KeyStats()))}
     # a key whose page appears or goes changes its members' "Member of": they are planned again
     changed = {k for k in touched if (k in worthy) != bool(by_key.get(k))}
     members = _members(kb, mentions, worthy | changed, batch_ids, plan.added)
@@ -107,9 +108,7 @@ def plan_item_pages(
     if extra:
         stats.update(mentions.stats(kb.id, extra))
         by_key.update(ctx.by_name_keys(extra))
-        worthy |= {key for key in extra if page_worthy(stats.get(key, KeyStats()))}
-    ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
-    ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
+        worthy |= {key for key in extra if _worthy(stats.get(key, KeyStats()))}
 
     names = mentions.names(kb.id, worthy)
     for (key, name, alias), delta in plan.name_deltas.items():
@@ -121,8 +120,15 @@ def plan_item_pages(
     for row in plan.added:
         added_by_key.setdefault(row.key, []).append(row)
     chosen = {key: best([*stored.get(key, []), *added_by_key.get(key, [])]) for key in worthy}
+    # a key none of whose documents has a lead or a quote for it has nothing to say: no page
+    # (linux-doc's "bpftool" was a placeholder, "is a topic of this knowledge base", over 7 names)
+    worthy = {key for key in worthy if chosen[key]}
     titled = {key: title_and_aliases(names.get(key, {})) for key in worthy if names.get(key)}
     worthy &= titled.keys()  # a key with rows always has names; none only for a key being emptied
+    # a hub name's page depends on its title's shape too (wiki.coverage.hub_worthy)
+    worthy = {k for k in worthy if page_worthy(stats[k]) or hub_worthy(stats[k], titled[k][0])}
+    ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
+    ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
 
     # slugs: a key's live page keeps its slug (wiki.merge renames it to its title's later); a new
     # page takes its title's slug, suffixed with its kind while another page holds that
@@ -218,6 +224,12 @@ def _sharing(
     return {
         bare: {k for k, docs in counts.get(bare, {}).items() if docs > 0 and bare_name(k) == bare} for bare in bares
     }
+
+
+def _worthy(stats: KeyStats) -> bool:
+    """Whether a key's counters may give it a page: ``page_worthy``, or ``hub_worthy`` before its
+    title is known."""
+    return page_worthy(stats) or hub_worthy(stats)
 
 
 def _page_type(stats: KeyStats, rows: list[MentionRow]) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from wiki.dedup import is_code_name, name_key
+from wiki.extract import lexicon
 from wiki.models import Document, ExtractedItem, Extraction
 from wiki.render import lead_rank
 from wiki.slugs import has_cjk, slugify
@@ -40,6 +41,16 @@ NAME_MIN_DOCS = 3
 NAME_HUB_DOCS = 5
 #: A proper name the subject of this many sentences of one document gets a page.
 NAME_MIN_SUBJECT = 2
+#: A name this many documents name gets a page whatever they say of it, when one of them has a
+#: sentence to quote of it (``best``): a hub of the corpus ("kmalloc" in 40 linux-doc documents,
+#: "workqueue" in 30, none with it for the subject of a sentence that says what it is).
+NAME_MANY_DOCS = 10
+#: A lower-case hub title is rarer than this (wordfreq's Zipf scale, the offline extractor's jargon
+#: threshold): "kmalloc", "workqueue", "dmesg", not "instantiate" (which lemminflect lacks).
+HUB_ZIPF = 2.0
+#: Endings of English words the lexicon may lack ("instantiate", "atomically", "unmapped"): no
+#: lower-case hub title ends so ("kmalloc", "workqueue" do not).
+_ENGLISH_SUFFIXES = ("ly", "ed", "ing", "ate", "ize", "ise")
 #: Quotes a page shows, from this many documents at most (one each first, then a second of each).
 MAX_QUOTES = 8
 #: Quotes one document gives a page at most.
@@ -133,6 +144,8 @@ def page_worthy(stats: KeyStats) -> bool:
     - a name ``NAME_HUB_DOCS`` documents name, one of which (or one of whose sections) it titles,
       and some sentence has for its subject.
 
+    ``hub_worthy`` adds the names many documents name, by the shape of their title.
+
     Generic everyday words never get here: the extractor does not name them."""
     if stats.docs <= 0:
         return False
@@ -146,6 +159,38 @@ def page_worthy(stats: KeyStats) -> bool:
     if named and stats.described and (stats.discussed or stats.docs >= NAME_MIN_DOCS):
         return True
     return bool(named and stats.titled and stats.subjects and stats.docs >= NAME_HUB_DOCS)
+
+
+def hub_worthy(stats: KeyStats, title: str | None = None) -> bool:
+    """Whether a name ``page_worthy`` leaves gets a page as a hub of the corpus: most of the
+    ``NAME_MANY_DOCS`` or more documents naming it take it for a name, some sentence has it for its
+    subject (its lead then: ``score`` puts that row first), and its title is an acronym
+    ("UART", "EINVAL"), a code name ("PAGE_SIZE", "x86_64") or a lower-case word no dictionary
+    knows ("kmalloc", "workqueue", "dmesg"). Capitalised words (first names, vendors: "Alex",
+    "Samsung") and dictionary words ("instantiate", "atomically") do not: tried on linux-doc,
+    they made pages of whatever sentence named them. The page exists where one of its documents has
+    a sentence to quote of it (``best``). With no ``title``, only the counters are looked at (the
+    keys whose title to ask for)."""
+    if stats.docs < NAME_MANY_DOCS or 2 * stats.named <= stats.docs or not stats.subjects:
+        return False
+    if title is None:
+        return True
+    if " " in title:
+        return False
+    letters = "".join(ch for ch in title if ch.isalpha())
+    if not letters:
+        return False
+    if is_code_name(title) or any(ch.isdigit() for ch in title) or title.endswith("()"):
+        return True
+    if letters.isupper():
+        return len(letters) >= 2
+    return (
+        title.islower()
+        and title.isalpha()
+        and not lexicon.dictionary_word(title)
+        and lexicon.zipf(title) < HUB_ZIPF
+        and not title.endswith(_ENGLISH_SUFFIXES)
+    )
 
 
 def score(rank: int, subject: int, sentences: int, lead: str) -> int:

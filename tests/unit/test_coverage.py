@@ -6,11 +6,13 @@ import itertools
 
 from wiki.coverage import (
     MENTION_QUOTES,
+    NAME_MANY_DOCS,
     NAME_MIN_DOCS,
     TERM_MIN_DOCS,
     KeyStats,
     best,
     facts_of,
+    hub_worthy,
     name_deltas,
     page_worthy,
     rows_of,
@@ -134,3 +136,19 @@ def test_a_page_takes_the_kind_of_the_row_its_lead_comes_from():
     assert item_type(entity=1, docs=5, lead_kind="entity") == "entity"
     assert item_type(entity=4, docs=5, lead_kind="concept") == "concept"
     assert item_type(entity=1, docs=5) == "concept"
+
+
+def test_a_name_many_documents_name_is_a_hub_page_by_the_shape_of_its_title():
+    def stats(n: int, subject: int = 1) -> KeyStats:
+        first = _rows(0, mentions=[_mention("kmalloc", named=True, subject=subject)])
+        return _stats(first, *(_rows(i, mentions=[_mention("kmalloc", named=True)]) for i in range(1, n)))
+
+    many = stats(NAME_MANY_DOCS)
+    assert not page_worthy(many) and hub_worthy(many)
+    for title in ("kmalloc", "UART", "PAGE_SIZE", "x86_64", "pg_hba.conf"):
+        assert hub_worthy(many, title), title
+    # first names, vendors, dictionary words and phrases are no hubs (linux-doc: "Alex", "instantiate")
+    for title in ("Alex", "Samsung", "instantiate", "block layer"):
+        assert not hub_worthy(many, title), title
+    assert not hub_worthy(stats(NAME_MANY_DOCS - 1), "kmalloc")
+    assert not hub_worthy(stats(NAME_MANY_DOCS, subject=0), "kmalloc")  # no sentence has it for subject

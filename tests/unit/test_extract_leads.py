@@ -821,3 +821,38 @@ def test_list_entries_glued_or_dashed_are_no_sentences() -> None:
     assert not _whole_sentence("HelpFrame - Contain text, scrollbar, and table-of-contents.")
     assert not _whole_sentence("socket() -- create a socket object socketpair() -- create a pair of them.")
     assert _whole_sentence("Kernel 2.6 - the one after 2.4 - is still here.")
+
+
+def test_a_config_file_a_definition_term_and_a_catalog_are_names_with_leads() -> None:
+    from wiki.extract.offline.ranks import _is_subject, _lead_rank
+
+    # a file name whose stem is no word is a name; "index.html" is an example file
+    text = "# Client authentication\n\nThe pg_hba.conf file is read on start-up by the server process.\n"
+    extraction = _extract(text, "The pg_hba.conf File")
+    item = next((i for i in extraction.items + extraction.mentions if i.name == "pg_hba.conf"), None)
+    assert item is not None and item.evidence == ["The pg_hba.conf file is read on start-up by the server process."]
+    # a definition list's term alone on its line heads the paragraph below it
+    text = (
+        "# Memory\n\n`frob_buffers` (`integer`)\n\n"
+        "Sets the amount of memory the server uses for frob buffers. The default is 128 megabytes.\n\n"
+        "A reasonable starting value for frob_buffers is a quarter of the memory.\n"
+    )
+    item = _item(_extract(text, "Resource Consumption"), "frob_buffers")
+    assert item is not None
+    assert item.description == "`frob_buffers` sets the amount of memory the server uses for frob buffers."
+    # "The catalog pg_frob describes ...": the kind before a code name is an apposition
+    sentence = "The catalog pg_frob describes tables and other objects that have columns."
+    assert _is_subject(["pg_frob"], False, sentence) and _lead_rank(["pg_frob"], False, sentence) >= 1
+    assert not _is_subject(["system"], False, "The file system is mounted at boot.")
+    # a negated verb, and a name a dictionary lacks after a verb's -s form
+    assert _is_subject(["vmalloc"], False, "vmalloc doesn't support the NOFS flags at all.")
+    assert _is_subject(["kdump"], True, "Kdump uses kexec to boot into a dump-capture kernel.")
+
+
+def test_a_plural_term_is_found_in_the_singular_and_a_hub_name_quotes_its_object_use() -> None:
+    from wiki.extract.offline.extractor import _needles, _object_mention
+
+    assert "workqueue" in _needles(["workqueues"], True)
+    assert _object_mention("The size of a chunk allocated with kmalloc is limited.", ["kmalloc"])
+    assert not _object_mention("Get the mapping of coroutine local variables.", ["coroutine"])
+    assert not _object_mention("If UTF8 is enabled, charset MUST be None.", ["charset"])

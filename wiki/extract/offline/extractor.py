@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from wiki.dedup import name_key
+from wiki.dedup import name_key, singular
 from wiki.extract import ExtractionError, cjk, lexicon, validate_item_name
 from wiki.extract.offline.leads import (
     _heading_definitions,
@@ -82,7 +82,13 @@ def _needles(forms: list[str], concept: bool) -> list[str]:
     out: set[str] = set()
     for form in forms:
         low = form.lower()
-        out.update({low, low + "s", low + "es"} if not has_cjk(low) else {low})
+        if has_cjk(low):
+            out.add(low)
+            continue
+        # a plural name ("workqueues") is found in the singular too: the key is the singular's
+        words = low.split(" ")
+        one = " ".join([*words[:-1], singular(words[-1])])
+        out.update({low, low + "s", low + "es", one, one + "s", one + "es"})
     return sorted(out, key=lambda f: (-len(f), f))
 
 
@@ -260,7 +266,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v16"
+    name = "offline-v17"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -547,7 +553,10 @@ class OfflineExtractor:
             earned = False
         # a reference's section is about its name throughout; elsewhere a quote has it for its subject
         about = None if defined is not None else (lambda text: _is_subject(needles, concept, text, compound=True))
-        evidence = _evidence(mentions, description, about) if rank else _mention_quote(mentions, needles, named)
+        if rank:
+            evidence = _evidence(mentions, description, about)
+        else:
+            evidence = _mention_quote(mentions, needles, named, concept)
         if defined is not None and quote_defined and mentions[0].text not in evidence and _docstring(mentions[0].text):
             # a docstring's noun phrase ("A lexical analyzer class for ...") is the whole entry
             # its section gives: quoted as written, it is the evidence of the lead made of it
@@ -699,13 +708,14 @@ def _is_title(name: str, title: str) -> bool:
     return name.casefold() == " ".join(title.split()).casefold()
 
 
-def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool) -> list[str]:
+def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool, concept: bool = False) -> list[str]:
     """The one sentence a mere mention of a name (no sentence says what it is) offers to quote, for
     a name only (a term no sentence defines is quoted by no page): of the whole sentences of at most
     ``EVIDENCE_CHARS`` among its first ``QUOTE_WINDOW`` mentions that open with it or have it for
-    their subject, the most central one, the name opening it first ("vmalloc space must be ..."),
-    then the one naming it nearest its start, then the shortest. A hub page no sentence describes
-    is led by it (``wiki.coverage.NAME_HUB_DOCS``)."""
+    their subject, else that use it whole as an object (``_object_mention``: "The maximal size of a
+    chunk that can be allocated with kmalloc is limited."), the most central one, the name opening
+    it first ("vmalloc space must be ..."), then the one naming it nearest its start, then the
+    shortest. A hub page no sentence describes is led by it (``wiki.coverage.NAME_HUB_DOCS``)."""
     if not named:
         return []
     best: tuple | None = None
@@ -715,13 +725,44 @@ def _mention_quote(mentions: list[_Sentence], needles: list[str], named: bool) -
             continue
         if not has_cjk(text) and len(text.split()) < 4:
             continue
-        at = min((p for n in needles if (p := text.find(n)) >= 0), default=len(text))
-        if at > 4 and not _is_subject(needles, False, text, compound=True):
+        probe = text.lower() if concept else text
+        at = min((p for n in needles if (p := probe.find(n)) >= 0), default=len(text))
+        subject = at <= 4 or _is_subject(needles, concept, text, compound=True)
+        if not subject and not _object_mention(probe, needles):
             continue  # "If UTF8 is enabled, charset MUST be None": names it, says nothing of it
-        key = (at > 4, at / max(1, len(text)), len(text), sentence.start)
+        key = (not subject, at > 4, at / max(1, len(text)), len(text), sentence.start)
         if best is None or key < best[0]:
             best = (key, text)
     return [best[1]] if best else []
+
+
+#: Words after which a name is the object of a verb or a preposition ("use kmalloc for ...",
+#: "allocated with kmalloc is ...") and words that may follow it there, where it heads its phrase
+#: (not "coroutine local variables", a modifier).
+_OBJECT_BEFORE = frozenset(
+    {"use", "uses", "using", "with", "via", "by", "from", "through", "call", "calls", "like", "called", "named"}
+)
+_OBJECT_AFTER = frozenset({"for", "in", "on", "to", "with", "and", "or", "is", "are", "was", "were", "can", "will"})
+
+
+def _object_mention(probe: str, needles: list[str]) -> bool:
+    """Whether ``probe`` (a sentence, lower-cased for a term) names one of ``needles`` whole as the
+    object of a verb or a preposition (``_OBJECT_BEFORE``), followed by the end of a clause or a
+    word that ends its phrase (``_OBJECT_AFTER``)."""
+    for needle in needles:
+        for m in re.finditer(re.escape(needle), probe):
+            before = probe[: m.start()].split()[-1:]
+            after = probe[m.end() :].removeprefix("()")
+            nxt = re.match(r"\s*([\w]+|[.,;:)])", after)
+            if (
+                before
+                and before[0].lower() in _OBJECT_BEFORE
+                and _bounded(probe, m.start(), m.end())
+                and nxt is not None
+                and (not nxt.group(1)[0].isalnum() or nxt.group(1).lower() in _OBJECT_AFTER)
+            ):
+                return True
+    return False
 
 
 #: Mentions of a name looked at for its most central sentence (``_mention_quote``).

@@ -468,11 +468,12 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
     if passive and kind == "class" and name.endswith(("Error", "Exception", "Warning")):
         kind = "exception"  # "Raised by strict parsers when ...": a class raised is an exception
     rest = text.split(" ", 1)[1] if passive else _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
-    if kind == "function" and (name.isupper() or not module):
+    if not module or (kind == "function" and name.isupper()):
         # STRSET_GET, AUTOFS_DEV_IOCTL_TIMEOUT_CMD: a constant, a command or a message type, which
         # the heading does not say; "is a function" would be wrong, so the name is the bare subject.
         # So is panic_on_oops in a sysctl list: outside a module's reference a lower-case name
-        # may be a setting, a file or a parameter as well as a function
+        # may be a setting, a file or a parameter as well as a function, and a CapWords name a
+        # function as well as a class ("PQgetCopyData" of libpq)
         return f"`{name}` {adverb}{verb} {rest}"
     subject = _kind_phrase(kind, module, owner)
     return f"`{name}` is {subject} that {adverb}{verb} {rest}"

@@ -88,6 +88,13 @@ class _Candidate:
 # --- entities -----------------------------------------------------------------------------------
 
 
+def _named_file(stem: str) -> bool:
+    """Whether a file named ``stem`` plus an extension is a subject of its own ("pg_hba.conf",
+    "postgresql.conf": a stem no dictionary knows or with an underscore), not an example file
+    ("index.html", "file.txt")."""
+    return "_" in stem or (stem.isalpha() and len(stem) >= 4 and not lexicon.dictionary_word(stem))
+
+
 def _code_name(span: str, plain_ok: bool = False) -> str | None:
     """The identifier named by a code span (``os.path``, ``kmalloc()``, ``GFP_KERNEL``), or None.
 
@@ -104,8 +111,10 @@ def _code_name(span: str, plain_ok: bool = False) -> str | None:
         last = span.replace("::", ".").replace("->", ".").rsplit(".", 1)[-1]
         first = span.split(".", 1)[0]
         segments = re.split(r"\.|::|->", span)
-        if last.lower() in FILE_EXT or first.lower() == "www" or min(map(len, segments)) < 2:
+        if first.lower() == "www" or min(map(len, segments)) < 2:
             return None
+        if last.lower() in FILE_EXT and not _named_file(first):
+            return None  # "index.html", "file.txt": a file of one example, no subject of the KB
     if len(span) < 3 or span.lower() in NOT_NAMES:
         return None
     mixed = any(c.isupper() for c in span[1:]) and any(c.islower() for c in span)

@@ -35,6 +35,9 @@ _TABLE_BORDER = re.compile(r"^\s*=+(?:[ \t]+=+)+\s*$")
 _COLUMNS = re.compile(r"\S(?:[ ]*\t[ \t]*|[ ]{3,})\S")
 _DOCTEST = re.compile(r"^\s*(?:>>>|\.\.\.(\s|$)|\$\s)")
 _FIELD = re.compile(r"^\s*:[\w ()-]+:\s*")
+#: A definition list's term alone on its line: a code span, maybe its type in parentheses
+#: ("`shared_buffers` (`integer`)", "``vm.swappiness``").
+_TERM_LINE = re.compile(r"^(`{1,2})([^`\s]+)\1(?:\s*\((?:`[^`]*`|[\w ,]+)\))?$")
 _CODE_LINE = re.compile(r"[;{}]\s*$|^\s*(?:#include|#define|struct\s+\w+\s*\{|\w+\s*\(.*\)\s*;)")
 
 # --- inline markup ------------------------------------------------------------------------------
@@ -180,6 +183,13 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
         if HEADING_RE.match(line) or _TABLE.search(line):
             flush()
             heading = stripped.lstrip("#").strip() if HEADING_RE.match(line) else ""
+            continue
+        term = _TERM_LINE.match(stripped) if not current else None
+        if term:
+            # a definition list's term alone on its line ("`shared_buffers` (`integer`)"): the
+            # block below defines it, as a section below its heading does
+            flush()
+            heading = term.group(2)
             continue
         if _DIRECTIVE.match(line):
             flush()

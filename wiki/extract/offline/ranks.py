@@ -44,7 +44,14 @@ _DEFINES_WHAT = re.compile(
     rf"|\s*,\s+(?:a|an|the)\s[^,]{{1,80}},)",
     re.IGNORECASE,
 )
-_ARTICLE = re.compile(r"^(?:(?:The|A|An|Each|Every)\s+)?", re.IGNORECASE)
+#: What opens a sentence before its subject: an article, and before a code name the kind it is
+#: ("The catalog pg_class describes ...", "The function kmalloc() returns ...": an apposition).
+_ARTICLE = re.compile(
+    r"^(?:(?:The|A|An|Each|Every)\s+)?(?:(?:system\s+)?(?:catalog|view|function|table|file|command|parameter"
+    r"|module|driver|utility|program|option|type|extension|setting|variable|macro|flag|structure|struct"
+    r"|field|ioctl|tool)\s+(?=\S*[_.(]))?",
+    re.IGNORECASE,
+)
 _MODALS = MODAL_VERBS | AUXILIARY_VERBS
 #: Modals that say what will or might happen to X, never what X is or does.
 _EVENT_MODALS = frozenset({"will", "would", "might", "may", "shall"})
@@ -283,10 +290,10 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         else:
             follow = re.match(r"\s*(?:\([^)]{1,80}\)\s*)?([A-Za-z]+)(?:\s+([A-Za-z]+))?", after)
             word = follow.group(1).lower() if follow else ""
-            then = (follow.group(2) or "").lower() if follow else ""
+            then = (follow.group(2) or "") if follow else ""
             pos = lexicon.lemmas(word)
             # "X returns the ..." is a verb; "Configuration functions for ..." a plural noun.
-            verb = word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in AFTER_VERB)
+            verb = word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or _object_follows(then))
             if word in RULE_MODALS:
                 continue  # "sev_fd should point to ...": a rule for the caller, not what sev_fd is
             if word in _EVENT_MODALS:
@@ -369,6 +376,22 @@ _APPOSITION = re.compile(r",\s+(?:a|an|the)\s+[^,;]{3,80},")
 _BETWEEN = re.compile(r"\s*(?:\([^)]{0,80}\)\s*)?(?:,[^,]{1,80},\s*)?([A-Za-z]+)")
 
 
+#: What a negated verb's contraction leaves before "'t" ("doesn't", "isn't", "can't", "won't").
+_NEGATED = frozenset(
+    {"doesn", "don", "didn", "isn", "aren", "wasn", "weren", "hasn", "haven", "hadn", "can", "couldn", "won"}
+    | {"wouldn", "shouldn", "mustn"}
+)
+
+
+def _object_follows(then: str) -> bool:
+    """Whether word ``then`` (as written), after a word both a noun's plural and a verb's -s form,
+    makes that word the verb: a determiner or the like (``AFTER_VERB``: "Workqueue guarantees
+    that"), or a name no dictionary knows ("Kdump uses kexec to ...", "sysfs exports VFIO ..."),
+    where "CPU loads vary" keeps its noun."""
+    low = then.lower()
+    return low in AFTER_VERB or (len(low) > 1 and not lexicon.dictionary_word(low))
+
+
 def _compound_head(after: str) -> str:
     """``after`` past up to two lower-case nouns that make the name a compound's modifier
     ("Bramble archive format stores ...": " stores ..."), unchanged when none or a verb follows."""
@@ -409,9 +432,11 @@ def _is_subject(needles: list[str], concept: bool, text: str, compound: bool = F
         word = m.group(1).lower() if m else ""
         if word in FINITE or word in _MODALS or lexicon.inflected_verb(word):
             return True
+        if m and word in _NEGATED and after[m.end() : m.end() + 3] in ("'t ", "’t "):
+            return True  # "vmalloc doesn't support GFP_NOFS ...": a verb, negated
         pos = lexicon.lemmas(word)
-        then = after[m.end() :].split(maxsplit=1)[0].lower() if m and after[m.end() :].split() else ""
-        if word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or then in AFTER_VERB or compound):
+        then = re.match(r"\s*([A-Za-z]*)", after[m.end() :]).group(1) if m else ""
+        if word.endswith("s") and "VERB" in pos and ("NOUN" not in pos or _object_follows(then) or compound):
             return True  # "Workqueue guarantees that ...": a verb, not "workqueue guarantees" the noun
         if needle.endswith("s") and word in pos.get("VERB", ()) and ("NOUN" not in pos or compound):
             return True  # "Coroutines run inside ...": a plural's verb in its base form
