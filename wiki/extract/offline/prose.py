@@ -380,7 +380,12 @@ def _has_verb(text: str) -> bool:
     return False
 
 
+#: A sentence that only sends the reader elsewhere ("See colorspaces for conversion examples.").
+_POINTER = re.compile(r"^(?:See|Refer\s+to|Please\s+(?:see|refer)|For\s+(?:more|further)\b[^,]{0,60},\s+see)\b")
+
+
 def _quotable(text: str) -> bool:
     """Whether ``text`` may be quoted on a page: a whole sentence (``_whole_sentence``) with a verb
-    (``_has_verb``)."""
-    return _whole_sentence(text) and _has_verb(text)
+    (``_has_verb``) that says something itself, not only where to read on (``_POINTER``: the
+    linux-doc judge failed "See colorspaces for conversion examples." as evidence)."""
+    return _whole_sentence(text) and _has_verb(text) and not _POINTER.match(text)

@@ -29,7 +29,8 @@ _VERBS = (
 _NOUNS = (
     r"module|package|library|class|function|method|macro|type|object|structure|struct|interface|"
     r"api|driver|subsystem|framework|tool|command|option|flag|flags|protocol|format|file|service|"
-    r"system|project|language|standard|variable|constant|attribute|field|parameter|call"
+    r"system|project|language|standard|variable|constant|attribute|field|parameter|call|hardware|controller|"
+    r"layer|core|stack|mechanism|facility|feature"
 )
 # What may follow the name in a definitional sentence: "X (...)", "X, the ...,", "X module", then a verb.
 _DEFINES = re.compile(
@@ -423,7 +424,9 @@ def _is_subject(needles: list[str], concept: bool, text: str, compound: bool = F
         if not probe.startswith(needle) or not _bounded(probe, 0, len(needle)):
             continue
         after = rest[len(needle) :].removeprefix("()")
-        kind = None if concept else _KIND_NOUN.match(after)
+        # of a named thing or a jargon term ("The procfs interface is ..."), not of a general term
+        # ("The memory interface" is no sentence about memory)
+        kind = None if concept and lexicon.dictionary_word(needle.split()[-1]) else _KIND_NOUN.match(after)
         if kind:
             after = after[kind.end() :]  # "The Bramble format keeps ...": as "Bramble keeps ..."
         elif compound and not concept:
