@@ -64,6 +64,12 @@ def lead_rank(description: str) -> int:
     return 1 if _DEFINES_WHAT_IT_DOES.search(description) else 0
 
 
+def _lead_source(ordered: list[tuple[str, dict]], description: str) -> tuple[str, str] | None:
+    """(summary slug, document title) of the contribution ``description`` (a page's lead) came
+    from, or None."""
+    return next(((f["summary_slug"], f["doc_title"]) for _, f in ordered if f.get("description") == description), None)
+
+
 def first_lead(facts: dict[str, dict]) -> str:
     """The page's lead among its contributions: the first description in their order
     (``ordered_facts``: the best rows first, ``wiki.coverage.MentionRow.order``, so the strongest
@@ -145,6 +151,9 @@ def render_item_page(
                 quotes.append(f"- {neutral(evidence[depth])} ({link(fact['summary_slug'], fact['doc_title'])})")
     if quotes:
         lines += ["## What the sources say", "", *quotes, ""]
+    elif not lead and (source := _lead_source(ordered, description)):
+        # no quote to cite the page by: the lead cites the document it was made from
+        lines[0] += f" ({link(*source)})"
     for section in sections:
         if section.links:
             lines += [f"## {section.heading}", ""]

@@ -74,3 +74,13 @@ def test_a_model_lead_replaces_the_first_line_only() -> None:
     page = render_item_page("x", {"k1": _fact(1, "X is a thing.", ["X is a thing."])}, [])
     swapped = with_lead(page, "X is what two sources say.")
     assert swapped.splitlines()[0] == "X is what two sources say." and swapped.splitlines()[1:] == page.splitlines()[1:]
+
+
+def test_a_page_with_no_quote_cites_the_document_of_its_lead() -> None:
+    fact = {"doc_title": "dataclasses", "summary_slug": "doc-dataclasses", "description": "`dataclasses` is a module."}
+    facts = {"k1": fact}
+    content = render_item_page("dataclasses", facts, [])
+    assert content.splitlines()[0] == "`dataclasses` is a module. ([[doc-dataclasses|dataclasses]])"
+    assert "doc-dataclasses" in {link.slug for link in parse_links(content)}
+    # a model's lead is no sentence of the document: it is not cited as one
+    assert "[[" not in render_item_page("dataclasses", facts, [], lead="A module of the standard library.")
