@@ -73,15 +73,28 @@ def is_code_name(name: str) -> bool:
     return _CODE_MARKS.search(bare) is not None or _LOWER_CAMEL.fullmatch(bare) is not None
 
 
+#: Zipf frequency from which a word the lexicon lacks is still an everyday word ("processor" 3.9).
+WORD_ZIPF = 3.0
+
+
+def _word(text: str) -> bool:
+    """Whether ``text`` is one everyday English word: one the lexicon knows or wordfreq finds as
+    frequent as ``WORD_ZIPF``; an acronym ("AP") is none."""
+    return text.isalpha() and not text.isupper() and (lexicon.dictionary_word(text) or lexicon.zipf(text) >= WORD_ZIPF)
+
+
 def link_aliases(title: str, aliases: list[str]) -> list[str]:
     """The aliases of a page that its mentions are linked by: all of them, but a plain dictionary
     word naming a code page ("Queue" of ``queue.Queue``, "generator" of ``email.generator``): the
-    alias lets a reader find the page, but linking it would point every "queue" of the KB there;
+    alias lets a reader find the page, but linking it would point every "queue" of the KB there
+    (of any page, one dictionary word of a longer title: "Processor" of "adjunct processor");
     nor a lower-case word that is the last part of a dotted code name ("filename" of
     ``fileinput.filename``, "fileno"): many modules and classes have one, and prose naming it
     means its own."""
     if not is_code_name(title):
-        return list(aliases)
+        # "Processor" of "adjunct processor": one word of the title alone names no one page of the KB
+        words = title.casefold().split()
+        return [a for a in aliases if len(words) < 2 or a.casefold() not in words or not _word(a)]
     last = title.rpartition(".")[2]
     return [
         a

@@ -101,3 +101,11 @@ def test_lower_camel_case_is_a_code_name(name):
 @pytest.mark.parametrize("name", ["macOS", "eBPF", "JavaScript", "iOS", "setup"])
 def test_a_product_spelling_or_a_word_is_no_code_name(name):
     assert not is_code_name(name)
+
+
+def test_one_everyday_word_of_a_longer_title_links_nothing() -> None:
+    from wiki.dedup import link_aliases
+
+    # linux-doc linked every "Processor" to "adjunct processor"
+    assert link_aliases("adjunct processor", ["Processor", "AP", "adjunct processors"]) == ["AP", "adjunct processors"]
+    assert link_aliases("heap", ["Heap", "heaps"]) == ["Heap", "heaps"]

@@ -856,3 +856,16 @@ def test_a_plural_term_is_found_in_the_singular_and_a_hub_name_quotes_its_object
     assert _object_mention("The size of a chunk allocated with kmalloc is limited.", ["kmalloc"])
     assert not _object_mention("Get the mapping of coroutine local variables.", ["coroutine"])
     assert not _object_mention("If UTF8 is enabled, charset MUST be None.", ["charset"])
+
+
+def test_field_lines_and_clause_pieces_are_neither_quotes_nor_names() -> None:
+    from wiki.extract.offline.prose import _quotable
+
+    # linux-doc's judge: "Datasheet: Not available, ..." is a field, "unlike kdump" a clause's piece
+    assert not _quotable("Datasheet: Not available, this driver is based on reverse engineering.")
+    assert _quotable("The driver is based on reverse engineering.")
+    assert _concept_name("unlike kdump", "unlike kdump, fadump keeps the memory") is None
+    # outside a module's reference a noun-phrase entry is no quote ("argp": "Pointer to ...")
+    text = "# VIDIOC_FROB\n\n## frob_arg\n\nPointer to an integer with the output index.\n"
+    item = _item(_extract(text, "ioctl VIDIOC_FROB"), "frob_arg")
+    assert item is None or "Pointer to an integer with the output index." not in item.evidence

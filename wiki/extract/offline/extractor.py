@@ -266,7 +266,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v17"
+    name = "offline-v18"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""
@@ -557,7 +557,13 @@ class OfflineExtractor:
             evidence = _evidence(mentions, description, about)
         else:
             evidence = _mention_quote(mentions, needles, named, concept)
-        if defined is not None and quote_defined and mentions[0].text not in evidence and _docstring(mentions[0].text):
+        if (
+            defined is not None
+            and quote_defined
+            and _module_title(title)
+            and mentions[0].text not in evidence
+            and _docstring(mentions[0].text)
+        ):
             # a docstring's noun phrase ("A lexical analyzer class for ...") is the whole entry
             # its section gives: quoted as written, it is the evidence of the lead made of it
             evidence = [mentions[0].text, *evidence][:3]

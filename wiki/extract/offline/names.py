@@ -473,6 +473,10 @@ def _parameter(word: str, prose_low: str) -> bool:
     )
 
 
+#: Prepositions the stopword list lacks: a keyphrase holding one is a clause's piece.
+_PREPOSITIONS = frozenset({"unlike", "like", "via", "per", "versus", "despite", "except", "besides", "whereas", "upon"})
+
+
 def _concept_name(phrase: str, prose_low: str) -> str | None:
     """The concept a yake keyphrase names, or None when the phrase is not a noun phrase.
 
@@ -492,8 +496,8 @@ def _concept_name(phrase: str, prose_low: str) -> str | None:
         return None
     if any(not re.fullmatch(r"[A-Za-z][A-Za-z0-9'-]*", w) for w in words):
         return None
-    if any(is_stopword(w) for w in words):
-        return None
+    if any(is_stopword(w) or w.lower() in _PREPOSITIONS for w in words):
+        return None  # "unlike kdump": a sentence's opening, not a name
     if words[0].lower() in DEICTIC:
         return None  # "previous data", "current setting": which one, the sentence around it says
     words = [w if (w.isupper() and not _emphasis(w)) or _ACRONYM_PLURAL.match(w) else w.lower() for w in words]

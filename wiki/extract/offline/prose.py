@@ -380,6 +380,9 @@ def _has_verb(text: str) -> bool:
     return False
 
 
+#: A field of a list written as a line ("Datasheet: Not available, ...", "Note: ..."): a label and its
+#: value, no sentence (the linux-doc judge failed such quotes).
+_FIELD_ENTRY = re.compile(r"^[A-Z][A-Za-z-]*(?:\s+[A-Za-z-]+)?:\s")
 #: A sentence that only sends the reader elsewhere ("See colorspaces for conversion examples.").
 _POINTER = re.compile(r"^(?:See|Refer\s+to|Please\s+(?:see|refer)|For\s+(?:more|further)\b[^,]{0,60},\s+see)\b")
 
@@ -388,4 +391,4 @@ def _quotable(text: str) -> bool:
     """Whether ``text`` may be quoted on a page: a whole sentence (``_whole_sentence``) with a verb
     (``_has_verb``) that says something itself, not only where to read on (``_POINTER``: the
     linux-doc judge failed "See colorspaces for conversion examples." as evidence)."""
-    return _whole_sentence(text) and _has_verb(text) and not _POINTER.match(text)
+    return _whole_sentence(text) and _has_verb(text) and not _POINTER.match(text) and not _FIELD_ENTRY.match(text)
