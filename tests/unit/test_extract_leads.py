@@ -869,3 +869,13 @@ def test_field_lines_and_clause_pieces_are_neither_quotes_nor_names() -> None:
     text = "# VIDIOC_FROB\n\n## frob_arg\n\nPointer to an integer with the output index.\n"
     item = _item(_extract(text, "ioctl VIDIOC_FROB"), "frob_arg")
     assert item is None or "Pointer to an integer with the output index." not in item.evidence
+
+
+def test_a_sentence_carrying_on_from_the_one_before_leads_nothing() -> None:
+    def rank(name: str, text: str) -> int:
+        return _lead_rank([name + "s", name], True, text)
+
+    # the demo's judges: "then" and "also" point at a sentence the page does not show
+    assert rank("coroutine", "The coroutine then has a chance to clean up before it is cancelled.") == 0
+    assert rank("frobnicator", "A frobnicator also keeps a list of the widgets it has seen.") == 0
+    assert rank("cgroup", "A cgroup associates a set of tasks with a set of parameters.") >= 1

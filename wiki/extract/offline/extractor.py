@@ -105,7 +105,7 @@ def _evidence(mentions: list[_Sentence], lead: str, about: Callable[[str], bool]
     sentences of at most ``EVIDENCE_CHARS``, then of at most ``MAX_QUOTE_CHARS``; with ``about``,
     only the sentences it holds to be about the name ("Get the mapping of coroutine local variables"
     names coroutines but says nothing of them: the demo's judges failed such quotes)."""
-    out: list[str] = [lead] if any(s.text == lead for s in mentions) else []
+    out: list[str] = [lead] if any(s.text == lead for s in mentions) and _quotable(lead) else []
     for limit in (EVIDENCE_CHARS, MAX_QUOTE_CHARS):
         for sentence in mentions:
             text = sentence.text
@@ -266,7 +266,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v18"
+    name = "offline-v19"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""

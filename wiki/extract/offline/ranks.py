@@ -88,6 +88,20 @@ _CAVEAT = re.compile(
 #: "X is a complex system with many settings", "X are good examples to understand ...", "X is a
 #: popular way": a judgement of X with a generic noun, which tells a reader nothing of what X is
 #: (the linux-doc judges failed "linux memory management" and "tiny DRM drivers" on such leads).
+#: After a name, a word that carries on from the sentence before ("then", "also", "too", "still",
+#: "again", "thus"), maybe after a verb: such a sentence leads no page (the demo's judges failed
+#: "The coroutine then has a chance to clean up", "readline is also automatically configured").
+_CONTINUES_CONTEXT = re.compile(r"^\s+(?:[a-z]+\s+)?(?:then|also|too|still|again|thus|therefore)\b")
+
+
+def _after_name(needles: list[str], concept: bool, text: str) -> str:
+    """What follows the name opening ``text`` (after an article), or "" when no needle opens it."""
+    start = _ARTICLE.match(text).end()
+    rest = (text.lower() if concept else text)[start:]
+    needle = next((n for n in needles if rest.startswith(n)), None)
+    return text[start + len(needle) :].removeprefix("()") if needle else ""
+
+
 _JUDGEMENT = re.compile(
     r"^\s+(?:is|are)\s+(?:a\s+|an\s+)?(?:very\s+|quite\s+|rather\s+|fairly\s+|really\s+)?"
     r"(?:complex|complicated|simple|powerful|good|great|nice|useful|important|popular|common|interesting"
@@ -123,6 +137,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 0  # "attach_type is the program's attach type.": the name's own words, nothing more
         if needle and _JUDGEMENT.match(rest[len(needle) :].removeprefix("()")):
             return 1
+    if 1 <= rank <= 2 and _CONTINUES_CONTEXT.match(_after_name(needles, concept, text)):
+        return 0  # "The coroutine then has a chance ...", "X is also configured ...": a sequel
         if concept and needle and not has_cjk(text):
             rank = min(rank, _general_definition_rank(text[start + len(needle) :]))
             singular = re.match(r"\s+is\b", rest[len(needle) :])
