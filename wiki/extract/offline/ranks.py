@@ -137,8 +137,6 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
             return 0  # "attach_type is the program's attach type.": the name's own words, nothing more
         if needle and _JUDGEMENT.match(rest[len(needle) :].removeprefix("()")):
             return 1
-    if 1 <= rank <= 2 and _CONTINUES_CONTEXT.match(_after_name(needles, concept, text)):
-        return 0  # "The coroutine then has a chance ...", "X is also configured ...": a sequel
         if concept and needle and not has_cjk(text):
             rank = min(rank, _general_definition_rank(text[start + len(needle) :]))
             singular = re.match(r"\s+is\b", rest[len(needle) :])
@@ -150,6 +148,8 @@ def _lead_rank(needles: list[str], concept: bool, text: str) -> int:
                 rank = min(rank, 2)
     if rank in (1, 2) and _CAVEAT.search(text):
         return 0
+    if rank in (1, 2) and _CONTINUES_CONTEXT.match(_after_name(needles, concept, text)):
+        return 0  # "The coroutine then has a chance ...", "X also keeps ...": a sequel of another sentence
     if rank >= 1 and _POINTS_ELSEWHERE.search(text):
         return 0  # "... as described in the next section": what X is, another part of the document says
     if rank >= 1 and _POINTS_BACK.search(text):
