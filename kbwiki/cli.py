@@ -73,9 +73,13 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         rejected.append(first)
     else:
         lines = problem_lines([rejected_line(r) for r in rejected])
-        raise click.ClickException(
-            "\n".join([f"no .md/.rst/.txt/.html document under {path}; nothing was stored", *lines])
+        # files of the right kind that could not be read are named with their reason below
+        found = (
+            f"no readable document under {path} ({len(rejected)} rejected, below)"
+            if rejected
+            else (f"no .md/.rst/.txt/.html document under {path}")
         )
+        raise click.ClickException("\n".join([f"{found}; nothing was stored", *lines]))
     if estimate:
         with services():
             deps = command_deps()

@@ -253,14 +253,17 @@ def render_index_page(
     if intro:
         lines += [neutral(intro), ""]
     lines += ["## Pages by type", ""]
-    for page_type in ("summary", "entity", "concept"):
-        lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
+    # every type the total counts, so the list adds up to it (disambiguation pages included)
+    for page_type in ("summary", "entity", "concept", "disambiguation"):
+        if page_type != "disambiguation" or counts.get(page_type):
+            lines.append(f"- {page_type}: {counts.get(page_type, 0)}")
     for page_type, heading in ITEM_SECTIONS.items():
         cited = (most_cited or {}).get(page_type, [])
         if cited:
             lines += ["", f"## Most-cited {heading.lower()}", ""]
             lines += [
-                f"- {link(page.slug, page.title)} ({n} {'document' if n == 1 else 'documents'})" for page, n in cited
+                f"- {link(page.slug, page.title)} (quotes {n} {'document' if n == 1 else 'documents'})"
+                for page, n in cited
             ]
     lines += ["", f"## Recent documents ({len(recent)})", ""]
     for page in recent:

@@ -879,3 +879,15 @@ def test_a_sentence_carrying_on_from_the_one_before_leads_nothing() -> None:
     assert rank("coroutine", "The coroutine then has a chance to clean up before it is cancelled.") == 0
     assert rank("frobnicator", "A frobnicator also keeps a list of the widgets it has seen.") == 0
     assert rank("cgroup", "A cgroup associates a set of tasks with a set of parameters.") >= 1
+
+
+def test_raw_html_in_markdown_prose_loses_no_sentence_and_keeps_no_tag() -> None:
+    # a new user's trial: the sentence after an inline <script> was gone from every page
+    text = (
+        "# Zebra\n\nZebra Corp is a company in Oslo. <script>alert(1)</script> Zebra Corp makes striped"
+        " umbrellas for rainy cities. <img src=x onerror=alert(2)> It uses Vec<T> and <linux/slab.h> daily.\n"
+    )
+    extraction = _extract(text, "Zebra")
+    shown = extraction.summary + extraction.body
+    assert "Zebra Corp makes striped umbrellas for rainy cities." in shown
+    assert "<script" not in shown and "<img" not in shown and "alert" not in shown

@@ -68,6 +68,6 @@ def test_the_index_page_lists_counts_most_cited_and_recent() -> None:
     }
     content = render_index_page("kb", {"summary": 3, "entity": 1, "concept": 1, "index": 1}, [], cited)
     assert "Wiki of **kb**: 5 pages." in content
-    assert "## Most-cited entities\n\n- [[acme|Acme]] (12 documents)" in content
-    assert "## Most-cited concepts\n\n- [[widget|widget]] (1 document)" in content
+    assert "## Most-cited entities\n\n- [[acme|Acme]] (quotes 12 documents)" in content
+    assert "## Most-cited concepts\n\n- [[widget|widget]] (quotes 1 document)" in content
     assert content.index("## Most-cited entities") < content.index("## Recent documents (0)")

@@ -67,6 +67,21 @@ class _Sentence:
 # --- text preparation ---------------------------------------------------------------------------
 
 
+#: Raw HTML in a Markdown document's prose is markup, not words: an element a browser never shows
+#: goes with what it holds, any other tag leaves its text ("Oslo. <script>alert(1)</script> Zebra
+#: Corp makes ...": the sentence after the script was lost, opening with "<"). Only HTML's element
+#: names: "<linux/slab.h>" and "List<String>" are text.
+_HTML_HIDDEN = re.compile(
+    r"<(script|style|template|noscript|iframe|object)\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL
+)
+_HTML_TAG = re.compile(
+    r"</?(?:a|abbr|b|br|center|code|del|details|div|em|embed|font|form|h[1-6]|hr|i|iframe|img|input|ins|kbd|li"
+    r"|link|mark|meta|object|ol|p|pre|s|script|small|source|span|strong|style|sub|summary|sup|svg|table|tbody|td"
+    r"|th|thead|tr|u|ul|video|audio)\b[^<>]*>",
+    re.IGNORECASE,
+)
+
+
 def _strip_inline(text: str, code: list[str]) -> str:
     """Remove inline Markdown/RST markup from ``text``; append inline code spans to ``code``."""
 
@@ -82,6 +97,8 @@ def _strip_inline(text: str, code: list[str]) -> str:
         code.append(inner.lstrip(".") or inner)
         return inner
 
+    text = _HTML_HIDDEN.sub(" ", text)
+    text = _HTML_TAG.sub("", text)
     text = WIKI_LINK_RE.sub(wiki_link_text, text)
     text = MD_LINK_RE.sub(r"\g<text>", text)
     text = AUTOLINK_RE.sub("", text)
