@@ -163,7 +163,9 @@ def page_worthy(stats: KeyStats) -> bool:
 
 def hub_worthy(stats: KeyStats, title: str | None = None) -> bool:
     """Whether a name ``page_worthy`` leaves gets a page as a hub of the corpus: most of the
-    ``NAME_MANY_DOCS`` or more documents naming it take it for a name, some sentence has it for its
+    ``NAME_MANY_DOCS`` or more documents naming it take it for a name (most of them for a thing, not
+    a term: the demo's "iterable" and "charset" hubs were led by "Iterables are converted to strings
+    ..." and "Charset is None for ..."), some sentence has it for its
     subject (its lead then: ``score`` puts that row first), and its title is an acronym
     ("UART", "EINVAL"), a code name ("PAGE_SIZE", "x86_64") or a lower-case word no dictionary
     knows ("kmalloc", "workqueue", "dmesg"). Capitalised words (first names, vendors: "Alex",
@@ -173,6 +175,8 @@ def hub_worthy(stats: KeyStats, title: str | None = None) -> bool:
     keys whose title to ask for)."""
     if stats.docs < NAME_MANY_DOCS or 2 * stats.named <= stats.docs or not stats.subjects:
         return False
+    if 2 * stats.entity <= stats.docs:
+        return False  # a term of the corpus ("iterable", "charset": a docstring's parameter), no thing
     if title is None:
         return True
     if " " in title:

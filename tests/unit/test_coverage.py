@@ -152,3 +152,8 @@ def test_a_name_many_documents_name_is_a_hub_page_by_the_shape_of_its_title():
         assert not hub_worthy(many, title), title
     assert not hub_worthy(stats(NAME_MANY_DOCS - 1), "kmalloc")
     assert not hub_worthy(stats(NAME_MANY_DOCS, subject=0), "kmalloc")  # no sentence has it for subject
+
+
+def test_a_term_many_documents_name_is_no_hub():
+    rows = [_rows(i, mentions=[_mention("iterable", kind="concept", named=True, subject=1)]) for i in range(12)]
+    assert not hub_worthy(_stats(*rows), "iterable")
