@@ -91,7 +91,7 @@ _CAVEAT = re.compile(
 #: After a name, a word that carries on from the sentence before ("then", "also", "too", "still",
 #: "again", "thus"), maybe after a verb: such a sentence leads no page (the demo's judges failed
 #: "The coroutine then has a chance to clean up", "readline is also automatically configured").
-_CONTINUES_CONTEXT = re.compile(r"^\s+(?:[a-z]+\s+)?(?:then|also|too|still|again|thus|therefore)\b")
+_CONTINUES_CONTEXT = re.compile(r"^\s+(?:[a-z]+\s+){0,2}(?:then|also|too|still|again|thus|therefore)\b")
 
 
 def _after_name(needles: list[str], concept: bool, text: str) -> str:
