@@ -892,3 +892,16 @@ def test_raw_html_in_markdown_prose_loses_no_sentence_and_keeps_no_tag() -> None
     shown = extraction.summary + extraction.body
     assert "Zebra Corp makes striped umbrellas for rainy cities." in shown
     assert "<script" not in shown and "<img" not in shown and "alert" not in shown
+
+
+def test_the_sentence_finder_gives_pysbd_s_own_sentences() -> None:
+    from wiki.extract.offline.prose import _pysbd_sentences, _segmenter
+
+    texts = [
+        "The kernel boots. It then mounts root.  Twice   spaced. Done",
+        "Use e.g. kmalloc() here. The same sentence. The same sentence. Mr. Smith wrote it.",
+        "",
+        "One (two. three) four. Five?  Six!",
+    ]
+    for text in texts:
+        assert _pysbd_sentences(text) == _segmenter().segment(text)

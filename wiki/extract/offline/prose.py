@@ -255,9 +255,32 @@ _LEADING_DOT = re.compile(r"\.(?=[\w/])")
 _DOT_MASK = "\u2024"
 
 
+def _pysbd_sentences(text: str) -> list[str]:
+    """pysbd's sentences of ``text`` as its non-destructive ``segment`` gives them (each with the
+    white space after it), each found by ``str.find`` forward from the sentence before: pysbd
+    compiles one regular expression per sentence and scans the whole text with each (on 150
+    linux-doc documents 2.5 s of the extractor's 25 s; its sentences are the same)."""
+    if not text:
+        return []
+    out: list[str] = []
+    prior_start = prior_end = 0
+    for sent in _segmenter().processor(text).process():
+        start = text.find(sent, prior_start)
+        while start != -1:
+            end = start + len(sent)
+            while end < len(text) and text[end].isspace():
+                end += 1
+            if end > prior_end:
+                out.append(text[start:end])
+                prior_start, prior_end = start, end
+                break
+            start = text.find(sent, start + 1)
+    return out
+
+
 def _split_english(block: str, pysbd_ok: bool) -> list[str]:
     masked = _LEADING_DOT.sub(_DOT_MASK, block) if _DOT_MASK not in block else block
-    parts = _segmenter().segment(masked) if pysbd_ok else split_single(masked)
+    parts = _pysbd_sentences(masked) if pysbd_ok else split_single(masked)
     if masked is not block:
         parts = [part.replace(_DOT_MASK, ".") for part in parts]
     joined: list[str] = []
