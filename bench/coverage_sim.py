@@ -27,7 +27,7 @@ import yaml
 
 from kbwiki.corpus import CorpusDoc, iter_folder_docs, iter_stdlib_docs
 from stages.ingest import prepare_document
-from wiki.coverage import KeyStats, MentionRow, best, facts_of, hub_worthy, page_worthy, rows_of
+from wiki.coverage import KeyStats, MentionRow, best, facts_of, has_page, may_have_page, rows_of
 from wiki.errors import ExtractionError
 from wiki.merge import item_type, title_and_aliases
 from wiki.models import Document
@@ -110,7 +110,7 @@ def main() -> None:
         stats = KeyStats()
         for row in key_rows:
             stats.apply(row)
-        if not page_worthy(stats) and not hub_worthy(stats):
+        if not may_have_page(stats):
             continue
         names: dict[tuple[str, bool], int] = defaultdict(int)
         for row in key_rows:
@@ -118,10 +118,8 @@ def main() -> None:
             for alias in row.aliases:
                 names[(alias, True)] += 1
         chosen = best(key_rows)
-        if not chosen:
-            continue  # nothing to lead or quote: no page (stages.item_pages)
         title, aliases = title_and_aliases(names)
-        if not page_worthy(stats) and not hub_worthy(stats, title):
+        if not has_page(stats, title, chosen):
             continue
         kind = item_type(stats.entity, stats.docs, chosen[0].kind if chosen else "")
         pages[key] = (title, aliases, kind, facts_of(chosen), stats, key_rows)

@@ -3,7 +3,7 @@
 A batch changes the mention rows of its documents (``wiki.coverage.rows_of``: the rows they give
 now, in place of the rows they gave before). Every name key whose rows change is planned again
 from what the index holds once the batch is written: whether it has a page
-(``wiki.coverage.page_worthy`` on its counters), its title and aliases (the names its rows give),
+(``wiki.coverage.has_page`` on its counters, title and best rows), its title and aliases (the names its rows give),
 its lead and quotes (its best rows, the batch's documents merged with the stored ones), what it is
 a member of, its members, and its related pages (the items of the documents it quotes). Each of
 these is a bounded read per key (a counter row, a few names, at most ``MAX_QUOTES`` rows), never a
@@ -28,9 +28,9 @@ from wiki.coverage import (
     best,
     disambiguation_slug,
     facts_of,
-    hub_worthy,
+    has_page,
+    may_have_page,
     name_deltas,
-    page_worthy,
     stats_after,
 )
 from wiki.dedup import name_key
@@ -94,7 +94,7 @@ def plan_item_pages(
     stats = stats_after(mentions.stats(kb.id, touched), plan.dropped, plan.added)
     plan.stat_deltas = stats_after({}, plan.dropped, plan.added)
     plan.name_deltas = name_deltas(plan.dropped, plan.added)
-    worthy = {key for key in touched if _worthy(stats.get(key, KeyStats()))}
+    worthy = {key for key in touched if may_have_page(stats.get(key, KeyStats()))}
     # a key whose page appears or goes changes its members' "Member of": they are planned again
     changed = {k for k in touched if (k in worthy) != bool(by_key.get(k))}
     members = _members(kb, mentions, worthy | changed, batch_ids, plan.added)
@@ -108,7 +108,7 @@ def plan_item_pages(
     if extra:
         stats.update(mentions.stats(kb.id, extra))
         by_key.update(ctx.by_name_keys(extra))
-        worthy |= {key for key in extra if _worthy(stats.get(key, KeyStats()))}
+        worthy |= {key for key in extra if may_have_page(stats.get(key, KeyStats()))}
 
     names = mentions.names(kb.id, worthy)
     for (key, name, alias), delta in plan.name_deltas.items():
@@ -120,13 +120,9 @@ def plan_item_pages(
     for row in plan.added:
         added_by_key.setdefault(row.key, []).append(row)
     chosen = {key: best([*stored.get(key, []), *added_by_key.get(key, [])]) for key in worthy}
-    # a key none of whose documents has a lead or a quote for it has nothing to say: no page
-    # (linux-doc's "bpftool" was a placeholder, "is a topic of this knowledge base", over 7 names)
-    worthy = {key for key in worthy if chosen[key]}
     titled = {key: title_and_aliases(names.get(key, {})) for key in worthy if names.get(key)}
-    worthy &= titled.keys()  # a key with rows always has names; none only for a key being emptied
-    # a hub name's page depends on its title's shape too (wiki.coverage.hub_worthy)
-    worthy = {k for k in worthy if page_worthy(stats[k]) or hub_worthy(stats[k], titled[k][0])}
+    # a key with rows always has names; none only for a key being emptied
+    worthy = {k for k in worthy & titled.keys() if has_page(stats[k], titled[k][0], chosen[k])}
     ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
     ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
 
@@ -224,12 +220,6 @@ def _sharing(
     return {
         bare: {k for k, docs in counts.get(bare, {}).items() if docs > 0 and bare_name(k) == bare} for bare in bares
     }
-
-
-def _worthy(stats: KeyStats) -> bool:
-    """Whether a key's counters may give it a page: ``page_worthy``, or ``hub_worthy`` before its
-    title is known."""
-    return page_worthy(stats) or hub_worthy(stats)
 
 
 def _page_type(stats: KeyStats, rows: list[MentionRow]) -> str:

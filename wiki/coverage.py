@@ -197,6 +197,19 @@ def hub_worthy(stats: KeyStats, title: str | None = None) -> bool:
     )
 
 
+def may_have_page(stats: KeyStats) -> bool:
+    """Whether a key's counters may give it a page (``page_worthy``, or ``hub_worthy`` before its
+    title is known): the keys whose names and best rows are worth reading."""
+    return page_worthy(stats) or hub_worthy(stats)
+
+
+def has_page(stats: KeyStats, title: str, chosen: list[MentionRow]) -> bool:
+    """Whether a key has a page: something to lead or quote (``chosen``, its ``best`` rows: a key
+    with nothing to say gets none, not a placeholder) and ``page_worthy`` or ``hub_worthy`` with
+    its ``title``."""
+    return bool(chosen) and (page_worthy(stats) or hub_worthy(stats, title))
+
+
 def score(rank: int, subject: int, sentences: int, lead: str) -> int:
     """A row's place among its key's rows, higher first: the rank of its lead, then how many of
     its document's sentences have the name as their subject, then how many name it, then how near
