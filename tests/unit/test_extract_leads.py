@@ -89,6 +89,18 @@ def test_definitions_win_and_circular_or_caveat_sentences_do_not() -> None:
     )
 
 
+def test_a_gloss_after_a_name_reads_as_the_name_and_a_past_event_of_a_term_is_no_lead() -> None:
+    # linux-doc's SMBus page led with a PIIX4 detail while this sentence went unranked
+    gloss = "SMBus (System Management Bus) is based on the I2C protocol, and is mostly a subset of I2C protocols."
+    plain = gloss.replace(" (System Management Bus)", "")
+    assert _lead_rank(["SMBus"], False, gloss) == _lead_rank(["SMBus"], False, plain) >= 1
+    # a rule stays a rule with a gloss between ("X (bit 0) must be ...")
+    assert _lead_rank(["GITS_CREADR"], False, "GITS_CREADR (bit 0) must be restored before GITS_CTLR.") == 0
+    # an error case's past tense says what happened, not what a subchannel is
+    assert _lead_rank(["subchannel"], True, "The subchannel was status pending or busy, or a request is active.") == 0
+    assert _lead_rank(["subchannel"], True, "The subchannel is a path between the channel and a device.") >= 2
+
+
 def test_lines_of_a_list_or_field_list_are_separate_units() -> None:
     docstring = (
         "Returns (metaclass, namespace, kwds) as a 3-tuple\n\n"

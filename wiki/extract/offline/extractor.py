@@ -266,7 +266,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v20"
+    name = "offline-v21"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking."""

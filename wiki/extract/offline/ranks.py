@@ -257,6 +257,11 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
         kind = None if concept else _KIND_NOUN.match(after)
         if kind:
             after = after[kind.end() :]  # "The DSA framework is not involved ...": as "DSA is not ..."
+        gloss = _GLOSS.match(after)
+        if gloss and not _DEFINES_WHAT.match(after):
+            # "SMBus (System Management Bus) is based on ...": the gloss is the name's own, read as
+            # "SMBus is based on ..." (a definition after it, "X (...) is a ...", is read whole)
+            after = after[gloss.end() :]
         if _COMPARES.match(after) or _CONTRAST.match(after):
             continue  # "Enhanced IBRS is more efficient than retpoline", "SIOV, in contrast, ...": X beside Y
         if _REQUIREMENT.match(after):
@@ -294,7 +299,9 @@ def _subject_rank(needles: list[str], concept: bool, text: str) -> int:
             best = max(best, 1)  # "Oskar Venn was born in Bergen ...": "born" is an adjective too
         elif _LITERAL_VALUE.match(after):
             continue  # "Charset is None for non-encoded parts": the value a variable holds, not X
-        elif re.match(r"\s*(?:\([^)]{0,80}\)\s*)?(?:is|are|was|were)\b", after):
+        elif concept and re.match(r"\s*(?:was|were)\b", after):
+            continue  # "The subchannel was status pending ...": one past event (an error case) of a term
+        elif re.match(r"\s*(?:is|are|was|were)\b", after):
             # "UUID objects are immutable", "The special characters are:": a property, not a definition;
             # of a named thing that is no code ("HPET is quite complex", "IOMMU is also required ..."),
             # it tells a reader who does not know the thing nothing at all
@@ -523,6 +530,9 @@ _CONTRAST = re.compile(
 )
 #: A kind noun after an entity's name ("the DSA framework", "the SMB3 protocol"): the sentence is
 #: about the named thing, read on after the noun.
+#: A parenthesised gloss right after a name: its expansion, its unit or its number ("(System
+#: Management Bus)", "(bit 0)").
+_GLOSS = re.compile(r"\s*\([^)]{1,80}\)(?=\s)")
 _KIND_NOUN = re.compile(rf"\s+(?:{_NOUNS})\b(?!\s*,)", re.IGNORECASE)
 #: "X must be restored ...", "X (bit 0) should be initialised ...", "X has been called on ...": what
 #: must happen or has happened to X (a rule or an error case), never what X is; "X can be used
