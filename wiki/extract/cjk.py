@@ -6,8 +6,9 @@ Neither language puts spaces between words, so sentences are split at their own 
 - Chinese: ``rjieba`` (jieba-rs: jieba's dictionary and part-of-speech tags, compiled): its
   dictionary is built into the library, ~45 MiB against ~170 MiB for Python ``jieba``'s, and it
   tags ~17x faster with the same words and tags (docs/decisions.md, issue 24).
-- Japanese: ``fugashi`` (MeCab) with ``unidic-lite``; loads in milliseconds, ~1 µs per character
-  (``janome``, pure Python, was 30x slower: docs/decisions.md).
+- Japanese: ``fugashi`` (MeCab) with ``ipadic``; loads in milliseconds, ~1 µs per character
+  (``janome``, pure Python, was 30x slower: docs/decisions.md). IPADIC's connection matrix is
+  3.4 MB against unidic-lite's 69 MB, which MeCab's lookups made resident page by page (issue 24).
 
 A name is a run of nouns: an entity when one of them is a proper noun (a person, place,
 organisation or other proper name), else a concept. A text with any kana is Japanese.
@@ -74,8 +75,9 @@ def _tagger():
     # A MeCab tagger keeps per-call state: one per thread, like pysbd and yake.
     if not hasattr(_local, "fugashi"):
         import fugashi
+        import ipadic
 
-        _local.fugashi = fugashi.Tagger()
+        _local.fugashi = fugashi.GenericTagger(ipadic.MECAB_ARGS)
     return _local.fugashi
 
 
@@ -107,6 +109,11 @@ def _zh_runs(sentence: str) -> list[tuple[str, bool, int]]:
     return runs
 
 
+#: IPADIC's noun classes a name is made of: not pronouns, numbers, dependent nouns ("こと", "ため"),
+#: adjective stems ("重要") or suffixes.
+_JA_NOUNS = frozenset({"一般", "固有名詞", "サ変接続"})
+
+
 def _ja_runs(sentence: str) -> list[tuple[str, bool, int]]:
     """(name, is proper, words) for each run of nouns in a Japanese sentence."""
     runs: list[tuple[str, bool, int]] = []
@@ -119,14 +126,14 @@ def _ja_runs(sentence: str) -> list[tuple[str, bool, int]]:
         current.clear()
 
     for word in _tagger()(sentence):
-        feature = word.feature
-        noun = feature.pos1 == "名詞" and feature.pos2 in ("普通名詞", "固有名詞")
-        # a prefix opens a run, a noun-making suffix ("版", "性") continues one
-        affix = (feature.pos1 == "接頭辞" and not current) or (
-            feature.pos1 == "接尾辞" and current and feature.pos2 == "名詞的"
+        pos1, pos2 = word.feature[0], word.feature[1]  # IPADIC: 名詞,固有名詞,地域,...
+        noun = pos1 == "名詞" and pos2 in _JA_NOUNS
+        # a prefix opens a run, a noun suffix ("版", "性", "区") continues one
+        affix = (pos1 == "接頭詞" and pos2 == "名詞接続" and not current) or (
+            pos1 == "名詞" and pos2 == "接尾" and current and word.feature[2] not in ("助動詞語幹", "特殊")
         )
         if (noun or affix) and _CJK.search(word.surface):
-            current.append((word.surface, feature.pos2))
+            current.append((word.surface, pos2))
         else:
             flush()
     flush()
