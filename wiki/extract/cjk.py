@@ -4,7 +4,7 @@ Neither language puts spaces between words, so sentences are split at their own 
 (``。！？`` and kin) and words come from a segmenter with its dictionary inside its package:
 
 - Chinese: ``rjieba`` (jieba-rs: jieba's dictionary and part-of-speech tags, compiled): its
-  dictionary is built into the library, ~45 MiB against ~170 MiB for Python ``jieba``'s, and it
+  dictionary is built into the library, ~30 MiB against ~170 MiB for Python ``jieba``'s, and it
   tags ~17x faster with the same words and tags (docs/decisions.md, issue 24).
 - Japanese: ``fugashi`` (MeCab) with ``ipadic``; loads in milliseconds, ~1 µs per character
   (``janome``, pure Python, was 30x slower: docs/decisions.md). IPADIC's connection matrix is

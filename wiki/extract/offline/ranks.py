@@ -528,11 +528,11 @@ _CONTRAST = re.compile(
     r"|similarly|though|then|in\s+turn)\b",
     re.IGNORECASE,
 )
-#: A kind noun after an entity's name ("the DSA framework", "the SMB3 protocol"): the sentence is
-#: about the named thing, read on after the noun.
 #: A parenthesised gloss right after a name: its expansion, its unit or its number ("(System
 #: Management Bus)", "(bit 0)").
 _GLOSS = re.compile(r"\s*\([^)]{1,80}\)(?=\s)")
+#: A kind noun after an entity's name ("the DSA framework", "the SMB3 protocol"): the sentence is
+#: about the named thing, read on after the noun.
 _KIND_NOUN = re.compile(rf"\s+(?:{_NOUNS})\b(?!\s*,)", re.IGNORECASE)
 #: "X must be restored ...", "X (bit 0) should be initialised ...", "X has been called on ...": what
 #: must happen or has happened to X (a rule or an error case), never what X is; "X can be used
