@@ -229,6 +229,21 @@ def test_a_noun_phrase_docstring_gets_the_subject_it_leaves_out() -> None:
     )
 
 
+def test_a_class_docstring_that_is_a_verb_and_its_plural_object_gets_the_verb() -> None:
+    from wiki.extract.offline.leads import _subject_lead
+
+    # the demo's judge failed "`HTTPErrorProcessor` is a process HTTP error responses."
+    assert (
+        _subject_lead("HTTPErrorProcessor", "Process HTTP error responses.", "urllib.request")
+        == "`HTTPErrorProcessor` is a class of `urllib.request` that processes HTTP error responses."
+    )
+    # a participle makes the words a noun phrase: the class keeps its "a ..." lead
+    assert (
+        _subject_lead("Event", "Class implementing event objects.", "threading")
+        == "`Event` is a class implementing event objects."
+    )
+
+
 def test_a_functions_noun_phrase_docstring_joins_its_kind_without_a_colon() -> None:
     from wiki.extract.offline.leads import _subject_lead
 
