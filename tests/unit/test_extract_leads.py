@@ -101,6 +101,15 @@ def test_a_gloss_after_a_name_reads_as_the_name_and_a_past_event_of_a_term_is_no
     assert _lead_rank(["subchannel"], True, "The subchannel is a path between the channel and a device.") >= 2
 
 
+def test_a_sequel_sentence_does_not_count_as_one_with_the_name_for_its_subject() -> None:
+    from wiki.extract.offline.ranks import _is_subject
+
+    # the demo's "readline" page was made, and led, by the site module's one sequel of another sentence
+    sequel = "The readline module is also automatically configured to enable completion."
+    assert not _is_subject(["readline"], True, sequel)
+    assert _is_subject(["readline"], True, sequel.replace(" also", ""))
+
+
 def test_lines_of_a_list_or_field_list_are_separate_units() -> None:
     docstring = (
         "Returns (metaclass, namespace, kwds) as a 3-tuple\n\n"

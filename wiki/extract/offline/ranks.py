@@ -441,6 +441,8 @@ def _is_subject(needles: list[str], concept: bool, text: str, compound: bool = F
     if has_cjk(text):
         opened = text.lstrip("「『“（(")
         return any(opened.startswith(n) and len(opened) > len(n) for n in needles)
+    if _CONTINUES_CONTEXT.match(_after_name(needles, concept, text)):
+        return False  # "The readline module is also ...": a sequel of another sentence, about that one's subject
     rest = text[_ARTICLE.match(text).end() :]
     probe = rest.lower() if concept else rest
     for needle in needles:
