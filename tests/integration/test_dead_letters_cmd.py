@@ -13,11 +13,11 @@ from datetime import UTC, timedelta
 import dramatiq
 import pytest
 from click.testing import CliRunner
-from dramatiq.broker import MessageProxy
 
 from kbwiki.cli import main
 from kbwiki.dead_letters_cmd import SinceType
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
+from tests.support.broker import drain
 from wiki.errors import error_headline
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1, in f\nRuntimeError: extractor exploded\n'
@@ -76,19 +76,6 @@ def _message_dead_letter(deps, actor_name, kwargs, options=None, scope=("unknown
         last_error="RuntimeError: boom\nTraceback ...",
         fail_count=3,
     )
-
-
-def _drain(broker, queue_name: str) -> list[MessageProxy]:
-    """Every message waiting on ``queue_name`` of the broker (acked, so the queue is left empty)."""
-    consumer = broker.consume(queue_name, prefetch=50, timeout=300)
-    found = []
-    try:
-        while (message := next(consumer)) is not None:
-            consumer.ack(message)
-            found.append(message)
-    finally:
-        consumer.close()
-    return found
 
 
 # ---- parsing helpers ---------------------------------------------------------------------------
@@ -189,7 +176,7 @@ def test_requeue_wiki_op_goes_back_to_the_ingest_lane_with_a_fresh_budget(run, d
 
     kb = _kb(deps)
     row, doc = _wiki_dead_letter(deps, kb)
-    _drain(actors_broker, "wiki")
+    drain(actors_broker, "wiki")
     result = run("dead-letters", "requeue", str(row.id))
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == [f"{row.id}\treinserted", "requeued 1, failed 0"]
@@ -198,7 +185,7 @@ def test_requeue_wiki_op_goes_back_to_the_ingest_lane_with_a_fresh_budget(run, d
     assert (op.op, op.dedup_key, op.fail_count, op.claimed_at) == ("ingest", doc.id, 0, None)
     assert op.payload["knowledge_id"] == doc.id
     assert deps.docs.get(doc.id).status == "pending"
-    triggers = [m for m in _drain(actors_broker, "wiki") if m.actor_name == "wiki_ingest"]
+    triggers = [m for m in drain(actors_broker, "wiki") if m.actor_name == "wiki_ingest"]
     assert [m.kwargs for m in triggers] == [{"tenant_id": 1, "knowledge_base_id": kb.id}]
 
 
@@ -213,10 +200,10 @@ def test_requeue_message_resends_it_with_retries_reset(run, deps, actors_broker)
         "max_retries": 7,
     }
     row = _message_dead_letter(deps, "wiki_reduce", kwargs, options, ("knowledge_base", kb.id))
-    _drain(actors_broker, "wiki")
+    drain(actors_broker, "wiki")
     result = run("dead-letters", "requeue", str(row.id))
     assert result.stdout.splitlines() == [f"{row.id}\tresent", "requeued 1, failed 0"]
-    [sent] = _drain(actors_broker, "wiki")
+    [sent] = drain(actors_broker, "wiki")
     assert (sent.actor_name, sent.kwargs) == ("wiki_reduce", kwargs)
     assert "retries" not in sent.options and "traceback" not in sent.options
     assert sent.options["max_retries"] == 7
@@ -268,7 +255,7 @@ def test_requeue_all_takes_only_the_filtered_rows(run, deps, actors_broker):  # 
     assert all(deps.dead_letters.get(r.id, tenant_id=None) is None for r in mine)
     assert deps.dead_letters.get(theirs.id, tenant_id=1) is not None
     assert deps.dead_letters.get(message.id, tenant_id=1) is not None
-    _drain(actors_broker, "wiki")
+    drain(actors_broker, "wiki")
 
 
 # ---- purge -------------------------------------------------------------------------------------
@@ -360,7 +347,7 @@ def test_requeue_by_id_and_all_touch_only_the_tenant(run, deps, two_tenants, act
         deps.ops.pending_count(INGEST, SCOPE_KB, kb2.id) == 1 and deps.ops.pending_count(INGEST, SCOPE_KB, kb1.id) == 0
     )
     assert {r.id for r in deps.dead_letters.list(tenant_id=None)} == {row1.id, message1.id}
-    _drain(actors_broker, "wiki")
+    drain(actors_broker, "wiki")
 
 
 @pytest.mark.parametrize(

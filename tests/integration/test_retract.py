@@ -15,6 +15,7 @@ import pytest
 
 from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
+from tests.support.broker import drain
 from tests.support.pipeline import settle
 from wiki.links import parse_links
 from wiki.models import ExtractedItem, Extraction
@@ -217,6 +218,33 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
     assert run_stage(map_document, deps, kb.tenant_id, kb.id, doomed, stale.id) == "deleted"
     assert deps.extractor.calls == calls and deps.ops.get(stale.id) is None
     assert deps.docs.get(doomed).status == "deleted"
+
+
+def test_a_claim_full_of_retracts_pumps_the_lane_again_at_once(env, actors_broker):  # noqa: F811
+    from stages.delete import delete_document
+    from stages.ingest import pump_ingest_lane
+    from wiki.lanes import INGEST, REDUCE, SCOPE_KB
+    from wiki.settings import get_settings
+
+    deps, kb = env
+    slots = get_settings().ingest_map_parallel
+    ids = [_submit(deps, kb, f"gone{i}", f"* Thing {i} (entity): Thing {i} lives here.") for i in range(slots + 2)]
+    _settle(deps, kb)
+    for kid in ids:
+        assert run_stage(delete_document, deps, kb.tenant_id, kb.id, kid).status == "deleting"
+    drain(actors_broker, "wiki")
+
+    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    assert len(deps.ops.peek(REDUCE, SCOPE_KB, kb.id)) == slots
+    # no map will finish to pump the rest: the pump sent itself again, undelayed (it waited for a
+    # recovery sweep, 30 s for each 6 documents deleted)
+    assert [m.actor_name for m in drain(actors_broker, "wiki")].count("wiki_ingest") == 1
+    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    assert deps.ops.peek(INGEST, SCOPE_KB, kb.id) == []
+    assert len(deps.ops.peek(REDUCE, SCOPE_KB, kb.id)) == slots + 2
+    _settle(deps, kb)
+    assert {deps.docs.get(kid).status for kid in ids} == {"deleted"}
+    _assert_no_dead_links(deps, kb)
 
 
 def test_tombstone_alone_keeps_a_document_out(env):
