@@ -40,7 +40,8 @@ _ZH_PROPER = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
 _ZH_INNER = frozenset({"n", "vn", "ng", "b", "nr", "nrt", "nrfg", "ns", "nt", "nz", "eng"})
 _ZH_LAST = frozenset({"n", "vn", "ng", "nr", "nrt", "nrfg", "ns", "nt", "nz"})
 
-_local = threading.local()
+_ja_tagger = None
+_ja_lock = threading.Lock()
 
 
 def has_kana(text: str) -> bool:
@@ -71,14 +72,21 @@ def split_sentences(block: str) -> list[str]:
     return out
 
 
-def _tagger():
-    # A MeCab tagger keeps per-call state: one per thread, like pysbd and yake.
-    if not hasattr(_local, "fugashi"):
-        import fugashi
-        import ipadic
+def _ja_words(sentence: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(surface, IPADIC features) of each word of a Japanese sentence.
 
-        _local.fugashi = fugashi.GenericTagger(ipadic.MECAB_ARGS)
-    return _local.fugashi
+    One MeCab tagger per process, used under a lock: a tagger keeps per-call state, and fugashi
+    never unmaps a tagger's dictionary, so each new one (one per worker thread before) added its
+    own resident copy of IPADIC's pages (issue 24: 158 MiB of one worker's RSS after 35 ja_JP
+    documents). Extraction runs one document at a time anyway (``offline.extractor.EXTRACTION_SLOTS``)."""
+    global _ja_tagger
+    with _ja_lock:
+        if _ja_tagger is None:
+            import fugashi
+            import ipadic
+
+            _ja_tagger = fugashi.GenericTagger(ipadic.MECAB_ARGS)
+        return [(word.surface, tuple(word.feature)) for word in _ja_tagger(sentence)]
 
 
 def _zh_runs(sentence: str) -> list[tuple[str, bool, int]]:
@@ -125,15 +133,15 @@ def _ja_runs(sentence: str) -> list[tuple[str, bool, int]]:
             runs.append((name, any(p == "固有名詞" for _, p in current), len(current)))
         current.clear()
 
-    for word in _tagger()(sentence):
-        pos1, pos2 = word.feature[0], word.feature[1]  # IPADIC: 名詞,固有名詞,地域,...
+    for surface, feature in _ja_words(sentence):
+        pos1, pos2 = feature[0], feature[1]  # IPADIC: 名詞,固有名詞,地域,...
         noun = pos1 == "名詞" and pos2 in _JA_NOUNS
         # a prefix opens a run, a noun suffix ("版", "性", "区") continues one
         affix = (pos1 == "接頭詞" and pos2 == "名詞接続" and not current) or (
-            pos1 == "名詞" and pos2 == "接尾" and current and word.feature[2] not in ("助動詞語幹", "特殊")
+            pos1 == "名詞" and pos2 == "接尾" and current and feature[2] not in ("助動詞語幹", "特殊")
         )
-        if (noun or affix) and _CJK.search(word.surface):
-            current.append((word.surface, pos2))
+        if (noun or affix) and _CJK.search(surface):
+            current.append((surface, pos2))
         else:
             flush()
     flush()

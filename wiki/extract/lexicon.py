@@ -18,6 +18,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+#: Words each lookup below remembers per process: words are Zipf-distributed, so 16,384 keep ~95 %
+#: of the hits of an unbounded cache, and a worker's memory stays flat over a 40,000-document KB
+#: (65,536 grew it ~1 MiB per 1,000 documents: issue 24).
+WORD_CACHE = 16384
+
 #: Zipf frequency at or above which a lone word is too common to name one thing in a wiki
 #: ("line" 5.5, "method" 4.8, "string" 4.4, "set" 5.6 are; "socket" 3.5, "photons" 3.2, "cache"
 #: 3.6 are not). 4.3 is about 20 occurrences per million words; chosen on the issue's examples
@@ -25,7 +30,7 @@ from functools import lru_cache
 COMMON_ZIPF = 4.3
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=WORD_CACHE)
 def zipf(word: str) -> float:
     """wordfreq's Zipf frequency of ``word`` (any case) in English; 0.0 for unknown words. A word
     of letters is looked up in wordfreq's frequency table directly: ``zipf_frequency`` tokenizes
@@ -40,7 +45,7 @@ def zipf(word: str) -> float:
     return round(math.log10(frequency * 1e9), 2) if frequency else 0.0
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=WORD_CACHE)
 def lemmas(word: str) -> dict[str, tuple[str, ...]]:
     """lemminflect's {universal POS tag: lemmas} of ``word`` lowercased; {} for unknown words."""
     from lemminflect import getAllLemmas
@@ -119,21 +124,54 @@ def third_person(word: str) -> str | None:
 CJK_COMMON_ZIPF = 3.0
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=WORD_CACHE)
 def cjk_zipf(word: str, japanese: bool) -> float:
-    """wordfreq's Zipf frequency of a Chinese (simplified or traditional) or Japanese ``word`` if
-    it is at least 3.0 (``CJK_COMMON_ZIPF``), else 0.0: it reads wordfreq's "small" lists (the
-    words seen at least once per million), 30,215 Japanese entries and a few MiB against 214,960
-    and ~30 MiB for "best" (~40 MiB for Chinese): whether a word is everyday vocabulary is all
-    this is asked (issue 24; on 4,342 names of linux-doc's zh_CN translation the two lists
-    decide alike but for one word at exactly 3.0). A Japanese word is looked up whole:
-    ``zipf_frequency`` would segment it with MeCab's Python binding, which kbwiki does not install
-    (fugashi tags Japanese instead), and the words asked about here are one token already."""
-    import math
+    """wordfreq's Zipf frequency of a Chinese (simplified or traditional) or Japanese ``word``, as
+    ``zipf_frequency(word, lang, wordlist="small")`` gives it; 0.0 for words it does not list. The
+    "small" lists (words seen at least once per million) hold 30,215 Japanese entries and a few
+    MiB against 214,960 and ~30 MiB for "best" (~40 MiB for Chinese); whether a word reaches
+    ``CJK_COMMON_ZIPF`` is all this is asked (issue 24: on 4,342 names of linux-doc's zh_CN
+    translation the two lists decide alike but for one word at exactly 3.0). A Japanese word is
+    looked up whole: ``zipf_frequency`` would segment it with MeCab's Python binding, which kbwiki
+    does not install (fugashi tags Japanese instead), and the words asked about are one token."""
+    if japanese:
+        from wordfreq import get_frequency_dict
 
-    from wordfreq import get_frequency_dict, zipf_frequency
-
-    if not japanese:
-        return zipf_frequency(word, "zh", wordlist="small")
-    frequency = get_frequency_dict("ja", wordlist="small").get(word, 0.0)
+        frequency = get_frequency_dict("ja", wordlist="small").get(word, 0.0)
+    else:
+        frequency = _zh_frequency(word)
     return round(math.log10(frequency * 1e9), 2) if frequency else 0.0
+
+
+#: wordfreq's factor against a word break it inferred in Chinese (``INFERRED_SPACE_FACTOR``).
+_INFERRED_BREAK = 10.0
+
+
+def _zh_frequency(word: str) -> float:
+    """wordfreq's frequency of a Chinese ``word`` in its "small" list, computed as
+    ``word_frequency`` does but without the Python ``jieba`` tokenizer that loads for it (19 MiB a
+    process, issue 24): the simplified word is cut into listed words along the route with the
+    highest product of frequencies (jieba's rule, over the same list), and the parts combine as
+    wordfreq combines them, 1/f = sum of 1/f_i, divided by ``_INFERRED_BREAK`` per break. Same
+    decision at ``CJK_COMMON_ZIPF`` as ``zipf_frequency`` on all 6,862 names of linux-doc's zh_CN
+    translation. 0.0 when no cut into listed words exists (wordfreq's estimate for digits is left
+    out: names with digits read as rare)."""
+    from wordfreq import get_frequency_dict
+    from wordfreq.chinese import simplify_chinese
+
+    freqs = get_frequency_dict("zh", wordlist="small")
+    text = simplify_chinese(word)
+    n = len(text)
+    # best[i]: (log-probability, words) of the best cut of text[i:]; names are <= 16 characters
+    best: list[tuple[float, list[str]] | None] = [None] * n + [(0.0, [])]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n + 1):
+            rest, part = best[j], text[i:j]
+            if rest is not None and part in freqs:
+                score = math.log(freqs[part]) + rest[0]
+                if best[i] is None or score > best[i][0]:
+                    best[i] = (score, [part, *rest[1]])
+    if not n or best[0] is None:
+        return 0.0
+    parts = best[0][1]
+    return 1.0 / sum(1.0 / freqs[p] for p in parts) / _INFERRED_BREAK ** (len(parts) - 1)
