@@ -7,13 +7,14 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 
 from tqdm import tqdm
 
 from actors.deps import Deps, run_stage
 from kbwiki.corpus import CorpusDoc, Rejected
 from repos.knowledge import content_hash
-from stages.ingest import prepare_document, submit_document
+from stages.ingest import prepare_document, submit_document, unchanged_sources
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
 from wiki.llm_config import LLMConfig, config_from_settings, estimated_usd
 from wiki.models import KnowledgeBase
@@ -52,26 +53,45 @@ class IngestReport:
         return "\n".join([head, *problem_lines(self.problems)])
 
 
+#: Documents ``ingest_docs`` checks against the KB at once: the unchanged ones of a chunk are found
+#: in two statements (``stages.ingest.unchanged_sources``), the others submitted one by one.
+SUBMIT_CHUNK = 500
+
+
 def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
-    """Submit every document; rejected inputs (binary, undecodable) are reported, never stored."""
+    """Submit every document; rejected inputs (binary, undecodable) are reported, never stored.
+    Raises ``repos.knowledge.UnknownKnowledgeBase`` when the KB is (or gets) deleted."""
     report = IngestReport()
-    for doc in docs:
-        if isinstance(doc, Rejected):
-            report.counts["rejected"] += 1
-            report.problems.append(rejected_line(doc))
-            continue
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        report.counts[result.status] += 1
-        if result.reason:
-            report.problems.append(f"{result.status} {doc.source_uri}: {result.reason}")
+    items = iter(docs)
+    while chunk := list(islice(items, SUBMIT_CHUNK)):
+        deps.kbs.get_active(kb.tenant_id, kb.id)
+        prepared = {}
+        for doc in chunk:
+            if isinstance(doc, CorpusDoc) and doc.source_uri:
+                title, content, _, skip = prepare_document(doc.title, doc.text, deps.settings)
+                if not skip:
+                    prepared[doc.source_uri] = (title, content_hash(content))
+        unchanged = run_stage(unchanged_sources, deps, kb.id, prepared)
+        for doc in chunk:
+            if isinstance(doc, Rejected):
+                report.counts["rejected"] += 1
+                report.problems.append(rejected_line(doc))
+                continue
+            if doc.source_uri in unchanged:
+                report.counts["unchanged"] += 1
+                continue
+            result = run_stage(
+                submit_document,
+                deps,
+                tenant_id=kb.tenant_id,
+                knowledge_base_id=kb.id,
+                title=doc.title,
+                content=doc.text,
+                source_uri=doc.source_uri,
+            )
+            report.counts[result.status] += 1
+            if result.reason:
+                report.problems.append(f"{result.status} {doc.source_uri}: {result.reason}")
     return report
 
 

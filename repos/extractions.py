@@ -43,17 +43,25 @@ class ExtractionRepository:
     def get_many(self, kb_id: str, wanted: dict[str, tuple[str, str]]) -> dict[str, Extraction]:
         """Cached extractions by knowledge id for {knowledge id: (content hash, extractor)}, in one
         statement (primary-key probes); documents without one are absent from the result."""
+        rows = self._probe(kb_id, wanted, "e.knowledge_id, e.result")
+        return {r["knowledge_id"]: Extraction.model_validate(r["result"]) for r in rows}
+
+    def held(self, kb_id: str, wanted: dict[str, tuple[str, str]]) -> set[str]:
+        """The knowledge ids of {knowledge id: (content hash, extractor)} whose extraction is
+        cached: :meth:`get_many` without reading the results."""
+        return {r["knowledge_id"] for r in self._probe(kb_id, wanted, "e.knowledge_id")}
+
+    def _probe(self, kb_id: str, wanted: dict[str, tuple[str, str]], columns: str) -> list[dict]:
         if not wanted:
-            return {}
+            return []
         ids = list(wanted)
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT e.knowledge_id, e.result FROM wiki_extractions e"
+            return conn.execute(
+                f"SELECT {columns} FROM wiki_extractions e"
                 " JOIN unnest(%s::text[], %s::text[], %s::text[]) AS w(knowledge_id, content_hash, extractor)"
                 " USING (knowledge_id, content_hash, extractor) WHERE e.knowledge_base_id = %s",
                 (ids, [wanted[k][0] for k in ids], [wanted[k][1] for k in ids], kb_id),
             ).fetchall()
-        return {r["knowledge_id"]: Extraction.model_validate(r["result"]) for r in rows}
 
     def put(
         self,

@@ -112,6 +112,8 @@ _INSERT_DOC_UNLESS_LIVE = (
 #: Rounds of read-then-insert before giving up; a round is lost only when another session inserts
 #: the live row after our read and it is deleted again before our next read.
 _UPSERT_ATTEMPTS = 5
+#: A live document in one of these is stored (and written) again even when its content is unchanged.
+REDO_STATUSES = ("failed", "deleting")
 
 
 class KnowledgeRepository:
@@ -140,11 +142,7 @@ class KnowledgeRepository:
             for _ in range(_UPSERT_ATTEMPTS):
                 row = c.execute(_SELECT_LIVE_DOC_FOR_UPDATE, (kb.id, source_uri)).fetchone()
                 if row is not None:
-                    if (
-                        row["content_hash"] == digest
-                        and row["title"] == title
-                        and row["status"] not in ("failed", "deleting")
-                    ):
+                    if row["content_hash"] == digest and row["title"] == title and row["status"] not in REDO_STATUSES:
                         return Document.model_validate(row), False
                     row = c.execute(
                         "UPDATE knowledges SET title = %s, content = %s, content_hash = %s, status = 'pending',"
@@ -164,6 +162,19 @@ class KnowledgeRepository:
             f"could not store document {source_uri!r} of KB {kb.id}: its live row kept changing under"
             f" {_UPSERT_ATTEMPTS} attempts"
         )
+
+    def live_versions(self, kb_id: str, source_uris: list[str]) -> dict[str, tuple[str, str, str, str]]:
+        """{source_uri: (knowledge id, title, content hash, status)} of the KB's live documents among
+        ``source_uris``, in one statement and without reading their content or locking them."""
+        if not source_uris:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT id, source_uri, title, content_hash, status FROM knowledges"
+                " WHERE knowledge_base_id = %s AND source_uri = ANY(%s) AND deleted_at IS NULL",
+                (kb_id, source_uris),
+            ).fetchall()
+        return {r["source_uri"]: (r["id"], r["title"], r["content_hash"], r["status"]) for r in rows}
 
     def get(self, knowledge_id: str) -> Document | None:
         """The document, deleted ones included, or None."""

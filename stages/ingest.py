@@ -14,7 +14,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock
 from repos.extractions import ExtractionRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import REDO_STATUSES, KnowledgeBaseRepository, KnowledgeRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane
 from stages.delete import active_kb_or_drain
@@ -90,6 +90,26 @@ def submit_document(
     send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     # said in the result too: a command logs to a file, and the user should see a cut document
     return SubmitResult(doc.id, "queued", f"cut to {settings.max_document_chars} characters" if was_cut else "")
+
+
+def unchanged_sources(
+    kb_id: str,
+    prepared: dict[str, tuple[str, str]],
+    *,
+    docs: KnowledgeRepository,
+    extractions: ExtractionRepository,
+    extractor_name: str,
+) -> set[str]:
+    """The source_uris of ``prepared`` ({source_uri: (title, content hash)}, as ``prepare_document``
+    and ``content_hash`` make them) that ``submit_document`` would report unchanged: a live document
+    with that title and hash, not in ``REDO_STATUSES``, whose extraction by ``extractor_name`` is
+    cached when it is written. Two statements for the lot, no lock and no content read: a re-ingest
+    of an unchanged folder costs a file read and a hash per document (issue 24)."""
+    live = docs.live_versions(kb_id, list(prepared))
+    same = {uri: v for uri, v in live.items() if (v[1], v[2]) == prepared[uri] and v[3] not in REDO_STATUSES}
+    written = {v[0]: (v[2], extractor_name) for v in same.values() if v[3] == "done"}
+    cached = extractions.held(kb_id, written)
+    return {uri for uri, v in same.items() if v[3] != "done" or v[0] in cached}
 
 
 def prepare_document(title: str, content: str, settings: Settings) -> tuple[str, str, bool, str]:
