@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.ingest_linux import KBWIKI, ROOT  # noqa: E402
 from bench.scale import sections  # noqa: E402
-from wiki.lanes import INGEST, REDUCE  # noqa: E402
+from bench.web import measure, start_server  # noqa: E402
 
 POLL_S = 5.0
 DELETED = 1000
@@ -45,6 +45,10 @@ DELETED = 1000
 WAIT = ["--wait", "--timeout", "14400"]
 #: The commands' output and progress bars stay out of the report (their exit codes are in it).
 QUIET = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+#: Document statuses the wiki is done with.
+SETTLED = ("done", "skipped", "failed")
+#: Requests per kind of ``bench/web.py``'s reads on the ingested KB.
+WEB_REQUESTS = 200
 
 
 def write_corpus(folder: Path, n: int) -> list[str]:
@@ -80,21 +84,41 @@ def workers(root: psutil.Process) -> dict[int, int]:
     return out
 
 
-def finished(log: Path, actor: str, since: float, until: float) -> list[float]:
-    """``duration_ms`` of the ``actor`` messages the worker's JSON log says finished in [since,
-    until) (epoch s). Lines two processes wrote into each other are skipped."""
+def log_rows(log: Path, event: str, since: float, until: float) -> list[dict]:
+    """The worker's JSON log lines with ``"event": event`` logged in [since, until) (epoch s).
+    Lines two processes wrote into each other are skipped."""
     out = []
     for line in log.read_text(errors="replace").splitlines():
-        if f'"{actor}"' not in line or '"actor.finished"' not in line:
+        if f'"{event}"' not in line:
             continue
         try:
             row = json.loads(line)
             at = time.mktime(time.strptime(row["timestamp"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
         except (ValueError, KeyError):
             continue
-        if since <= at < until:
-            out.append(float(row.get("duration_ms") or 0.0))
+        if row.get("event") == event and since <= at < until:
+            out.append(row)
     return out
+
+
+def finished(log: Path, actor: str, since: float, until: float) -> list[dict]:
+    """The ``actor.finished`` lines of ``actor``'s messages in [since, until)."""
+    return [r for r in log_rows(log, "actor.finished", since, until) if r.get("actor") == actor]
+
+
+def batches(log: Path, since: float, until: float) -> dict:
+    """The reduce batches that reduced documents in [since, until): how many, their median and
+    p95 ``duration_ms``, and the median time per document (ms). Batches that only found their
+    rows taken, or only retracted, are left out: they time the queue, not the reduce."""
+    rows = [r for r in log_rows(log, "reduce.batch", since, until) if r.get("documents")]
+    times = [float(r["duration_ms"]) for r in rows if "duration_ms" in r]
+    per_doc = [float(r["duration_ms"]) / r["documents"] for r in rows if "duration_ms" in r]
+    return {
+        "reduce_batches": len(times),
+        "reduce_median_ms": round(statistics.median(times), 1) if times else None,
+        "reduce_p95_ms": p95(times),
+        "reduce_ms_per_doc": round(statistics.median(per_doc), 2) if per_doc else None,
+    }
 
 
 def db_size_mib(pool) -> float:
@@ -135,20 +159,17 @@ def ingest_with_marks(folder: Path, kb: str, n: int, every: int, worker: psutil.
         for pid, value in rss.items():
             peaks[pid] = max(peaks.get(pid, 0), value)
         report = status(kb)
-        stored, lanes = sum(report.get("documents", {}).values()), report.get("lanes") or {}
-        # as ``kbwiki ingest --wait`` counts them: stored documents no longer before or in reduce
-        settled = stored - lanes.get(INGEST, 0) - lanes.get(REDUCE, 0) if stored >= n else 0
+        lanes = report.get("lanes") or {}
+        # documents the wiki is done with: written, or skipped with a reason, or failed for good
+        settled = sum(report.get("documents", {}).get(s, 0) for s in SETTLED)
         if settled >= (last_docs // every + 1) * every or (done and settled > last_docs):
             now, epoch = time.monotonic(), time.time()
-            batches = finished(log, "wiki_reduce", last_epoch, epoch)
             marks.append(
                 {
                     "docs": settled,
                     "s": round(now - started, 1),
                     "docs_per_s": round((settled - last_docs) / max(now - last_t, 1e-9), 2),
-                    "reduce_batches": len(batches),
-                    "reduce_median_ms": round(statistics.median(batches), 1) if batches else None,
-                    "reduce_p95_ms": p95(batches),
+                    **batches(log, last_epoch, epoch),
                     "rss_mib": {str(pid): round(v / 2**20) for pid, v in sorted(rss.items())},
                     "peak_rss_mib": {str(pid): round(v / 2**20) for pid, v in sorted(peaks.items())},
                     "db_mib": round(db_size_mib(pool)),
@@ -166,6 +187,21 @@ def ingest_with_marks(folder: Path, kb: str, n: int, every: int, worker: psutil.
         "marks": marks,
         "peak_rss_mib": {str(p): round(v / 2**20) for p, v in peaks.items()},
     }
+
+
+def web_reads(pool, kb_id: str) -> dict:
+    """``bench/web.py``'s reads (page view, backlinks, search, graph; ``WEB_REQUESTS`` each) on the
+    KB, served by the web app in a subprocess: p50/p95/max ms per kind."""
+    from kbwiki.command import command_deps
+    from repos.bench import BenchKbRepository
+
+    proc, base = start_server(command_deps().settings.database_url)
+    try:
+        sample = BenchKbRepository(pool).sample_pages(kb_id, WEB_REQUESTS, seed="web")
+        return measure(base, {0: (kb_id, sample)}, WEB_REQUESTS)[0]
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def plot(report: dict, path: Path) -> bool:
@@ -220,6 +256,7 @@ def main() -> None:
             workers_root = psutil.Process(worker.pid)
             report["ingest"] = ingest_with_marks(folder, kb, args.docs, args.every, workers_root, log, pool)
             report["status"] = status(kb)
+            report["web"] = web_reads(pool, report["status"]["knowledge_base"]["id"])
             report["lint"] = timed([*KBWIKI, "lint", "--kb", kb])
             report["export"] = timed([*KBWIKI, "export", "--kb", kb, str(Path(tmp) / "vault")])
             since = time.time()
@@ -230,16 +267,18 @@ def main() -> None:
         finally:
             worker.terminate()  # the command forwards it; workers finish their messages, then servers stop
             worker.wait(timeout=120)
-    marks = report["ingest"]["marks"]
-    if len(marks) >= 2 and marks[0]["reduce_median_ms"] and marks[-1]["reduce_median_ms"]:
-        report["reduce_last_over_first"] = round(marks[-1]["reduce_median_ms"] / marks[0]["reduce_median_ms"], 2)
-        first, last = max(marks[0]["rss_mib"].values()), max(marks[-1]["rss_mib"].values())
-        report["rss_last_over_first"] = round(last / first, 2)
+    marks = [m for m in report["ingest"]["marks"] if m["reduce_median_ms"]]
+    if len(marks) >= 2:
+        first, last = marks[0], marks[-1]
+        report["reduce_last_over_first"] = round(last["reduce_median_ms"] / first["reduce_median_ms"], 2)
+        report["reduce_per_doc_last_over_first"] = round(last["reduce_ms_per_doc"] / first["reduce_ms_per_doc"], 2)
+        report["rss_last_over_first"] = round(max(last["rss_mib"].values()) / max(first["rss_mib"].values()), 2)
     (args.out / f"e2e-{args.docs}.json").write_text(json.dumps(report, indent=2) + "\n")
     summary = {k: report[k] for k in ("lint", "export", "reingest", "delete") if k in report}
     for key in ("status", "status_after_delete"):
         summary[key] = {k: report.get(key, {}).get(k) for k in ("documents", "links", "dead_letters")}
-    summary |= {k: report.get(k) for k in ("reduce_last_over_first", "rss_last_over_first")}
+    ratios = ("reduce_last_over_first", "reduce_per_doc_last_over_first", "rss_last_over_first")
+    summary |= {k: report.get(k) for k in ratios} | {"web": report.get("web")}
     print(json.dumps(summary | {"ingest_s": report["ingest"]["s"], "ingest_rc": report["ingest"]["rc"]}))
     if not plot(report, args.out / f"e2e-{args.docs}.png"):
         print('no plot: matplotlib is not installed (pip install -e ".[bench]")')

@@ -52,7 +52,7 @@ def serve(url: str, port: int) -> None:
     uvicorn.run(create_app(make_pool(url, 1, 8), tenant_id=1), host="127.0.0.1", port=port, log_level="warning")
 
 
-def _start_server(url: str) -> tuple[subprocess.Popen, str]:
+def start_server(url: str) -> tuple[subprocess.Popen, str]:
     import httpx
 
     from tests.support.web import free_port
@@ -156,7 +156,7 @@ def main() -> None:
     kbs = {n: scale.build_kb(pool, f"scale-{n}", corpus[:n]) for n in sizes}
     if args.prepare:
         return
-    proc, base = _start_server(url)
+    proc, base = start_server(url)
     try:
         bench = BenchKbRepository(pool)
         results = measure(

@@ -18,6 +18,7 @@ written is bounded by the batch, never by the KB.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import redis as redis_lib
@@ -469,6 +470,7 @@ def reduce_step(
         log.info("reduce.busy", knowledge_base_id=knowledge_base_id)
         return None  # the running batch follows up after it releases the lock
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    started = time.monotonic()
     try:
         result = run_reduce_batch(
             tenant_id,
@@ -507,6 +509,7 @@ def reduce_step(
         deleted=result.deleted,
         remaining=remaining,
         analyzed=analyzed,
+        duration_ms=round((time.monotonic() - started) * 1000, 1),  # the batch, statistics refresh included
     )
     if result.touched:
         send_trigger("wiki_crosslink", **kb)
