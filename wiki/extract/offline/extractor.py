@@ -764,6 +764,7 @@ _OBJECT_BEFORE = frozenset(
     {"use", "uses", "using", "with", "via", "by", "from", "through", "call", "calls", "like", "called", "named"}
 )
 _OBJECT_AFTER = frozenset({"for", "in", "on", "to", "with", "and", "or", "is", "are", "was", "were", "can", "will"})
+_NEXT_WORD = re.compile(r"\s*([\w]+|[.,;:)])")
 
 
 def _object_mention(probe: str, needles: list[str]) -> bool:
@@ -771,18 +772,21 @@ def _object_mention(probe: str, needles: list[str]) -> bool:
     object of a verb or a preposition (``_OBJECT_BEFORE``), followed by the end of a clause or a
     word that ends its phrase (``_OBJECT_AFTER``)."""
     for needle in needles:
-        for m in re.finditer(re.escape(needle), probe):
-            before = probe[: m.start()].split()[-1:]
-            after = probe[m.end() :].removeprefix("()")
-            nxt = re.match(r"\s*([\w]+|[.,;:)])", after)
+        # str.find, not a pattern per needle: those thrashed re's cache (half the extractor's compiles)
+        start = probe.find(needle) if needle else -1
+        while start != -1:
+            end = start + len(needle)
+            before = probe[:start].split()[-1:]
+            nxt = _NEXT_WORD.match(probe[end:].removeprefix("()"))
             if (
                 before
                 and before[0].lower() in _OBJECT_BEFORE
-                and _bounded(probe, m.start(), m.end())
+                and _bounded(probe, start, end)
                 and nxt is not None
                 and (not nxt.group(1)[0].isalnum() or nxt.group(1).lower() in _OBJECT_AFTER)
             ):
                 return True
+            start = probe.find(needle, end)
     return False
 
 
