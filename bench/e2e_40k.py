@@ -16,8 +16,10 @@ first 1,000 documents with ``--wait``.
 
 Prints one JSON report (also written to ``OUT/e2e-<docs>.json``) and, with matplotlib installed
 (``pip install -e ".[bench]"``), plots reduce batch time and worker RSS against documents ingested
-to ``OUT/e2e-<docs>.png``. Targets (issue 24): 0 lost, 0 dead letters, 0 dead links; last/first
-reduce batch time <= 1.2; RSS at the end / at the first mark <= 1.1 and <= 300 MiB a worker.
+to ``OUT/e2e-<docs>.png``. When the server loads ``pg_stat_statements``, the report holds the
+statements that took the most time during the ingest. Targets (issue 24): 0 lost, 0 dead
+letters, 0 dead links; last/first reduce batch time <= 1.2; RSS at the end / at the first mark
+<= 1.1 and <= 300 MiB a worker.
 """
 
 from __future__ import annotations
@@ -119,6 +121,32 @@ def batches(log: Path, since: float, until: float) -> dict:
         "reduce_p95_ms": p95(times),
         "reduce_ms_per_doc": round(statistics.median(per_doc), 2) if per_doc else None,
     }
+
+
+def statements_reset(pool) -> bool:
+    """Start ``pg_stat_statements`` afresh; False when the server does not load it (it needs
+    ``shared_preload_libraries = 'pg_stat_statements'`` in postgresql.conf)."""
+    with pool.connection() as conn:
+        loaded = conn.execute(
+            "SELECT 'pg_stat_statements' = ANY(string_to_array(current_setting('shared_preload_libraries'), ',')) AS on"
+        ).fetchone()["on"]
+        if loaded:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            conn.execute("SELECT pg_stat_statements_reset()")
+    return loaded
+
+
+def top_statements(pool, n: int = 12) -> list[dict]:
+    """The ``n`` statements with the most total execution time since ``statements_reset``."""
+    with pool.connection() as conn:
+        rows = conn.execute(
+            "SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query, calls,"
+            " round(total_exec_time::numeric / 1000, 1) AS total_s, round(mean_exec_time::numeric, 2) AS mean_ms, rows"
+            " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            " ORDER BY total_exec_time DESC LIMIT %s",
+            (n,),
+        ).fetchall()
+    return [{k: (float(v) if k in ("total_s", "mean_ms") else v) for k, v in r.items()} for r in rows]
 
 
 def db_size_mib(pool) -> float:
@@ -254,7 +282,10 @@ def main() -> None:
         try:
             report: dict = {"kb": kb, "docs": args.docs}
             workers_root = psutil.Process(worker.pid)
+            profiled = statements_reset(pool)
             report["ingest"] = ingest_with_marks(folder, kb, args.docs, args.every, workers_root, log, pool)
+            if profiled:
+                report["top_statements"] = top_statements(pool)
             report["status"] = status(kb)
             report["web"] = web_reads(pool, report["status"]["knowledge_base"]["id"])
             report["lint"] = timed([*KBWIKI, "lint", "--kb", kb])

@@ -45,10 +45,13 @@ class Settings(BaseSettings):
     key_prefix: str = Field(default="kbwiki", description="Prefix of kbwiki's own Redis keys.")
 
     ingest_batch_size: int = Field(default=50, ge=1, le=1000, description="Documents per reduce batch.")
-    # Map is CPU-bound Python, but a slot also waits for the pump and the queue between documents:
-    # on 2 cores linux-doc's first 800 documents took 121 s at 3, 103 s at 6, with less CPU in
-    # all (fuller reduce batches). Many more take the GIL from reduce and cross-link threads.
-    ingest_map_parallel: int = Field(default=6, ge=1, le=256, description="Map ops claimed per KB at once.")
+    # Map is CPU-bound Python, but a slot also waits for the pump and the queue between documents,
+    # and a process extracts one document at a time (offline.extractor.EXTRACTION_SLOTS): the
+    # slots' messages land on the worker processes by chance, and with 6 one process often held
+    # most of them while the other idled (each held the GIL half the time). Linux-doc's first 600
+    # documents on 2 cores: 115.6 s at 6, 107.8 s at 10, 85.8 s at 16 (issue 24). A waiting map
+    # holds a worker thread but no extraction memory; 16 leaves threads for reduce on 2 x 8.
+    ingest_map_parallel: int = Field(default=16, ge=1, le=256, description="Map ops claimed per KB at once.")
     # With the model extractor a map slot waits on the model, not the CPU: more slots than the
     # model's concurrency cap, so that a slot's own database work and its refill overlap the other
     # slots' calls (docs/decisions.md, "LLM pipeline throughput"; bench/llm_pipeline.py).

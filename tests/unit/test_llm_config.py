@@ -138,7 +138,7 @@ def test_the_model_extractor_gets_map_slots_of_its_own():
     from wiki.settings import kb_tunables
 
     kb = KnowledgeBase(id="kb", tenant_id=1, name="kb")
-    assert kb_tunables(Settings(extractor="offline"), kb).map_parallel == 6
+    assert kb_tunables(Settings(extractor="offline"), kb).map_parallel == 16
     assert kb_tunables(Settings(extractor="llm"), kb).map_parallel == 12
     assert kb_tunables(Settings(extractor="llm", ingest_llm_map_parallel=20), kb).map_parallel == 20
     own = kb.model_copy(update={"wiki_config": WikiConfig(ingest_map_parallel=3)})
