@@ -65,9 +65,10 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
     items = iter(docs)
     while chunk := list(islice(items, SUBMIT_CHUNK)):
         deps.kbs.get_active(kb.tenant_id, kb.id)
-        prepared = {}
+        prepared, uris = {}, Counter(doc.source_uri for doc in chunk if isinstance(doc, CorpusDoc))
         for doc in chunk:
-            if isinstance(doc, CorpusDoc) and doc.source_uri:
+            # a source given twice in a chunk goes one by one: its first copy may change the row
+            if isinstance(doc, CorpusDoc) and doc.source_uri and uris[doc.source_uri] == 1:
                 title, content, _, skip = prepare_document(doc.title, doc.text, deps.settings)
                 if not skip:
                     prepared[doc.source_uri] = (title, content_hash(content))

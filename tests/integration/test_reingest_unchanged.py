@@ -64,3 +64,15 @@ def test_a_reingest_counts_unchanged_rejected_and_changed_documents(deps, clean_
     report = ingest_docs(deps, kb, [*docs[:3], changed, *docs[4:], Rejected("a.png", "binary")])
     assert report.counts == {"unchanged": 6, "queued": 1, "rejected": 1}
     assert report.problems == ["rejected a.png: binary"]
+
+
+def test_a_source_given_twice_in_one_chunk_ends_with_its_last_content(deps, clean_db):  # noqa: F811
+    kb = deps.kbs.get_or_create(1, f"again-{uuid.uuid4().hex[:6]}")
+    first = _doc("Godwit")
+    ingest_docs(deps, kb, [first])
+    changed = _doc("Godwit", " It flies nonstop across the Pacific.")
+    report = ingest_docs(deps, kb, [changed, first])  # the second copy is the stored content again
+    assert report.counts == {"queued": 2}
+    assert deps.docs.get(deps.docs.find(kb.id, "Godwit.md").id).content_hash == content_hash(
+        prepare_document(first.title, first.text, deps.settings)[1]
+    )
