@@ -1,6 +1,7 @@
 """What English words can be: which parts of speech a word form has, and how common it is.
 
-Two data sets that ship inside their PyPI packages, loaded once per process (~0.15 s each) and
+Two data sets that ship inside their PyPI packages, loaded once per process (~0.2 s each) into
+marisa tries (``wiki.extract.wordtables``: ~3 MiB where the libraries' dicts took 81 MiB) and
 then answering in microseconds:
 
 - ``lemminflect`` (its authors' package; lexicon from the NIH SPECIALIST lexicon): the parts of
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+
+from wiki.extract import wordtables
 
 #: Words each lookup below remembers per process: words are Zipf-distributed, so 16,384 keep ~95 %
 #: of the hits of an unbounded cache, and a worker's memory stays flat over a 40,000-document KB
@@ -35,14 +38,33 @@ def zipf(word: str) -> float:
     """wordfreq's Zipf frequency of ``word`` (any case) in English; 0.0 for unknown words. A word
     of letters is looked up in wordfreq's frequency table directly: ``zipf_frequency`` tokenizes
     its argument first, which cost an eighth of the offline extractor's time once every lower-case
-    word of a document was asked about (equal on 4,982 sampled words, checked when changed)."""
-    from wordfreq import get_frequency_dict, zipf_frequency
-
+    word of a document was asked about (equal on 4,982 sampled words, checked when changed).
+    Other text ("x86", "block layer") is tokenized and combined as ``zipf_frequency`` does it."""
     low = word.lower()
-    if not low.isalpha():
-        return zipf_frequency(low, "en")
-    frequency = get_frequency_dict("en").get(low, 0.0)
+    frequency = wordtables.frequency(low, "en") if low.isalpha() else _english_text_frequency(low)
     return round(math.log10(frequency * 1e9), 2) if frequency else 0.0
+
+
+def _english_text_frequency(text: str) -> float:
+    """wordfreq's ``word_frequency(text, "en")`` read from the trie (its own reads the dict this
+    module avoids): the tokens' frequencies combine as 1/f = sum of 1/f_i, a digit run counts as
+    zeros times wordfreq's estimate for its digits, an unlisted token makes 0.0, and the result
+    keeps three significant digits."""
+    from wordfreq import lossy_tokenize
+    from wordfreq.numbers import digit_freq, smash_numbers
+
+    tokens = lossy_tokenize(text, "en")
+    inverse = 0.0
+    for token in tokens:
+        smashed = smash_numbers(token)
+        frequency = wordtables.frequency(smashed, "en")
+        if not frequency:
+            return 0.0
+        inverse += 1.0 / (frequency * (digit_freq(token) if smashed != token else 1.0))
+    if not inverse:
+        return 0.0
+    frequency = 1.0 / inverse
+    return round(frequency, math.floor(-math.log10(frequency)) + 3)
 
 
 @lru_cache(maxsize=WORD_CACHE)
@@ -50,6 +72,7 @@ def lemmas(word: str) -> dict[str, tuple[str, ...]]:
     """lemminflect's {universal POS tag: lemmas} of ``word`` lowercased; {} for unknown words."""
     from lemminflect import getAllLemmas
 
+    wordtables.use_compact_lemminflect()
     return dict(getAllLemmas(word.lower()))
 
 
@@ -98,6 +121,7 @@ def third_person(word: str) -> str | None:
     lexicon knows ("Stuff" is a verb too: callers check what follows)."""
     from lemminflect import getInflection
 
+    wordtables.use_compact_lemminflect()
     low = word.lower()
     verbs = lemmas(low).get("VERB", ())
     if not lemmas(low):
@@ -135,9 +159,7 @@ def cjk_zipf(word: str, japanese: bool) -> float:
     looked up whole: ``zipf_frequency`` would segment it with MeCab's Python binding, which kbwiki
     does not install (fugashi tags Japanese instead), and the words asked about are one token."""
     if japanese:
-        from wordfreq import get_frequency_dict
-
-        frequency = get_frequency_dict("ja", wordlist="small").get(word, 0.0)
+        frequency = wordtables.frequency(word, "ja", "small")
     else:
         frequency = _zh_frequency(word)
     return round(math.log10(frequency * 1e9), 2) if frequency else 0.0
@@ -156,22 +178,21 @@ def _zh_frequency(word: str) -> float:
     decision at ``CJK_COMMON_ZIPF`` as ``zipf_frequency`` on all 6,862 names of linux-doc's zh_CN
     translation. 0.0 when no cut into listed words exists (wordfreq's estimate for digits is left
     out: names with digits read as rare)."""
-    from wordfreq import get_frequency_dict
     from wordfreq.chinese import simplify_chinese
 
-    freqs = get_frequency_dict("zh", wordlist="small")
     text = simplify_chinese(word)
     n = len(text)
     # best[i]: (log-probability, words) of the best cut of text[i:]; names are <= 16 characters
     best: list[tuple[float, list[str]] | None] = [None] * n + [(0.0, [])]
     for i in range(n - 1, -1, -1):
         for j in range(i + 1, n + 1):
-            rest, part = best[j], text[i:j]
-            if rest is not None and part in freqs:
-                score = math.log(freqs[part]) + rest[0]
+            rest = best[j]
+            frequency = wordtables.frequency(text[i:j], "zh", "small") if rest is not None else 0.0
+            if frequency:
+                score = math.log(frequency) + rest[0]
                 if best[i] is None or score > best[i][0]:
-                    best[i] = (score, [part, *rest[1]])
+                    best[i] = (score, [text[i:j], *rest[1]])
     if not n or best[0] is None:
         return 0.0
     parts = best[0][1]
-    return 1.0 / sum(1.0 / freqs[p] for p in parts) / _INFERRED_BREAK ** (len(parts) - 1)
+    return 1.0 / sum(1.0 / wordtables.frequency(p, "zh", "small") for p in parts) / _INFERRED_BREAK ** (len(parts) - 1)

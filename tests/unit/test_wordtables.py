@@ -1,0 +1,71 @@
+"""The trie-backed word tables (``wiki.extract.wordtables``, issue 24) answer exactly as the dicts
+wordfreq and lemminflect build, entry for entry, and a process asking the lexicon holds none of
+those dicts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from lemminflect import config
+from lemminflect.codecs.InflectionLUCodec import InflectionLUCodec
+from lemminflect.codecs.LemmaLUCodec import LemmaLUCodec
+from wordfreq import get_frequency_dict, zipf_frequency
+
+from wiki.extract import lexicon, wordtables
+
+
+@pytest.mark.parametrize(("lang", "wordlist"), [("en", "best"), ("ja", "small"), ("zh", "small")])
+def test_every_listed_word_has_wordfreqs_frequency(lang, wordlist):
+    expected = get_frequency_dict(lang, wordlist)
+    differ = [w for w, f in expected.items() if wordtables.frequency(w, lang, wordlist) != pytest.approx(f, rel=1e-12)]
+    assert not differ, differ[:10]
+    assert wordtables.frequency("kmallocz", lang, wordlist) == 0.0
+
+
+# words, digit runs, several tokens, an unlisted token, punctuation only, nothing
+TEXTS = [
+    "socket",
+    "Photons",
+    "x86",
+    "i2c",
+    "ipv6",
+    "can't",
+    "block layer",
+    "pg_hba.conf",
+    "e-mail",
+    "2024",
+    "kmalloc",
+    "--",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_zipf_is_wordfreqs_zipf_frequency(text):
+    assert lexicon.zipf(text) == zipf_frequency(text.lower(), "en")
+
+
+def test_lemminflect_answers_as_from_its_own_dicts():
+    wordtables.use_compact_lemminflect()
+    lemmas = LemmaLUCodec.load(config.lemma_lu_fn)
+    inflections = InflectionLUCodec.load(config.inflection_lu_fn)
+    from lemminflect import Inflections, Lemmatizer
+
+    packed_lemmas, packed_inflections = Lemmatizer().lemma_dict, Inflections().infl_dict
+    assert not isinstance(packed_lemmas, dict) and not isinstance(packed_inflections, dict)
+    assert [w for w, v in lemmas.items() if packed_lemmas.get(w) != v] == []
+    assert [w for w, v in inflections.items() if packed_inflections.get(w) != v] == []
+    assert packed_lemmas.get("kmalloc", {}) == {}
+
+
+def test_the_lexicon_loads_no_library_dict():
+    code = (
+        "import sys, wordfreq; from wiki.extract import lexicon;"
+        " lexicon.zipf('socket'); lexicon.zipf('x86'); lexicon.plural_noun('photons'); lexicon.third_person('Return');"
+        " lexicon.cjk_zipf('内核', False); lexicon.cjk_zipf('カーネル', True);"
+        " print(wordfreq.get_frequency_dict.cache_info().currsize, wordfreq.get_frequency_list.cache_info().currsize)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["0", "0"]
