@@ -14,7 +14,7 @@ from tqdm import tqdm
 from actors.deps import Deps, run_stage
 from kbwiki.corpus import CorpusDoc, Rejected
 from repos.knowledge import content_hash
-from stages.ingest import prepare_document, submit_document, unchanged_sources
+from stages.ingest import prepare_document, store_document, unchanged_sources
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
 from wiki.llm_config import LLMConfig, config_from_settings, estimated_usd
 from wiki.models import KnowledgeBase
@@ -65,14 +65,15 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
     items = iter(docs)
     while chunk := list(islice(items, SUBMIT_CHUNK)):
         deps.kbs.get_active(kb.tenant_id, kb.id)
-        prepared, uris = {}, Counter(doc.source_uri for doc in chunk if isinstance(doc, CorpusDoc))
-        for doc in chunk:
+        corpus = [doc for doc in chunk if isinstance(doc, CorpusDoc)]
+        ready = {id(doc): prepare_document(doc.title, doc.text, deps.settings) for doc in corpus}
+        uris, versions = Counter(doc.source_uri for doc in corpus), {}
+        for doc in corpus:
+            title, content, _, skip = ready[id(doc)]
             # a source given twice in a chunk goes one by one: its first copy may change the row
-            if isinstance(doc, CorpusDoc) and doc.source_uri and uris[doc.source_uri] == 1:
-                title, content, _, skip = prepare_document(doc.title, doc.text, deps.settings)
-                if not skip:
-                    prepared[doc.source_uri] = (title, content_hash(content))
-        unchanged = run_stage(unchanged_sources, deps, kb.id, prepared)
+            if doc.source_uri and uris[doc.source_uri] == 1 and not skip:
+                versions[doc.source_uri] = (title, content_hash(content))
+        unchanged = run_stage(unchanged_sources, deps, kb.id, versions)
         for doc in chunk:
             if isinstance(doc, Rejected):
                 report.counts["rejected"] += 1
@@ -82,12 +83,11 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
                 report.counts["unchanged"] += 1
                 continue
             result = run_stage(
-                submit_document,
+                store_document,
                 deps,
                 tenant_id=kb.tenant_id,
                 knowledge_base_id=kb.id,
-                title=doc.title,
-                content=doc.text,
+                prepared=ready[id(doc)],
                 source_uri=doc.source_uri,
             )
             report.counts[result.status] += 1

@@ -57,13 +57,49 @@ def submit_document(
 
     The content is cleaned (NUL bytes and other control characters removed), cut to
     ``max_document_chars`` with a warning, and skipped with a reason when shorter than
-    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``). Unchanged
-    content (same hash and title) enqueues nothing, unless the document was written
-    by another extractor (or version) than ``extractor_name``.
+    ``min_document_chars`` (a CJK character counting 3, ``wiki.text.prose_size``): see
+    ``prepare_document``. The rest is ``store_document``'s.
+    Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
+    """
+    return store_document(
+        tenant_id=tenant_id,
+        knowledge_base_id=knowledge_base_id,
+        prepared=prepare_document(title, content, settings),
+        source_uri=source_uri,
+        pool=pool,
+        kbs=kbs,
+        docs=docs,
+        ops=ops,
+        extractions=extractions,
+        extractor_name=extractor_name,
+        redis=redis,
+        settings=settings,
+    )
+
+
+def store_document(
+    *,
+    tenant_id: int,
+    knowledge_base_id: str,
+    prepared: tuple[str, str, bool, str],
+    source_uri: str = "",
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    extractions: ExtractionRepository,
+    extractor_name: str,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> SubmitResult:
+    """``submit_document`` for a document ``prepare_document`` already prepared (``prepared`` is
+    its ``(title, content, was_cut, skip_reason)``; ``kbwiki ingest`` prepares each file once for
+    its bulk unchanged check). Unchanged content (same hash and title) enqueues nothing, unless
+    the document was written by another extractor (or version) than ``extractor_name``.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     kb = kbs.get_active(tenant_id, knowledge_base_id)
-    title, content, was_cut, skip = prepare_document(title, content, settings)
+    title, content, was_cut, skip = prepared
     if was_cut:
         log.warning("document.cut", title=title, source_uri=source_uri, max_chars=settings.max_document_chars)
     if skip:
