@@ -28,6 +28,19 @@ WINDOW = 200
 PER_KEY = 5
 
 
+# Per key of a window, at most per_key live pages holding it as an alias (lowercased). No LIMIT in
+# a per-key lookup: a LIMIT makes the planner favour a plan that returns its first rows at once, a
+# walk of all the KB's pages on a btree filtered on the cast aliases (every key read 12,000 pages).
+PAGES_WITH_ALIAS_SQL = (
+    f"SELECT DISTINCT ON (slug) {LITE_COLUMNS} FROM ("
+    "  SELECT p.*, row_number() OVER (PARTITION BY k.key ORDER BY p.slug) AS nth"
+    "  FROM unnest(%s::text[]) AS k(key)"
+    "  JOIN wiki_pages p ON lower(p.aliases::text)::jsonb @> jsonb_build_array(k.key)"
+    "  WHERE p.deleted_at IS NULL AND p.knowledge_base_id = %s) m"
+    " WHERE nth <= %s"
+)
+
+
 class LintRepository:
     """Bounded reads for the lint walk and the ``wiki_lint_reports`` table."""
 
@@ -135,19 +148,15 @@ class LintRepository:
         Containment ``lower(aliases::text)::jsonb @> '["key"]'`` on the GIN index
         ``idx_wiki_pages_aliases_lower`` (migration 0004); an alias matches when it equals a key
         after lowercasing (no other normalization). No ORDER BY in the per-key lookup: ordering
-        by slug tempts the planner into walking the KB's slug index instead of the GIN index.
+        by slug tempts the planner into walking the KB's slug index instead of the GIN index, and a
+        LIMIT per key into scanning the KB per key (``PAGES_WITH_ALIAS_SQL``: 2.5 s a window of 400
+        keys at 5,000 pages, 1.4 ms on the index).
         """
         keys = sorted(set(keys))
         if not keys:
             return []
         with self.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT DISTINCT ON (p.slug) p.*"
-                " FROM unnest(%s::text[]) AS k(key) CROSS JOIN LATERAL ("
-                f"  SELECT {LITE_COLUMNS} FROM wiki_pages WHERE lower(aliases::text)::jsonb @> jsonb_build_array(k.key)"
-                "   AND deleted_at IS NULL AND knowledge_base_id = %s LIMIT %s) p",
-                (keys, kb_id, per_key),
-            ).fetchall()
+            rows = conn.execute(PAGES_WITH_ALIAS_SQL, (keys, kb_id, per_key)).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 
     def title_matches(self, kb_id: str, phrases: Iterable[str]) -> list[tuple[str, PageLite]]:

@@ -118,3 +118,20 @@ def test_rewriting_pages_title_keys_uses_the_slug_index(pool, big_kb):
     plan = _plan(pool, DELETE_KEYS_SQL, (big_kb, ["x", "y"]))
     assert "idx_wiki_title_keys_slug" in plan
     assert "Seq Scan" not in plan
+
+
+def test_lints_alias_lookup_uses_the_lowercased_alias_index(pool, big_kb):
+    # one GIN probe per key of a window (400 keys), never a scan that casts every page's aliases
+    from repos.lint import PAGES_WITH_ALIAS_SQL, LintRepository
+
+    with pool.connection() as conn:
+        conn.execute(
+            "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, aliases)"
+            " VALUES (1, %s, 'aliased-page', 'Aliased page', 'entity', 'x', %s)",
+            (big_kb, Jsonb(["Other Name"])),
+        )
+    keys = ["other name"] + [p.title.lower() for p in make_pages(big_kb, 399)]
+    plan = _plan(pool, PAGES_WITH_ALIAS_SQL, (keys, big_kb, 3))
+    assert "idx_wiki_pages_aliases_lower" in plan
+    assert "Seq Scan on wiki_pages" not in plan
+    assert [p.slug for p in LintRepository(pool).pages_with_alias(big_kb, keys)] == ["aliased-page"]
