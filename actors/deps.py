@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import redis
@@ -46,7 +46,9 @@ class Deps:
     pages: WikiPageRepository
     mentions: MentionRepository
     extractions: ExtractionRepository
-    extractor: Extractor
+    #: Builds ``extractor`` on its first use: a command that never extracts (lint, export, status,
+    #: serve) never loads the offline extractor's NLP libraries (~70 MiB a process, issue 24).
+    make_extractor: Callable[[], Extractor]
     workers: WorkerRepository
     fences: LaneFenceRepository
     llm_errors: LLMConfigErrorRepository
@@ -55,16 +57,31 @@ class Deps:
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
+    _extractor: Extractor | None = field(default=None, init=False, repr=False)
+    _extractor_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    @property
+    def extractor(self) -> Extractor:
+        """The process's extractor (``wiki.extract.get_extractor``), built once on first use."""
+        with self._extractor_lock:
+            if self._extractor is None:
+                self._extractor = self.make_extractor()
+            return self._extractor
 
 
 def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor: Extractor | None = None) -> Deps:
-    """Wire every dependency from ``settings`` (the pool defaults to the process-wide one). An LLM
-    extractor without a rate limiter of its own gets the Redis one shared by every process."""
+    """Wire every dependency from ``settings`` (the pool defaults to the process-wide one; the
+    extractor to ``get_extractor(settings)``, built on first use). An LLM extractor without a rate
+    limiter of its own gets the Redis one shared by every process."""
     pool = pool or get_pool(settings)
     client = redis.Redis.from_url(settings.redis_url)
-    extractor = extractor or get_extractor(settings)
-    if getattr(extractor, "client", None) is not None and extractor.client.limiter is UNLIMITED:
-        extractor.use_limiter(RedisRateLimiter(client, settings.key_prefix))
+
+    def make_extractor() -> Extractor:
+        made = extractor or get_extractor(settings)
+        if getattr(made, "client", None) is not None and made.client.limiter is UNLIMITED:
+            made.use_limiter(RedisRateLimiter(client, settings.key_prefix))
+        return made
+
     return Deps(
         settings=settings,
         pool=pool,
@@ -76,7 +93,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         pages=WikiPageRepository(pool),
         mentions=MentionRepository(pool),
         extractions=ExtractionRepository(pool),
-        extractor=extractor,
+        make_extractor=make_extractor,
         workers=WorkerRepository(pool),
         fences=LaneFenceRepository(pool),
         llm_errors=LLMConfigErrorRepository(pool),

@@ -7,16 +7,19 @@ title anyway, since ``wiki.extract.validate_item_name`` refuses such names.
 
 from __future__ import annotations
 
+import importlib.util
 from functools import lru_cache
+from pathlib import Path
 
 
 @lru_cache(maxsize=1)
 def english_stopwords() -> frozenset[str]:
-    """yake's English stopword list (574 lower-case words), loaded once (importing yake is deferred
-    to the first call)."""
-    import yake
-
-    return frozenset(w for w in yake.KeywordExtractor(lan="en").stopword_set if w)
+    """yake's English stopword list (574 lower-case words), loaded once from yake's package files,
+    as ``yake.KeywordExtractor(lan="en")`` reads it, without importing yake: its import brings
+    networkx and numpy (~35 MiB), which a process that only links pages (lint, export) never needs."""
+    (package,) = importlib.util.find_spec("yake").submodule_search_locations
+    text = (Path(package) / "core" / "StopwordsList" / "stopwords_en.txt").read_text(encoding="utf-8")
+    return frozenset(w for w in text.lower().split("\n") if w)
 
 
 def is_stopword(word: str) -> bool:

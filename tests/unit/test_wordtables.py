@@ -69,3 +69,12 @@ def test_the_lexicon_loads_no_library_dict():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["0", "0"]
+
+
+def test_the_stopword_list_is_yakes_own():
+    import yake
+
+    from wiki.stopwords import english_stopwords
+
+    assert english_stopwords() == frozenset(w for w in yake.KeywordExtractor(lan="en").stopword_set if w)
+    assert len(english_stopwords()) > 500
