@@ -135,3 +135,27 @@ def test_lints_alias_lookup_uses_the_lowercased_alias_index(pool, big_kb):
     assert "idx_wiki_pages_aliases_lower" in plan
     assert "Seq Scan on wiki_pages" not in plan
     assert [p.slug for p in LintRepository(pool).pages_with_alias(big_kb, keys)] == ["aliased-page"]
+
+
+def test_lints_title_lookup_reads_the_lowercased_title_index_per_key(pool, big_kb):
+    # never the slug index with a filter on every page's title (a LIMIT per key planned that)
+    from repos.lint import PAGES_TITLED_SQL, LintRepository
+
+    pages = make_pages(big_kb, 400)
+    keys = sorted({p.title.lower() for p in pages})
+    plan = _plan(pool, PAGES_TITLED_SQL, (keys, big_kb, 3))
+    assert "idx_wiki_pages_kb_lower_title" in plan
+    assert "uq_wiki_pages_live_slug" not in plan and "Seq Scan on wiki_pages" not in plan
+    found = LintRepository(pool).pages_titled(big_kb, keys)
+    assert {p.slug for p in found} == {p.slug for p in pages}
+
+
+def test_every_execution_is_planned_for_its_own_values(pool, big_kb):
+    # a generic plan (psycopg prepares from the 5th execution) walked the KB per lint window
+    from repos.lint import LintRepository
+
+    keys = sorted({p.title.lower() for p in make_pages(big_kb, 300)})
+    repo = LintRepository(pool)
+    assert all(len(repo.pages_titled(big_kb, keys)) == len(keys) for _ in range(12))
+    with pool.connection() as conn:
+        assert conn.execute("SHOW plan_cache_mode").fetchone()["plan_cache_mode"] == "force_custom_plan"
