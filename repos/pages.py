@@ -87,21 +87,15 @@ MOST_CITED_SQL = (
     " ORDER BY jsonb_array_length(source_refs) DESC, slug LIMIT %s"
 )
 # For each document id of a batch, the live pages citing it: containment on the jsonb_path_ops GIN
-# index, or the legacy "<id>|<title>" string form through the to_tsvector GIN index. Each probe is
-# fenced (OFFSET 0) from the KB's filter: a KB the planner's statistics do not know yet (a new KB in
-# a database of older ones) was estimated at one page, and the probe became a scan of every page of
-# the KB for every document (0.4-1.1 s a batch at 1,000 pages instead of a few ms); a knowledge id
-# belongs to one KB, so the filter after the probe drops nothing the KB cites.
+# index. Each probe is fenced (OFFSET 0) from the KB's filter: a KB the planner's statistics do not
+# know yet (a new KB in a database of older ones) was estimated at one page, and the probe became a
+# scan of every page of the KB for every document (0.4-1.1 s a batch at 1,000 pages instead of a few
+# ms); a knowledge id belongs to one KB, so the filter after the probe drops nothing the KB cites.
 SLUGS_BY_SOURCE_SQL = (
-    "SELECT k.kid, p.slug FROM unnest(string_to_array(%(kids)s, E'\\n'), string_to_array(%(legacy)s, E'\\n'))"
-    " AS k(kid, legacy)"
+    "SELECT k.kid, p.slug FROM unnest(string_to_array(%(kids)s, E'\\n')) AS k(kid)"
     " CROSS JOIN LATERAL ("
-    "  (SELECT slug, knowledge_base_id, deleted_at FROM wiki_pages"
-    "   WHERE source_refs @> jsonb_build_array(jsonb_build_object('knowledge_id', k.kid)) OFFSET 0)"
-    "  UNION"
-    "  (SELECT slug, knowledge_base_id, deleted_at FROM wiki_pages"
-    "   WHERE to_tsvector('simple', source_refs::text) @@ phraseto_tsquery('simple', k.kid)"
-    "   AND source_refs::text LIKE k.legacy OFFSET 0)) p"
+    "  SELECT slug, knowledge_base_id, deleted_at FROM wiki_pages"
+    "  WHERE source_refs @> jsonb_build_array(jsonb_build_object('knowledge_id', k.kid)) OFFSET 0) p"
     " WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL"
     " ORDER BY k.kid, p.slug"
 )
@@ -142,10 +136,6 @@ def page_name_key(page: Page) -> str | None:
     """The ``wiki_pages.name_key`` of a page: ``wiki.dedup.name_key`` of its title for an
     entity/concept page (the key every item joining it has), None for summaries and the index."""
     return name_key(page.title) if page.page_type in ITEM_TYPES else None
-
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class WikiPageRepository:
@@ -355,8 +345,8 @@ class WikiPageRepository:
         self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None
     ) -> dict[str, list[str]]:
         """For each document id, the slugs (sorted) of the live pages citing it: containment on the
-        source_refs jsonb_path_ops GIN index, or the legacy ``"<id>|<title>"`` string form through
-        the ``to_tsvector`` GIN index. One statement for all the ids.
+        source_refs jsonb_path_ops GIN index (migration 0130 made every source ref an object). One
+        statement for all the ids.
 
         Raises ``BadInput`` (a ValueError) for an id holding a newline (ids are the knowledge table's keys).
         """
@@ -367,10 +357,7 @@ class WikiPageRepository:
         if not ids:
             return out
         with borrow(self.pool, conn) as c:
-            rows = c.execute(
-                SLUGS_BY_SOURCE_SQL,
-                {"kb": kb_id, "kids": "\n".join(ids), "legacy": "\n".join(f'%"{_like_escape(kid)}|%' for kid in ids)},
-            ).fetchall()
+            rows = c.execute(SLUGS_BY_SOURCE_SQL, {"kb": kb_id, "kids": "\n".join(ids)}).fetchall()
         for r in rows:
             out[r["kid"]].append(r["slug"])
         return out

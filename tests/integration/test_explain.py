@@ -44,11 +44,7 @@ def _plan(pool, sql: str, params, setting: str | None = None) -> str:
 def test_source_ref_lookup_uses_the_jsonb_path_ops_index(pool, big_kb):
     # a batch's documents in one statement: each one probe of the index
     kids = [f"doc-{i}" for i in range(40, 90)]
-    plan = _plan(
-        pool,
-        SLUGS_BY_SOURCE_SQL,
-        {"kb": big_kb, "kids": "\n".join(kids), "legacy": "\n".join(f'%"{k}|%' for k in kids)},
-    )
+    plan = _plan(pool, SLUGS_BY_SOURCE_SQL, {"kb": big_kb, "kids": "\n".join(kids)})
     assert "idx_wiki_pages_source_refs" in plan
     assert "Seq Scan on wiki_pages" not in plan
     found = WikiPageRepository(pool).slugs_by_sources(big_kb, kids)
@@ -92,18 +88,6 @@ def test_title_key_lookup_reaches_pages_through_the_live_slug_index(pool, big_kb
     assert "Seq Scan on wiki_pages" not in plan
     found = WikiPageRepository(pool).title_matches(big_kb, phrases)
     assert {key for key, _ in found} == {p.title.lower() for p in pages}
-
-
-def test_legacy_string_source_refs_are_still_found(pool, big_kb):
-    repo = WikiPageRepository(pool)
-    with pool.connection() as conn:
-        conn.execute(
-            "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, source_refs)"
-            " VALUES (1, %s, 'legacy-page', 'Legacy page', 'entity', 'x', %s)",
-            (big_kb, Jsonb(["legacy-doc-7|Old title"])),
-        )
-    assert repo.slugs_by_source(big_kb, "legacy-doc-7") == ["legacy-page"]
-    assert repo.slugs_by_source(big_kb, "legacy-doc") == []
 
 
 def test_rewriting_a_pages_out_links_uses_the_primary_key(pool, big_kb):

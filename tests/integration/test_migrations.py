@@ -76,3 +76,38 @@ def test_pages_written_before_the_name_key_column_get_their_key():
         with psycopg.connect(url) as conn:
             rows = dict(conn.execute("SELECT slug, name_key FROM wiki_pages").fetchall())
         assert rows == {"photons": "photon", "doc-photons": None}
+
+
+def test_string_source_refs_become_objects():
+    from yoyo import get_backend, read_migrations
+
+    from repos.db import MIGRATIONS_DIR, make_pool, yoyo_url
+    from repos.pages import WikiPageRepository
+
+    with _scratch_db() as url:
+        apply_migrations(url)
+        backend = get_backend(yoyo_url(url))
+        objects = read_migrations(str(MIGRATIONS_DIR)).filter(lambda m: m.id == "0130_source_refs_objects")
+        with backend.lock():
+            backend.rollback_migrations(objects)
+        with psycopg.connect(url, autocommit=True) as conn:  # refs as the first versions wrote them
+            conn.execute(
+                "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content, source_refs)"
+                " VALUES (1, 'kb', 'old', 'Old', 'entity', 'x', %s)",
+                (psycopg.types.json.Jsonb(["doc-7|A title | with a bar", {"knowledge_id": "doc-8", "title": "New"}]),),
+            )
+        assert apply_migrations(url) == 1
+        with psycopg.connect(url) as conn:
+            (refs,) = conn.execute("SELECT source_refs FROM wiki_pages WHERE slug = 'old'").fetchone()
+        assert refs == [
+            {"knowledge_id": "doc-7", "title": "A title | with a bar"},
+            {"knowledge_id": "doc-8", "title": "New"},
+        ]
+        pool = make_pool(url, 1, 1)
+        try:
+            assert WikiPageRepository(pool).slugs_by_sources("kb", ["doc-7", "doc-8"]) == {
+                "doc-7": ["old"],
+                "doc-8": ["old"],
+            }
+        finally:
+            pool.close()
