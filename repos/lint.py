@@ -28,28 +28,26 @@ WINDOW = 200
 PER_KEY = 5
 
 
-# Per key of a window, at most per_key live pages titled or aliased so (lowercased). No LIMIT in a
-# per-key lookup: a LIMIT makes the planner favour a plan that returns its first rows at once, a
-# walk of all the KB's pages on another index filtered per page (every key read the KB: at 40,000
-# pages 0.9-19 s a window of 400 keys for titles, 24 ms now). A title is a range, not "=": "=" was
-# planned on the trigram indexes of lower(title) (60 s for 5,000 keys, docs/decisions.md); only
-# the btree (knowledge_base_id, lower(title)) can serve a range.
-PAGES_TITLED_SQL = (
-    f"SELECT DISTINCT ON (slug) {LITE_COLUMNS} FROM ("
-    "  SELECT p.*, row_number() OVER (PARTITION BY k.key ORDER BY p.slug) AS nth"
-    "  FROM unnest(%s::text[]) AS k(key)"
-    "  JOIN wiki_pages p ON p.knowledge_base_id = %s AND lower(p.title) >= k.key AND lower(p.title) <= k.key"
-    "  WHERE p.deleted_at IS NULL) m"
-    " WHERE nth <= %s"
-)
-PAGES_WITH_ALIAS_SQL = (
-    f"SELECT DISTINCT ON (slug) {LITE_COLUMNS} FROM ("
-    "  SELECT p.*, row_number() OVER (PARTITION BY k.key ORDER BY p.slug) AS nth"
-    "  FROM unnest(%s::text[]) AS k(key)"
-    "  JOIN wiki_pages p ON lower(p.aliases::text)::jsonb @> jsonb_build_array(k.key)"
-    "  WHERE p.deleted_at IS NULL AND p.knowledge_base_id = %s) m"
-    " WHERE nth <= %s"
-)
+def _per_key_sql(match: str) -> str:
+    """Per key of a window (``%s`` text[]), at most ``per_key`` (the third ``%s``) live pages of the
+    KB (the second ``%s``) that ``match`` (a condition on ``p`` and ``k.key``) finds, by slug.
+
+    No LIMIT in a per-key lookup: a LIMIT makes the planner favour a plan that returns its first
+    rows at once, a walk of all the KB's pages on another index filtered per page (every key read
+    the KB: at 40,000 pages 0.9-19 s a window of 400 keys for titles, 24 ms now)."""
+    return (
+        f"SELECT DISTINCT ON (slug) {LITE_COLUMNS} FROM ("
+        "  SELECT p.*, row_number() OVER (PARTITION BY k.key ORDER BY p.slug) AS nth"
+        f"  FROM unnest(%s::text[]) AS k(key) JOIN wiki_pages p ON {match}"
+        "  WHERE p.deleted_at IS NULL AND p.knowledge_base_id = %s) m"
+        " WHERE nth <= %s"
+    )
+
+
+# A title is a range, not "=": "=" was planned on the trigram indexes of lower(title) (60 s for
+# 5,000 keys, docs/decisions.md); only the btree (knowledge_base_id, lower(title)) serves a range.
+PAGES_TITLED_SQL = _per_key_sql("lower(p.title) >= k.key AND lower(p.title) <= k.key")
+PAGES_WITH_ALIAS_SQL = _per_key_sql("lower(p.aliases::text)::jsonb @> jsonb_build_array(k.key)")
 
 
 class LintRepository:
@@ -149,10 +147,8 @@ class LintRepository:
 
         Containment ``lower(aliases::text)::jsonb @> '["key"]'`` on the GIN index
         ``idx_wiki_pages_aliases_lower`` (migration 0004); an alias matches when it equals a key
-        after lowercasing (no other normalization). No ORDER BY in the per-key lookup: ordering
-        by slug tempts the planner into walking the KB's slug index instead of the GIN index, and a
-        LIMIT per key into scanning the KB per key (``PAGES_WITH_ALIAS_SQL``: 2.5 s a window of 400
-        keys at 5,000 pages, 1.4 ms on the index).
+        after lowercasing (no other normalization). ``_per_key_sql`` says why no LIMIT: with one
+        this lookup took 2.5 s a window of 400 keys at 5,000 pages, 1.4 ms on the index.
         """
         keys = sorted(set(keys))
         if not keys:
