@@ -65,16 +65,17 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
     items = iter(docs)
     while chunk := list(islice(items, SUBMIT_CHUNK)):
         deps.kbs.get_active(kb.tenant_id, kb.id)
-        corpus = [doc for doc in chunk if isinstance(doc, CorpusDoc)]
-        ready = {id(doc): prepare_document(doc.title, doc.text, deps.settings) for doc in corpus}
-        uris, versions = Counter(doc.source_uri for doc in corpus), {}
-        for doc in corpus:
-            title, content, _, skip = ready[id(doc)]
+        ready = [prepare_document(d.title, d.text, deps.settings) if isinstance(d, CorpusDoc) else None for d in chunk]
+        uris = Counter(doc.source_uri for doc in chunk if isinstance(doc, CorpusDoc))
+        versions = {}
+        for doc, prepared in zip(chunk, ready):
             # a source given twice in a chunk goes one by one: its first copy may change the row
-            if doc.source_uri and uris[doc.source_uri] == 1 and not skip:
-                versions[doc.source_uri] = (title, content_hash(content))
+            if prepared and doc.source_uri and uris[doc.source_uri] == 1:
+                title, content, _, skip = prepared
+                if not skip:
+                    versions[doc.source_uri] = (title, content_hash(content))
         unchanged = run_stage(unchanged_sources, deps, kb.id, versions)
-        for doc in chunk:
+        for doc, prepared in zip(chunk, ready):
             if isinstance(doc, Rejected):
                 report.counts["rejected"] += 1
                 report.problems.append(rejected_line(doc))
@@ -87,7 +88,7 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
                 deps,
                 tenant_id=kb.tenant_id,
                 knowledge_base_id=kb.id,
-                prepared=ready[id(doc)],
+                prepared=prepared,
                 source_uri=doc.source_uri,
             )
             report.counts[result.status] += 1
