@@ -163,7 +163,7 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
-from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, resume_cmd, serve_cmd  # noqa: E402,F401
+from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, resume_cmd, serve_cmd, servers_cmd  # noqa: E402,F401
 
 if __name__ == "__main__":
     main()

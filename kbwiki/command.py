@@ -155,8 +155,8 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
 
     Raises ``BadSetting`` for bad settings, ``ServiceError`` for local servers that cannot be
     started or a home folder that cannot be made, and ``ServersUnreachable`` for a configured
-    server that does not answer or a server that goes away while the command runs (the worker
-    owning the local servers was stopped); the command group prints each as one line. On configured
+    server that does not answer or a server that goes away while the command runs (`kbwiki
+    down`, a crash); the command group prints each as one line. On configured
     servers it raises ``SchemaOutdated`` when the database lacks migrations, unless ``migrating``
     (``kbwiki migrate`` itself).
     """
@@ -191,9 +191,9 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
         except _server_gone() as exc:
             cause = exc.__cause__ if isinstance(exc, ServersUnreachable) and exc.__cause__ else exc
             raise ServersUnreachable(
-                f"the servers went away ({type(cause).__name__}: {str(cause).strip().splitlines()[0]}); was the"
-                " worker that owns the local servers stopped? Work queued so far is kept: start `kbwiki worker`"
-                " and check `kbwiki status`"
+                f"the servers went away ({type(cause).__name__}: {str(cause).strip().splitlines()[0]})"
+                f"{'; were the local servers stopped (`kbwiki down`)? `kbwiki up` starts them' if embedded else ''}."
+                " Work queued so far is kept: run the command again, and check `kbwiki status`"
             ) from None
 
 

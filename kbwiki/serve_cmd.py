@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import click
 
 from kbwiki.command import main, services
-from repos.servers import database_answers
-from wiki.errors import DatabaseUnreachable
-
-#: Seconds between two checks that PostgreSQL still answers, and the misses in a row that stop the
-#: server: the embedded servers go away with the command that started them (a stopped worker).
-WATCH_S = 5.0
-WATCH_MISSES = 3
 
 
 @main.command()
@@ -39,22 +29,6 @@ def serve(host: str, port: int, tenant: int | None) -> None:
             f"kbwiki: serving tenant {settings.web_tenant if tenant is None else tenant} on http://{host}:{port}/",
             err=True,
         )
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True))
-        gone = threading.Event()
-        threading.Thread(target=_watch, args=(settings.database_url, server, gone), daemon=True).start()
-        server.run()
-        if gone.is_set():  # services() turns this into "the servers went away ..."
-            raise DatabaseUnreachable(f"PostgreSQL did not answer {WATCH_MISSES} checks {WATCH_S:.0f} s apart")
-
-
-def _watch(url: str, server, gone: threading.Event) -> None:
-    """Stop ``server`` (uvicorn) once PostgreSQL misses ``WATCH_MISSES`` checks in a row: serving
-    500s for pages of servers that are gone helps no one."""
-    misses = 0
-    while not server.should_exit:
-        misses = 0 if database_answers(url) else misses + 1
-        if misses >= WATCH_MISSES:
-            gone.set()
-            server.should_exit = True
-            return
-        time.sleep(WATCH_S)
+        # While the database is away (``kbwiki down``, a restart) pages answer 503 and the pool
+        # reconnects when it is back (``kbwiki.web.app``): serving goes on.
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True)).run()

@@ -42,7 +42,7 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
@@ -51,7 +51,14 @@ from typing import Any
 
 import psutil
 
-from repos.servers import create_database, database_answers, extension_available, redis_answers
+from repos.servers import (
+    create_database,
+    database_answers,
+    extension_available,
+    pg_client_count,
+    redis_answers,
+    redis_client_count,
+)
 from wiki.errors import ServiceError
 from wiki.settings import Settings
 
@@ -248,8 +255,12 @@ def _write_json(path: Path, value: dict[str, Any]) -> None:
 
 def _process_token(pid: int) -> float | None:
     """The start time of process ``pid`` (tells a live owner from a recycled pid), ``None`` if gone."""
+    if pid <= 0:
+        return None
     try:
-        return psutil.Process(pid).create_time()
+        proc = psutil.Process(pid)
+        # a zombie is gone (its parent, often a container's init, has not reaped it yet)
+        return None if proc.status() == psutil.STATUS_ZOMBIE else proc.create_time()
     except psutil.Error:
         return None
 
@@ -411,14 +422,13 @@ def _pg_answers(port: int, timeout_s: float = 2.0) -> bool:
     return database_answers(pg_url(port, "postgres"), timeout_s)
 
 
-def _pg_start(home: Path, build: Build) -> dict[str, Any]:
-    """Start PostgreSQL ``build`` under ``home``; returns its state entry. Raises :class:`ServiceError`."""
+def _pg_start(home: Path, build: Build, port: int) -> dict[str, Any]:
+    """Start PostgreSQL ``build`` under ``home`` on ``port``; returns its state entry. Raises :class:`ServiceError`."""
     bindir = Path(build.path)
     run_as = _pg_run_as(home / "pg")
     data, log = _pg_prepare_dirs(home, bindir, run_as)
     _pg_initdb(bindir, data, run_as)
     _pg_stop(bindir, data, run_as)  # a leftover from a run that died without cleaning up
-    port = _free_port()
     _run(
         [
             str(bindir / "pg_ctl"),
@@ -497,12 +507,12 @@ def _redis_answers(port: int, timeout_s: float = 2.0) -> bool:
     return redis_answers(redis_url(port), timeout_s)
 
 
-def _redis_start(home: Path, build: Build) -> dict[str, Any]:
-    """Start Redis-compatible ``build`` under ``home``; returns its state entry. Raises :class:`ServiceError`."""
+def _redis_start(home: Path, build: Build, port: int) -> dict[str, Any]:
+    """Start Redis-compatible ``build`` under ``home`` on ``port``; returns its state entry.
+    Raises :class:`ServiceError`."""
     binary = Path(build.path)
     workdir, log = home / "redis", home / "redis.log"
     workdir.mkdir(exist_ok=True)
-    port = _free_port()
     # Append-only file: messages queued or claimed when the owner stops are there when it starts
     # again. Without it their lane rows stayed claimed until the recovery sweep (5 minutes).
     cmd = [
@@ -693,104 +703,162 @@ def home_folder(settings: Settings) -> Path:
     return Path(base).resolve() / "kbwiki"
 
 
-def _acquire(home: Path, name: str, build: Build) -> tuple[str, bool]:
-    """Reuse or start server ``name`` (``build`` when it starts) under ``home``; returns
-    (url, we_own_it). Holds the home lock."""
-    _, start, answers, cleanup, url = _SERVICES[name]
-    state = _read_state(home)
-    entry = state.get(name)
-    if entry and _owner_alive(entry) and answers(int(entry["port"])):
-        return url(int(entry["port"])), False
-    if entry:
-        cleanup(entry)
-        state.pop(name, None)
-        _write_state(home, state)
-    entry = start(home, build)
-    _record_build(home, name, build)
-    entry.update(owner_pid=os.getpid(), owner_started=_process_token(os.getpid()))
-    state[name] = entry
-    _write_state(home, state)
-    return url(int(entry["port"])), True
+#: Files of the home's supervisor (``kbwiki.supervisor``): its exclusive lock (one supervisor per
+#: home), the shared lock every attached command holds while it runs, its log, the one-line reason
+#: it could not start the servers, and the ports it keeps for them across restarts.
+SUPERVISOR_LOCK = "supervisor.lock"
+CLIENTS_LOCK = "clients.lock"
+SUPERVISOR_LOG = "supervisor.log"
+SUPERVISOR_ERROR = "supervisor.error"
+PORTS_FILE = "ports.json"
 
 
-def _release(home: Path, name: str) -> None:
-    """Stop server ``name`` (we own it) and drop its state entry."""
-    state = _read_state(home)
-    entry = state.get(name)
-    if not entry or entry.get("owner_pid") != os.getpid():
-        return
-    *_, stop, _ = _SERVICES[name]
+def supervisor_alive(state: dict[str, Any]) -> bool:
+    """Whether the supervisor a state names (pid + process start time) still runs."""
+    entry = state.get("supervisor") or {}
+    token = _process_token(int(entry.get("pid", -1)))
+    return token is not None and abs(token - float(entry.get("started", -1))) < 1.0
+
+
+def server_port(home: Path, name: str) -> int:
+    """The port server ``name`` of ``home`` listens on: the one it had before when that is free,
+    else a new one (remembered in ``<home>/ports.json``). Keeping the port lets clients that hold
+    the old URL (running workers, ``serve``) reconnect when the servers come back."""
+    ports = _read_json(home / PORTS_FILE)
+    port = ports.get(name)
+    if isinstance(port, int) and _port_free(port):
+        return port
+    ports[name] = _free_port()
+    _write_json(home / PORTS_FILE, ports)
+    return int(ports[name])
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _spawn_supervisor(home: Path, idle_s: float) -> None:
+    """Start the home's supervisor detached from this process (its own session; it outlives us)."""
+    with open(home / SUPERVISOR_LOG, "ab") as log:
+        subprocess.run(
+            [sys.executable, "-m", "kbwiki.supervisor", str(home), "--idle", str(idle_s), "--detach"],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            timeout=30,
+        )
+
+
+def _supervisor_error(home: Path, since: float) -> str | None:
+    """The line a supervisor started at or after ``since`` (epoch s) wrote on failing, if any."""
+    path = home / SUPERVISOR_ERROR
     try:
-        stop(entry)
-    finally:
-        state.pop(name, None)
-        _write_state(home, state)
+        if path.stat().st_mtime + 1.0 < since:
+            return None
+        return path.read_text().strip() or None
+    except OSError:
+        return None
+
+
+def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STARTUP_TIMEOUT_S + 30) -> dict[str, str]:
+    """The URLs of servers ``wanted`` ("postgres", "redis") of ``home``, started by the home's
+    supervisor when none runs (it stops them after ``idle_s`` seconds without a client, or on
+    ``kbwiki down``). Raises :class:`ServiceError`: the supervisor's one-line reason when it could
+    not start them, or a timeout after ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    spawned_at: float | None = None
+    while True:
+        state = _read_state(home)
+        if supervisor_alive(state):
+            entries = [state.get(name) for name in wanted]
+            if all(e and _SERVICES[n][2](int(e["port"])) for n, e in zip(wanted, entries, strict=True)):
+                return {n: _SERVICES[n][4](int(e["port"])) for n, e in zip(wanted, entries, strict=True)}
+        elif spawned_at is not None and (reason := _supervisor_error(home, spawned_at)):
+            raise ServiceError(reason)
+        elif spawned_at is None or time.time() - spawned_at > 5:  # never started, or died silently
+            spawned_at = time.time()
+            _spawn_supervisor(home, idle_s)
+        if time.monotonic() > deadline:
+            raise ServiceError(
+                f"the local servers did not answer within {timeout_s:.0f} s; see {home / SUPERVISOR_LOG}"
+            )
+        time.sleep(0.1)
 
 
 @contextlib.contextmanager
-def _sigterm_as_exit() -> Iterator[None]:
-    """Turn SIGTERM into ``SystemExit`` while servers we own run, so ``finally`` blocks stop them.
+def _client_lock(home: Path) -> Iterator[None]:
+    """Hold the home's shared client lock: the supervisor does not stop on idle while it is held,
+    and it blocks here while a supervisor is stopping (so we start a new one, never reuse a dying one)."""
+    with open(home / CLIENTS_LOCK, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
-    Only in the main thread and only when nobody installed a handler of their own.
-    """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        yield
-        return
 
-    def handler(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
+def stop_home(home: Path, timeout_s: float = 90.0) -> bool:
+    """Stop the supervisor of ``home`` and its servers (SIGTERM, then wait until it is gone).
+    Returns False when none ran. Raises :class:`ServiceError` when it did not stop in ``timeout_s``."""
+    state = _read_state(home)
+    if not supervisor_alive(state):
+        return False
+    pid = int(state["supervisor"]["pid"])
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while supervisor_alive(_read_state(home)) and _process_token(pid) is not None:
+        if time.monotonic() > deadline:
+            raise ServiceError(f"the local servers' supervisor (pid {pid}) did not stop within {timeout_s:.0f} s")
+        time.sleep(0.1)
+    return True
 
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+def server_clients(home: Path) -> int:
+    """How many connections the home's servers hold now (PostgreSQL client backends and Redis
+    clients, not counting this check's own); 0 when none runs."""
+    state = _read_state(home)
+    count = 0
+    if (pg := state.get("postgres")) and supervisor_alive(state):
+        count += pg_client_count(pg_url(int(pg["port"]), "postgres"))
+    if (rd := state.get("redis")) and supervisor_alive(state):
+        count += redis_client_count(redis_url(int(rd["port"])))
+    return count
 
 
 @contextlib.contextmanager
 def local_services(settings: Settings) -> Iterator[Settings]:
     """Make sure PostgreSQL and Redis are there for ``settings``; yield settings that point at them.
 
-    For each of ``database_url`` / ``redis_url`` that is unset, reuse the server another kbwiki
-    process started under the home (:func:`home_folder`) or start one there (see the module
-    docstring); set URLs are used as they are and nothing is started for them. The yielded copy has
-    both URLs set and ``home`` resolved, and ``DATABASE_URL`` / ``REDIS_URL`` / ``KBWIKI_HOME`` are
-    exported to ``os.environ`` for child processes (workers); the previous environment is restored
-    on exit. Servers this call started are stopped on exit,
-    including on ``KeyboardInterrupt`` and SIGTERM.
+    For each of ``database_url`` / ``redis_url`` that is unset, attach to the server of the home
+    (:func:`home_folder`) that the home's supervisor runs, starting the supervisor when none runs
+    (see the module docstring and :mod:`kbwiki.supervisor`); set URLs are used as they are and
+    nothing is started for them. The servers outlive this call: the supervisor stops them on
+    ``kbwiki down`` or after ``settings.servers_idle_s`` seconds with no attached command and no
+    connection. The yielded copy has both URLs set and ``home`` resolved, and ``DATABASE_URL`` /
+    ``REDIS_URL`` / ``KBWIKI_HOME`` are exported to ``os.environ`` for child processes (workers);
+    the previous environment is restored on exit.
 
-    Raises :class:`ServiceError` when a server cannot be found, started or reached
-    within ``STARTUP_TIMEOUT_S`` seconds, or a home cannot run (one line: what happened, the
-    log's error line and where the log is, or what to do).
+    Raises :class:`ServiceError` when a server cannot be found, started or reached within
+    ``STARTUP_TIMEOUT_S`` seconds, or a home cannot run (one line: what happened, the log's error
+    line and where the log is, or what to do).
     """
     wanted = [name for name, value in (("postgres", settings.database_url), ("redis", settings.redis_url)) if not value]
     urls = {"postgres": settings.database_url, "redis": settings.redis_url}
-    owned: list[str] = []
     home = home_folder(settings) if wanted else None
     saved_env = {key: os.environ.get(key) for key in ("DATABASE_URL", "REDIS_URL", "KBWIKI_HOME")}
     with contextlib.ExitStack() as stack:
         if home is not None:
             home.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(_sigterm_as_exit())
-
-            def release_owned() -> None:
-                with _locked(home):
-                    for name in reversed(owned):
-                        _release(home, name)
-
-            stack.callback(release_owned)
-            with _locked(home):
-                # Every build is chosen before any server starts: a home that cannot run is
-                # refused whole, never half-started.
-                builds = {name: choose_build(home, name) for name in wanted}
-                for name in wanted:
-                    url, ours = _acquire(home, name, builds[name])
-                    urls[name] = url
-                    if ours:
-                        owned.append(name)
+            stack.enter_context(_client_lock(home))
+            urls.update(attach(home, wanted, settings.servers_idle_s))
         exported = {
             "DATABASE_URL": urls["postgres"],
             "REDIS_URL": urls["redis"],

@@ -28,6 +28,7 @@ class HeartbeatMiddleware(dramatiq.Middleware):
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failing = False
 
     def before_worker_boot(self, broker, worker) -> None:
         self._call(self.start, "start")
@@ -49,9 +50,14 @@ class HeartbeatMiddleware(dramatiq.Middleware):
         while not self._stop.wait(self.interval_s):
             self._call(self.beat, "beat")
 
-    @staticmethod
-    def _call(fn: Callable[[], object], what: str) -> None:
+    def _call(self, fn: Callable[[], object], what: str) -> None:
         try:
             fn()
         except Exception as exc:
-            log.warning("heartbeat.failed", step=what, error=repr(exc))
+            if not self._failing:  # once per outage, not every beat
+                log.warning("heartbeat.failed", step=what, error=repr(exc), retrying_every_s=self.interval_s)
+            self._failing = True
+            return
+        if self._failing:
+            log.info("heartbeat.recovered", step=what)
+            self._failing = False

@@ -62,6 +62,56 @@ def configure_logging(level: str = "INFO", path: Path | None = None) -> None:
         # Not cached, so a later configure_logging() call also reaches loggers already in use.
         cache_logger_on_first_use=False,
     )
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, OutageLogFilter) for f in handler.filters):
+            handler.addFilter(OutageLogFilter())
+
+
+#: Standard-library records that repeat while a server is away, by kind: Dramatiq's consumer
+#: threads (one line per queue every 3 s while Redis is away) and psycopg_pool's reconnection
+#: attempts (one per pooled connection and attempt while PostgreSQL is away).
+_OUTAGE_RECORDS = {
+    "redis": ("dramatiq.worker.ConsumerThread", ("Consumer encountered a connection error", "Restarting consumer")),
+    "postgres": ("psycopg.pool", ("error connecting", "reconnection attempt")),
+}
+
+
+class OutageLogFilter(logging.Filter):
+    """Lets one record of each outage through, as a warning that says retries go on quietly, and
+    drops its repeats until that kind has been quiet for ``quiet_s`` seconds.
+
+    A server that went away (``kbwiki down``, a restart) made a worker log 152 CRITICAL lines in
+    35 s; the retries themselves are Dramatiq's and psycopg_pool's and go on unchanged. Installed on
+    the root logger's handlers by :func:`configure_logging`.
+    """
+
+    def __init__(self, quiet_s: float = 30.0) -> None:
+        super().__init__()
+        self.quiet_s = quiet_s
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = next(
+            (
+                kind
+                for kind, (logger, starts) in _OUTAGE_RECORDS.items()
+                if record.name.startswith(logger) and str(record.msg).startswith(starts)
+            ),
+            None,
+        )
+        if kind is None:
+            return True
+        now = time.monotonic()
+        with self._lock:
+            last, self._last[kind] = self._last.get(kind), now
+        if last is not None and now - last < self.quiet_s:
+            return False
+        quiet = f"{self.quiet_s:.0f} s"
+        record.msg = f"{record.getMessage()} (retrying; repeats are not logged until {quiet} pass without one)"
+        record.args = ()
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
 
 
 class _JsonFormatter(logging.Formatter):

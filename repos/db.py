@@ -114,7 +114,8 @@ class Pool(ConnectionPool):
 
 
 def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_s: float = 30) -> Pool:
-    """Open a pool of autocommit=False connections returning dict rows; waits until one connects.
+    """Open a pool of autocommit=False connections returning dict rows, each checked before it is
+    lent; waits until one connects.
 
     ``timeout_s``: how long a borrower waits for a connection before ``DatabaseUnreachable``
     (psycopg_pool's default, 30 s). Raises ``DatabaseUnreachable`` when the server cannot be
@@ -127,6 +128,14 @@ def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_
         timeout=timeout_s,
         kwargs={"row_factory": dict_row},
         configure=_configure,
+        # An empty query before lending a connection (one round trip): connections broken by a
+        # server restart (``kbwiki down``/``up``, a crash the supervisor restarts) are replaced
+        # instead of failing the next actor that borrows one.
+        check=Pool.check_connection,
+        # psycopg_pool retries a failed connection with doubling delays until this timeout, then
+        # connects again when a borrower waits: with its default (300 s) a pool whose server came
+        # back could wait 16 s or more for its next attempt; 5 s bounds that at a few seconds.
+        reconnect_timeout=5.0,
         open=False,
         name="kbwiki",
     )

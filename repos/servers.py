@@ -65,6 +65,32 @@ def redis_answers(url: str, timeout_s: float = 2) -> bool:
     return True
 
 
+def pg_client_count(url: str, timeout_s: float = 2) -> int:
+    """How many client connections PostgreSQL at ``url`` holds, not counting this one's; 0 when it
+    does not answer within ``timeout_s`` seconds."""
+    try:
+        with psycopg.connect(url, connect_timeout=max(1, math.ceil(timeout_s)), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            ).fetchone()
+    except psycopg.Error:
+        return 0
+    return int(row[0]) if row else 0
+
+
+def redis_client_count(url: str, timeout_s: float = 2) -> int:
+    """How many clients Redis at ``url`` has connected, not counting this one; 0 when it does not
+    answer within ``timeout_s`` seconds."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s)
+    try:
+        return max(0, len(client.client_list()) - 1)
+    except redis.RedisError:
+        return 0
+    finally:
+        client.close()
+
+
 def create_database(admin_url: str, name: str, *, replace: bool = False) -> bool:
     """Create database ``name`` through the maintenance connection ``admin_url`` unless it exists;
     returns whether it was created. ``replace`` drops an existing one first (``WITH (FORCE)``)."""

@@ -35,6 +35,14 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, validation_alias=AliasChoices("KBWIKI_DATABASE_URL", "DATABASE_URL"))
     redis_url: str | None = Field(default=None, validation_alias=AliasChoices("KBWIKI_REDIS_URL", "REDIS_URL"))
     home: str | None = Field(default=None, description="Folder of the embedded servers (None: the per-user one).")
+    # Long enough that commands run one after another (ingest, status, export) find the servers
+    # still up; short enough that a forgotten home does not hold memory for the day.
+    servers_idle_s: float = Field(
+        default=900.0,
+        ge=0,
+        le=7 * 86400,
+        description="Seconds the embedded servers run with no command and no connection (0: until `kbwiki down`).",
+    )
 
     db_pool_min: int = Field(default=1, ge=1, le=64)
     # Each worker thread borrows a connection at a time; 8 threads with 10 connections starved

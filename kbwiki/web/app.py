@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from psycopg_pool import ConnectionPool
+from psycopg import OperationalError
+from psycopg_pool import ConnectionPool, PoolTimeout
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -38,9 +39,13 @@ from repos.pages import WikiPageRepository
 from repos.web import SEARCH_LIMIT, WebRepository
 from stages.requeue import requeue_dead_letter
 from wiki.dedup import name_key
-from wiki.errors import DeadLetterNotFound, RequeueRefused
+from wiki.errors import DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, KnowledgeBase
+
+#: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
+SERVER_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
+RETRY_AFTER_S = 5
 
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
@@ -344,5 +349,22 @@ def create_app(
         Route("/metrics", metrics),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        # The database went away (``kbwiki down``, a restart): the pool reconnects when it is
+        # back, so the reader is told to retry rather than shown a server error.
+        response = render(
+            request,
+            "error.html",
+            status_code=503,
+            status=503,
+            detail="The wiki's database is not answering right now; try again in a few seconds.",
+        )
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: not_found, **dict.fromkeys(SERVER_AWAY, unavailable)},
+    )
     return app

@@ -28,6 +28,8 @@ from kbwiki.services import (
     home_folder,
     local_services,
     pg_builds,
+    stop_home,
+    supervisor_alive,
 )
 from wiki.settings import Settings
 
@@ -42,6 +44,7 @@ def home() -> Iterator[Path]:
     base = Path(tempfile.mkdtemp(prefix="kbwiki-services-"))
     base.chmod(0o755)
     yield base / "home"
+    stop_home(base / "home")
     shutil.rmtree(base, ignore_errors=True)
 
 
@@ -51,15 +54,18 @@ def _no_urls_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
 
 
-def _embedded(home: Path) -> Settings:
-    return Settings(home=str(home), database_url=None, redis_url=None)
+def _embedded(home: Path, idle_s: float = 0) -> Settings:
+    return Settings(home=str(home), database_url=None, redis_url=None, servers_idle_s=idle_s)
+
+
+def _state(home: Path) -> dict:
+    return json.loads((home / STATE_FILE).read_text())
 
 
 def _pids(home: Path) -> tuple[int, int]:
     """(postmaster pid, redis pid) of the servers running under ``home``."""
     postmaster = int((home / "pg" / "postmaster.pid").read_text().splitlines()[0])
-    state = json.loads((home / STATE_FILE).read_text())
-    return postmaster, int(state["redis"]["pid"])
+    return postmaster, int(_state(home)["redis"]["pid"])
 
 
 def _gone(pid: int) -> bool:
@@ -94,7 +100,7 @@ def _wait_for(condition, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_starts_servers_with_pg_trgm_and_stops_them_on_exit(home: Path) -> None:
+def test_starts_servers_with_pg_trgm_that_outlive_the_command_until_down(home: Path) -> None:
     with local_services(_embedded(home)) as settings:
         assert settings.database_url and settings.redis_url
         assert os.environ["DATABASE_URL"] == settings.database_url
@@ -106,12 +112,17 @@ def test_starts_servers_with_pg_trgm_and_stops_them_on_exit(home: Path) -> None:
         assert _redis_answers(settings.redis_url)
         postmaster, redis_pid = _pids(home)
         assert (home / "pg.log").exists()
+    assert "DATABASE_URL" not in os.environ and "REDIS_URL" not in os.environ
+    # No command owns the servers: they run on after it, under the home's supervisor.
+    assert _pg_answers(settings.database_url) and _redis_answers(settings.redis_url)
+    assert supervisor_alive(_state(home)) and _state(home)["supervisor"]["pid"] != os.getpid()
 
+    assert stop_home(home) is True
     assert _gone(postmaster) and _gone(redis_pid)
     assert not _pg_answers(settings.database_url)
     assert not _redis_answers(settings.redis_url)
     assert not (home / STATE_FILE).exists()
-    assert "DATABASE_URL" not in os.environ and "REDIS_URL" not in os.environ
+    assert stop_home(home) is False  # nothing left to stop
 
 
 def test_set_urls_start_nothing(home: Path) -> None:
@@ -147,30 +158,87 @@ def _child(home: Path) -> subprocess.Popen[str]:
     )
 
 
-def test_second_process_reuses_servers_and_leaves_them_running(home: Path) -> None:
+def test_second_process_reuses_the_servers(home: Path) -> None:
     with local_services(_embedded(home)) as settings:
         child = _child(home)
         urls = json.loads(child.stdout.readline())
         child.communicate("\n", timeout=DEADLINE_S)
         assert child.returncode == 0
         assert urls == [settings.database_url, settings.redis_url]
-        # Only the starter stops the servers: after the reusing process left, they still answer.
         assert _pg_answers(settings.database_url)
         assert _redis_answers(settings.redis_url)
-        assert json.loads((home / STATE_FILE).read_text())["postgres"]["owner_pid"] == os.getpid()
 
 
-def test_sigterm_stops_the_servers_the_process_started(home: Path) -> None:
+def test_servers_come_back_on_the_same_ports_after_down(home: Path) -> None:
+    # Running workers and `serve` keep the URLs they were given: the servers must return there.
+    with local_services(_embedded(home)) as first:
+        pass
+    stop_home(home)
+    with local_services(_embedded(home)) as second:
+        assert (second.database_url, second.redis_url) == (first.database_url, first.redis_url)
+        assert _pg_answers(second.database_url)
+
+
+def test_idle_servers_stop_only_once_no_command_and_no_connection_is_left(home: Path) -> None:
+    with local_services(_embedded(home, idle_s=1)) as settings:
+        postmaster, redis_pid = _pids(home)
+        with psycopg.connect(settings.database_url) as conn:
+            conn.execute("SELECT 1")
+        # Not waiting for work: proving that nothing stops takes several idle periods (1 s each).
+        time.sleep(3)
+        assert _pg_answers(settings.database_url)
+    with psycopg.connect(settings.database_url) as conn:  # a client that is not a kbwiki command
+        time.sleep(3)
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    _wait_for(lambda: _gone(postmaster) and _gone(redis_pid), "idle servers to stop")
+    assert not (home / STATE_FILE).exists()
+    assert "supervisor.idle_stop" in (home / "supervisor.log").read_text()
+
+
+def test_servers_a_killed_supervisor_left_are_adopted(home: Path) -> None:
+    with local_services(_embedded(home)) as settings:
+        postmaster, redis_pid = _pids(home)
+        supervisor = _state(home)["supervisor"]["pid"]
+    os.kill(supervisor, signal.SIGKILL)
+    _wait_for(lambda: _gone(supervisor), "the supervisor to die")
+    with local_services(_embedded(home)) as again:
+        assert (again.database_url, again.redis_url) == (settings.database_url, settings.redis_url)
+        assert _pids(home) == (postmaster, redis_pid)  # the same servers, not new ones
+        assert _state(home)["supervisor"]["pid"] != supervisor
+
+
+def test_a_server_that_dies_is_restarted_on_its_port(home: Path) -> None:
+    with local_services(_embedded(home)) as settings:
+        postmaster, redis_pid = _pids(home)
+        os.kill(redis_pid, signal.SIGKILL)
+        os.kill(postmaster, signal.SIGKILL)
+
+        def restarted() -> bool:
+            try:  # between a server's stop and its start the state and pid file may lack it
+                pids = _pids(home)
+            except (OSError, KeyError, ValueError, IndexError):
+                return False
+            return (
+                pids[0] != postmaster
+                and pids[1] != redis_pid
+                and _pg_answers(settings.database_url)
+                and _redis_answers(settings.redis_url)
+            )
+
+        _wait_for(restarted, "the supervisor to restart both servers")
+    log = (home / "supervisor.log").read_text()
+    assert log.count("supervisor.server_down") >= 2
+
+
+def test_down_stops_the_servers_while_a_command_is_attached(home: Path) -> None:
     child = _child(home)
     database_url, _ = json.loads(child.stdout.readline())
     postmaster, redis_pid = _pids(home)
-    assert _pg_answers(database_url)
-    child.send_signal(signal.SIGTERM)
-    child.wait(timeout=DEADLINE_S)
-    _wait_for(lambda: _gone(postmaster) and _gone(redis_pid), "servers to stop")
-    assert not (home / STATE_FILE).exists()
-    child.stdin.close()
-    child.stdout.close()
+    assert stop_home(home) is True
+    assert _gone(postmaster) and _gone(redis_pid)
+    assert not _pg_answers(database_url)
+    child.communicate("\n", timeout=DEADLINE_S)
+    assert child.returncode == 0
 
 
 def test_stale_state_is_cleaned_up_and_servers_started_anew(home: Path) -> None:
@@ -195,10 +263,9 @@ def test_stale_state_is_cleaned_up_and_servers_started_anew(home: Path) -> None:
     with local_services(_embedded(home)) as settings:
         assert _pg_answers(settings.database_url)
         assert _redis_answers(settings.redis_url)
-        state = json.loads((home / STATE_FILE).read_text())
-        assert {state["postgres"]["owner_pid"], state["redis"]["owner_pid"]} == {os.getpid()}
+        state = _state(home)
+        assert supervisor_alive(state)
         assert state["postgres"]["port"] != 1 and state["redis"]["port"] != 1
-    assert not (home / STATE_FILE).exists()
 
 
 # --- which home, which build, as whom ----------------------------------------------------------
@@ -279,6 +346,7 @@ def test_a_home_in_a_private_folder_works(tmp_path_factory: pytest.TempPathFacto
             assert _pg_answers(settings.database_url)
         assert (base / "home" / "pg").stat().st_uid == os.geteuid()
     finally:
+        stop_home(base / "home")
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -300,6 +368,7 @@ def test_every_command_prints_its_home_on_stderr(home: Path, tmp_path: Path) -> 
 def test_a_server_that_cannot_start_is_one_line_with_its_log(home: Path) -> None:
     with local_services(_embedded(home)):
         pass
+    stop_home(home)
     with (home / "pg" / "postgresql.conf").open("a") as conf:
         conf.write("shared_buffers = 'a lot'\n")  # PostgreSQL refuses to start on it
     with pytest.raises(ServiceError) as caught, local_services(_embedded(home)):

@@ -1,0 +1,55 @@
+"""``kbwiki up`` and ``kbwiki down``: start and stop the home's local servers (the embedded default).
+
+The servers belong to the home's supervisor (``kbwiki.supervisor``), not to a command: any command
+that needs them starts it, and it stops them after ``KBWIKI_SERVERS_IDLE_S`` seconds with no
+command attached and no connection, or on ``kbwiki down``.
+"""
+
+from __future__ import annotations
+
+import click
+
+from kbwiki.command import checked_settings, main, services
+
+
+def _idle_line(idle_s: float) -> str:
+    if idle_s <= 0:
+        return "they run until `kbwiki down` (KBWIKI_SERVERS_IDLE_S=0)"
+    after = f"{idle_s:.0f} s" if idle_s < 120 else f"{idle_s / 60:.0f} min"
+    return f"they stop after {after} with no client (KBWIKI_SERVERS_IDLE_S), or on `kbwiki down`"
+
+
+@main.command()
+def up() -> None:
+    """Start the local PostgreSQL and Redis of the home (when DATABASE_URL / REDIS_URL are unset) and return."""
+    settings = checked_settings()
+    if settings.database_url and settings.redis_url:
+        click.echo("DATABASE_URL and REDIS_URL are set: kbwiki runs no local servers")
+        return
+    with services() as ready:
+        if not settings.database_url:
+            click.echo(f"PostgreSQL: {ready.database_url}")
+        if not settings.redis_url:
+            click.echo(f"Redis: {ready.redis_url}")
+    click.echo(f"local servers are up; {_idle_line(settings.servers_idle_s)}")
+
+
+@main.command()
+def down() -> None:
+    """Stop the local PostgreSQL and Redis of the home. Workers and `serve` still running wait and
+    reconnect when the servers start again (`kbwiki up`, or any command)."""
+    from kbwiki.services import home_folder, server_clients, stop_home
+
+    settings = checked_settings()
+    home = home_folder(settings)
+    clients = server_clients(home)
+    if not stop_home(home):
+        click.echo(f"no local servers run under {home}")
+        return
+    click.echo(f"stopped the local servers of {home}")
+    if clients:
+        noun = "connection was" if clients == 1 else "connections were"
+        click.echo(
+            f"{clients} client {noun} open: running workers and `kbwiki serve` wait and reconnect when the"
+            " servers start again (`kbwiki up`)"
+        )
