@@ -1,9 +1,11 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb, lint and resume live in their own ``*_cmd`` modules, registered at the end of this one.
+delete-kb, lint, resume, serve, up and down live in their own ``*_cmd`` modules, registered at the
+end of this one.
 
-Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it
-starts (or reuses) local servers under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``;
-see ``kbwiki.services.home_folder``), says which on stderr, and applies migrations; with them set it
+Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it uses
+the local servers that the home's supervisor runs (``kbwiki.supervisor``, started when none runs)
+under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``; see
+``kbwiki.services.home_folder``), says which on stderr, and applies migrations; with them set it
 uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's release line).
 """
 

@@ -1,9 +1,10 @@
 """Local servers for the embedded default: PostgreSQL (with pg_trgm) and a Redis-compatible server.
 
-When ``Settings.database_url`` / ``Settings.redis_url`` are unset, :func:`local_services` starts the
-missing server(s) under one home folder and stops them on exit. The home (:func:`home_folder`) is
-``KBWIKI_HOME`` when set, else the per-user data folder ``$XDG_DATA_HOME/kbwiki`` (by default
-``~/.local/share/kbwiki``): one home whichever folder a command runs from.
+When ``Settings.database_url`` / ``Settings.redis_url`` are unset, :func:`local_services` attaches
+to the servers of one home folder, which the home's supervisor (:mod:`kbwiki.supervisor`) runs; it
+starts the supervisor when none runs. The home (:func:`home_folder`) is ``KBWIKI_HOME`` when set,
+else the per-user data folder ``$XDG_DATA_HOME/kbwiki`` (by default ``~/.local/share/kbwiki``): one
+home whichever folder a command runs from.
 
 - PostgreSQL: data in ``<home>/pg``, log in ``<home>/pg.log``; TCP on 127.0.0.1 only (no unix
   socket), trust auth, superuser ``postgres``, database ``kbwiki``.
@@ -21,11 +22,12 @@ where root is ``nobody`` (``unshare --user``); where user namespaces are not all
 ``postgres`` account (else ``nobody``), which must be able to reach the home. Data owned by another
 account runs as that account (as root) or is refused with one line.
 
-Several kbwiki processes on one home share the servers: ``<home>/services.json`` records, per
-server, its port and its owner (pid + process start time). A process that finds a live owner and a
-server that answers reuses it and leaves it running; only the owner stops it. An entry whose owner
-is gone or whose server does not answer is stale: its leftovers are stopped and a new server started.
-``<home>/services.lock`` (``flock``) serialises these decisions between processes.
+No command owns the servers: ``<home>/services.json`` records the supervisor (pid + process start
+time) and, per server, its port; a command holds ``<home>/clients.lock`` (shared) while it runs, and
+the supervisor stops the servers on ``kbwiki down`` (:func:`stop_home`) or once no command holds
+that lock and no connection is open for ``Settings.servers_idle_s``. Ports are kept across restarts
+(``<home>/ports.json``), so a worker or ``serve`` that outlives the servers reconnects when they are
+back. ``<home>/services.lock`` (``flock``) serialises server starts.
 """
 
 from __future__ import annotations
