@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from kbwiki.command import main, services
+
+#: Seconds a page waits for a pooled connection before answering 503.
+POOL_TIMEOUT_S = 5.0
 
 
 @main.command()
@@ -24,11 +29,20 @@ def serve(host: str, port: int, tenant: int | None) -> None:
     from repos.db import get_pool
 
     with services() as settings:
-        app = create_app(get_pool(settings), settings.web_tenant if tenant is None else tenant, settings.web_ops_token)
+        # A reader waits at most this long for a connection: while the database is away a page
+        # answers 503 in seconds rather than after the workers' 30 s pool timeout.
+        pool = get_pool(
+            settings.model_copy(update={"db_pool_timeout_s": min(settings.db_pool_timeout_s, POOL_TIMEOUT_S)})
+        )
+        app = create_app(pool, settings.web_tenant if tenant is None else tenant, settings.web_ops_token)
         click.echo(
             f"kbwiki: serving tenant {settings.web_tenant if tenant is None else tenant} on http://{host}:{port}/",
             err=True,
         )
         # While the database is away (``kbwiki down``, a restart) pages answer 503 and the pool
         # reconnects when it is back (``kbwiki.web.app``): serving goes on.
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True)).run()
+        try:
+            uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True)).run()
+        except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
+            click.echo("kbwiki: stopped serving", err=True)
+            sys.exit(130)
