@@ -133,19 +133,27 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
 @click.option(
     "--replace", is_flag=True, help="Export into a folder holding another KB's export, replacing that export's files."
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Overwrite (or remove) files of the earlier export that were edited since it wrote them.",
+)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
-def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
+def export(kb_name: str, tenant: int, replace: bool, force: bool, out_dir: Path) -> None:
     """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault.
 
     OUT_DIR is new, empty or an earlier export; a re-export replaces only the files that export
-    wrote (files you added are kept).
+    wrote (files you added are kept). When you edited one of them since, nothing is written
+    unless --force.
     """
     from kbwiki.export import export_vault
 
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace, mentions=deps.mentions)
+        n = export_vault(
+            deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace, mentions=deps.mentions, force=force
+        )
     click.echo(f"exported {n} pages to {out_dir}")
 
 
@@ -154,12 +162,13 @@ def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
 @click.option("--out", "out_dir", default="wiki-out", show_default=True, type=click.Path(path_type=Path))
 @click.option("--processes", "-p", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--threads", "-t", default=4, show_default=True, type=click.IntRange(1, 256))
-def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
+@click.option("--force", is_flag=True, help="Overwrite files of the earlier export in --out that you edited.")
+def demo(kb_name: str, out_dir: Path, processes: int, threads: int, force: bool) -> None:
     """Build a wiki of the Python standard library's documentation, export it and print its numbers."""
     from kbwiki.demo import run_demo
 
     with services():
-        sys.exit(run_demo(command_deps(), kb_name, out_dir, processes, threads))
+        sys.exit(run_demo(command_deps(), kb_name, out_dir, processes, threads, force=force))
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
