@@ -22,16 +22,45 @@ from wiki.errors import DocumentsFailed
 
 
 @main.command()
-@click.option("--rollback", is_flag=True, help="Roll back every migration instead (destroys data).")
-def migrate(rollback: bool) -> None:
-    """Apply pending database migrations (a no-op when up to date)."""
-    from repos.db import apply_migrations, rollback_migrations
+@click.option(
+    "--rollback", is_flag=True, help="Roll back every migration instead: drops every kbwiki table (asks first)."
+)
+@click.option("--yes", is_flag=True, help="With --rollback: do not ask (needed when stdin is not a terminal).")
+@click.option("--force", is_flag=True, help="With --rollback: drop the tables even though KBs hold documents or pages.")
+def migrate(rollback: bool, yes: bool, force: bool) -> None:
+    """Apply pending database migrations (a no-op when up to date).
 
+    --rollback first says what it drops (the migrations, every table, the KBs, documents and pages
+    the database holds) and asks; off a terminal it needs --yes, and while KBs hold documents or
+    pages it refuses without --force. A refusal exits 1 and drops nothing.
+    """
+    from repos.db import apply_migrations, database_contents, rollback_migrations
+    from wiki.errors import RollbackRefused
+
+    if (yes or force) and not rollback:
+        raise click.UsageError("--yes and --force go with --rollback")
     with services(migrating=True) as settings:
-        if rollback:
-            click.echo(f"rolled back {rollback_migrations(settings.database_url)} migrations")
-        else:
+        if not rollback:
             click.echo(f"applied {apply_migrations(settings.database_url)} migrations")
+            return
+        contents = database_contents(settings.database_url)
+        if not contents.migrations:
+            click.echo("rolled back 0 migrations (none is applied)")
+            return
+        drops = f"rolling back drops every kbwiki table ({contents.migrations} migrations)"
+        if contents.holds_data and not force:
+            raise RollbackRefused(
+                f"the database holds {contents.describe()}, and {drops}: nothing was dropped;"
+                " back it up (pg_dump) and add --force to drop it"
+            )
+        summary = f"{drops} with all they hold: {contents.describe()}"
+        if not yes and not sys.stdin.isatty():
+            raise RollbackRefused(f"{summary}; stdin is not a terminal: nothing was dropped; pass --yes to confirm")
+        click.echo(summary)
+        if not yes:
+            click.confirm("Drop them?", abort=True)
+        n = rollback_migrations(settings.database_url, allow_data=force)
+        click.echo(f"rolled back {n} migrations")
 
 
 @main.command()
