@@ -69,7 +69,10 @@ def render_file(page: Page, mentioned: str = "") -> str:
 
 
 MARKER = ".kbwiki-vault"
-MARKER_NOTE = "Written by `kbwiki export`. It replaces or removes only the files listed here; other files are kept."
+MARKER_NOTE = (
+    "Written by `kbwiki export`. It replaces or removes only the files listed here, and none while"
+    " one of them differs from its sha256 here (you edited it) unless --force; other files are kept."
+)
 
 
 @dataclass
