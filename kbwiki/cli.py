@@ -24,16 +24,45 @@ from wiki.errors import DocumentsFailed
 
 
 @main.command()
-@click.option("--rollback", is_flag=True, help="Roll back every migration instead (destroys data).")
-def migrate(rollback: bool) -> None:
-    """Apply pending database migrations (a no-op when up to date)."""
-    from repos.db import apply_migrations, rollback_migrations
+@click.option(
+    "--rollback", is_flag=True, help="Roll back every migration instead: drops every kbwiki table (asks first)."
+)
+@click.option("--yes", is_flag=True, help="With --rollback: do not ask (needed when stdin is not a terminal).")
+@click.option("--force", is_flag=True, help="With --rollback: drop the tables even though KBs hold documents or pages.")
+def migrate(rollback: bool, yes: bool, force: bool) -> None:
+    """Apply pending database migrations (a no-op when up to date).
 
+    --rollback first says what it drops (the migrations, every table, the KBs, documents and pages
+    the database holds) and asks; off a terminal it needs --yes, and while KBs hold documents or
+    pages it refuses without --force. A refusal exits 1 and drops nothing.
+    """
+    from repos.db import apply_migrations, database_contents, rollback_migrations
+    from wiki.errors import RollbackRefused
+
+    if (yes or force) and not rollback:
+        raise click.UsageError("--yes and --force go with --rollback")
     with services(migrating=True) as settings:
-        if rollback:
-            click.echo(f"rolled back {rollback_migrations(settings.database_url)} migrations")
-        else:
+        if not rollback:
             click.echo(f"applied {apply_migrations(settings.database_url)} migrations")
+            return
+        contents = database_contents(settings.database_url)
+        if not contents.migrations:
+            click.echo("rolled back 0 migrations (none is applied)")
+            return
+        drops = f"rolling back drops every kbwiki table ({contents.migrations} migrations)"
+        if contents.holds_data and not force:
+            raise RollbackRefused(
+                f"the database holds {contents.describe()}, and {drops}: nothing was dropped;"
+                " back it up (pg_dump) and add --force to drop it"
+            )
+        summary = f"{drops} with all they hold: {contents.describe()}"
+        if not yes and not sys.stdin.isatty():
+            raise RollbackRefused(f"{summary}; stdin is not a terminal: nothing was dropped; pass --yes to confirm")
+        click.echo(summary)
+        if not yes:
+            click.confirm("Drop them?", abort=True)
+        n = rollback_migrations(settings.database_url, allow_data=force)
+        click.echo(f"rolled back {n} migrations")
 
 
 @main.command()
@@ -135,19 +164,27 @@ def status(kb_name: str, tenant: int, as_json: bool) -> None:
 @click.option(
     "--replace", is_flag=True, help="Export into a folder holding another KB's export, replacing that export's files."
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Overwrite (or remove) files of the earlier export that were edited since it wrote them.",
+)
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
-def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
+def export(kb_name: str, tenant: int, replace: bool, force: bool, out_dir: Path) -> None:
     """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault.
 
     OUT_DIR is new, empty or an earlier export; a re-export replaces only the files that export
-    wrote (files you added are kept).
+    wrote (files you added are kept). When you edited one of them since, nothing is written
+    unless --force.
     """
     from kbwiki.export import export_vault
 
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        n = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace, mentions=deps.mentions)
+        n = export_vault(
+            deps.pages, kb.id, out_dir, kb_name=kb.name, replace=replace, mentions=deps.mentions, force=force
+        )
     click.echo(f"exported {n} pages to {out_dir}")
 
 
@@ -156,12 +193,13 @@ def export(kb_name: str, tenant: int, replace: bool, out_dir: Path) -> None:
 @click.option("--out", "out_dir", default="wiki-out", show_default=True, type=click.Path(path_type=Path))
 @click.option("--processes", "-p", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--threads", "-t", default=4, show_default=True, type=click.IntRange(1, 256))
-def demo(kb_name: str, out_dir: Path, processes: int, threads: int) -> None:
+@click.option("--force", is_flag=True, help="Overwrite files of the earlier export in --out that you edited.")
+def demo(kb_name: str, out_dir: Path, processes: int, threads: int, force: bool) -> None:
     """Build a wiki of the Python standard library's documentation, export it and print its numbers."""
     from kbwiki.demo import run_demo
 
     with services():
-        sys.exit(run_demo(command_deps(), kb_name, out_dir, processes, threads))
+        sys.exit(run_demo(command_deps(), kb_name, out_dir, processes, threads, force=force))
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.

@@ -10,18 +10,26 @@ import click
 
 from actors.deps import Deps
 from kbwiki.corpus import iter_stdlib_docs
-from kbwiki.export import export_vault, read_marker
+from kbwiki.export import edited_files, edited_message, export_vault, read_marker
 from kbwiki.ingest import ingest_docs, wait_for_lanes
 from kbwiki.services import home_folder
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers
+from wiki.errors import ExportEdited
 
 DEMO_TIMEOUT_S = 900
 
 
-def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: int) -> int:
-    """Start workers, ingest the stdlib docs, wait, export, print the numbers; returns an exit code."""
+def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: int, force: bool = False) -> int:
+    """Start workers, ingest the stdlib docs, wait, export, print the numbers; returns an exit code.
+
+    Raises ``ExportEdited`` when files of the earlier export in ``out_dir`` were edited, unless ``force``.
+    """
+    # before minutes of work, not at the export: a file of the earlier export you edited stops it
+    earlier = read_marker(out_dir) if out_dir.is_dir() else None
+    if earlier is not None and not force and (edited := edited_files(out_dir, earlier)).count:
+        raise ExportEdited(edited_message(out_dir, edited))
     started = time.monotonic()
     kb = deps.kbs.get_or_create(1, kb_name)
     # settings.home is None when DATABASE_URL and REDIS_URL name servers of your own
@@ -41,7 +49,9 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     # with delete-kb and built again) is replaced; any other folder's export is refused as usual
     earlier = read_marker(out_dir) if out_dir.is_dir() else None
     replace = earlier is not None and earlier.kb_name == kb.name
-    pages = export_vault(deps.pages, kb.id, out_dir, kb_name=kb.name, mentions=deps.mentions, replace=replace)
+    pages = export_vault(
+        deps.pages, kb.id, out_dir, kb_name=kb.name, mentions=deps.mentions, replace=replace, force=force
+    )
     vault = check_vault(out_dir)
     status = kb_status(deps, kb)
     elapsed = time.monotonic() - started

@@ -4,13 +4,16 @@ Layout: ``<out>/<page_type>/<slug>.md`` (the index page at ``<out>/index.md``), 
 with title, type, aliases and sources. Links stay ``[[slug|display]]``: slugs are unique in a KB,
 so Obsidian resolves them by file name. Pages are read with a keyset cursor, 200 at a time.
 
-The ``.kbwiki-vault`` marker (JSON: ``kb``, ``kb_id``, ``files``) records which KB the folder holds
-and the vault-relative paths the export wrote; a re-export replaces or removes only those files.
+The ``.kbwiki-vault`` marker (JSON: ``kb``, ``kb_id``, ``files``, ``sha256``) records which KB the
+folder holds, the vault-relative paths the export wrote and the SHA-256 of each file's bytes; a
+re-export replaces or removes only those files, and none at all while one of them was edited since
+(``edited_files``) unless forced.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -20,7 +23,7 @@ import yaml
 from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
 from wiki.dedup import name_key
-from wiki.errors import ExportRefused
+from wiki.errors import ExportEdited, ExportRefused
 from wiki.links import PAGE_FOLDERS
 from wiki.models import ITEM_TYPES, Page
 from wiki.render import link
@@ -66,7 +69,10 @@ def render_file(page: Page, mentioned: str = "") -> str:
 
 
 MARKER = ".kbwiki-vault"
-MARKER_NOTE = "Written by `kbwiki export`. It replaces or removes only the files listed here; other files are kept."
+MARKER_NOTE = (
+    "Written by `kbwiki export`. It replaces or removes only the files listed here, and none while"
+    " one of them differs from its sha256 here (you edited it) unless --force; other files are kept."
+)
 
 
 @dataclass
@@ -76,6 +82,12 @@ class EarlierExport:
     kb_name: str | None  # None: an older marker, which named no KB
     kb_id: str | None
     files: set[str] = field(default_factory=set)  # vault-relative POSIX paths that export wrote
+    # SHA-256 (hex) of the bytes written to each of ``files``; a marker from before hashes has none
+    sha256: dict[str, str] = field(default_factory=dict)
+    # the marker's mtime (ns): a JSON marker is written after every file its export wrote, so a
+    # file of ``files`` without a hash modified later was edited. None: a plain-text marker
+    # (written before its files) or no marker
+    marked_ns: int | None = None
 
 
 def _own_path(rel: object) -> bool:
@@ -101,10 +113,14 @@ def read_marker(out_dir: Path) -> EarlierExport | None:
         data = None
     if isinstance(data, dict) and isinstance(data.get("files"), list):
         kb_name, kb_id = data.get("kb"), data.get("kb_id")
+        files = {rel for rel in data["files"] if _own_path(rel)}
+        hashes = data.get("sha256") if isinstance(data.get("sha256"), dict) else {}
         return EarlierExport(
             kb_name=kb_name if isinstance(kb_name, str) else None,
             kb_id=str(kb_id) if kb_id is not None else None,
-            files={rel for rel in data["files"] if _own_path(rel)},
+            files=files,
+            sha256={rel: h for rel, h in hashes.items() if rel in files and isinstance(h, str)},
+            marked_ns=marker.stat().st_mtime_ns,
         )
     files = {f"{folder}/{p.name}" for folder in PAGE_FOLDERS for p in (out_dir / folder).glob("*.md") if p.is_file()}
     if (out_dir / "index.md").is_file():
@@ -112,8 +128,20 @@ def read_marker(out_dir: Path) -> EarlierExport | None:
     return EarlierExport(kb_name=None, kb_id=None, files=files)
 
 
-def write_marker(out_dir: Path, kb_id: str | None, kb_name: str | None, files: set[str]) -> None:
-    data = {"note": MARKER_NOTE, "kb": kb_name, "kb_id": kb_id, "files": sorted(files)}
+def write_marker(
+    out_dir: Path, kb_id: str | None, kb_name: str | None, files: set[str], sha256: dict[str, str] | None = None
+) -> None:
+    """Record the export in ``out_dir``: the KB, the files it wrote (vault-relative POSIX paths) and
+    the SHA-256 (hex) of each file's bytes where known (``sha256``: path -> hash). Written last, after
+    every file, through a temporary file (``read_marker`` relies on both)."""
+    hashes = sha256 or {}
+    data = {
+        "note": MARKER_NOTE,
+        "kb": kb_name,
+        "kb_id": kb_id,
+        "files": sorted(files),
+        "sha256": {rel: hashes[rel] for rel in sorted(files) if rel in hashes},
+    }
     tmp = out_dir / (MARKER + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(out_dir / MARKER)
@@ -125,8 +153,9 @@ def _label(name: str | None, kb_id: str | None) -> str:
 
 def prepare_out_dir(
     out_dir: Path, kb_id: str | None = None, kb_name: str | None = None, replace: bool = False
-) -> set[str]:
-    """Check ``out_dir`` can take this KB's export; returns the files the earlier export wrote there.
+) -> EarlierExport:
+    """Check ``out_dir`` can take this KB's export; returns what the marker says of the earlier
+    export there (no files for a new or empty folder).
 
     A new or empty folder is created/used (and marked). A folder holding an earlier export of the
     same KB is fine; one holding another KB's export raises ``ExportRefused`` unless ``replace``.
@@ -149,13 +178,72 @@ def prepare_out_dir(
                 f"{out_dir} holds the export of knowledge base {old}, not {new}: choose another folder, "
                 f"or pass --replace to replace that export's files (files you added are kept)"
             )
-        return earlier.files
+        return earlier
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a parent is a file, read-only, or cannot exist ("/proc/x")
         raise ExportRefused(f"cannot create the folder {out_dir}: {exc.strerror or exc}") from None
     write_marker(out_dir, str(kb_id) if kb_id is not None else None, kb_name, set())
-    return set()
+    return EarlierExport(kb_name=kb_name, kb_id=str(kb_id) if kb_id is not None else None)
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of the file's bytes, read in chunks (one file in memory at a time, a chunk of it)."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+#: Edited files an ``ExportEdited`` message names; the rest are counted.
+EDITED_SHOWN = 5
+
+
+@dataclass
+class EditedFiles:
+    """Files of the earlier export changed since it wrote them: how many, and the first few by path."""
+
+    count: int = 0
+    first: list[str] = field(default_factory=list)  # at most EDITED_SHOWN, in path order
+
+
+def _edited(path: Path, recorded: str | None, marked_ns: int | None) -> bool:
+    """Whether the file an export wrote at ``path`` was changed since (see ``edited_files``)."""
+    if not (path.exists() or path.is_symlink()):
+        return False  # deleted: the export writes it again (or not, for a page gone), nothing is lost
+    if path.is_symlink() or not path.is_file():
+        return True  # the export wrote a plain file there; writing would follow the link
+    if recorded is not None:
+        return file_sha256(path) != recorded
+    # written before hashes: changed after that export's marker means edited; a plain-text
+    # marker gives no time to compare with, so the file is the export's (overwritten once)
+    return marked_ns is not None and path.lstat().st_mtime_ns > marked_ns
+
+
+def edited_files(out_dir: Path, earlier: EarlierExport) -> EditedFiles:
+    """The files of ``earlier`` (an export in ``out_dir``) edited since it wrote them.
+
+    A file with a recorded hash is edited when its bytes hash differently; one the marker lists
+    without a hash (an export made before hashes) when it was modified after the marker was
+    written; a symlink or folder where the export wrote a file is edited; a missing file is not.
+    Hashes one file at a time, so memory stays at the marker's path list whatever the vault's size.
+    """
+    found = EditedFiles()
+    for rel in sorted(earlier.files):
+        if _edited(out_dir / rel, earlier.sha256.get(rel), earlier.marked_ns):
+            found.count += 1
+            if len(found.first) < EDITED_SHOWN:
+                found.first.append(rel)
+    return found
+
+
+def edited_message(out_dir: Path, edited: EditedFiles) -> str:
+    """The one line an export refused for ``edited`` files prints: which, how many, and ``--force``."""
+    more = f" and {edited.count - len(edited.first)} more" if edited.count > len(edited.first) else ""
+    noun = "file" if edited.count == 1 else "files"
+    return (
+        f"{edited.count} {noun} of the earlier export in {out_dir} changed since it wrote them"
+        f" ({', '.join(edited.first)}{more}); nothing was written: keep your edits elsewhere, or pass"
+        " --force to overwrite them (and remove those of pages gone from the KB)"
+    )
 
 
 def _remove(out_dir: Path, files: set[str]) -> None:
@@ -176,6 +264,7 @@ def export_vault(
     kb_name: str | None = None,
     replace: bool = False,
     mentions: MentionRepository | None = None,
+    force: bool = False,
 ) -> int:
     """Write every live page of the KB under ``out_dir``; returns the page count. With
     ``mentions``, an entity or concept file ends with the documents that name it
@@ -183,10 +272,14 @@ def export_vault(
 
     Files the earlier export wrote (listed in the marker) are overwritten or, for pages gone from
     the KB, removed; no other file is touched. Raises ``ExportRefused`` (see ``prepare_out_dir``),
-    also when a page's file would overwrite a file kbwiki did not write.
+    also when a page's file would overwrite a file kbwiki did not write, and its ``ExportEdited``
+    before writing anything when a file of the earlier export was edited since (``edited_files``)
+    and not ``force``. The marker then lists each file written with its SHA-256.
     """
     earlier = prepare_out_dir(out_dir, kb_id, kb_name, replace)
-    written: set[str] = set()
+    if not force and (edited := edited_files(out_dir, earlier)).count:
+        raise ExportEdited(edited_message(out_dir, edited))
+    written: dict[str, str] = {}  # path -> SHA-256 of the bytes written
     done = False
     window: list[Page] = []
 
@@ -195,7 +288,7 @@ def export_vault(
         found = mentions.mentioned_in_many(kb_id, keys.values(), MENTIONED_SHOWN) if mentions and keys else {}
         for page in window:
             listed = found.get(keys.get(page.slug, ""))
-            _write_page(out_dir, page, mentioned_in_section(*listed) if listed else "", earlier, written)
+            _write_page(out_dir, page, mentioned_in_section(*listed) if listed else "", earlier.files, written)
         window.clear()
 
     try:
@@ -204,12 +297,13 @@ def export_vault(
             if len(window) == EXPORT_WINDOW:
                 flush()
         flush()
-        _remove(out_dir, earlier - written)
+        _remove(out_dir, earlier.files - written.keys())
         done = True
     finally:
         if done or written:  # the marker lists every file this and the earlier export left
-            left = {rel for rel in earlier - written if (out_dir / rel).exists()}
-            write_marker(out_dir, str(kb_id), kb_name, written | left)
+            left = {rel for rel in earlier.files - written.keys() if (out_dir / rel).exists()}
+            hashes = {rel: earlier.sha256[rel] for rel in left if rel in earlier.sha256} | written
+            write_marker(out_dir, str(kb_id), kb_name, left | written.keys(), hashes)
     return len(written)
 
 
@@ -217,13 +311,18 @@ def export_vault(
 EXPORT_WINDOW = 200
 
 
-def _write_page(out_dir: Path, page: Page, mentioned: str, earlier: set[str], written: set[str]) -> None:
+def _write_page(out_dir: Path, page: Page, mentioned: str, earlier: set[str], written: dict[str, str]) -> None:
     rel = page_path(Path(), page).as_posix()
     path = out_dir / rel
     if rel not in earlier and rel not in written and (path.exists() or path.is_symlink()):
         raise ExportRefused(
             f"{path} was not written by kbwiki export and would be overwritten: move it away and export again"
         )
+    if path.is_dir() and not path.is_symlink():
+        raise ExportRefused(f"{path} is a folder where the page's file goes: move it away and export again")
+    if path.is_symlink():  # put there since the earlier export (forced): replace the link, not its target
+        path.unlink()
+    data = render_file(page, mentioned).encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_file(page, mentioned), encoding="utf-8")
-    written.add(rel)
+    path.write_bytes(data)
+    written[rel] = hashlib.sha256(data).hexdigest()

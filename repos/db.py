@@ -15,6 +15,7 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -23,7 +24,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 from yoyo import get_backend, read_migrations
 
-from wiki.errors import BadInput, BadSetting, DatabaseUnreachable
+from wiki.errors import BadInput, BadSetting, DatabaseUnreachable, RollbackRefused
 from wiki.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
@@ -56,12 +57,78 @@ def pending_migrations(database_url: str) -> list[str]:
     return [m.id for m in backend.to_apply(read_migrations(str(MIGRATIONS_DIR)))]
 
 
-def rollback_migrations(database_url: str) -> int:
-    """Roll back every applied migration (tests and ``kbwiki migrate --rollback``); returns the count."""
+#: Live rows of a table :func:`database_contents` counts exactly; above it, "more than" this.
+#: The count reads at most this many rows (plus the soft-deleted ones it passes), so it costs
+#: milliseconds whatever the KBs' size (40,000 documents each and more).
+CONTENTS_COUNT_CAP = 10_000
+
+
+@dataclass(frozen=True)
+class DatabaseContents:
+    """What a rollback would drop: the applied migrations, and the live (not deleted) KBs,
+    documents and pages of every tenant. A count above ``CONTENTS_COUNT_CAP`` is
+    ``CONTENTS_COUNT_CAP + 1`` ("more than")."""
+
+    migrations: int
+    kbs: int
+    documents: int
+    pages: int
+
+    @property
+    def holds_data(self) -> bool:
+        """Whether a KB holds a document or a page."""
+        return bool(self.documents or self.pages)
+
+    def describe(self) -> str:
+        """The counts in words: ``2 knowledge bases, 120 documents and more than 10,000 pages``."""
+
+        def n(count: int, noun: str) -> str:
+            shown = f"more than {CONTENTS_COUNT_CAP:,}" if count > CONTENTS_COUNT_CAP else f"{count:,}"
+            return f"{shown} {noun}{'' if count == 1 else 's'}"
+
+        return f"{n(self.kbs, 'knowledge base')}, {n(self.documents, 'document')} and {n(self.pages, 'page')}"
+
+
+def _live_rows(conn: Connection, table: str) -> int:
+    """Live rows of ``table`` (``deleted_at IS NULL``) up to ``CONTENTS_COUNT_CAP + 1``; 0 when
+    the table does not exist (a database not, or not fully, migrated)."""
+    if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is None:
+        return 0
+    query = sql.SQL("SELECT count(*) FROM (SELECT 1 FROM {} WHERE deleted_at IS NULL LIMIT %s) AS live").format(
+        sql.Identifier(table)
+    )
+    return conn.execute(query, (CONTENTS_COUNT_CAP + 1,)).fetchone()[0]
+
+
+def _contents(database_url: str, migrations: int) -> DatabaseContents:
+    with psycopg.connect(database_url) as conn:
+        return DatabaseContents(
+            migrations=migrations,
+            kbs=_live_rows(conn, "knowledge_bases"),
+            documents=_live_rows(conn, "knowledges"),
+            pages=_live_rows(conn, "wiki_pages"),
+        )
+
+
+def database_contents(database_url: str) -> DatabaseContents:
+    """What ``rollback_migrations`` would drop (read only; bounded counts, see ``CONTENTS_COUNT_CAP``)."""
+    backend = get_backend(yoyo_url(database_url))
+    return _contents(database_url, len(backend.to_rollback(read_migrations(str(MIGRATIONS_DIR)))))
+
+
+def rollback_migrations(database_url: str, *, allow_data: bool = False) -> int:
+    """Roll back every applied migration, dropping every kbwiki table (tests and ``kbwiki migrate
+    --rollback``, which asks first); returns the count.
+
+    Raises ``RollbackRefused`` and drops nothing when a KB holds a document or a page, unless
+    ``allow_data`` (checked under yoyo's lock, right before the rollback).
+    """
     backend = get_backend(yoyo_url(database_url))
     migrations = read_migrations(str(MIGRATIONS_DIR))
     with backend.lock():
         applied = backend.to_rollback(migrations)
+        if not allow_data and (contents := _contents(database_url, len(applied))).holds_data:
+            raise RollbackRefused(f"the database holds {contents.describe()}: nothing was rolled back")
         backend.rollback_migrations(applied)
     return len(applied)
 

@@ -130,6 +130,16 @@ class ExportRefused(KbwikiError):
     """The export folder cannot be written without destroying files kbwiki did not write."""
 
 
+class ExportEdited(ExportRefused):
+    """Files an earlier export wrote were edited since (their SHA-256 no longer matches the
+    marker's): a re-export would overwrite or remove them, so nothing is written without ``--force``."""
+
+
+class RollbackRefused(KbwikiError):
+    """``kbwiki migrate --rollback`` would drop every table without the consent it needs: a yes at
+    the prompt or ``--yes`` (stdin not a terminal), and ``--force`` while KBs hold documents or pages."""
+
+
 class WaitTimedOut(KbwikiError, TimeoutError):
     """A ``--wait`` ran out before the KB's lanes were empty (work is only done while a worker runs)."""
 

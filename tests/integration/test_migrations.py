@@ -1,16 +1,26 @@
-"""Migrations apply, apply again as a no-op, roll back completely, and apply again."""
+"""Migrations apply, apply again as a no-op, roll back completely, and apply again; ``kbwiki
+migrate --rollback`` says what it drops and drops nothing without consent (a new user's
+``migrate --rollback`` wiped every KB at once, exit 0)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import psycopg
+import pytest
 from psycopg import sql
 
 from repos.db import apply_migrations, rollback_migrations
-from tests.conftest import ADMIN_URL, _with_dbname
+from tests.conftest import ADMIN_URL, REDIS_URL, _with_dbname
+from wiki.errors import RollbackRefused
+
+KBWIKI = str(Path(sys.executable).with_name("kbwiki"))
 
 TABLES = {
     "task_pending_ops",
@@ -111,3 +121,91 @@ def test_string_source_refs_become_objects():
             }
         finally:
             pool.close()
+
+
+def _fill(url: str) -> None:
+    """One KB holding a document and a page."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO knowledge_bases (id, tenant_id, name) VALUES ('kb-1', 1, 'notes')")
+        conn.execute(
+            "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title) VALUES ('doc-1', 1, 'kb-1', 'A note')"
+        )
+        conn.execute(
+            "INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, content)"
+            " VALUES (1, 'kb-1', 'doc-a-note', 'A note', 'summary', 'x')"
+        )
+
+
+def _migrate(url: str, home: Path, *args: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    """``kbwiki migrate ARGS`` on the database at ``url``, stdin not a terminal unless given."""
+    env = {**os.environ, "DATABASE_URL": url, "REDIS_URL": REDIS_URL, "KBWIKI_HOME": str(home)}
+    return subprocess.run([KBWIKI, "migrate", *args], env=env, stdin=stdin, capture_output=True, text=True, timeout=120)
+
+
+def test_migrate_without_rollback_never_asks(tmp_path):
+    with _scratch_db() as url:  # the Procfile's release line: `kbwiki migrate`, no terminal
+        first = _migrate(url, tmp_path)
+        assert first.returncode == 0 and first.stdout.startswith("applied "), first.stderr
+        assert _migrate(url, tmp_path).stdout == "applied 0 migrations\n"
+
+
+def test_rollback_off_a_terminal_without_yes_refuses_and_drops_nothing(tmp_path):
+    with _scratch_db() as url:
+        applied = apply_migrations(url)
+        result = _migrate(url, tmp_path, "--rollback")
+        assert result.returncode == 1 and result.stdout == ""
+        assert len(result.stderr.strip().splitlines()) == 1 and result.stderr.startswith("Error: ")
+        assert f"every kbwiki table ({applied} migrations)" in result.stderr
+        assert "0 knowledge bases, 0 documents and 0 pages" in result.stderr and "--yes" in result.stderr
+        assert TABLES <= _tables(url)
+
+
+def test_rollback_with_yes_on_an_empty_database_drops_every_table(tmp_path):
+    with _scratch_db() as url:
+        applied = apply_migrations(url)
+        result = _migrate(url, tmp_path, "--rollback", "--yes")
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == [
+            f"rolling back drops every kbwiki table ({applied} migrations) with all they hold:"
+            " 0 knowledge bases, 0 documents and 0 pages",
+            f"rolled back {applied} migrations",
+        ]
+        assert not (TABLES & _tables(url))
+
+
+def test_rollback_of_a_database_holding_data_needs_force(tmp_path):
+    with _scratch_db() as url:
+        applied = apply_migrations(url)
+        _fill(url)
+        refused = _migrate(url, tmp_path, "--rollback", "--yes")
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+        assert "1 knowledge base, 1 document and 1 page" in refused.stderr and "--force" in refused.stderr
+        assert TABLES <= _tables(url)
+        forced = _migrate(url, tmp_path, "--rollback", "--yes", "--force")
+        assert forced.returncode == 0 and f"rolled back {applied} migrations" in forced.stdout, forced.stderr
+        assert not (TABLES & _tables(url))
+
+
+def test_rollback_at_a_terminal_says_what_it_drops_and_asks(tmp_path):
+    with _scratch_db() as url:
+        apply_migrations(url)
+        main_fd, terminal = os.openpty()  # stdin a terminal: the command asks
+        try:
+            os.write(main_fd, b"n\n")
+            answered_no = _migrate(url, tmp_path, "--rollback", stdin=terminal)
+        finally:
+            os.close(terminal)
+            os.close(main_fd)
+        assert answered_no.returncode == 1 and "Aborted" in answered_no.stderr
+        assert "0 knowledge bases, 0 documents and 0 pages" in answered_no.stdout and "Drop them?" in answered_no.stdout
+        assert TABLES <= _tables(url)
+
+
+def test_rollback_migrations_refuses_a_database_holding_data():
+    with _scratch_db() as url:
+        applied = apply_migrations(url)
+        _fill(url)
+        with pytest.raises(RollbackRefused, match="1 document"):
+            rollback_migrations(url)
+        assert TABLES <= _tables(url)
+        assert rollback_migrations(url, allow_data=True) == applied

@@ -1,12 +1,16 @@
-"""The vault export never deletes or overwrites files it did not write."""
+"""The vault export never deletes or overwrites files it did not write, nor ones it wrote that
+you edited since (unless forced)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 
 import pytest
 
 from kbwiki.export import MARKER, ExportRefused, export_vault, prepare_out_dir
+from wiki.errors import ExportEdited
 from wiki.models import Page
 
 
@@ -20,14 +24,19 @@ class FakePages:
         yield from self.kbs.get(kb_id, [])
 
 
-def page(slug: str, page_type: str = "entity", kb: str = "a") -> Page:
+def page(slug: str, page_type: str = "entity", kb: str = "a", content: str = "") -> Page:
     return Page(
-        slug=slug, title=slug.title(), page_type=page_type, tenant_id=1, knowledge_base_id=kb, content=f"about {slug}"
+        slug=slug,
+        title=slug.title(),
+        page_type=page_type,
+        tenant_id=1,
+        knowledge_base_id=kb,
+        content=content or f"about {slug}",
     )
 
 
-def kb_pages(*slugs: str, kb: str = "a") -> list[Page]:
-    return [page("index", "index", kb)] + [page(s, kb=kb) for s in slugs]
+def kb_pages(*slugs: str, kb: str = "a", content: str = "") -> list[Page]:
+    return [page("index", "index", kb)] + [page(s, kb=kb, content=content) for s in slugs]
 
 
 def snapshot(folder):
@@ -156,3 +165,131 @@ def test_marker_entries_outside_the_vault_are_never_removed(tmp_path):
     (vault / MARKER).write_text(json.dumps(marker))
     export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
     assert outside.read_text() == "keep"
+
+
+# --- files edited since the earlier export -----------------------------------------------------
+
+
+def test_the_marker_records_each_files_sha256(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A")
+    marker = json.loads((vault / MARKER).read_text())
+    assert marker["sha256"] == {
+        rel: hashlib.sha256((vault / rel).read_bytes()).hexdigest()
+        for rel in ("entity/x.md", "entity/y.md", "index.md")
+    }
+
+
+def test_an_edited_file_blocks_the_reexport_and_is_left_untouched(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A")
+    (vault / "entity" / "x.md").write_text("my own notes on x")
+    before = snapshot(vault)
+    with pytest.raises(ExportEdited) as refused:  # a new page and new content: nothing of it is written
+        export_vault(FakePages(a=kb_pages("x", "y", "z", content="v2")), "a", vault, kb_name="A")
+    message = str(refused.value)
+    assert "1 file " in message and "entity/x.md" in message and "--force" in message
+    assert "entity/y.md" not in message
+    assert snapshot(vault) == before
+
+
+def test_force_overwrites_an_edited_file_and_records_its_new_hash(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "entity" / "x.md").write_text("my own notes on x")
+    assert export_vault(FakePages(a=kb_pages("x", content="v2")), "a", vault, kb_name="A", force=True) == 2
+    written = (vault / "entity" / "x.md").read_bytes()
+    assert b"v2" in written and b"my own notes" not in written
+    assert json.loads((vault / MARKER).read_text())["sha256"]["entity/x.md"] == hashlib.sha256(written).hexdigest()
+    export_vault(FakePages(a=kb_pages("x", content="v3")), "a", vault, kb_name="A")  # unedited again: no --force
+    assert b"v3" in (vault / "entity" / "x.md").read_bytes()
+
+
+def test_an_unedited_reexport_replaces_the_files(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A")
+    (vault / "My notes.md").write_text("note")  # a file of the user's own is no edit of the export
+    export_vault(FakePages(a=kb_pages("x", "new", content="v2")), "a", vault, kb_name="A")
+    assert "v2" in (vault / "entity" / "x.md").read_text() and (vault / "entity" / "new.md").exists()
+    assert not (vault / "entity" / "y.md").exists()
+    assert (vault / "My notes.md").read_text() == "note"
+
+
+def test_a_removed_pages_edited_file_is_kept(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A")
+    (vault / "entity" / "y.md").write_text("my own notes on y")
+    before = snapshot(vault)
+    with pytest.raises(ExportEdited, match="entity/y.md"):
+        export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")  # page y is gone from the KB
+    assert snapshot(vault) == before
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A", force=True)
+    assert not (vault / "entity" / "y.md").exists()
+
+
+def test_a_deleted_exported_file_is_written_again(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "entity" / "x.md").unlink()  # nothing of the user's is lost by writing it again
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    assert (vault / "entity" / "x.md").exists()
+
+
+def test_the_refusal_names_the_first_five_edited_files_and_counts_the_rest(tmp_path):
+    vault = tmp_path / "vault"
+    slugs = [f"p{i}" for i in range(8)]
+    export_vault(FakePages(a=kb_pages(*slugs)), "a", vault, kb_name="A")
+    for slug in slugs[:7]:
+        (vault / "entity" / f"{slug}.md").write_text("edited")
+    with pytest.raises(ExportEdited) as refused:
+        export_vault(FakePages(a=kb_pages(*slugs)), "a", vault, kb_name="A")
+    message = str(refused.value)
+    assert message.startswith("7 files ") and "and 2 more" in message and len(message.splitlines()) == 1
+    assert [f"entity/p{i}.md" in message for i in range(7)] == [True] * 5 + [False] * 2
+
+
+def test_a_symlink_put_in_place_of_an_exported_file_is_an_edit_and_its_target_is_never_written(tmp_path):
+    vault = tmp_path / "vault"
+    target = tmp_path / "elsewhere.md"
+    target.write_text("mine")
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    (vault / "entity" / "x.md").unlink()
+    (vault / "entity" / "x.md").symlink_to(target)
+    with pytest.raises(ExportEdited, match="entity/x.md"):
+        export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A", force=True)
+    assert target.read_text() == "mine"
+    assert not (vault / "entity" / "x.md").is_symlink() and "about x" in (vault / "entity" / "x.md").read_text()
+
+
+def _as_before_hashes(vault) -> None:
+    """Make ``vault``'s marker what kbwiki wrote before hashes (no ``sha256``), its files older than it."""
+    marker = json.loads((vault / MARKER).read_text())
+    del marker["sha256"]
+    (vault / MARKER).write_text(json.dumps(marker))
+    stamp = (vault / MARKER).stat().st_mtime_ns
+    for rel in marker["files"]:
+        os.utime(vault / rel, ns=(stamp - 60 * 10**9, stamp - 60 * 10**9))
+
+
+def test_an_export_from_before_hashes_is_replaced_when_unedited_and_then_hashed(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x")), "a", vault, kb_name="A")
+    _as_before_hashes(vault)
+    export_vault(FakePages(a=kb_pages("x", content="v2")), "a", vault, kb_name="A")
+    assert "v2" in (vault / "entity" / "x.md").read_text()
+    assert set(json.loads((vault / MARKER).read_text())["sha256"]) == {"entity/x.md", "index.md"}
+
+
+def test_a_file_of_an_export_from_before_hashes_modified_after_its_marker_counts_as_edited(tmp_path):
+    vault = tmp_path / "vault"
+    export_vault(FakePages(a=kb_pages("x", "y")), "a", vault, kb_name="A")
+    _as_before_hashes(vault)
+    (vault / "entity" / "y.md").write_text("my own notes on y")
+    stamp = (vault / MARKER).stat().st_mtime_ns
+    os.utime(vault / "entity" / "y.md", ns=(stamp + 10**9, stamp + 10**9))  # edited after that export
+    before = snapshot(vault)
+    with pytest.raises(ExportEdited) as refused:
+        export_vault(FakePages(a=kb_pages("x", "y", content="v2")), "a", vault, kb_name="A")
+    assert "entity/y.md" in str(refused.value) and "entity/x.md" not in str(refused.value)
+    assert snapshot(vault) == before
