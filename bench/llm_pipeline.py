@@ -366,7 +366,8 @@ def seed_kb(repo: BenchKbRepository, base_env: dict, pages: int, skip: int, args
                 folder = copy_files(files[done : done + 200], Path(tmp) / f"seed-{step}", prefix=f"seed{step}")
             else:
                 folder = filler_documents(step * 1000, (pages - have) // 4 + 20, Path(tmp) / f"seed-{step}")
-            kbwiki("ingest", str(folder), "--kb", name, "--wait", env=env)
+            # each step is a folder of its own (file names prefixed by step): it becomes the KB's root
+            kbwiki("ingest", str(folder), "--kb", name, "--wait", "--set-root", env=env)
             step += 1
     took = time.monotonic() - started
     print(f"seed KB {name}: {repo.live_page_count(kb_id)} pages (offline extractor, {took:.0f} s)")

@@ -15,12 +15,13 @@ import itertools
 import json
 import shlex
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
 
 from kbwiki.command import command_deps, find_kb, kb_name_param, kb_option, lanes_timeout, main, services, tenant_option
-from wiki.errors import DocumentsFailed
+from wiki.errors import DocumentsFailed, StoreConflict
 
 
 @main.command()
@@ -90,40 +91,41 @@ def worker(processes: int, threads: int, watch: bool) -> None:
     is_flag=True,
     help="Print the model calls, tokens and price ingesting PATH would cost; store, queue and call nothing.",
 )
-def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, estimate: bool) -> None:
-    """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
-    from kbwiki.corpus import Rejected, iter_folder_docs
-    from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, problem_lines, rejected_line, wait_for_lanes
+@click.option(
+    "--set-root",
+    is_flag=True,
+    help="Make PATH the KB's root folder, for a KB whose folder moved: its documents keep their paths, now under PATH.",
+)
+def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, estimate: bool, set_root: bool) -> None:
+    """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki.
+
+    A document is named by its path relative to the KB's root folder: the folder its first ingest
+    read. PATH may be that folder or anything under it; PATH elsewhere is refused (see --set-root).
+    """
+    from kbwiki.corpus import iter_folder_docs
+    from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, wait_for_lanes
+    from kbwiki.source_root import new_root, path_under_root
     from kbwiki.status import no_worker_warning
 
-    docs = iter_folder_docs(path)
-    rejected = []
-    for first in docs:  # read up to the first document: a folder without one creates no KB
-        if not isinstance(first, Rejected):
-            break
-        rejected.append(first)
-    else:
-        lines = problem_lines([rejected_line(r) for r in rejected])
-        # files of the right kind that could not be read are named with their reason below
-        found = (
-            f"no readable document under {path} ({len(rejected)} rejected, below)"
-            if rejected
-            else (f"no .md/.rst/.txt/.html document under {path}")
-        )
-        raise click.ClickException("\n".join([f"{found}; nothing was stored", *lines]))
-    if estimate:
-        with services():
-            deps = command_deps()
-            kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached)
-            click.echo(estimate_docs(deps, kb, itertools.chain(rejected, [first], docs)).describe())
-        return
     with services():
         deps = command_deps()
-        new = deps.kbs.get_by_name(tenant, kb_name) is None
+        kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached, no root yet)
+        stored = kb.source_root if kb else None
+        root = new_root(path) if set_root or stored is None else stored
+        docs = _documents(iter_folder_docs(path, path_under_root(path, root, kb_name)), path)
+        if estimate:
+            click.echo(estimate_docs(deps, kb, docs).describe())
+            return
+        new = kb is None
         kb = find_kb(deps, tenant, kb_name, create=True)
         if new:  # a mistyped name would otherwise make a second KB in silence
             click.echo(f"new knowledge base {kb_name!r} (tenant {tenant})")
-        report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs))
+        if deps.kbs.claim_source_root(kb.id, root, replace=set_root) != root:  # a concurrent first ingest won
+            raise StoreConflict(f"another ingest gave knowledge base {kb_name!r} its root folder meanwhile; run again")
+        if root != stored:
+            was = f" (was {stored})" if stored else ""
+            click.echo(f"knowledge base {kb_name!r} names its documents by their path under {root}{was}")
+        report = ingest_docs(deps, kb, docs)
         click.echo(report.describe())
         # also when this call queued nothing but the KB still has work waiting: --wait would wait
         # for it in silence
@@ -137,6 +139,29 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
                 f"{failed} document(s) of {kb_name!r} failed and wrote no page"
                 f" (reasons: kbwiki status --kb {shlex.quote(kb_name)}; kbwiki dead-letters list)"
             )
+
+
+def _documents(docs, path: Path):
+    """``docs`` (``iter_folder_docs``) whole, once it has given a document: read up to the first one
+    first, so a folder without one stores nothing and makes no KB. Raises ``click.ClickException``
+    naming the rejected and skipped files when there is none."""
+    from kbwiki.corpus import Rejected
+    from kbwiki.ingest import problem_lines, rejected_line
+
+    left_out = []
+    for first in docs:
+        if not isinstance(first, Rejected):
+            return itertools.chain(left_out, [first], docs)
+        left_out.append(first)
+    lines = problem_lines([rejected_line(r) for r in left_out])
+    counts = Counter(r.status for r in left_out)
+    # files of the right kind that could not be read are named with their reason below
+    found = (
+        f"no readable document under {path} ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}, below)"
+        if left_out
+        else f"no .md/.rst/.txt/.html document under {path}"
+    )
+    raise click.ClickException("\n".join([f"{found}; nothing was stored", *lines]))
 
 
 @main.command()

@@ -7,11 +7,14 @@ submits the same documents in the same order; memory stays bounded by one docume
 from __future__ import annotations
 
 import ast
+import errno
 import os
+import stat
 import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import yaml
 
@@ -57,14 +60,24 @@ class CorpusDoc:
 
 @dataclass(frozen=True)
 class Rejected:
-    """A file that cannot become a document. ``path`` is relative to the folder read (POSIX form;
-    bytes of a name that are not UTF-8 shown as ``\\xe9``, so it can always be printed);
-    ``reason`` is a short code ("binary", "unsupported type", "too large", "unreadable") or a
-    sentence saying what to fix ("not UTF-8 text (...); convert it to UTF-8", "file name is not
-    valid UTF-8; rename it", the same for a folder name)."""
+    """A file that cannot become a document. ``path`` is its source path (``iter_folder_docs``; POSIX
+    form, bytes of a name that are not UTF-8 shown as ``\\xe9``, so it can always be printed);
+    ``reason`` is a short code ("binary", "unsupported type", "too large", "not a regular file") or
+    a sentence saying what to fix ("not UTF-8 text (...); convert it to UTF-8", "file name is not
+    valid UTF-8; rename it", the same for a folder name, "unreadable (Permission denied)").
+    ``status`` is the word ingest reports it under."""
 
     path: str
     reason: str
+    status: ClassVar[str] = "rejected"
+
+
+@dataclass(frozen=True)
+class Skipped(Rejected):
+    """A file left out on purpose, nothing to fix: a symbolic link to a file read anyway, or to a
+    folder (never followed). Reported as ``skipped``, like a document too short to keep."""
+
+    status: ClassVar[str] = "skipped"
 
 
 # --- the standard library ---------------------------------------------------------------------
@@ -171,31 +184,64 @@ def iter_stdlib_docs(stdlib: Path | None = None) -> Iterator[CorpusDoc]:
 # --- folders ------------------------------------------------------------------------------------
 
 
-def _folder_files(root: Path) -> list[Path]:
-    """Document files under ``root`` sorted by relative POSIX path (a few MB for 40,000 files),
-    and the symlinked folders that lead outside it (to be rejected with a reason; symlinked folders
-    are never followed, and one inside ``root`` is read through its real path)."""
-    if root.is_file():
-        return [root]
-    base = root.resolve()
-    found: list[Path] = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found.extend(Path(folder) / d for d in dirs if _outside(Path(folder) / d, base) is not None)
-        found.extend(
-            Path(folder) / name
-            for name in files
-            if not name.startswith(".") and Path(name).suffix.lower() in FOLDER_EXTENSIONS
-        )
-    return sorted(found, key=lambda p: p.relative_to(root).as_posix())
+def path_within(path: str, folder: str) -> str | None:
+    """``path`` relative to ``folder`` in POSIX form ("" when they are the same), or None when it is
+    neither ``folder`` nor under it. Both are absolute real paths (``os.path.realpath``), compared
+    by whole components: ``/a/bc`` is not under ``/a/b``."""
+    if path == folder:
+        return ""
+    prefix = folder if folder.endswith("/") else folder + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
 
 
-def _outside(path: Path, base: Path) -> Path | None:
-    """Where ``path`` leads when a symbolic link takes it outside the folder ``base`` (resolved); else None."""
-    if not path.is_symlink():
-        return None
-    target = path.resolve()
-    return None if target.is_relative_to(base) else target
+def _join(at: str, rel: str) -> str:
+    """Relative path ``rel`` under ``at`` (both POSIX, "" for the folder itself)."""
+    return f"{at}/{rel}" if at and rel else at or rel
+
+
+def _is_document_name(name: str) -> bool:
+    return Path(name).suffix.lower() in FOLDER_EXTENSIONS
+
+
+def _listing(folder: str, rel: str) -> list[tuple[str, str, os.DirEntry | OSError, bool]]:
+    """(sort key, relative path, entry, is a folder) of the visible entries of ``folder`` (at
+    relative path ``rel``, "" or ending in "/"), in walk order; [(.., rel, error, False)] when it
+    cannot be listed. A folder's key ends in "/", so the walk's order is that of the relative paths
+    sorted as strings ("a.md" before "a/b.md")."""
+    try:
+        with os.scandir(folder) as entries:
+            visible = [e for e in entries if not e.name.startswith(".")]
+    except OSError as exc:
+        return [("", rel.rstrip("/"), exc, False)]
+    listed = []
+    for entry in visible:
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:  # read as a file, whose stat then says what is wrong
+            is_dir = False
+        path = rel + entry.name
+        listed.append((path + "/" if is_dir else path, path, entry, is_dir))
+    listed.sort(key=lambda item: item[0])
+    return listed
+
+
+def _walk(base: str) -> Iterator[tuple[str, os.DirEntry | OSError]]:
+    """(path relative to folder ``base`` in POSIX form, entry) of every entry under ``base`` that is
+    not a folder (files, symbolic links, FIFOs...), and (relative path, ``OSError``) of every
+    folder that cannot be listed ("" for ``base``), sorted by relative path; hidden names (a leading
+    ".") are left out with what is under them. Symbolic links to folders are yielded, never followed,
+    so a link loop cannot trap the walk. Streams: memory is one listing per level being walked."""
+    levels = [iter(_listing(base, ""))]
+    while levels:
+        item = next(levels[-1], None)
+        if item is None:
+            levels.pop()
+            continue
+        _, rel, entry, is_dir = item
+        if is_dir:
+            levels.append(iter(_listing(entry.path, rel + "/")))
+        else:
+            yield rel, entry
 
 
 def _printable(name: str) -> str:
@@ -208,8 +254,8 @@ def _printable(name: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def _bad_name(path: Path, rel: str) -> str | None:
-    """The rejection reason when relative path ``rel`` of ``path`` is not valid UTF-8, else None.
+def _bad_name(rel: str) -> str | None:
+    """The rejection reason when relative path ``rel`` is not valid UTF-8, else None.
 
     Such a name reaches Python as lone surrogates, which neither PostgreSQL nor a UTF-8 terminal
     accepts: it could be neither stored as a ``source_uri`` nor printed.
@@ -218,11 +264,16 @@ def _bad_name(path: Path, rel: str) -> str | None:
         rel.encode("utf-8")
     except UnicodeEncodeError:
         try:
-            path.name.encode("utf-8")
+            rel.rpartition("/")[2].encode("utf-8")
         except UnicodeEncodeError:
             return "file name is not valid UTF-8; rename it"
         return "folder name is not valid UTF-8; rename it"
     return None
+
+
+def _os_reason(exc: OSError) -> str:
+    """What the operating system said, e.g. "Permission denied"."""
+    return exc.strerror or str(exc)
 
 
 def decode_strict(data: bytes) -> str:
@@ -276,8 +327,9 @@ def split_front_matter(text: str) -> tuple[str | None, str]:
     return title or None, body
 
 
-def _read_doc(path: Path, rel: str, data: bytes) -> CorpusDoc | Rejected:
-    """The document in file ``path`` (bytes ``data``), or why it is rejected."""
+def _read_doc(name: str, rel: str, data: bytes) -> CorpusDoc | Rejected:
+    """The document in the bytes ``data`` of a file named ``name``, or why it is rejected."""
+    path = Path(name)
     try:
         if is_binary(data):  # checked first: a binary file is "binary", not "not UTF-8"
             raise BadDocument("binary", path.name)
@@ -293,39 +345,126 @@ def _read_doc(path: Path, rel: str, data: bytes) -> CorpusDoc | Rejected:
     return CorpusDoc(title=title or document_title(path.name, text), source_uri=rel, text=text)
 
 
-def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
+def _read_file(path: str, rel: str) -> CorpusDoc | Rejected:
+    """The document in file ``path`` (read as a file named like the last part of ``rel``, its source
+    path), or why it is rejected: "not a regular file" (a FIFO, socket or device: reading one could
+    block or never end), "too large", "unreadable (<what the system said>)"."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return Rejected(rel, "not a regular file")
+        # O_NONBLOCK: should the file become a FIFO after the stat, opening it must not wait for a writer
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return Rejected(rel, "not a regular file")
+            if info.st_size > MAX_FILE_BYTES:
+                return Rejected(rel, "too large")
+            data = file.read()
+    except OSError as exc:
+        return Rejected(rel, f"unreadable ({_os_reason(exc)})")
+    return _read_doc(rel.rpartition("/")[2], rel, data)
+
+
+def _broken_link(path: str, exc: OSError) -> str:
+    """Why the symbolic link ``path`` leads nowhere (``exc``: what resolving it raised)."""
+    if exc.errno == errno.ELOOP:
+        return "symbolic link loop (it leads back to itself); skipped"
+    try:
+        target = _printable(os.readlink(path))
+    except OSError:
+        return f"unreadable ({_os_reason(exc)})"
+    if exc.errno == errno.ENOENT:
+        return f"symbolic link to {target}, which does not exist; skipped"
+    return f"symbolic link to {target} cannot be followed ({_os_reason(exc)}); skipped"
+
+
+def _link_entry(entry: os.DirEntry, rel: str, base: str, at: str) -> CorpusDoc | Rejected | None:
+    """What the symbolic link ``entry`` (at ``rel`` under folder ``base``, whose source path is
+    ``at``) gives: a link to a folder is never followed (its target is outside the folder, inside
+    it, or a folder holding the link: a loop, each said so); a link to a file outside the folder is
+    rejected and one to a file the walk reads anyway is skipped as a duplicate (decided by the
+    target's relative path: no set of files seen); any other is read through. None for a link that
+    is no document (a file of another extension)."""
+    uri = _join(at, rel)
+    is_document = _is_document_name(entry.name)
+    try:
+        target = os.path.realpath(entry.path, strict=True)
+    except OSError as exc:  # a loop, a dangling link, a forbidden folder on the way
+        return Rejected(uri, _broken_link(entry.path, exc)) if is_document else None
+    is_folder = os.path.isdir(target)
+    if not (is_folder or is_document):
+        return None
+    inside = path_within(target, base)
+    if inside is None:  # reading it would ingest what the user did not point at
+        return Rejected(uri, f"symbolic link to {_printable(target)}, outside the folder; skipped")
+    shown = _printable(_join(at, inside)) or "."
+    if is_folder:
+        holder = rel.rpartition("/")[0]
+        if path_within(holder, inside) is not None or inside == "":
+            return Skipped(uri, f"symbolic link to {shown}, a folder that holds it (a loop); not followed")
+        return Skipped(uri, f"symbolic link to folder {shown}, inside the folder; not followed")
+    parts = inside.split("/")
+    if _is_document_name(parts[-1]) and not any(part.startswith(".") for part in parts):
+        return Skipped(uri, f"same file as {shown} (a symbolic link to it)")
+    return _read_file(target, uri)  # a file the walk leaves out (hidden, another extension)
+
+
+def iter_folder_docs(root: Path, at: str | None = None) -> Iterator[CorpusDoc | Rejected]:
     """Every document file under ``root`` (a folder, read recursively, or a single file).
 
     Reads ``.md .markdown .rst .txt .html .htm`` files (any case) sorted by relative path, skipping
     hidden files and folders; text and title come from ``wiki.text.document_text`` /
     ``document_title``, except that a Markdown file's leading YAML front matter is dropped and its
-    string ``title`` wins (``split_front_matter``). A file that cannot be used yields
-    ``Rejected(path, reason)`` instead of raising: a path that is not valid UTF-8 ("file name is
-    not valid UTF-8; rename it", or "folder name ..."), a symbolic link (to a file or a folder)
-    that leads outside ``root`` ("symbolic link to ..., outside the folder; skipped"), "too
-    large" (over ``MAX_FILE_BYTES``), "unreadable" (an ``OSError``), "binary", or text that
-    is neither UTF-8 nor UTF-16 with a BOM
-    (``decode_strict``'s reason). ``source_uri`` and ``Rejected.path`` are the path relative to
-    ``root`` in POSIX form (the file name when ``root`` is a file).
+    string ``title`` wins (``split_front_matter``). The folder walked is ``root``'s real path.
+
+    ``source_uri`` and ``Rejected.path`` are the path relative to ``root`` in POSIX form, under
+    ``at`` when given (``root``'s own path relative to its KB's root folder, see
+    ``kbwiki.source_root``; for a single file, its whole path there); without ``at``, relative to
+    ``root`` (the file name when ``root`` is a file).
+
+    Never raises for one file: it yields ``Rejected(path, reason)`` instead, or ``Skipped`` for a
+    file left out on purpose, and goes on:
+
+    - a path that is not valid UTF-8 ("file name is not valid UTF-8; rename it", or "folder name ...");
+    - a symbolic link (to a file or a folder) that leads outside ``root``'s real path ("symbolic
+      link to ..., outside the folder; skipped"); a link loop, or one to nothing ("symbolic link
+      loop (it leads back to itself); skipped", "symbolic link to X, which does not exist; skipped");
+    - ``Skipped``: a link to a file the walk reads anyway ("same file as <its path> (a symbolic link
+      to it)"), and a link to a folder inside ``root``, which is never followed ("symbolic link to
+      folder X, inside the folder; not followed"; "symbolic link to X, a folder that holds it (a
+      loop); not followed");
+    - "not a regular file" (a FIFO, socket or device), "too large" (over ``MAX_FILE_BYTES``),
+      "unreadable (<reason>)" (any other ``OSError``; "unreadable folder (<reason>)" for a folder
+      that cannot be listed, with nothing under it read), "binary", or text that is neither UTF-8
+      nor UTF-16 with a BOM (``decode_strict``'s reason).
     """
     root = Path(root)
-    base = root.resolve()
-    for path in _folder_files(root):
-        rel = path.name if root.is_file() else path.relative_to(root).as_posix()
-        bad_name = _bad_name(path, rel)
-        if bad_name:
-            yield Rejected(_printable(rel), bad_name)
-            continue
-        target = None if root.is_file() else _outside(path, base)
-        if target is not None:  # reading it would ingest what the user did not point at
-            yield Rejected(rel, f"symbolic link to {_printable(str(target))}, outside the folder; skipped")
+    try:
+        base = os.path.realpath(root, strict=True)
+    except OSError as exc:
+        uri = at if at is not None else root.name
+        yield Rejected(_printable(uri), _broken_link(str(root), exc) if root.is_symlink() else _os_reason(exc))
+        return
+    if not os.path.isdir(base):
+        uri = at if at is not None else root.name
+        bad_name = _bad_name(uri)
+        yield Rejected(_printable(uri), bad_name) if bad_name else _read_file(base, uri)
+        return
+    at = at or ""
+    for rel, entry in _walk(base):
+        uri = _join(at, rel)
+        if isinstance(entry, OSError):
+            yield Rejected(_printable(uri) or ".", f"unreadable folder ({_os_reason(entry)})")
             continue
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                yield Rejected(rel, "too large")
-                continue
-            data = path.read_bytes()
+            is_link = entry.is_symlink()
         except OSError:
-            yield Rejected(rel, "unreadable")
+            is_link = False
+        if not is_link and not _is_document_name(entry.name):
             continue
-        yield _read_doc(path, rel, data)
+        if bad_name := _bad_name(uri):
+            yield Rejected(_printable(uri), bad_name)
+            continue
+        result = _link_entry(entry, rel, base, at) if is_link else _read_file(entry.path, uri)
+        if result is not None:
+            yield result

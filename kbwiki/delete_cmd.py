@@ -1,8 +1,8 @@
 """``kbwiki delete --kb NAME DOC...`` and ``kbwiki delete-kb --kb NAME --yes``.
 
 A DOC is a knowledge id or the source_uri it was ingested from (``kbwiki ingest`` uses the path
-relative to the folder). Deleting queues a retract per document; a running worker removes the
-document's pages and citations (``--wait`` shows it finish).
+relative to the KB's root folder, ``kbwiki.source_root``). Deleting queues a retract per
+document; a running worker removes the document's pages and citations (``--wait`` shows it finish).
 """
 
 from __future__ import annotations

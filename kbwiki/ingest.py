@@ -12,7 +12,7 @@ from itertools import islice
 from tqdm import tqdm
 
 from actors.deps import Deps, run_stage
-from kbwiki.corpus import CorpusDoc, Rejected
+from kbwiki.corpus import CorpusDoc, Rejected, Skipped
 from repos.knowledge import content_hash
 from stages.ingest import prepare_document, store_document, unchanged_sources
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
@@ -27,8 +27,9 @@ PROBLEMS_SHOWN = 50
 
 
 def rejected_line(doc: Rejected) -> str:
-    """The line that says why an input was not stored."""
-    return f"rejected {doc.path}: {doc.reason}"
+    """The line that says why an input was not stored: "rejected PATH: reason", or "skipped PATH:
+    reason" for a file left out on purpose (``kbwiki.corpus.Skipped``)."""
+    return f"{doc.status} {doc.path}: {doc.reason}"
 
 
 def problem_lines(problems: list[str]) -> list[str]:
@@ -59,7 +60,8 @@ SUBMIT_CHUNK = 500
 
 
 def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
-    """Submit every document; rejected inputs (binary, undecodable) are reported, never stored.
+    """Submit every document; rejected inputs (binary, undecodable) and skipped ones (a symbolic
+    link to a file read anyway) are counted and reported, never stored.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` when the KB is (or gets) deleted."""
     report = IngestReport()
     items = iter(docs)
@@ -77,7 +79,7 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
         unchanged = run_stage(unchanged_sources, deps, kb.id, versions)
         for doc, prepared in zip(chunk, ready):
             if isinstance(doc, Rejected):
-                report.counts["rejected"] += 1
+                report.counts[doc.status] += 1
                 report.problems.append(rejected_line(doc))
                 continue
             if doc.source_uri in unchanged:
@@ -427,6 +429,10 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
         estimate.budget_left = max(0, config.token_budget - deps.llm_usage.budget_spent(kb.id))
     calls = prompt_tokens = completion_tokens = title_chars = 0
     for doc in docs:
+        if isinstance(doc, Skipped):
+            estimate.skipped += 1
+            estimate.problems.append(rejected_line(doc))
+            continue
         if isinstance(doc, Rejected):
             estimate.rejected += 1
             estimate.problems.append(rejected_line(doc))

@@ -87,6 +87,19 @@ class KnowledgeBaseRepository:
             ).fetchone()
         return KnowledgeBase.model_validate(row) if row else None
 
+    def claim_source_root(self, kb_id: str, folder: str, replace: bool = False) -> str | None:
+        """The folder the KB's source URIs are relative to after making ``folder`` (a real path)
+        that folder when the KB has none yet (or always, with ``replace``); None when the KB does
+        not exist. One statement: of concurrent first ingests, the first to commit sets it and
+        the others get its folder back."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "UPDATE knowledge_bases SET source_root = CASE WHEN %s THEN %s ELSE coalesce(source_root, %s) END"
+                " WHERE id = %s RETURNING source_root",
+                (replace, folder, folder, kb_id),
+            ).fetchone()
+        return row["source_root"] if row else None
+
     def set_wiki_config(self, kb_id: str, config: dict) -> None:
         """Store per-KB tunables (validate with ``wiki.models.WikiConfig`` first)."""
         with self.pool.connection() as conn:

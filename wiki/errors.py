@@ -92,6 +92,11 @@ class BadDocument(BadInput):
         self.detail = detail
 
 
+class OutsideRoot(BadInput):
+    """A folder or file to ingest that is not under the folder its KB's source URIs are relative
+    to (``kbwiki.source_root``): its files have no path there."""
+
+
 class BadSetting(KbwikiError, RuntimeError):
     """A setting is refused (an environment variable with a bad value) or unset where a process
     needs it (DATABASE_URL outside the ``kbwiki`` command, which starts local servers instead)."""

@@ -131,12 +131,14 @@ def valid_kb_name(name: object) -> str:
 
 
 class KnowledgeBase(BaseModel):
-    """One knowledge base (``knowledge_bases`` row)."""
+    """One knowledge base (``knowledge_bases`` row). ``source_root``: the real path of the folder
+    its source URIs are relative to (``kbwiki.source_root``), None until its first ingest."""
 
     id: str
     tenant_id: int
     name: str
     wiki_config: WikiConfig = Field(default_factory=WikiConfig)
+    source_root: str | None = None
     deleted_at: datetime | None = None
 
 

@@ -35,14 +35,12 @@ def test_a_wait_on_a_paused_kb_ends_without_its_timeout_and_says_how_to_resume(d
 def test_ingest_wait_exits_1_naming_the_failed_documents(pipeline_env, deps, clean_db, tmp_path: Path, monkeypatch):  # noqa: F811
     monkeypatch.setenv("KBWIKI_HOME", str(tmp_path / "home"))
     name = f"failed-{uuid.uuid4().hex[:6]}"
-    first, again = tmp_path / "first", tmp_path / "again"
-    first.mkdir()
-    again.mkdir()
+    folder = tmp_path / "docs"
+    folder.mkdir()
     for bird in ("Plover", "Curlew"):
         text = f"# {bird}\n\nThe {bird} is a bird of the shore. It feeds on insects and small fish.\n"
-        (first / f"{bird}.md").write_text(text)
-    (again / "Curlew.md").write_text((first / "Curlew.md").read_text())  # unchanged: nothing queued
-    assert CliRunner().invoke(main, ["ingest", str(first), "--kb", name]).exit_code == 0
+        (folder / f"{bird}.md").write_text(text)
+    assert CliRunner().invoke(main, ["ingest", str(folder), "--kb", name]).exit_code == 0
     kb = deps.kbs.get_by_name(1, name)
     docs = {uri: deps.docs.find(kb.id, uri).id for uri in ("Plover.md", "Curlew.md")}
     # the worker failed Plover for good and wrote Curlew; nothing is left in the lanes
@@ -52,7 +50,7 @@ def test_ingest_wait_exits_1_naming_the_failed_documents(pipeline_env, deps, cle
     deps.docs.set_status([docs["Curlew.md"]], "done")
     for lane in WIKI_LANES:
         deps.ops.delete_by_ids([op.id for op in deps.ops.peek(lane, SCOPE_KB, kb.id, 100)])
-    folder = again
+    (folder / "Plover.md").unlink()  # Curlew.md is left unchanged: nothing queued
     out = CliRunner().invoke(main, ["ingest", str(folder), "--kb", name, "--wait", "--timeout", "30"])
     assert out.exit_code == 1, out.output
     assert f"1 document(s) of '{name}' failed" in out.output and "kbwiki status --kb" in out.output

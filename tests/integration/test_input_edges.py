@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from pydantic import ValidationError
 
 from kbwiki.cli import main
-from kbwiki.corpus import CorpusDoc, Rejected, iter_folder_docs
+from kbwiki.corpus import CorpusDoc, Rejected, Skipped, iter_folder_docs
 from tests.conftest import REDIS_URL
 from wiki.models import valid_kb_name
 
@@ -75,14 +75,16 @@ def test_a_symlink_out_of_the_folder_is_skipped_with_a_reason(tmp_path):
     (outside / "secret.md").write_text("Secret notes that live outside the ingested folder, never to be read. " * 3)
     (root / "leak.md").symlink_to(outside / "secret.md")
     (root / "sub" / "leakdir").symlink_to(outside, target_is_directory=True)
-    (root / "alias.md").symlink_to(root / "a.md")  # inside: read as usual
+    (root / "alias.md").symlink_to(root / "a.md")  # inside: a second name of a.md, skipped
     (root / "sub" / "loop").symlink_to(root, target_is_directory=True)  # inside: not followed
 
     found = {(x.source_uri if isinstance(x, CorpusDoc) else x.path): x for x in iter_folder_docs(root)}
-    assert sorted(found) == ["a.md", "alias.md", "leak.md", "sub/leakdir"]
-    assert isinstance(found["a.md"], CorpusDoc) and isinstance(found["alias.md"], CorpusDoc)
+    assert sorted(found) == ["a.md", "alias.md", "leak.md", "sub/leakdir", "sub/loop"]
+    assert isinstance(found["a.md"], CorpusDoc)
+    assert found["alias.md"] == Skipped("alias.md", "same file as a.md (a symbolic link to it)")
+    assert found["sub/loop"] == Skipped("sub/loop", "symbolic link to ., a folder that holds it (a loop); not followed")
     for rel in ("leak.md", "sub/leakdir"):
-        assert isinstance(found[rel], Rejected)
+        assert type(found[rel]) is Rejected
         assert "symbolic link to" in found[rel].reason and "outside the folder; skipped" in found[rel].reason
     assert not any("Secret" in x.text for x in found.values() if isinstance(x, CorpusDoc))
 

@@ -209,3 +209,31 @@ def test_rollback_migrations_refuses_a_database_holding_data():
             rollback_migrations(url)
         assert TABLES <= _tables(url)
         assert rollback_migrations(url, allow_data=True) == applied
+
+def test_a_kb_from_before_the_source_root_gets_the_folder_of_its_next_ingest():
+    from yoyo import get_backend, read_migrations
+
+    from repos.db import MIGRATIONS_DIR, make_pool, yoyo_url
+    from repos.knowledge import KnowledgeBaseRepository
+
+    with _scratch_db() as url:
+        apply_migrations(url)
+        backend = get_backend(yoyo_url(url))
+        root = read_migrations(str(MIGRATIONS_DIR)).filter(lambda m: m.id == "0140_kb_source_root")
+        with backend.lock():
+            backend.rollback_migrations(root)
+        with psycopg.connect(url, autocommit=True) as conn:  # a KB as the versions before wrote it
+            conn.execute("INSERT INTO knowledge_bases (id, tenant_id, name) VALUES ('kb', 1, 'old')")
+        assert apply_migrations(url) == 1
+        pool = make_pool(url, 1, 1)
+        try:
+            kbs = KnowledgeBaseRepository(pool)
+            assert kbs.get_by_name(1, "old").source_root is None
+            # its next ingest's folder becomes its root; a later ingest (without --set-root) keeps it
+            assert kbs.claim_source_root("kb", "/data/docs") == "/data/docs"
+            assert kbs.claim_source_root("kb", "/data/docs/guide") == "/data/docs"
+            assert kbs.claim_source_root("kb", "/moved/docs", replace=True) == "/moved/docs"
+            assert kbs.get_by_name(1, "old").source_root == "/moved/docs"
+            assert kbs.claim_source_root("no-such-kb", "/data") is None
+        finally:
+            pool.close()

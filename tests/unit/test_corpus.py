@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from kbwiki.corpus import (
     MIN_STDLIB_DOC_CHARS,
     CorpusDoc,
     Rejected,
+    Skipped,
     iter_folder_docs,
     iter_stdlib_docs,
     split_front_matter,
@@ -266,3 +268,68 @@ def test_split_front_matter_cuts_a_long_title() -> None:
     assert body == "Body"
     assert title is not None and len(title) <= 200 and title.startswith("word word")
     assert split_front_matter("Body\n---\nx: 1\n---\n") == (None, "Body\n---\nx: 1\n---\n")
+
+
+def test_the_walk_streams_in_the_order_of_the_sorted_relative_paths(tmp_path: Path) -> None:
+    names = ["a.md", "a/b.md", "a-b/c.md", "a b.md", "a/a/a.md", "B.md", "ab.md", "a.md.md", "z/ä.md", "é.md"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(f"# {name}\n\nA document named {name} in a folder being walked.\n")
+    assert [d.source_uri for d in iter_folder_docs(tmp_path)] == sorted(names)
+
+
+def test_paths_are_named_under_the_given_path_in_the_kb(tmp_path: Path) -> None:
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "guide" / "one.md").write_text("# One\n\nA single document.\n")
+    (tmp_path / "guide" / "blob.txt").write_bytes(b"\x00\x01binary\x00" * 20)
+    assert list(iter_folder_docs(tmp_path / "guide", "docs/guide")) == [
+        Rejected("docs/guide/blob.txt", "binary"),
+        CorpusDoc("One", "docs/guide/one.md", "# One\n\nA single document."),
+    ]
+    one = tmp_path / "guide" / "one.md"
+    assert [d.source_uri for d in iter_folder_docs(one, "docs/guide/one.md")] == ["docs/guide/one.md"]
+
+
+def test_symlinks_inside_the_folder(tmp_path: Path) -> None:
+    (tmp_path / ".drafts").mkdir()
+    (tmp_path / ".drafts" / "next.md").write_text("# Next\n\nA draft in a hidden folder, read through a link.\n")
+    (tmp_path / "v2").mkdir()
+    (tmp_path / "v2" / "api.md").write_text("# API\n\nThe second version of the interface.\n")
+    (tmp_path / "next.md").symlink_to(".drafts/next.md")  # the walk never reads its target: read here
+    (tmp_path / "latest").symlink_to("v2", target_is_directory=True)
+    (tmp_path / "notes").symlink_to("v2/api.md")  # no document extension: not a document
+    assert _results(tmp_path) == {
+        "latest": Skipped("latest", "symbolic link to folder v2, inside the folder; not followed"),
+        "next.md": CorpusDoc("Next", "next.md", "# Next\n\nA draft in a hidden folder, read through a link."),
+        "v2/api.md": CorpusDoc("API", "v2/api.md", "# API\n\nThe second version of the interface."),
+    }
+
+
+@pytest.mark.timeout(30)  # reading a FIFO waits for a writer: the old reader hung here
+def test_a_file_that_is_not_a_regular_one_is_rejected(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")
+    (tmp_path / "z.md").write_text("# Z\n\nRead after the pipe.\n")
+    assert list(iter_folder_docs(tmp_path)) == [
+        Rejected("pipe.md", "not a regular file"),
+        CorpusDoc("Z", "z.md", "# Z\n\nRead after the pipe."),
+    ]
+
+
+def test_a_folder_that_cannot_be_listed_is_rejected_and_the_rest_read(tmp_path: Path) -> None:
+    # A real OSError while walking: a folder whose path is longer than the system's PATH_MAX
+    # cannot be listed (made through folder descriptors, which have no such limit).
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        for _ in range(20):
+            os.mkdir("d" * 250, dir_fd=fd)
+            inner = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    finally:
+        os.close(fd)
+    (tmp_path / "z.md").write_text("# Z\n\nRead after the deep folder.\n")
+    results = list(iter_folder_docs(tmp_path))
+    assert results[-1] == CorpusDoc("Z", "z.md", "# Z\n\nRead after the deep folder.")
+    [deep] = results[:-1]
+    assert type(deep) is Rejected and deep.reason == "unreadable folder (File name too long)"
+    assert deep.path.startswith("d" * 250 + "/")

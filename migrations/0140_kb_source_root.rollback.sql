@@ -1,0 +1,1 @@
+ALTER TABLE knowledge_bases DROP COLUMN IF EXISTS source_root;
