@@ -224,6 +224,19 @@ class KnowledgeRepository:
             rows = conn.execute("SELECT * FROM knowledges WHERE id = ANY(%s)", (ids,)).fetchall()
         return {r["id"]: Document.model_validate(r) for r in rows}
 
+    def source_uris(self, tenant_id: int, ids: list[str]) -> dict[str, str]:
+        """{knowledge id: source_uri} of the tenant's documents among ``ids`` (deleted ones
+        included, ids of another tenant or of no document left out), in one statement through
+        the primary key."""
+        if not ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT id, source_uri FROM knowledges WHERE id = ANY(%s) AND tenant_id = %s",
+                (sorted(set(ids)), tenant_id),
+            ).fetchall()
+        return {r["id"]: r["source_uri"] for r in rows}
+
     def find(self, kb_id: str, ref: str) -> Document | None:
         """The KB's document named by ``ref``: its knowledge id, else the source_uri of a live one; or None."""
         with self.pool.connection() as conn:
