@@ -130,7 +130,7 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
 
         given = click.get_current_context().get_parameter_source("tenant") is not click.core.ParameterSource.DEFAULT
         with services():
-            print_kbs(command_deps(), tenant=tenant if given else None, limit=DEFAULT_PAGE, after=None, as_json=as_json)
+            print_kbs(command_deps(), tenant=tenant if given else None, limit=DEFAULT_PAGE, start=None, as_json=as_json)
         return
     with services():
         deps = command_deps()

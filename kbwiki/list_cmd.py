@@ -69,8 +69,8 @@ def _by_status(documents: dict[str, int]) -> str:
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     """Lines of columns padded to their widest cell (two spaces apart; the last one unpadded)."""
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     lines = [header, *rows]
+    widths = [max(len(r[i]) for r in lines) for i in range(len(header) - 1)]
     return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip() for r in lines]
 
 
@@ -92,9 +92,9 @@ def kb_json(kb: KbListing) -> dict:
     }
 
 
-def print_kbs(deps, *, tenant: int | None, limit: int, after: str | None, as_json: bool) -> None:
-    """Print one page of ``kbwiki kbs`` (also ``kbwiki status`` without ``--kb``)."""
-    start = decode_cursor(after, "kbs", (int, str)) if after else None
+def print_kbs(deps, *, tenant: int | None, limit: int, start: tuple | None, as_json: bool) -> None:
+    """Print one page of ``kbwiki kbs`` (also ``kbwiki status`` without ``--kb``): the KBs after
+    ``start`` (a decoded cursor, None for the first page)."""
     rows = deps.listing.knowledge_bases(tenant_id=tenant, after=start, limit=limit + 1)
     page, more = rows[:limit], len(rows) > limit
     cursor = encode_cursor("kbs", page[-1].tenant_id, page[-1].name) if more else None
@@ -104,7 +104,7 @@ def print_kbs(deps, *, tenant: int | None, limit: int, after: str | None, as_jso
         return
     if not page:
         whose = "" if tenant is None else f" of tenant {tenant}"
-        click.echo(f"no knowledge base{whose}" if not after else "end of list")
+        click.echo(f"no knowledge base{whose}" if start is None else "end of list")
         return
     header = ("NAME", "TENANT", "PAGES", "LAST ACTIVITY", "PAUSED", "DOCUMENTS")
     cells = [
@@ -136,8 +136,9 @@ def print_kbs(deps, *, tenant: int | None, limit: int, after: str | None, as_jso
 def kbs(tenant: int | None, as_json: bool, limit: int, after: str | None) -> None:
     """The live knowledge bases: name, tenant, pages, last activity, paused model work, documents
     by status; in (tenant, name) order, a page at a time."""
+    start = decode_cursor(after, "kbs", (int, str)) if after else None  # a bad one starts no server
     with services():
-        print_kbs(command_deps(), tenant=tenant, limit=limit, after=after, as_json=as_json)
+        print_kbs(command_deps(), tenant=tenant, limit=limit, start=start, as_json=as_json)
 
 
 def document_json(doc: DocumentListing) -> dict:
