@@ -20,6 +20,7 @@ from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.index_intros import IndexIntroRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.listing import ListingRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
@@ -54,6 +55,7 @@ class Deps:
     llm_errors: LLMConfigErrorRepository
     llm_usage: LLMUsageRepository
     index_intros: IndexIntroRepository
+    listing: ListingRepository
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
@@ -99,6 +101,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         llm_errors=LLMConfigErrorRepository(pool),
         llm_usage=LLMUsageRepository(pool),
         index_intros=IndexIntroRepository(pool),
+        listing=ListingRepository(pool),
     )
 
 

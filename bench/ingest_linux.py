@@ -6,7 +6,7 @@ Fetches the corpus with bench/corpus/linux-doc.sh, starts ``kbwiki worker -p 2 -
 starts the embedded servers, or uses DATABASE_URL/REDIS_URL when set), then times
 ``kbwiki ingest FOLDER --kb NAME --wait`` into a fresh KB from start to exit, and prints wall
 time, documents per second, the machine's busy CPU time over the run (servers included),
-``kbwiki status`` of the KB, and each worker process's peak RSS
+``kbwiki status`` of the KB (its timestamped name first), and each worker process's peak RSS
 (sampled every 0.2 s with psutil; the servers the worker started are not counted).
 """
 
@@ -111,6 +111,8 @@ def main() -> None:
             worker.terminate()  # the command forwards it; workers finish their messages, then servers stop
             worker.wait(timeout=120)
     settled = sum(status["documents"].values())
+    # the progress lines above bury the name printed at the start: the report repeats it
+    print(f"knowledge base: {kb_name} (kbwiki status --kb {kb_name}; kbwiki documents --kb {kb_name})")
     print(f"kbwiki ingest --wait exit code: {ingest.returncode}")
     print(f"wall time: {elapsed:.1f} s  ({settled / elapsed:.2f} documents settled per second)")
     print(

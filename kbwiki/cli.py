@@ -1,6 +1,6 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb, lint, resume, serve, up and down live in their own ``*_cmd`` modules, registered at the
-end of this one.
+delete-kb, lint, resume, serve, up, down, kbs and documents live in their own ``*_cmd`` modules,
+registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it uses
 the local servers that the home's supervisor runs (``kbwiki.supervisor``, started when none runs)
@@ -165,14 +165,28 @@ def _documents(docs, path: Path):
 
 
 @main.command()
-@kb_option
+@click.option(
+    "--kb",
+    "kb_name",
+    default=None,
+    callback=lambda ctx, param, value: None if value is None else kb_name_param(ctx, param, value),
+    help="Knowledge base name (without it: the KBs, as `kbwiki kbs` lists them).",
+)
 @tenant_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def status(kb_name: str, tenant: int, as_json: bool) -> None:
+def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
     """Pages by type, links, orphans, dead links, rows per lane and dead letters of a KB, and
-    up to 10 skipped or failed documents with the reason."""
+    up to 10 skipped or failed documents with the reason. Without --kb: the first page of
+    `kbwiki kbs` (every tenant's KBs unless --tenant is given)."""
     from kbwiki.status import kb_status, status_lines
 
+    if kb_name is None:
+        from kbwiki.list_cmd import DEFAULT_PAGE, print_kbs
+
+        given = click.get_current_context().get_parameter_source("tenant") is not click.core.ParameterSource.DEFAULT
+        with services():
+            print_kbs(command_deps(), tenant=tenant if given else None, limit=DEFAULT_PAGE, start=None, as_json=as_json)
+        return
     with services():
         deps = command_deps()
         report = kb_status(deps, find_kb(deps, tenant, kb_name))
@@ -228,7 +242,15 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int, force: bool)
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
-from kbwiki import dead_letters_cmd, delete_cmd, lint_cmd, resume_cmd, serve_cmd, servers_cmd  # noqa: E402,F401
+from kbwiki import (  # noqa: E402,F401
+    dead_letters_cmd,
+    delete_cmd,
+    lint_cmd,
+    list_cmd,
+    resume_cmd,
+    serve_cmd,
+    servers_cmd,
+)
 
 if __name__ == "__main__":
     main()

@@ -222,11 +222,31 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
 
 
 def find_kb(deps, tenant: int, name: str, create: bool = False):
-    """The live KB ``name`` of ``tenant`` (created when ``create``); ``UnknownKnowledgeBase`` otherwise."""
+    """The live KB ``name`` of ``tenant`` (created when ``create``); otherwise ``UnknownKnowledgeBase``
+    saying which names were likely meant (:func:`unknown_kb_hint`)."""
     kb = deps.kbs.get_or_create(tenant, name) if create else deps.kbs.get_by_name(tenant, name)
     if kb is None:
-        raise UnknownKnowledgeBase(f"no knowledge base named {name!r} for tenant {tenant}")
+        hint = unknown_kb_hint(deps, tenant, name)
+        raise UnknownKnowledgeBase(f"no knowledge base named {name!r} for tenant {tenant}; {hint}")
     return kb
+
+
+def unknown_kb_hint(deps, tenant: int, name: str) -> str:
+    """What to say after "no knowledge base named X": ``did you mean 'Y'?`` with the tenant's names
+    close to ``name`` (``wiki.suggest.close_names`` over the 1,000 next to it in case-insensitive
+    order, ``KnowledgeBaseRepository.names_near``), else how many KBs the tenant has and the
+    command that lists them. Two bounded statements whatever the number of KBs."""
+    from repos.knowledge import COUNT_LIVE_CAP
+    from wiki.suggest import close_names, did_you_mean
+
+    close = close_names(name, deps.kbs.names_near(tenant, name))
+    if close:
+        return did_you_mean(close)
+    n = deps.kbs.count_live(tenant)
+    if n == 0:
+        return f"tenant {tenant} has no knowledge base (every tenant's: kbwiki kbs)"
+    many = f"{COUNT_LIVE_CAP:,} or more" if n >= COUNT_LIVE_CAP else f"{n:,}"
+    return f"tenant {tenant} has {many} knowledge base{'s' if n != 1 else ''} (list them: kbwiki kbs --tenant {tenant})"
 
 
 def kb_name_param(ctx: click.Context, param: click.Parameter, value: str) -> str:

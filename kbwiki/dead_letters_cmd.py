@@ -77,12 +77,28 @@ def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, sinc
     )
 
 
-def _row_line(row) -> str:
+def _row_line(row, source_uri: str | None = None) -> str:
     scope = f"{row.scope}/{row.scope_id}" if row.scope_id else row.scope
     return (
         f"{row.id}\t{row.failed_at.isoformat(timespec='seconds')}\t{row.task_type}\t{scope}\t"
-        f"{row.related_id or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}"
+        f"{row.related_id or '-'}\t{source_uri or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}"
     )
+
+
+def _source_uris(deps, tenant: int, rows) -> dict[int, str]:
+    """{dead letter id: source URI of the document its message names}: the tenant's document whose
+    knowledge id is the letter's related id (one statement for the page), else the ``source_uri``
+    a ``wiki_submit`` message carries (its document may never have been stored). Letters naming no
+    document, or a document without a source URI, are left out."""
+    stored = deps.docs.source_uris(tenant, [row.related_id for row in rows if row.related_id])
+    found = {}
+    for row in rows:
+        kwargs = row.payload.get("kwargs")
+        sent = kwargs.get("source_uri") if isinstance(kwargs, dict) else None
+        uri = stored.get(row.related_id) or (sent if isinstance(sent, str) else None)
+        if uri:
+            found[row.id] = uri
+    return found
 
 
 kb_filter = click.option(
@@ -122,7 +138,8 @@ def _dead_letter_deps(tenant: int):
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200), help="Rows per page.")
 @click.option("--cursor", default=None, help="The next-page cursor printed by the previous page.")
 def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
-    """One line per dead letter, newest first: id, failed at, task type, scope, related id, fails, error."""
+    """One line per dead letter, newest first: id, failed at, task type, scope, related id, the
+    source URI of the document it names, fails, error."""
     with services():
         deps = _dead_letter_deps(tenant)
         filters = _filters(deps, tenant, kb_name, task_type, since)
@@ -130,8 +147,9 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
             rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit)
         except BadInput as exc:
             raise click.BadParameter(str(exc), param_hint="--cursor") from None
+        sources = _source_uris(deps, tenant, rows)
     for row in rows:
-        click.echo(_row_line(row))
+        click.echo(_row_line(row, sources.get(row.id)))
     if len(rows) == limit:
         click.echo(f"next page: --cursor {rows[-1].id}")
     else:

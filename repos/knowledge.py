@@ -19,6 +19,12 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+#: KB names read on each side of a mistyped one (``names_near``): 1,000 in all.
+NAMES_NEAR_EACH_SIDE = 500
+#: ``count_live`` counts this far at most.
+COUNT_LIVE_CAP = 10_000
+
+
 class KnowledgeBaseRepository:
     """Reads and writes ``knowledge_bases`` rows."""
 
@@ -48,6 +54,34 @@ class KnowledgeBaseRepository:
                 (tenant_id, name),
             ).fetchone()
         return KnowledgeBase.model_validate(row) if row else None
+
+    def names_near(self, tenant_id: int, name: str, each_side: int = NAMES_NEAR_EACH_SIDE) -> list[str]:
+        """Names of the tenant's live KBs next to ``name`` in case-insensitive order: up to
+        ``each_side`` from ``lower(name)`` on and as many before it, in one statement through
+        ``idx_knowledge_bases_tenant_lower_name`` (migration 0150): what a mistyped name is compared
+        with, bounded whatever the number of KBs (a name differing in case, or typed with its end
+        missing or wrong, sorts next to it)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "(SELECT name FROM knowledge_bases WHERE tenant_id = %(t)s AND deleted_at IS NULL"
+                "  AND lower(name) >= lower(%(n)s) ORDER BY lower(name) LIMIT %(k)s)"
+                " UNION ALL"
+                " (SELECT name FROM knowledge_bases WHERE tenant_id = %(t)s AND deleted_at IS NULL"
+                "  AND lower(name) < lower(%(n)s) ORDER BY lower(name) DESC LIMIT %(k)s)",
+                {"t": tenant_id, "n": name, "k": max(1, int(each_side))},
+            ).fetchall()
+        return [r["name"] for r in rows]
+
+    def count_live(self, tenant_id: int, cap: int = COUNT_LIVE_CAP) -> int:
+        """How many live KBs the tenant has, counting no further than ``cap`` (a tenant with more
+        gets ``cap``): an index-only count of ``uq_knowledge_bases_tenant_name``'s entries."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*) AS n FROM (SELECT 1 FROM knowledge_bases WHERE tenant_id = %s"
+                " AND deleted_at IS NULL LIMIT %s) s",
+                (tenant_id, max(0, int(cap))),
+            ).fetchone()
+        return row["n"]
 
     def get_active(self, tenant_id: int, kb_id: str) -> KnowledgeBase:
         """The live KB ``kb_id`` of the tenant. Raises UnknownKnowledgeBase otherwise."""
@@ -202,6 +236,19 @@ class KnowledgeRepository:
         with self.pool.connection() as conn:
             rows = conn.execute("SELECT * FROM knowledges WHERE id = ANY(%s)", (ids,)).fetchall()
         return {r["id"]: Document.model_validate(r) for r in rows}
+
+    def source_uris(self, tenant_id: int, ids: list[str]) -> dict[str, str]:
+        """{knowledge id: source_uri} of the tenant's documents among ``ids`` (deleted ones
+        included, ids of another tenant or of no document left out), in one statement through
+        the primary key."""
+        if not ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT id, source_uri FROM knowledges WHERE id = ANY(%s) AND tenant_id = %s",
+                (sorted(set(ids)), tenant_id),
+            ).fetchall()
+        return {r["id"]: r["source_uri"] for r in rows}
 
     def find(self, kb_id: str, ref: str) -> Document | None:
         """The KB's document named by ``ref``: its knowledge id, else the source_uri of a live one; or None."""

@@ -39,6 +39,9 @@ print(json.dumps({"code": result.exit_code, "output": result.output, "exception"
 
 COMMANDS = [
     ["status", "--kb", "nope"],
+    ["status"],
+    ["kbs"],
+    ["documents", "--kb", "nope"],
     ["export", "--kb", "nope", "out-dir-never-written"],
     ["lint", "--kb", "nope"],
     ["delete", "--kb", "nope", "doc.md"],

@@ -120,6 +120,7 @@ def test_list_filters_by_kb_task_type_and_since_and_pages(run, deps):  # noqa: F
         "wiki:ingest",
         f"knowledge_base/{kb.id}",
         doc.id,
+        "alpha.md",
         "fails=6",
         "RuntimeError: extractor exploded",
     ]
@@ -137,6 +138,32 @@ def test_list_filters_by_kb_task_type_and_since_and_pages(run, deps):  # noqa: F
     result = run("dead-letters", "list", "--kb", kb.name, "--since", after_first)
     assert {int(line.split("\t")[0]) for line in result.stdout.splitlines()[:-1]} == {second.id, reduce.id}
     assert len(run("dead-letters", "list", "--since", "2h").stdout.splitlines()) == 5  # 4 rows + footer
+
+
+def test_list_shows_the_source_uri_of_the_document_a_letter_names(run, deps):  # noqa: F811
+    kb = _kb(deps)
+    ingest, doc = _wiki_dead_letter(deps, kb, "guide")  # names the document by its knowledge id
+    mapped = deps.dead_letters.insert(  # an actor's message naming it (the middleware's related id)
+        task_type="wiki_map", tenant_id=1, scope="knowledge_base", scope_id=kb.id, related_id=doc.id, fail_count=3
+    )
+    submitted = _message_dead_letter(  # a document never stored: the message carries its source URI
+        deps, "wiki_submit", {"tenant_id": 1, "knowledge_base_id": kb.id, "title": "N", "source_uri": "new/n.md"}
+    )
+    reduce = _message_dead_letter(deps, "wiki_reduce", {"tenant_id": 1, "knowledge_base_id": kb.id})
+    other = deps.kbs.get_or_create(2, kb.name)
+    _, theirs = _wiki_dead_letter(deps, other, "secret")
+    foreign = deps.dead_letters.insert(task_type="wiki_map", tenant_id=1, related_id=theirs.id, fail_count=1)
+
+    result = run("dead-letters", "list")
+    assert result.exit_code == 0, result.output
+    sources = {int(f[0]): (f[4], f[5]) for f in (line.split("\t") for line in result.stdout.splitlines()) if len(f) > 5}
+    assert sources == {
+        ingest.id: (doc.id, "guide.md"),
+        mapped.id: (doc.id, "guide.md"),
+        submitted.id: ("-", "new/n.md"),
+        reduce.id: ("-", "-"),
+        foreign.id: (theirs.id, "-"),  # another tenant's document is not named
+    }
 
 
 def test_list_refuses_a_bad_cursor_and_an_unknown_kb(run):
