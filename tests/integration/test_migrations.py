@@ -210,6 +210,7 @@ def test_rollback_migrations_refuses_a_database_holding_data():
         assert TABLES <= _tables(url)
         assert rollback_migrations(url, allow_data=True) == applied
 
+
 def test_a_kb_from_before_the_source_root_gets_the_folder_of_its_next_ingest():
     from yoyo import get_backend, read_migrations
 
