@@ -17,7 +17,17 @@ from pathlib import Path
 
 import click
 
-from kbwiki.command import command_deps, find_kb, kb_name_param, kb_option, lanes_timeout, main, services, tenant_option
+from kbwiki.command import (
+    command_deps,
+    find_kb,
+    kb_name_param,
+    kb_option,
+    lanes_timeout,
+    main,
+    services,
+    tenant_option,
+    timeout_option,
+)
 from wiki.errors import DocumentsFailed
 
 
@@ -53,7 +63,7 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 @click.option(
     "--wait", is_flag=True, help="Show progress until the wiki is complete (pages, cross-links and index page written)."
 )
-@click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
+@timeout_option(3600)
 @click.option(
     "--estimate",
     is_flag=True,

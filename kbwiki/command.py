@@ -8,6 +8,7 @@ imports them to register their commands, so no module imports the one that impor
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -242,5 +243,35 @@ def kb_name_param(ctx: click.Context, param: click.Parameter, value: str) -> str
         raise click.BadParameter(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
 
 
-tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")
+#: The largest PostgreSQL BIGINT: tenant ids and dead-letter ids are stored as one.
+BIGINT_MAX = 2**63 - 1
+#: A tenant id: 0 (messages that named no tenant) or more.
+TENANT_ID = click.IntRange(0, BIGINT_MAX)
+
+
+class Seconds(click.FloatRange):
+    """A positive, finite number of seconds (``--timeout``): 0, a negative number, ``inf`` and
+    ``nan`` are usage errors (exit 2). ``nan`` passes ``click.FloatRange`` (every comparison with it
+    is false), hence the finiteness check."""
+
+    name = "seconds"
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value, param, ctx) -> float:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
+
+
+def timeout_option(default: float):
+    """``--timeout SECONDS`` of a command's ``--wait`` (:class:`Seconds`)."""
+    return click.option(
+        "--timeout", default=default, show_default=True, type=Seconds(), help="Seconds --wait waits at most."
+    )
+
+
+tenant_option = click.option("--tenant", default=1, show_default=True, type=TENANT_ID, help="Tenant id.")
 kb_option = click.option("--kb", "kb_name", required=True, callback=kb_name_param, help="Knowledge base name.")

@@ -19,12 +19,15 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from kbwiki.command import command_deps, find_kb, kb_name_param, main, services, tenant_option
+from kbwiki.command import BIGINT_MAX, command_deps, find_kb, kb_name_param, main, services, tenant_option
 from stages.requeue import requeue_dead_letter, unspool
 from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused, error_headline
 
 #: Rows per page while ``requeue --all`` walks the matching dead letters (the repository's cap).
 REQUEUE_PAGE = 200
+
+#: A dead letter's id (``task_dead_letters.id``, a BIGINT identity from 1): 0 or less is a usage error.
+DEAD_LETTER_ID = click.IntRange(1, BIGINT_MAX)
 
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -139,7 +142,7 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
 
 
 @dead_letters.command("show")
-@click.argument("dead_letter_id", type=int)
+@click.argument("dead_letter_id", type=DEAD_LETTER_ID)
 @tenant_option
 def show_cmd(dead_letter_id: int, tenant: int) -> None:
     """Every field of one dead letter: the payload as JSON and the whole error."""
@@ -157,7 +160,7 @@ def show_cmd(dead_letter_id: int, tenant: int) -> None:
 
 
 @dead_letters.command("requeue")
-@click.argument("ids", nargs=-1, type=int)
+@click.argument("ids", nargs=-1, type=DEAD_LETTER_ID)
 @click.option("--all", "all_matching", is_flag=True, help="Requeue every dead letter matching the filters.")
 @kb_filter
 @tenant_option
@@ -214,7 +217,7 @@ def _matching_ids(deps, filters: Filters) -> list[int]:
 
 
 @dead_letters.command("purge")
-@click.argument("ids", nargs=-1, type=int)
+@click.argument("ids", nargs=-1, type=DEAD_LETTER_ID)
 @click.option(
     "--all", "everything", is_flag=True, help="Delete every dead letter matching the filters (all with none)."
 )

@@ -10,7 +10,16 @@ from __future__ import annotations
 import click
 
 from actors.deps import run_stage
-from kbwiki.command import command_deps, find_kb, kb_option, lanes_timeout, main, services, tenant_option
+from kbwiki.command import (
+    command_deps,
+    find_kb,
+    kb_option,
+    lanes_timeout,
+    main,
+    services,
+    tenant_option,
+    timeout_option,
+)
 from stages.delete import delete_document, delete_knowledge_base
 from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
 
@@ -24,7 +33,7 @@ from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
     is_flag=True,
     help="Wait until the wiki is complete again: pages, links and index rewritten (needs a worker).",
 )
-@click.option("--timeout", default=600, show_default=True, type=float, help="Seconds --wait waits at most.")
+@timeout_option(600)
 def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout: float) -> None:
     """Delete documents (knowledge ids or source URIs) from a KB's wiki."""
     from kbwiki.ingest import wait_for_lanes

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from kbwiki.command import main, services
+from kbwiki.command import TENANT_ID, main, services
 from repos.servers import database_answers
 from wiki.errors import DatabaseUnreachable
 
@@ -21,7 +21,10 @@ WATCH_MISSES = 3
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option(
-    "--tenant", type=int, default=None, help="Tenant served (default KBWIKI_WEB_TENANT, else 1); one tenant per server."
+    "--tenant",
+    type=TENANT_ID,
+    default=None,
+    help="Tenant served (default KBWIKI_WEB_TENANT, else 1); one tenant per server.",
 )
 def serve(host: str, port: int, tenant: int | None) -> None:
     """Serve the wiki, search, graphs, the operations page and /metrics over HTTP until interrupted.
