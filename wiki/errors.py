@@ -157,6 +157,11 @@ class RedisUnreachable(ServersUnreachable):
     """Redis refused or lost the connection or timed out."""
 
 
+class CannotListen(KbwikiError):
+    """``kbwiki serve`` cannot listen on its address: the port is in use, the host is not an
+    address of this machine, or the port is privileged."""
+
+
 class ServiceError(KbwikiError):
     """A local (embedded) server could not be found, started, reached or stopped; the message says why."""
 
