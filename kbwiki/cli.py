@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from kbwiki.command import (
+    checked_settings,
     command_deps,
     find_kb,
     kb_name_param,
@@ -75,7 +76,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, problem_lines, rejected_line, wait_for_lanes
     from kbwiki.status import no_worker_warning
 
-    docs = iter_folder_docs(path)
+    docs = iter_folder_docs(path, checked_settings().max_file_mb)
     rejected = []
     for first in docs:  # read up to the first document: a folder without one creates no KB
         if not isinstance(first, Rejected):
@@ -84,12 +85,13 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     else:
         lines = problem_lines([rejected_line(r) for r in rejected])
         # files of the right kind that could not be read are named with their reason below
-        found = (
-            f"no readable document under {path} ({len(rejected)} rejected, below)"
-            if rejected
-            else (f"no .md/.rst/.txt/.html document under {path}")
-        )
-        raise click.ClickException("\n".join([f"{found}; nothing was stored", *lines]))
+        if len(rejected) == 1:
+            found = f"nothing was stored: the one document file under {path} was rejected:"
+        elif rejected:
+            found = f"nothing was stored: all {len(rejected)} document files under {path} were rejected:"
+        else:
+            found = f"nothing was stored: no .md/.rst/.txt/.html file under {path}"
+        raise click.ClickException("\n".join([found, *lines]))
     if estimate:
         with services():
             deps = command_deps()

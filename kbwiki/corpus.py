@@ -7,6 +7,7 @@ submits the same documents in the same order; memory stays bounded by one docume
 from __future__ import annotations
 
 import ast
+import math
 import os
 import sysconfig
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from wiki.markdown import front_matter
+from wiki.settings import Settings
 from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
 #: Folder and module names never read from the standard library: tests, demos with side
@@ -38,8 +40,10 @@ STDLIB_SKIP = frozenset(
 MIN_STDLIB_DOC_CHARS = 200
 #: Extensions ``iter_folder_docs`` reads (lower case).
 FOLDER_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt", ".html", ".htm"})
-#: Files larger than this are rejected unread; the ingest cuts documents far below it anyway.
-MAX_FILE_BYTES = 20 * 1024 * 1024
+#: Files larger than this many MiB are rejected unread (``KBWIKI_MAX_FILE_MB``); the ingest cuts
+#: documents far below it anyway (``KBWIKI_MAX_DOCUMENT_CHARS``).
+DEFAULT_MAX_FILE_MB: int = Settings.model_fields["max_file_mb"].default
+MIB = 1024 * 1024
 #: Extensions whose files may open with a YAML front matter block (lower case).
 FRONT_MATTER_EXTENSIONS = frozenset({".md", ".markdown"})
 #: A front-matter title is cut to this many characters (the length of a heading title).
@@ -59,8 +63,9 @@ class CorpusDoc:
 class Rejected:
     """A file that cannot become a document. ``path`` is relative to the folder read (POSIX form;
     bytes of a name that are not UTF-8 shown as ``\\xe9``, so it can always be printed);
-    ``reason`` is a short code ("binary", "unsupported type", "too large", "unreadable") or a
-    sentence saying what to fix ("not UTF-8 text (...); convert it to UTF-8", "file name is not
+    ``reason`` is a short code ("binary", "unsupported type") or a sentence saying what is wrong
+    and what to do ("too large: 100.0 MiB, over the 20 MiB limit (KBWIKI_MAX_FILE_MB raises it)",
+    "unreadable: Permission denied", "not UTF-8 text (...); convert it to UTF-8", "file name is not
     valid UTF-8; rename it", the same for a folder name)."""
 
     path: str
@@ -293,7 +298,15 @@ def _read_doc(path: Path, rel: str, data: bytes) -> CorpusDoc | Rejected:
     return CorpusDoc(title=title or document_title(path.name, text), source_uri=rel, text=text)
 
 
-def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
+def too_large(size_bytes: int, max_file_mb: int) -> str:
+    """The reason a file of ``size_bytes`` over the ``max_file_mb`` limit is rejected: its size in
+    MiB rounded up to a tenth (so it never reads as the limit itself), the limit and the setting
+    that raises it."""
+    size_mb = math.ceil(size_bytes * 10 / MIB) / 10
+    return f"too large: {size_mb:.1f} MiB, over the {max_file_mb} MiB limit (KBWIKI_MAX_FILE_MB raises it)"
+
+
+def iter_folder_docs(root: Path, max_file_mb: int = DEFAULT_MAX_FILE_MB) -> Iterator[CorpusDoc | Rejected]:
     """Every document file under ``root`` (a folder, read recursively, or a single file).
 
     Reads ``.md .markdown .rst .txt .html .htm`` files (any case) sorted by relative path, skipping
@@ -303,7 +316,8 @@ def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
     ``Rejected(path, reason)`` instead of raising: a path that is not valid UTF-8 ("file name is
     not valid UTF-8; rename it", or "folder name ..."), a symbolic link (to a file or a folder)
     that leads outside ``root`` ("symbolic link to ..., outside the folder; skipped"), "too
-    large" (over ``MAX_FILE_BYTES``), "unreadable" (an ``OSError``), "binary", or text that
+    large: ..." (over ``max_file_mb`` MiB, :func:`too_large`), "unreadable: <the OS's reason>"
+    (an ``OSError``), "binary", or text that
     is neither UTF-8 nor UTF-16 with a BOM
     (``decode_strict``'s reason). ``source_uri`` and ``Rejected.path`` are the path relative to
     ``root`` in POSIX form (the file name when ``root`` is a file).
@@ -321,11 +335,12 @@ def iter_folder_docs(root: Path) -> Iterator[CorpusDoc | Rejected]:
             yield Rejected(rel, f"symbolic link to {_printable(str(target))}, outside the folder; skipped")
             continue
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                yield Rejected(rel, "too large")
+            size = path.stat().st_size
+            if size > max_file_mb * MIB:
+                yield Rejected(rel, too_large(size, max_file_mb))
                 continue
             data = path.read_bytes()
-        except OSError:
-            yield Rejected(rel, "unreadable")
+        except OSError as exc:
+            yield Rejected(rel, f"unreadable: {exc.strerror or type(exc).__name__}")
             continue
         yield _read_doc(path, rel, data)
