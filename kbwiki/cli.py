@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shlex
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from kbwiki.command import (
     timeout_option,
 )
 from wiki.errors import DocumentsFailed
+from wiki.plural import counted
 
 
 @main.command()
@@ -74,7 +74,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     """Store the .md/.rst/.txt/.html documents under PATH and queue them for the wiki."""
     from kbwiki.corpus import Rejected, iter_folder_docs
     from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, problem_lines, rejected_line, wait_for_lanes
-    from kbwiki.status import no_worker_warning
+    from kbwiki.status import no_worker_warning, status_command
 
     docs = iter_folder_docs(path, checked_settings().max_file_mb)
     rejected = []
@@ -115,8 +115,8 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         if wait and (failed := deps.docs.count_by_status(kb.id).get("failed", 0)):
             # the wiki is complete, but without these documents: say so, and exit 1
             raise DocumentsFailed(
-                f"{failed} document(s) of {kb_name!r} failed and wrote no page"
-                f" (reasons: kbwiki status --kb {shlex.quote(kb_name)}; kbwiki dead-letters list)"
+                f"{counted(failed, 'document')} of {kb_name!r} failed and wrote no page"
+                f" (reasons: {status_command(kb)}; kbwiki dead-letters list)"
             )
 
 

@@ -22,6 +22,7 @@ from wiki.errors import (
     BadInput,
     BadSetting,
     DatabaseUnreachable,
+    Interrupted,
     KbwikiError,
     RedisUnreachable,
     SchemaOutdated,
@@ -34,13 +35,15 @@ from wiki.settings import Settings, get_settings
 
 #: The exit code of a command that ends on each kind of refusal (the most specific class listed in
 #: the error's MRO wins). The line printed is ``Error: <the error's message>``. 2 is click's own
-#: code for a usage error; every other refusal exits 1.
+#: code for a usage error; a command the user stopped (Ctrl-C) exits 130 like any command a shell's
+#: Ctrl-C ends, and its line has no "Error: " (nothing went wrong); every other refusal exits 1.
 EXIT_CODES: dict[type[KbwikiError], int] = {
     BadInput: 2,
     BadSetting: 1,
     UnknownKnowledgeBase: 1,
     ServersUnreachable: 1,
     WaitTimedOut: 1,
+    Interrupted: 130,
     KbwikiError: 1,
 }
 
@@ -50,9 +53,17 @@ def exit_code(exc: KbwikiError) -> int:
     return next(EXIT_CODES[kind] for kind in type(exc).__mro__ if kind in EXIT_CODES)
 
 
+class Stopped(click.ClickException):
+    """A command the user stopped: its message says what goes on, on stderr, without "Error: "."""
+
+    def show(self, file=None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
 def click_error(exc: KbwikiError) -> click.ClickException:
-    """``exc`` as the ``click.ClickException`` that prints ``Error: <message>`` and exits with its code."""
-    error = click.ClickException(str(exc))
+    """``exc`` as the ``click.ClickException`` that prints ``Error: <message>`` (``<message>`` alone
+    for an ``Interrupted``) and exits with its code."""
+    error = (Stopped if isinstance(exc, Interrupted) else click.ClickException)(str(exc))
     error.exit_code = exit_code(exc)
     return error
 
@@ -219,7 +230,9 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
         )
     if not deps.workers.alive_count(deps.settings.worker_ttl_s):
         return WaitTimedOut(f"{head}; no worker is alive: start one (`kbwiki worker`)")
-    return WaitTimedOut(f"{head}; the work goes on in the workers: see `kbwiki status --kb {kb_name}`")
+    from kbwiki.status import status_command
+
+    return WaitTimedOut(f"{head}; the work goes on in the workers: see `{status_command(kb)}`")
 
 
 def find_kb(deps, tenant: int, name: str, create: bool = False):

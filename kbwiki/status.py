@@ -3,6 +3,8 @@ documents were not written."""
 
 from __future__ import annotations
 
+import shlex
+
 from actors.deps import Deps
 from repos.dead_letter_spool import DeadLetterSpool
 from stages.llm_gate import RESUME_HINT
@@ -18,6 +20,13 @@ NO_WORKER = (
     "no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
     " until one runs (`kbwiki worker`)"
 )
+
+
+def status_command(kb: KnowledgeBase) -> str:
+    """The ``kbwiki status`` command line of ``kb``, to follow its work: ``kbwiki status --kb NAME``
+    (the name quoted for a shell when it needs it), with ``--tenant N`` for a tenant other than 1."""
+    tenant = f" --tenant {kb.tenant_id}" if kb.tenant_id != 1 else ""
+    return f"kbwiki status --kb {shlex.quote(kb.name)}{tenant}"
 
 
 def no_worker_warning(deps: Deps) -> str | None:

@@ -134,6 +134,12 @@ class WaitTimedOut(KbwikiError, TimeoutError):
     """A ``--wait`` ran out before the KB's lanes were empty (work is only done while a worker runs)."""
 
 
+class Interrupted(KbwikiError):
+    """The user stopped a command (Ctrl-C) while it waited or sent work: the message says what is
+    kept and goes on (the queued work) and how to follow or finish it. Exit code 130 (128 +
+    SIGINT), as a shell gives a command Ctrl-C ends."""
+
+
 class DocumentsFailed(KbwikiError):
     """An ``ingest --wait`` ended with documents of the KB failed (they wrote no page)."""
 
