@@ -185,3 +185,21 @@ def test_wait_states_name_the_first_stage_with_rows():
         "mapping documents; ingest=3 reduce=2 finalize=1; 2 workers alive"
     )
     assert ingest_module.wait_state({INDEX: 1}, 1) == "rebuilding the index page; index=1; 1 worker alive"
+
+
+def test_ctrl_c_while_ingest_stores_says_what_was_stored_and_that_it_stays(deps, clean_db, monkeypatch):  # noqa: F811
+    from kbwiki.corpus import CorpusDoc
+    from kbwiki.ingest import ingest_docs
+    from wiki.errors import Interrupted
+
+    monkeypatch.setattr(ingest_module, "SUBMIT_CHUNK", 1)
+    kb = deps.kbs.get_or_create(1, f"cut-{uuid.uuid4().hex[:6]}")
+
+    def docs():
+        yield CorpusDoc("Plover", "plover.md", "The Plover is a bird of the shore. It feeds on insects and worms.")
+        raise KeyboardInterrupt  # Ctrl-C while the next file is read
+
+    with pytest.raises(Interrupted) as stopped:
+        ingest_docs(deps, kb, docs())
+    assert str(stopped.value).startswith("ingest stopped (Ctrl-C); what it stored so far (queued=1) stays")
+    assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {INGEST: 1}
