@@ -90,7 +90,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         elif rejected:
             found = f"nothing was stored: all {len(rejected)} document files under {path} were rejected:"
         else:
-            found = f"nothing was stored: no .md/.rst/.txt/.html file under {path}"
+            found = f"nothing was stored: no .md/.rst/.txt/.html document under {path}"
         raise click.ClickException("\n".join([found, *lines]))
     if estimate:
         with services():

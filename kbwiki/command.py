@@ -31,6 +31,7 @@ from wiki.errors import (
     UnknownKnowledgeBase,
     WaitTimedOut,
 )
+from wiki.plural import counted
 from wiki.settings import Settings, get_settings
 
 #: The exit code of a command that ends on each kind of refusal (the most specific class listed in
@@ -195,7 +196,7 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
             # a configured database is migrated by `kbwiki migrate` (a Procfile release step), never
             # behind a command's back; without it every query would fail with a missing table
             raise SchemaOutdated(
-                f"the database lacks {len(pending)} migration(s) of this version ({pending[0]} first):"
+                f"the database lacks {counted(len(pending), 'migration')} of this version ({pending[0]} first):"
                 " run `kbwiki migrate`"
             )
         try:

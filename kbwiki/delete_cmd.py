@@ -22,6 +22,7 @@ from kbwiki.command import (
 )
 from stages.delete import delete_document, delete_knowledge_base
 from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
+from wiki.plural import counted
 
 
 @main.command()
@@ -54,7 +55,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
             raise lanes_timeout(deps, kb, kb_name, timeout)
     if missing:
-        raise UnknownDocument(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
+        raise UnknownDocument(f"{missing} of {counted(len(docs), 'document')} not found in {kb_name!r}")
 
 
 @main.command("delete-kb")
@@ -71,4 +72,7 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
         result = run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id)
     if not result.deleted:
         raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
-    click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")
+    click.echo(
+        f"deleted {kb_name}: {counted(result.pages, 'page')}, {counted(result.documents, 'document')},"
+        f" {counted(result.ops, 'queued op')}"
+    )

@@ -364,8 +364,10 @@ class IngestEstimate:
             f"calls: {'about ' if about else ''}{self.calls} in all, by kind:",
         ]
         for k in self.kinds:
-            calls = f"{'about ' if k.about else ''}{k.calls} call{'' if k.calls == 1 else 's'}"
-            lines.append(f"  {k.name}: {calls}, {k.prompt_tokens} tokens in, {k.completion_tokens} out ({k.basis})")
+            calls = f"{'about ' if k.about else ''}{counted(k.calls, 'call')}"
+            lines.append(
+                f"  {k.name}: {calls}, {counted(k.prompt_tokens, 'token')} in, {k.completion_tokens} out ({k.basis})"
+            )
         lines += [
             f"tokens: {self.prompt_tokens} in (prompt characters / {CHARS_PER_TOKEN}),"
             f" {self.completion_tokens} out, {self.prompt_tokens + self.completion_tokens} in all",
@@ -377,7 +379,7 @@ class IngestEstimate:
         if self.budget_left is not None:
             total = self.prompt_tokens + self.completion_tokens
             verdict = "fits" if total <= self.budget_left else "does not fit: the KB would pause when it is spent"
-            lines.append(f"token budget: {self.budget_left} tokens left of {c.token_budget}; this {verdict}")
+            lines.append(f"token budget: {counted(self.budget_left, 'token')} left of {c.token_budget}; this {verdict}")
         lines += problem_lines(self.problems)
         if not self.llm_extractor:
             lines.append(

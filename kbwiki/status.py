@@ -11,6 +11,7 @@ from stages.llm_gate import RESUME_HINT
 from wiki.lanes import SCOPE_KB
 from wiki.llm_config import config_from_settings, estimated_usd
 from wiki.models import KnowledgeBase
+from wiki.plural import counted
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
 NOT_WRITTEN_SAMPLE = 10
@@ -119,11 +120,12 @@ def usage_lines(usage: dict) -> list[str]:
             else "price unknown (set KBWIKI_LLM_PRICE_IN_PER_MTOK and _OUT_PER_MTOK)"
         )
         lines.append(
-            f"model usage {model}: {u['extractions']} extractions, {u['calls']} calls, {u['prompt_tokens']} tokens in,"
-            f" {u['completion_tokens']} out, {u['cache_hits']} cache hits, {price}"
+            f"model usage {model}: {counted(u['extractions'], 'extraction')}, {counted(u['calls'], 'call')},"
+            f" {counted(u['prompt_tokens'], 'token')} in, {u['completion_tokens']} out,"
+            f" {counted(u['cache_hits'], 'cache hit')}, {price}"
         )
     if usage.get("token_budget") is not None:
-        lines.append(f"token budget: {usage['budget_spent_tokens']} of {usage['token_budget']} tokens spent")
+        lines.append(f"token budget: {usage['budget_spent_tokens']} of {counted(usage['token_budget'], 'token')} spent")
     return lines
 
 

@@ -21,6 +21,7 @@ from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.models import MAX_TITLE_CHARS, Document
+from wiki.plural import counted
 from wiki.settings import Settings, kb_tunables
 from wiki.text import clean_text, cut, prose_size
 
@@ -156,7 +157,7 @@ def prepare_document(title: str, content: str, settings: Settings) -> tuple[str,
     title = " ".join(clean_text(title).split())[:MAX_TITLE_CHARS] or "untitled"
     content, was_cut = cut(clean_text(content), settings.max_document_chars)
     if prose_size(content) < settings.min_document_chars:
-        return title, content, was_cut, f"empty or near-empty ({len(content.strip())} characters)"
+        return title, content, was_cut, f"empty or near-empty ({counted(len(content.strip()), 'character')})"
     return title, content, was_cut, ""
 
 

@@ -43,6 +43,7 @@ def client(clean_db, wiki, requeued):
 def test_kb_list_and_home(client, wiki):
     r = client.get("/")
     assert r.status_code == 200 and "web-demo" in r.text and "secret" not in r.text
+    assert "1 summary, 3 entities, 1 concept<" in r.text  # not "1 summaries", "1 concepts"
     home = client.get(f"/kb/{wiki.kb_id}")
     assert home.status_code == 200
     assert "entity: 3" in home.text and "Storage engines guide" in home.text
