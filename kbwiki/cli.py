@@ -104,7 +104,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         kb = find_kb(deps, tenant, kb_name, create=True)
         if new:  # a mistyped name would otherwise make a second KB in silence
             click.echo(f"new knowledge base {kb_name!r} (tenant {tenant})")
-        report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs))
+        report = ingest_docs(deps, kb, itertools.chain(rejected, [first], docs), progress=True)
         click.echo(report.describe())
         # also when this call queued nothing but the KB still has work waiting: --wait would wait
         # for it in silence

@@ -30,7 +30,7 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     log_path.parent.mkdir(parents=True, exist_ok=True)
     workers = start_workers(processes, threads, log_path)
     try:
-        report = ingest_docs(deps, kb, iter_stdlib_docs())
+        report = ingest_docs(deps, kb, iter_stdlib_docs(), progress=True)
         click.echo(f"submitted: {report.describe()}")
         drained = wait_for_lanes(deps, kb, report.queued, DEMO_TIMEOUT_S)
     except Interrupted:  # the workers that would go on are the demo's own, stopped below

@@ -203,3 +203,16 @@ def test_ctrl_c_while_ingest_stores_says_what_was_stored_and_that_it_stays(deps,
         ingest_docs(deps, kb, docs())
     assert str(stopped.value).startswith("ingest stopped (Ctrl-C); what it stored so far (queued=1) stays")
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {INGEST: 1}
+
+
+def test_storing_a_large_folder_shows_a_counter_of_the_documents_done(deps, clean_db, monkeypatch, capsys):  # noqa: F811
+    from kbwiki.corpus import CorpusDoc
+    from kbwiki.ingest import ingest_docs
+
+    monkeypatch.setattr(ingest_module, "COUNTER_DELAY_S", 0, raising=False)  # as if the folder were large
+    kb = deps.kbs.get_or_create(1, f"many-{uuid.uuid4().hex[:6]}")
+    docs = [
+        CorpusDoc(f"Bird {i}", f"b{i}.md", f"Bird {i} is a bird of the shore. It feeds on insects.") for i in range(3)
+    ]
+    assert ingest_docs(deps, kb, docs, progress=True).queued == 3
+    assert "storing: 3doc" in capsys.readouterr().err.replace("\r", "\n")
