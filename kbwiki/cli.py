@@ -13,15 +13,25 @@ from __future__ import annotations
 
 import itertools
 import json
-import shlex
 import sys
 from collections import Counter
 from pathlib import Path
 
 import click
 
-from kbwiki.command import command_deps, find_kb, kb_name_param, kb_option, lanes_timeout, main, services, tenant_option
+from kbwiki.command import (
+    command_deps,
+    find_kb,
+    kb_name_param,
+    kb_option,
+    lanes_timeout,
+    main,
+    services,
+    tenant_option,
+    timeout_option,
+)
 from wiki.errors import DocumentsFailed, StoreConflict
+from wiki.plural import counted
 
 
 @main.command()
@@ -85,7 +95,7 @@ def worker(processes: int, threads: int, watch: bool) -> None:
 @click.option(
     "--wait", is_flag=True, help="Show progress until the wiki is complete (pages, cross-links and index page written)."
 )
-@click.option("--timeout", default=3600, show_default=True, type=float, help="Seconds --wait waits at most.")
+@timeout_option(3600)
 @click.option(
     "--estimate",
     is_flag=True,
@@ -105,14 +115,14 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     from kbwiki.corpus import iter_folder_docs
     from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, wait_for_lanes
     from kbwiki.source_root import new_root, path_under_root
-    from kbwiki.status import no_worker_warning
+    from kbwiki.status import no_worker_warning, status_command
 
     with services():
         deps = command_deps()
         kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached, no root yet)
         stored = kb.source_root if kb else None
         root = new_root(path) if set_root or stored is None else stored
-        docs = _documents(iter_folder_docs(path, path_under_root(path, root, kb_name)), path)
+        docs = _documents(iter_folder_docs(path, path_under_root(path, root, kb_name), deps.settings.max_file_mb), path)
         if estimate:
             click.echo(estimate_docs(deps, kb, docs).describe())
             return
@@ -125,7 +135,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         if root != stored:
             was = f" (was {stored})" if stored else ""
             click.echo(f"knowledge base {kb_name!r} names its documents by their path under {root}{was}")
-        report = ingest_docs(deps, kb, docs)
+        report = ingest_docs(deps, kb, docs, progress=True)
         click.echo(report.describe())
         # also when this call queued nothing but the KB still has work waiting: --wait would wait
         # for it in silence
@@ -136,8 +146,8 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
         if wait and (failed := deps.docs.count_by_status(kb.id).get("failed", 0)):
             # the wiki is complete, but without these documents: say so, and exit 1
             raise DocumentsFailed(
-                f"{failed} document(s) of {kb_name!r} failed and wrote no page"
-                f" (reasons: kbwiki status --kb {shlex.quote(kb_name)}; kbwiki dead-letters list)"
+                f"{counted(failed, 'document')} of {kb_name!r} failed and wrote no page"
+                f" (reasons: {status_command(kb)}; kbwiki dead-letters list)"
             )
 
 
@@ -154,14 +164,16 @@ def _documents(docs, path: Path):
             return itertools.chain(left_out, [first], docs)
         left_out.append(first)
     lines = problem_lines([rejected_line(r) for r in left_out])
-    counts = Counter(r.status for r in left_out)
-    # files of the right kind that could not be read are named with their reason below
-    found = (
-        f"no readable document under {path} ({', '.join(f'{n} {s}' for s, n in sorted(counts.items()))}, below)"
-        if left_out
-        else f"no .md/.rst/.txt/.html document under {path}"
-    )
-    raise click.ClickException("\n".join([f"{found}; nothing was stored", *lines]))
+    # files of the right kind that could not be used are named with their reason below
+    if len(left_out) == 1:
+        found = f"nothing was stored: the one document file under {path} was {left_out[0].status}:"
+    elif left_out:
+        counts = Counter(r.status for r in left_out)
+        how = " or ".join(sorted(counts)) if len(counts) > 1 else next(iter(counts))
+        found = f"nothing was stored: all {len(left_out)} document files under {path} were {how}:"
+    else:
+        found = f"nothing was stored: no .md/.rst/.txt/.html document under {path}"
+    raise click.ClickException("\n".join([found, *lines]))
 
 
 @main.command()

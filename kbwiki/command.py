@@ -8,6 +8,7 @@ imports them to register their commands, so no module imports the one that impor
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from wiki.errors import (
     BadInput,
     BadSetting,
     DatabaseUnreachable,
+    Interrupted,
     KbwikiError,
     RedisUnreachable,
     SchemaOutdated,
@@ -29,17 +31,20 @@ from wiki.errors import (
     UnknownKnowledgeBase,
     WaitTimedOut,
 )
+from wiki.plural import counted
 from wiki.settings import Settings, get_settings
 
 #: The exit code of a command that ends on each kind of refusal (the most specific class listed in
 #: the error's MRO wins). The line printed is ``Error: <the error's message>``. 2 is click's own
-#: code for a usage error; every other refusal exits 1.
+#: code for a usage error; a command the user stopped (Ctrl-C) exits 130 like any command a shell's
+#: Ctrl-C ends, and its line has no "Error: " (nothing went wrong); every other refusal exits 1.
 EXIT_CODES: dict[type[KbwikiError], int] = {
     BadInput: 2,
     BadSetting: 1,
     UnknownKnowledgeBase: 1,
     ServersUnreachable: 1,
     WaitTimedOut: 1,
+    Interrupted: 130,
     KbwikiError: 1,
 }
 
@@ -49,9 +54,17 @@ def exit_code(exc: KbwikiError) -> int:
     return next(EXIT_CODES[kind] for kind in type(exc).__mro__ if kind in EXIT_CODES)
 
 
+class Stopped(click.ClickException):
+    """A command the user stopped: its message says what goes on, on stderr, without "Error: "."""
+
+    def show(self, file=None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
 def click_error(exc: KbwikiError) -> click.ClickException:
-    """``exc`` as the ``click.ClickException`` that prints ``Error: <message>`` and exits with its code."""
-    error = click.ClickException(str(exc))
+    """``exc`` as the ``click.ClickException`` that prints ``Error: <message>`` (``<message>`` alone
+    for an ``Interrupted``) and exits with its code."""
+    error = (Stopped if isinstance(exc, Interrupted) else click.ClickException)(str(exc))
     error.exit_code = exit_code(exc)
     return error
 
@@ -183,7 +196,7 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
             # a configured database is migrated by `kbwiki migrate` (a Procfile release step), never
             # behind a command's back; without it every query would fail with a missing table
             raise SchemaOutdated(
-                f"the database lacks {len(pending)} migration(s) of this version ({pending[0]} first):"
+                f"the database lacks {counted(len(pending), 'migration')} of this version ({pending[0]} first):"
                 " run `kbwiki migrate`"
             )
         try:
@@ -218,7 +231,9 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
         )
     if not deps.workers.alive_count(deps.settings.worker_ttl_s):
         return WaitTimedOut(f"{head}; no worker is alive: start one (`kbwiki worker`)")
-    return WaitTimedOut(f"{head}; the work goes on in the workers: see `kbwiki status --kb {kb_name}`")
+    from kbwiki.status import status_command
+
+    return WaitTimedOut(f"{head}; the work goes on in the workers: see `{status_command(kb)}`")
 
 
 def find_kb(deps, tenant: int, name: str, create: bool = False):
@@ -262,5 +277,35 @@ def kb_name_param(ctx: click.Context, param: click.Parameter, value: str) -> str
         raise click.BadParameter(str(exc.errors()[0]["msg"]).removeprefix("Value error, ")) from None
 
 
-tenant_option = click.option("--tenant", default=1, show_default=True, type=int, help="Tenant id.")
+#: The largest PostgreSQL BIGINT: tenant ids and dead-letter ids are stored as one.
+BIGINT_MAX = 2**63 - 1
+#: A tenant id: 0 (messages that named no tenant) or more.
+TENANT_ID = click.IntRange(0, BIGINT_MAX)
+
+
+class Seconds(click.FloatRange):
+    """A positive, finite number of seconds (``--timeout``): 0, a negative number, ``inf`` and
+    ``nan`` are usage errors (exit 2). ``nan`` passes ``click.FloatRange`` (every comparison with it
+    is false), hence the finiteness check."""
+
+    name = "seconds"
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value, param, ctx) -> float:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
+
+
+def timeout_option(default: float):
+    """``--timeout SECONDS`` of a command's ``--wait`` (:class:`Seconds`)."""
+    return click.option(
+        "--timeout", default=default, show_default=True, type=Seconds(), help="Seconds --wait waits at most."
+    )
+
+
+tenant_option = click.option("--tenant", default=1, show_default=True, type=TENANT_ID, help="Tenant id.")
 kb_option = click.option("--kb", "kb_name", required=True, callback=kb_name_param, help="Knowledge base name.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import errno
+import math
 import os
 import stat
 import sysconfig
@@ -19,6 +20,7 @@ from typing import ClassVar
 import yaml
 
 from wiki.markdown import front_matter
+from wiki.settings import Settings
 from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
 #: Folder and module names never read from the standard library: tests, demos with side
@@ -41,8 +43,10 @@ STDLIB_SKIP = frozenset(
 MIN_STDLIB_DOC_CHARS = 200
 #: Extensions ``iter_folder_docs`` reads (lower case).
 FOLDER_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt", ".html", ".htm"})
-#: Files larger than this are rejected unread; the ingest cuts documents far below it anyway.
-MAX_FILE_BYTES = 20 * 1024 * 1024
+#: Files larger than this many MiB are rejected unread (``KBWIKI_MAX_FILE_MB``); the ingest cuts
+#: documents far below it anyway (``KBWIKI_MAX_DOCUMENT_CHARS``).
+DEFAULT_MAX_FILE_MB: int = Settings.model_fields["max_file_mb"].default
+MIB = 1024 * 1024
 #: Extensions whose files may open with a YAML front matter block (lower case).
 FRONT_MATTER_EXTENSIONS = frozenset({".md", ".markdown"})
 #: A front-matter title is cut to this many characters (the length of a heading title).
@@ -62,8 +66,9 @@ class CorpusDoc:
 class Rejected:
     """A file that cannot become a document. ``path`` is its source path (``iter_folder_docs``; POSIX
     form, bytes of a name that are not UTF-8 shown as ``\\xe9``, so it can always be printed);
-    ``reason`` is a short code ("binary", "unsupported type", "too large", "not a regular file") or
-    a sentence saying what to fix ("not UTF-8 text (...); convert it to UTF-8", "file name is not
+    ``reason`` is a short code ("binary", "unsupported type", "not a regular file") or a sentence
+    saying what is wrong and what to do ("too large: 100.0 MiB, over the 20 MiB limit
+    (KBWIKI_MAX_FILE_MB raises it)", "not UTF-8 text (...); convert it to UTF-8", "file name is not
     valid UTF-8; rename it", the same for a folder name, "unreadable (Permission denied)").
     ``status`` is the word ingest reports it under."""
 
@@ -345,10 +350,19 @@ def _read_doc(name: str, rel: str, data: bytes) -> CorpusDoc | Rejected:
     return CorpusDoc(title=title or document_title(path.name, text), source_uri=rel, text=text)
 
 
-def _read_file(path: str, rel: str) -> CorpusDoc | Rejected:
+def too_large(size_bytes: int, max_file_mb: int) -> str:
+    """The reason a file of ``size_bytes`` over the ``max_file_mb`` limit is rejected: its size in
+    MiB rounded up to a tenth (so it never reads as the limit itself), the limit and the setting
+    that raises it."""
+    size_mb = math.ceil(size_bytes * 10 / MIB) / 10
+    return f"too large: {size_mb:.1f} MiB, over the {max_file_mb} MiB limit (KBWIKI_MAX_FILE_MB raises it)"
+
+
+def _read_file(path: str, rel: str, max_file_mb: int) -> CorpusDoc | Rejected:
     """The document in file ``path`` (read as a file named like the last part of ``rel``, its source
     path), or why it is rejected: "not a regular file" (a FIFO, socket or device: reading one could
-    block or never end), "too large", "unreadable (<what the system said>)"."""
+    block or never end), "too large: ..." (over ``max_file_mb`` MiB, :func:`too_large`),
+    "unreadable (<what the system said>)"."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return Rejected(rel, "not a regular file")
@@ -357,8 +371,8 @@ def _read_file(path: str, rel: str) -> CorpusDoc | Rejected:
             info = os.fstat(file.fileno())
             if not stat.S_ISREG(info.st_mode):
                 return Rejected(rel, "not a regular file")
-            if info.st_size > MAX_FILE_BYTES:
-                return Rejected(rel, "too large")
+            if info.st_size > max_file_mb * MIB:
+                return Rejected(rel, too_large(info.st_size, max_file_mb))
             data = file.read()
     except OSError as exc:
         return Rejected(rel, f"unreadable ({_os_reason(exc)})")
@@ -378,7 +392,7 @@ def _broken_link(path: str, exc: OSError) -> str:
     return f"symbolic link to {target} cannot be followed ({_os_reason(exc)}); skipped"
 
 
-def _link_entry(entry: os.DirEntry, rel: str, base: str, at: str) -> CorpusDoc | Rejected | None:
+def _link_entry(entry: os.DirEntry, rel: str, base: str, at: str, max_file_mb: int) -> CorpusDoc | Rejected | None:
     """What the symbolic link ``entry`` (at ``rel`` under folder ``base``, whose source path is
     ``at``) gives: a link to a folder is never followed (its target is outside the folder, inside
     it, or a folder holding the link: a loop, each said so); a link to a file outside the folder is
@@ -406,10 +420,12 @@ def _link_entry(entry: os.DirEntry, rel: str, base: str, at: str) -> CorpusDoc |
     parts = inside.split("/")
     if _is_document_name(parts[-1]) and not any(part.startswith(".") for part in parts):
         return Skipped(uri, f"same file as {shown} (a symbolic link to it)")
-    return _read_file(target, uri)  # a file the walk leaves out (hidden, another extension)
+    return _read_file(target, uri, max_file_mb)  # a file the walk leaves out (hidden, another extension)
 
 
-def iter_folder_docs(root: Path, at: str | None = None) -> Iterator[CorpusDoc | Rejected]:
+def iter_folder_docs(
+    root: Path, at: str | None = None, max_file_mb: int = DEFAULT_MAX_FILE_MB
+) -> Iterator[CorpusDoc | Rejected]:
     """Every document file under ``root`` (a folder, read recursively, or a single file).
 
     Reads ``.md .markdown .rst .txt .html .htm`` files (any case) sorted by relative path, skipping
@@ -433,7 +449,7 @@ def iter_folder_docs(root: Path, at: str | None = None) -> Iterator[CorpusDoc | 
       to it)"), and a link to a folder inside ``root``, which is never followed ("symbolic link to
       folder X, inside the folder; not followed"; "symbolic link to X, a folder that holds it (a
       loop); not followed");
-    - "not a regular file" (a FIFO, socket or device), "too large" (over ``MAX_FILE_BYTES``),
+    - "not a regular file" (a FIFO, socket or device), "too large: ..." (over ``max_file_mb`` MiB, :func:`too_large`),
       "unreadable (<reason>)" (any other ``OSError``; "unreadable folder (<reason>)" for a folder
       that cannot be listed, with nothing under it read), "binary", or text that is neither UTF-8
       nor UTF-16 with a BOM (``decode_strict``'s reason).
@@ -448,7 +464,7 @@ def iter_folder_docs(root: Path, at: str | None = None) -> Iterator[CorpusDoc | 
     if not os.path.isdir(base):
         uri = at if at is not None else root.name
         bad_name = _bad_name(uri)
-        yield Rejected(_printable(uri), bad_name) if bad_name else _read_file(base, uri)
+        yield Rejected(_printable(uri), bad_name) if bad_name else _read_file(base, uri, max_file_mb)
         return
     at = at or ""
     for rel, entry in _walk(base):
@@ -465,6 +481,6 @@ def iter_folder_docs(root: Path, at: str | None = None) -> Iterator[CorpusDoc | 
         if bad_name := _bad_name(uri):
             yield Rejected(_printable(uri), bad_name)
             continue
-        result = _link_entry(entry, rel, base, at) if is_link else _read_file(entry.path, uri)
+        result = _link_entry(entry, rel, base, at, max_file_mb) if is_link else _read_file(entry.path, uri, max_file_mb)
         if result is not None:
             yield result

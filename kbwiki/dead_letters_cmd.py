@@ -19,12 +19,16 @@ from datetime import UTC, datetime, timedelta
 
 import click
 
-from kbwiki.command import command_deps, find_kb, kb_name_param, main, services, tenant_option
+from kbwiki.command import BIGINT_MAX, command_deps, find_kb, kb_name_param, main, services, tenant_option
 from stages.requeue import requeue_dead_letter, unspool
 from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused, error_headline
+from wiki.plural import counted
 
 #: Rows per page while ``requeue --all`` walks the matching dead letters (the repository's cap).
 REQUEUE_PAGE = 200
+
+#: A dead letter's id (``task_dead_letters.id``, a BIGINT identity from 1): 0 or less is a usage error.
+DEAD_LETTER_ID = click.IntRange(1, BIGINT_MAX)
 
 _AGE = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -75,6 +79,11 @@ def _filters(deps, tenant: int, kb_name: str | None, task_type: str | None, sinc
     return Filters(
         tenant_id=tenant, scope="knowledge_base" if kb_id else None, scope_id=kb_id, task_type=task_type, since=since
     )
+
+
+def not_found(dead_letter_id: int, tenant: int) -> str:
+    """What every subcommand says of an id that names no dead letter of ``tenant`` (exit code 1)."""
+    return f"no dead letter {dead_letter_id} of tenant {tenant}"
 
 
 def _row_line(row, source_uri: str | None = None) -> str:
@@ -153,18 +162,18 @@ def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
     if len(rows) == limit:
         click.echo(f"next page: --cursor {rows[-1].id}")
     else:
-        click.echo(f"{len(rows)} dead letters, end of list")
+        click.echo(f"{counted(len(rows), 'dead letter')}, end of list")
 
 
 @dead_letters.command("show")
-@click.argument("dead_letter_id", type=int)
+@click.argument("dead_letter_id", type=DEAD_LETTER_ID)
 @tenant_option
 def show_cmd(dead_letter_id: int, tenant: int) -> None:
     """Every field of one dead letter: the payload as JSON and the whole error."""
     with services():
         row = _dead_letter_deps(tenant).dead_letters.get(dead_letter_id, tenant_id=tenant)
     if row is None:
-        raise DeadLetterNotFound(f"no dead letter {dead_letter_id} of tenant {tenant}")
+        raise DeadLetterNotFound(not_found(dead_letter_id, tenant))
     for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
         value = getattr(row, field)
         click.echo(f"{field}: {value.isoformat() if isinstance(value, datetime) else value}")
@@ -175,7 +184,7 @@ def show_cmd(dead_letter_id: int, tenant: int) -> None:
 
 
 @dead_letters.command("requeue")
-@click.argument("ids", nargs=-1, type=int)
+@click.argument("ids", nargs=-1, type=DEAD_LETTER_ID)
 @click.option("--all", "all_matching", is_flag=True, help="Requeue every dead letter matching the filters.")
 @kb_filter
 @tenant_option
@@ -195,7 +204,8 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
     done = failed = 0
     with services():
         deps = _dead_letter_deps(tenant)
-        targets = ids or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
+        # an id given twice is requeued once (its second turn would find it gone)
+        targets = list(dict.fromkeys(ids)) or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:
             try:
                 outcome = requeue_dead_letter(
@@ -210,7 +220,8 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
                 )
             except (DeadLetterNotFound, RequeueRefused) as exc:
                 failed += 1
-                click.echo(f"{dead_letter_id}\tnot requeued: {exc}", err=True)
+                why = not_found(dead_letter_id, tenant) if isinstance(exc, DeadLetterNotFound) else exc
+                click.echo(f"{dead_letter_id}\tnot requeued: {why}", err=True)
                 continue
             done += 1
             click.echo(f"{dead_letter_id}\t{outcome}")
@@ -232,7 +243,7 @@ def _matching_ids(deps, filters: Filters) -> list[int]:
 
 
 @dead_letters.command("purge")
-@click.argument("ids", nargs=-1, type=int)
+@click.argument("ids", nargs=-1, type=DEAD_LETTER_ID)
 @click.option(
     "--all", "everything", is_flag=True, help="Delete every dead letter matching the filters (all with none)."
 )
@@ -241,13 +252,32 @@ def _matching_ids(deps, filters: Filters) -> list[int]:
 @type_filter
 @since_filter
 def purge_cmd(ids, everything, kb_name, tenant, task_type, since) -> None:
-    """Delete the tenant's dead letters: by ID, by filters, or every one with --all. Needs at least one of them."""
-    if not (ids or everything or kb_name or task_type or since):
+    """Delete the tenant's dead letters: by ID, or by filters, or every one with --all.
+
+    An ID that names no dead letter of the tenant is reported (one line each) and the exit code is
+    then 1, as with ``requeue``; the other IDs are purged.
+    """
+    filtered = everything or kb_name or task_type or since
+    if not (ids or filtered):
         raise click.UsageError(
             "purge needs dead-letter IDs, a filter (--kb, --task-type, --since) or --all; nothing was deleted"
         )
+    if ids and filtered:
+        raise click.UsageError("give dead-letter IDs or filters (--kb, --task-type, --since, --all), not both")
+    missing = 0
     with services():
         deps = _dead_letter_deps(tenant)
-        filters = _filters(deps, tenant, kb_name, task_type, since)
-        n = deps.dead_letters.purge(ids=list(ids) if ids else None, everything=everything, **filters.as_kwargs())
-    click.echo(f"purged {n} dead letters")
+        if ids:
+            n = 0
+            for dead_letter_id in dict.fromkeys(ids):  # an id given twice is purged once
+                if deps.dead_letters.delete(dead_letter_id, tenant_id=tenant):
+                    n += 1
+                else:
+                    missing += 1
+                    click.echo(f"{dead_letter_id}\tnot purged: {not_found(dead_letter_id, tenant)}", err=True)
+        else:
+            filters = _filters(deps, tenant, kb_name, task_type, since)
+            n = deps.dead_letters.purge(everything=everything, **filters.as_kwargs())
+    click.echo(f"purged {counted(n, 'dead letter')}" + (f", {missing} not found" if missing else ""))
+    if missing:
+        click.get_current_context().exit(1)

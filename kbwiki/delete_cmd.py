@@ -10,9 +10,19 @@ from __future__ import annotations
 import click
 
 from actors.deps import run_stage
-from kbwiki.command import command_deps, find_kb, kb_option, lanes_timeout, main, services, tenant_option
+from kbwiki.command import (
+    command_deps,
+    find_kb,
+    kb_option,
+    lanes_timeout,
+    main,
+    services,
+    tenant_option,
+    timeout_option,
+)
 from stages.delete import delete_document, delete_knowledge_base
 from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
+from wiki.plural import counted
 
 
 @main.command()
@@ -24,7 +34,7 @@ from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
     is_flag=True,
     help="Wait until the wiki is complete again: pages, links and index rewritten (needs a worker).",
 )
-@click.option("--timeout", default=600, show_default=True, type=float, help="Seconds --wait waits at most.")
+@timeout_option(600)
 def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout: float) -> None:
     """Delete documents (knowledge ids or source URIs) from a KB's wiki."""
     from kbwiki.ingest import wait_for_lanes
@@ -45,7 +55,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
         if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
             raise lanes_timeout(deps, kb, kb_name, timeout)
     if missing:
-        raise UnknownDocument(f"{missing} of {len(docs)} documents not found in {kb_name!r}")
+        raise UnknownDocument(f"{missing} of {counted(len(docs), 'document')} not found in {kb_name!r}")
 
 
 @main.command("delete-kb")
@@ -62,4 +72,7 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
         result = run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id)
     if not result.deleted:
         raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
-    click.echo(f"deleted {kb_name}: {result.pages} pages, {result.documents} documents, {result.ops} queued ops")
+    click.echo(
+        f"deleted {kb_name}: {counted(result.pages, 'page')}, {counted(result.documents, 'document')},"
+        f" {counted(result.ops, 'queued op')}"
+    )

@@ -16,7 +16,7 @@ from kbwiki.services import home_folder
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers
-from wiki.errors import ExportEdited
+from wiki.errors import ExportEdited, Interrupted
 
 DEMO_TIMEOUT_S = 900
 
@@ -37,9 +37,14 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     log_path.parent.mkdir(parents=True, exist_ok=True)
     workers = start_workers(processes, threads, log_path)
     try:
-        report = ingest_docs(deps, kb, iter_stdlib_docs())
+        report = ingest_docs(deps, kb, iter_stdlib_docs(), progress=True)
         click.echo(f"submitted: {report.describe()}")
         drained = wait_for_lanes(deps, kb, report.queued, DEMO_TIMEOUT_S)
+    except Interrupted:  # the workers that would go on are the demo's own, stopped below
+        raise Interrupted(
+            "the demo stopped (Ctrl-C), and its workers with it; the queued work is kept:"
+            " `kbwiki demo` again (or `kbwiki worker`) finishes it"
+        ) from None
     finally:
         stop_workers(workers)
     if not drained:

@@ -3,21 +3,26 @@ estimating what the model would cost first (``kbwiki ingest --estimate``)."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 
+import psycopg
 from tqdm import tqdm
 
 from actors.deps import Deps, run_stage
 from kbwiki.corpus import CorpusDoc, Rejected, Skipped
+from kbwiki.status import status_command
 from repos.knowledge import content_hash
 from stages.ingest import prepare_document, store_document, unchanged_sources
-from wiki.lanes import INGEST, REDUCE, SCOPE_KB, WIKI_LANES
+from wiki.errors import Interrupted, KnowledgeBaseDeleted, ServersUnreachable, UnknownKnowledgeBase
+from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, WIKI_LANES
 from wiki.llm_config import LLMConfig, config_from_settings, estimated_usd
 from wiki.models import KnowledgeBase
+from wiki.plural import counted
 
 POLL_S = 0.5
 
@@ -59,11 +64,39 @@ class IngestReport:
 SUBMIT_CHUNK = 500
 
 
-def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected]) -> IngestReport:
+#: Seconds of reading and storing before ``ingest_docs`` shows its counter: a small folder is done
+#: before it would show; a large one (about 10 ms a document on 2 cores) would be silent for minutes.
+COUNTER_DELAY_S = 2.0
+
+
+def ingest_docs(
+    deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected], progress: bool = False
+) -> IngestReport:
     """Submit every document; rejected inputs (binary, undecodable) and skipped ones (a symbolic
     link to a file read anyway) are counted and reported, never stored.
-    Raises ``repos.knowledge.UnknownKnowledgeBase`` when the KB is (or gets) deleted."""
+    With ``progress``, a counter of the documents done shows on stderr once they have taken
+    ``COUNTER_DELAY_S``. Raises ``repos.knowledge.UnknownKnowledgeBase`` when the KB is (or gets)
+    deleted, and ``Interrupted`` on Ctrl-C, saying what was stored so far (each document is stored
+    and queued in a transaction of its own, so those stay and go on in the workers)."""
     report = IngestReport()
+    counter = tqdm(desc="storing", unit="doc", delay=COUNTER_DELAY_S, mininterval=1.0, disable=not progress)
+    try:
+        with counter:
+            _submit_all(deps, kb, docs, report, counter)
+    except KeyboardInterrupt:
+        so_far = ", ".join(f"{k}={v}" for k, v in sorted(report.counts.items())) or "nothing yet"
+        raise Interrupted(
+            f"ingest stopped (Ctrl-C); what it stored so far ({so_far}) stays and goes on in the workers;"
+            " run the same ingest again to store the rest (unchanged documents are skipped)"
+        ) from None
+    return report
+
+
+def _submit_all(
+    deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Rejected], report: IngestReport, counter: tqdm
+) -> None:
+    """Store and queue ``docs`` in chunks of ``SUBMIT_CHUNK``, counting each outcome in ``report``
+    and each document done on ``counter``."""
     items = iter(docs)
     while chunk := list(islice(items, SUBMIT_CHUNK)):
         deps.kbs.get_active(kb.tenant_id, kb.id)
@@ -78,6 +111,7 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
                     versions[doc.source_uri] = (title, content_hash(content))
         unchanged = run_stage(unchanged_sources, deps, kb.id, versions)
         for doc, prepared in zip(chunk, ready):
+            counter.update()
             if isinstance(doc, Rejected):
                 report.counts[doc.status] += 1
                 report.problems.append(rejected_line(doc))
@@ -96,7 +130,6 @@ def ingest_docs(deps: Deps, kb: KnowledgeBase, docs: Iterable[CorpusDoc | Reject
             report.counts[result.status] += 1
             if result.reason:
                 report.problems.append(f"{result.status} {doc.source_uri}: {result.reason}")
-    return report
 
 
 def lane_rows(deps: Deps, kb_id: str) -> int:
@@ -108,38 +141,109 @@ def lane_rows(deps: Deps, kb_id: str) -> int:
 #: Seconds without progress after which a wait on a KB whose model work is paused gives up: a
 #: paused KB waits for `kbwiki resume` or a configuration change, never for time.
 PAUSED_GIVE_UP_S = 10.0
+#: Seconds between two looks at whether the KB is still live and how many workers are (two small
+#: queries): a worker that dies shows this long after its heartbeat's TTL (``KBWIKI_WORKER_TTL_S``).
+CHECK_EVERY_S = 2.0
+#: The wait's state (stage, lane rows, live workers) is drawn at least this often, and at once
+#: (at most once a second) when it changes: the bar alone only moves while documents settle, so
+#: it stood still, silent, while the cross-links and the index were made or no worker ran.
+STATE_EVERY_S = 10.0
+
+#: What the wiki waits on while a lane has rows, in pipeline order: the first lane with rows names
+#: the stage (the later ones wait for it).
+STAGES = (
+    (INGEST, "mapping documents"),
+    (REDUCE, "writing pages"),
+    (LEAD, "writing page leads"),
+    (FINALIZE, "cross-linking"),
+    (BACKLINK, "relinking"),
+    (INDEX, "rebuilding the index page"),
+)
+
+
+def wait_state(counts: dict[str, int], workers_alive: int) -> str:
+    """One line saying what a wait waits on: the stage, the rows of each wiki lane that has any
+    (``ingest=3 finalize=12``) and the live workers, e.g. "cross-linking; finalize=12 index=1;
+    2 workers alive", or "...; no worker alive: start one (kbwiki worker)". ``counts`` is
+    ``counts_by_lane``'s ``{lane: rows}``."""
+    stage = next((name for lane, name in STAGES if counts.get(lane)), "finishing")
+    rows = " ".join(f"{lane.removeprefix('wiki:')}={counts[lane]}" for lane in WIKI_LANES if counts.get(lane))
+    workers = (
+        f"{counted(workers_alive, 'worker')} alive" if workers_alive else "no worker alive: start one (kbwiki worker)"
+    )
+    return f"{stage}; {rows}; {workers}"
+
+
+def wait_stopped(deps: Deps, kb: KnowledgeBase) -> Interrupted:
+    """The error of a wait the user stopped (Ctrl-C): waiting stopped, the queued work goes on in
+    the workers (or waits for one, when none is alive), and the status command that follows it."""
+    follow = f"follow it with `{status_command(kb)}`"
+    try:
+        alive = deps.workers.alive_count(deps.settings.worker_ttl_s)
+    except (ServersUnreachable, psycopg.Error):  # the servers went too: say what is sure
+        alive = None
+    if alive == 0:
+        return Interrupted(
+            f"waiting stopped (Ctrl-C); the queued work is kept and waits for a worker (none is alive:"
+            f" start one with `kbwiki worker`); {follow}"
+        )
+    return Interrupted(f"waiting stopped (Ctrl-C); the queued work goes on in the workers; {follow}")
 
 
 def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: float, progress: bool = True) -> bool:
-    """Block until the KB's wiki is complete, with a progress bar of documents settled.
+    """Block until the KB's wiki is complete, with a progress bar of documents settled whose
+    postfix says what the wait is on (:func:`wait_state`), drawn at least every ``STATE_EVERY_S``.
 
     Complete is every lane of the KB empty: documents mapped and reduced (``wiki:ingest``,
     ``wiki:reduce``), cross-links done (``wiki:finalize``) and the index page rebuilt after the last
     batch (``wiki:index``, see ``stages.index``); a running batch still holds its reduce-lane rows.
     Returns False when ``timeout_s`` passes first, or when the KB's model work is paused
-    (``wiki_llm_config_errors``) and nothing moved for ``PAUSED_GIVE_UP_S``. Needs running
-    workers (``kbwiki worker``).
+    (``wiki_llm_config_errors``) and nothing moved for ``PAUSED_GIVE_UP_S``. Raises
+    ``KnowledgeBaseDeleted`` when the KB is deleted meanwhile (its lanes empty then too, but the
+    wiki is gone, not complete) and ``Interrupted`` on Ctrl-C (:func:`wait_stopped`). Needs
+    running workers (``kbwiki worker``).
     """
     deadline = time.monotonic() + timeout_s
-    bar = tqdm(total=max(expected, 1), unit="doc", desc="wiki", disable=not progress or expected == 0, mininterval=1.0)
+    # nothing new queued (the wait is on earlier work): no document count, only the time and the state
+    shape = {"total": expected} if expected else {"total": None, "bar_format": "{desc}: waiting {elapsed}{postfix}"}
+    bar = tqdm(**shape, unit="doc", desc="wiki", disable=not progress, mininterval=1.0)
     last_rows, moved_at = None, time.monotonic()
+    checked_at = drawn_at = -math.inf
+    alive, shown = 0, ""
     try:
         while time.monotonic() < deadline:
             counts = deps.ops.counts_by_lane(SCOPE_KB, kb.id)
             rows = sum(counts.get(lane, 0) for lane in WIKI_LANES)
-            # documents still before or in reduce; the finalize lane holds slugs, not documents
-            bar.update(max(0, expected - counts.get(INGEST, 0) - counts.get(REDUCE, 0)) - bar.n)
-            bar.set_postfix(lane_rows=rows, refresh=False)
+            now = time.monotonic()
+            if rows == 0 or now - checked_at >= CHECK_EVERY_S:
+                # before the bar moves: deleting a KB empties its lanes, which is no completion
+                try:
+                    deps.kbs.get_active(kb.tenant_id, kb.id)
+                except UnknownKnowledgeBase:
+                    raise KnowledgeBaseDeleted(
+                        f"knowledge base {kb.name!r} was deleted while waiting: its pages and queued work are gone"
+                    ) from None
+                alive, checked_at = deps.workers.alive_count(deps.settings.worker_ttl_s), now
             if rows == 0:
                 bar.n = expected
+                bar.set_postfix_str("complete", refresh=False)
                 bar.refresh()
                 return True
+            state = wait_state(counts, alive)
+            bar.set_postfix_str(state, refresh=False)  # before the update, which may draw the bar
+            # documents still before or in reduce; the finalize lane holds slugs, not documents
+            bar.update(max(0, expected - counts.get(INGEST, 0) - counts.get(REDUCE, 0)) - bar.n)
+            if (state != shown and now - drawn_at >= 1.0) or now - drawn_at >= STATE_EVERY_S:
+                bar.refresh()
+                shown, drawn_at = state, now
             if rows != last_rows:
-                last_rows, moved_at = rows, time.monotonic()
-            elif time.monotonic() - moved_at >= PAUSED_GIVE_UP_S and deps.llm_errors.get(kb.id) is not None:
+                last_rows, moved_at = rows, now
+            elif now - moved_at >= PAUSED_GIVE_UP_S and deps.llm_errors.get(kb.id) is not None:
                 return False
             time.sleep(POLL_S)
         return False
+    except KeyboardInterrupt:
+        raise wait_stopped(deps, kb) from None
     finally:
         bar.close()
 
@@ -276,8 +380,10 @@ class IngestEstimate:
             f"calls: {'about ' if about else ''}{self.calls} in all, by kind:",
         ]
         for k in self.kinds:
-            calls = f"{'about ' if k.about else ''}{k.calls} call{'' if k.calls == 1 else 's'}"
-            lines.append(f"  {k.name}: {calls}, {k.prompt_tokens} tokens in, {k.completion_tokens} out ({k.basis})")
+            calls = f"{'about ' if k.about else ''}{counted(k.calls, 'call')}"
+            lines.append(
+                f"  {k.name}: {calls}, {counted(k.prompt_tokens, 'token')} in, {k.completion_tokens} out ({k.basis})"
+            )
         lines += [
             f"tokens: {self.prompt_tokens} in (prompt characters / {CHARS_PER_TOKEN}),"
             f" {self.completion_tokens} out, {self.prompt_tokens + self.completion_tokens} in all",
@@ -289,7 +395,7 @@ class IngestEstimate:
         if self.budget_left is not None:
             total = self.prompt_tokens + self.completion_tokens
             verdict = "fits" if total <= self.budget_left else "does not fit: the KB would pause when it is spent"
-            lines.append(f"token budget: {self.budget_left} tokens left of {c.token_budget}; this {verdict}")
+            lines.append(f"token budget: {counted(self.budget_left, 'token')} left of {c.token_budget}; this {verdict}")
         lines += problem_lines(self.problems)
         if not self.llm_extractor:
             lines.append(

@@ -13,6 +13,7 @@ from kbwiki.command import command_deps, find_kb, kb_option, main, services, ten
 from repos.lint import LintRepository
 from stages.lint import run_lint
 from stages.lint_checks import CHECKS
+from wiki.plural import noun
 
 #: Examples printed per issue type in the text output (the report keeps up to 20).
 EXAMPLES_SHOWN = 5
@@ -45,7 +46,8 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
         type_ = check.name
         fixable = "fixable" if check.fixable else "not fixable"
         line = (
-            f"  {type_:<17} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,} pages"
+            f"  {type_:<17} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,}"
+            f" {noun(report.pages_affected[type_], 'page')}"
             f"  [{check.severity}, {fixable}]"
         )
         if fix:

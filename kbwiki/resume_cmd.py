@@ -8,6 +8,7 @@ import click
 from actors.deps import run_stage
 from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
 from stages.resume import resume_kb
+from wiki.plural import counted
 
 
 @main.command()
@@ -30,11 +31,11 @@ def resume(kb_name: str, tenant: int, reset_budget: bool) -> None:
         kb = find_kb(deps, tenant, kb_name)
         result = run_stage(resume_kb, deps, kb.tenant_id, kb.id, reset_budget=reset_budget)
     if result.budget_reset_from is not None:
-        click.echo(f"token budget of {kb_name}: count reset from {result.budget_reset_from} tokens to 0")
+        click.echo(f"token budget of {kb_name}: count reset from {counted(result.budget_reset_from, 'token')} to 0")
     if result.pause is None:
-        click.echo(f"{kb_name} was not paused; {result.woken} waiting documents made claimable now")
+        click.echo(f"{kb_name} was not paused; {counted(result.woken, 'waiting document')} made claimable now")
         return
     click.echo(
         f"resumed {kb_name} (was paused for {result.pause.kind}: {result.pause.message});"
-        f" {result.woken} documents claimable now"
+        f" {counted(result.woken, 'document')} claimable now"
     )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
 
 import click
 
-from kbwiki.command import main, services
+from kbwiki.command import TENANT_ID, main, services
+from wiki.errors import CannotListen
 
 #: Seconds a page waits for a pooled connection before answering 503.
 POOL_TIMEOUT_S = 5.0
@@ -16,7 +19,10 @@ POOL_TIMEOUT_S = 5.0
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @click.option(
-    "--tenant", type=int, default=None, help="Tenant served (default KBWIKI_WEB_TENANT, else 1); one tenant per server."
+    "--tenant",
+    type=TENANT_ID,
+    default=None,
+    help="Tenant served (default KBWIKI_WEB_TENANT, else 1); one tenant per server.",
 )
 def serve(host: str, port: int, tenant: int | None) -> None:
     """Serve the wiki, search, graphs, the operations page and /metrics over HTTP until interrupted.
@@ -28,21 +34,39 @@ def serve(host: str, port: int, tenant: int | None) -> None:
     from kbwiki.web.app import create_app
     from repos.db import get_pool
 
-    with services() as settings:
+    # bound before anything starts: a busy port is one line, and "serving on" is said only once it is true
+    with listening_socket(host, port) as sock, services() as settings:
         # A reader waits at most this long for a connection: while the database is away a page
         # answers 503 in seconds rather than after the workers' 30 s pool timeout.
         pool = get_pool(
             settings.model_copy(update={"db_pool_timeout_s": min(settings.db_pool_timeout_s, POOL_TIMEOUT_S)})
         )
         app = create_app(pool, settings.web_tenant if tenant is None else tenant, settings.web_ops_token)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True))
+        url_host = f"[{host}]" if ":" in host else host
         click.echo(
-            f"kbwiki: serving tenant {settings.web_tenant if tenant is None else tenant} on http://{host}:{port}/",
+            f"kbwiki: serving tenant {settings.web_tenant if tenant is None else tenant} on http://{url_host}:{port}/",
             err=True,
         )
         # While the database is away (``kbwiki down``, a restart) pages answer 503 and the pool
         # reconnects when it is back (``kbwiki.web.app``): serving goes on.
         try:
-            uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True)).run()
+            server.run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn shuts down on Ctrl-C, then raises it again
             click.echo("kbwiki: stopped serving", err=True)
             sys.exit(130)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host`` (an IPv6 address when it holds a colon, as uvicorn reads it)
+    and ``port``, listening, for uvicorn to serve on. Raises ``CannotListen`` with one line naming
+    the address: the port in use, a host that is not this machine's, a privileged port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise CannotListen(
+                f"port {port} on {host} is in use (another server listens there): stop it or choose another --port"
+            ) from None
+        raise CannotListen(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None

@@ -3,12 +3,15 @@ documents were not written."""
 
 from __future__ import annotations
 
+import shlex
+
 from actors.deps import Deps
 from repos.dead_letter_spool import DeadLetterSpool
 from stages.llm_gate import RESUME_HINT
 from wiki.lanes import SCOPE_KB
 from wiki.llm_config import config_from_settings, estimated_usd
 from wiki.models import KnowledgeBase
+from wiki.plural import counted
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
 NOT_WRITTEN_SAMPLE = 10
@@ -18,6 +21,13 @@ NO_WORKER = (
     "no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"
     " until one runs (`kbwiki worker`)"
 )
+
+
+def status_command(kb: KnowledgeBase) -> str:
+    """The ``kbwiki status`` command line of ``kb``, to follow its work: ``kbwiki status --kb NAME``
+    (the name quoted for a shell when it needs it), with ``--tenant N`` for a tenant other than 1."""
+    tenant = f" --tenant {kb.tenant_id}" if kb.tenant_id != 1 else ""
+    return f"kbwiki status --kb {shlex.quote(kb.name)}{tenant}"
 
 
 def no_worker_warning(deps: Deps) -> str | None:
@@ -110,11 +120,12 @@ def usage_lines(usage: dict) -> list[str]:
             else "price unknown (set KBWIKI_LLM_PRICE_IN_PER_MTOK and _OUT_PER_MTOK)"
         )
         lines.append(
-            f"model usage {model}: {u['extractions']} extractions, {u['calls']} calls, {u['prompt_tokens']} tokens in,"
-            f" {u['completion_tokens']} out, {u['cache_hits']} cache hits, {price}"
+            f"model usage {model}: {counted(u['extractions'], 'extraction')}, {counted(u['calls'], 'call')},"
+            f" {counted(u['prompt_tokens'], 'token')} in, {u['completion_tokens']} out,"
+            f" {counted(u['cache_hits'], 'cache hit')}, {price}"
         )
     if usage.get("token_budget") is not None:
-        lines.append(f"token budget: {usage['budget_spent_tokens']} of {usage['token_budget']} tokens spent")
+        lines.append(f"token budget: {usage['budget_spent_tokens']} of {counted(usage['token_budget'], 'token')} spent")
     return lines
 
 

@@ -21,6 +21,7 @@ from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.models import MAX_TITLE_CHARS, Document
+from wiki.plural import counted
 from wiki.settings import Settings, kb_tunables
 from wiki.text import clean_text, cut, prose_size
 
@@ -125,7 +126,8 @@ def store_document(
             return SubmitResult(None, "skipped", "knowledge base was deleted")
     send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     # said in the result too: a command logs to a file, and the user should see a cut document
-    return SubmitResult(doc.id, "queued", f"cut to {settings.max_document_chars} characters" if was_cut else "")
+    cut_to = f"cut to {settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
+    return SubmitResult(doc.id, "queued", cut_to if was_cut else "")
 
 
 def unchanged_sources(
@@ -156,7 +158,13 @@ def prepare_document(title: str, content: str, settings: Settings) -> tuple[str,
     title = " ".join(clean_text(title).split())[:MAX_TITLE_CHARS] or "untitled"
     content, was_cut = cut(clean_text(content), settings.max_document_chars)
     if prose_size(content) < settings.min_document_chars:
-        return title, content, was_cut, f"empty or near-empty ({len(content.strip())} characters)"
+        size = counted(len(content.strip()), "character")
+        return (
+            title,
+            content,
+            was_cut,
+            f"empty or near-empty ({size}; KBWIKI_MIN_DOCUMENT_CHARS is {settings.min_document_chars})",
+        )
     return title, content, was_cut, ""
 
 

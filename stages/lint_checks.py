@@ -307,7 +307,7 @@ def _find_unlinked_mentions(page: LintPage, facts, window: Window) -> list[Findi
 CHECKS: tuple[LintCheck, ...] = (
     LintCheck(
         name="broken_link",
-        label="broken links",
+        label="broken link",
         severity="error",
         weight=25,
         fixable=True,
@@ -320,7 +320,7 @@ CHECKS: tuple[LintCheck, ...] = (
     ),
     LintCheck(
         name="stale_source",
-        label="stale source refs",
+        label="stale source ref",
         severity="error",
         weight=20,
         fixable=True,
@@ -333,7 +333,7 @@ CHECKS: tuple[LintCheck, ...] = (
     # Orphans need a page to link them from, duplicates a merge decision: both are left to people.
     LintCheck(
         name="orphan",
-        label="orphans",
+        label="orphan",
         severity="warning",
         weight=15,
         fixable=False,
@@ -342,7 +342,7 @@ CHECKS: tuple[LintCheck, ...] = (
     ),
     LintCheck(
         name="duplicate",
-        label="duplicates",
+        label="duplicate",
         severity="warning",
         weight=15,
         fixable=False,
@@ -351,7 +351,7 @@ CHECKS: tuple[LintCheck, ...] = (
     ),
     LintCheck(
         name="empty_page",
-        label="empty pages",
+        label="empty page",
         severity="warning",
         weight=15,
         fixable=True,
@@ -361,7 +361,7 @@ CHECKS: tuple[LintCheck, ...] = (
     ),
     LintCheck(
         name="unlinked_mention",
-        label="unlinked mentions",
+        label="unlinked mention",
         severity="info",
         weight=10,
         fixable=True,

@@ -27,6 +27,7 @@ from wiki.extract import Extractor
 from wiki.extract.llm.ratelimit import sharing
 from wiki.llm_config import estimated_usd
 from wiki.models import Document, Extraction, PageLite
+from wiki.plural import counted
 from wiki.settings import Settings
 
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def paused(
     spent = llm_usage.budget_spent(kb_id)
     if spent < config.token_budget:
         return False
-    message = f"the KB's token budget is spent: {spent} of {config.token_budget} tokens"
+    message = f"the KB's token budget is spent: {spent} of {counted(config.token_budget, 'token')}"
     if llm_errors.record(kb_id, config.fingerprint(), 402, message, config.base_url, config.model, kind="budget"):
         log.error(
             "llm.paused",

@@ -28,6 +28,7 @@ from stages.triggers import send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text, fail_budget_spent
 from wiki.extract import Extractor
 from wiki.lanes import INGEST, REDUCE
+from wiki.plural import counted
 from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -146,7 +147,7 @@ def _count_failure(
         with pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
-            docs.set_status([op.dedup_key], "failed", f"extraction failed {fails} times: {exc!r}", conn=conn)
+            docs.set_status([op.dedup_key], "failed", f"extraction failed {counted(fails, 'time')}: {exc!r}", conn=conn)
         log.error("document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
         return "dead"
     delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)

@@ -51,6 +51,7 @@ from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
 from wiki.merge import keep_lead, lead_due
 from wiki.models import ITEM_TYPES, Document, Extraction, Page, PageType, SourceRef
+from wiki.plural import counted
 from wiki.render import render_summary_page
 from wiki.settings import Settings, Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
@@ -428,7 +429,7 @@ def _count_failure(
             dead_letters.move_op_to_dead_letters(
                 op.model_copy(update={"fail_count": fails}), task_type=INGEST, error=error, conn=conn
             )
-            docs.set_status([op.dedup_key], "failed", f"reduce failed {fails} times: {exc!r}", conn=conn)
+            docs.set_status([op.dedup_key], "failed", f"reduce failed {counted(fails, 'time')}: {exc!r}", conn=conn)
         else:
             delay = max(
                 delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id, conn=conn)

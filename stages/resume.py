@@ -22,6 +22,7 @@ from stages.triggers import send_trigger
 from wiki.errors import ResumeRefused
 from wiki.lanes import INGEST, LEAD, SCOPE_KB
 from wiki.llm_config import config_from_settings
+from wiki.plural import counted
 from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -66,7 +67,7 @@ def resume_kb(
             spent = llm_usage.budget_spent(kb.id, conn=conn)
             if spent >= budget:
                 raise ResumeRefused(
-                    f"the token budget of {kb.name!r} is still spent ({spent} of {budget} tokens): raise it"
+                    f"the token budget of {kb.name!r} is still spent ({spent} of {counted(budget, 'token')}): raise it"
                     " (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET) or pass --reset-budget"
                 )
         pause = llm_errors.clear(kb.id, conn=conn)

@@ -149,6 +149,12 @@ class WaitTimedOut(KbwikiError, TimeoutError):
     """A ``--wait`` ran out before the KB's lanes were empty (work is only done while a worker runs)."""
 
 
+class Interrupted(KbwikiError):
+    """The user stopped a command (Ctrl-C) while it waited or sent work: the message says what is
+    kept and goes on (the queued work) and how to follow or finish it. Exit code 130 (128 +
+    SIGINT), as a shell gives a command Ctrl-C ends."""
+
+
 class DocumentsFailed(KbwikiError):
     """An ``ingest --wait`` ended with documents of the KB failed (they wrote no page)."""
 
@@ -170,6 +176,11 @@ class DatabaseUnreachable(ServersUnreachable):
 
 class RedisUnreachable(ServersUnreachable):
     """Redis refused or lost the connection or timed out."""
+
+
+class CannotListen(KbwikiError):
+    """``kbwiki serve`` cannot listen on its address: the port is in use, the host is not an
+    address of this machine, or the port is privileged."""
 
 
 class ServiceError(KbwikiError):

@@ -29,6 +29,7 @@ from wiki.dedup import link_phrases
 from wiki.links import LinkTarget, candidate_phrases, linkify, out_link_slugs, parse_links, rewrite_links
 from wiki.markdown import HEADING_LINE_RE
 from wiki.models import PageLite
+from wiki.plural import counted, noun
 from wiki.slugs import normalize_name, normalize_slug
 from wiki.text import prose_size
 
@@ -40,8 +41,9 @@ Severity = Literal["error", "warning", "info"]
 @dataclass(frozen=True)
 class CheckInfo:
     """What the tally, the score and the summary know of a check: its issue type (``name``), the
-    plural ``label`` of the summary line, its ``severity``, its ``weight`` in the health score
-    (relative: the score divides by the sum of the weights) and whether ``--fix`` mends it."""
+    singular ``label`` of the summary line ("broken link": ``wiki.plural`` makes "3 broken links"),
+    its ``severity``, its ``weight`` in the health score (relative: the score divides by the sum of
+    the weights) and whether ``--fix`` mends it."""
 
     name: str
     label: str
@@ -178,7 +180,7 @@ def empty_page(page: LintPage, min_chars: int) -> list[Finding]:
     n = prose_length(page.content)
     if n >= min_chars:
         return []
-    return [Finding(page.slug, f"{n} characters of prose (fewer than {min_chars})")]
+    return [Finding(page.slug, f"{counted(n, 'character')} of prose (fewer than {min_chars})")]
 
 
 def stale_sources(page: LintPage, count: int, sample: Sequence[tuple[str, str]]) -> list[Finding]:
@@ -438,8 +440,8 @@ def summary_line(report: LintReport, checks: Sequence[CheckInfo]) -> str:
 
     Example: ``health 91/100 · 1,204 pages · 3 broken links, 12 orphans, 0 ... · fixed 3``.
     """
-    parts = ", ".join(f"{report.counts.get(c.name, 0):,} {c.label}" for c in checks)
-    line = f"health {report.score}/100 · {report.pages_checked:,} pages · {parts}"
+    parts = ", ".join(f"{(n := report.counts.get(c.name, 0)):,} {noun(n, c.label)}" for c in checks)
+    line = f"health {report.score}/100 · {report.pages_checked:,} {noun(report.pages_checked, 'page')} · {parts}"
     if report.fix:
         line += f" · fixed {sum(report.fixed.values()):,} (health after fix {report.score_after_fix}/100)"
     return line

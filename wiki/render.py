@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from wiki.models import Extraction, Page, PageLite
+from wiki.plural import counted
 
 #: Quotes an entity or concept page shows (from as many documents, one each first).
 QUOTES_SHOWN = 8
@@ -249,7 +250,7 @@ def render_index_page(
     and concept pages cited by the most documents (``most_cited``: page type -> (page, number of
     documents), most first) and the most recent summaries; every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
-    lines = [f"Wiki of **{neutral(kb_name)}**: {total} pages.", ""]
+    lines = [f"Wiki of **{neutral(kb_name)}**: {counted(total, 'page')}.", ""]
     if intro:
         lines += [neutral(intro), ""]
     lines += ["## Pages by type", ""]
@@ -261,10 +262,7 @@ def render_index_page(
         cited = (most_cited or {}).get(page_type, [])
         if cited:
             lines += ["", f"## Most-cited {heading.lower()}", ""]
-            lines += [
-                f"- {link(page.slug, page.title)} (quotes {n} {'document' if n == 1 else 'documents'})"
-                for page, n in cited
-            ]
+            lines += [f"- {link(page.slug, page.title)} (quotes {counted(n, 'document')})" for page, n in cited]
     lines += ["", f"## Recent documents ({len(recent)})", ""]
     for page in recent:
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""

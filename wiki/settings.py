@@ -121,6 +121,8 @@ class Settings(BaseSettings):
         default=30, gt=0, le=600, description="Seconds a borrower waits for a pooled connection."
     )
 
+    # A file is read whole into memory before it is cut to max_document_chars: this bounds that read.
+    max_file_mb: int = Field(default=20, ge=1, le=4096, description="Larger files (MiB) are rejected unread.")
     max_document_chars: int = Field(default=400_000, ge=1000, description="Longer documents are cut.")
     min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
 

@@ -42,6 +42,7 @@ from wiki.dedup import name_key
 from wiki.errors import DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, KnowledgeBase
+from wiki.plural import counted, noun
 
 #: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
 SERVER_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
@@ -117,6 +118,7 @@ def create_app(
     requeue = requeue or default_requeue()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
+    templates.env.filters.update(counted=counted, noun=noun)  # {{ n | counted("summary") }}: "1 summary"
     counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))

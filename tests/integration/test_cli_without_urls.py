@@ -84,7 +84,7 @@ def test_ingesting_a_folder_without_documents_creates_no_kb(database_url, tmp_pa
     result = _run(database_url, tmp_path, ["ingest", "folder", "--kb", name])
     assert result["code"] == 1
     assert "nothing was stored" in result["output"] and "rejected image.md: binary" in result["output"]
-    # the headline names the rejected file's kind, not "no .md document" (a new user's trial)
-    assert "no readable document" in result["output"] and "1 rejected" in result["output"]
+    # the headline says the one file of the right kind was rejected, not "no .md document" (a new user's trial)
+    assert "the one document file under folder was rejected" in result["output"]
     with pool.connection() as conn:
         assert conn.execute("SELECT count(*) AS n FROM knowledge_bases WHERE name = %s", (name,)).fetchone()["n"] == 0

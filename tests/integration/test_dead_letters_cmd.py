@@ -131,7 +131,7 @@ def test_list_filters_by_kb_task_type_and_since_and_pages(run, deps):  # noqa: F
     result = run("dead-letters", "list", "--kb", kb.name, "--task-type", "wiki:ingest", "--cursor", str(second.id))
     assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [
         str(first.id),
-        "1 dead letters, end of list",
+        "1 dead letter, end of list",
     ]
 
     after_first = (first.failed_at + timedelta(microseconds=1)).isoformat()
@@ -301,10 +301,38 @@ def test_purge_needs_a_filter_or_all(run, deps):  # noqa: F811
 
     assert run("dead-letters", "purge", "--kb", kb.name).stdout == "purged 2 dead letters\n"
     assert deps.dead_letters.count(tenant_id=None) == 2 and deps.dead_letters.get(kept.id, tenant_id=1) is not None
-    assert run("dead-letters", "purge", str(loose.id)).stdout == "purged 1 dead letters\n"
+    assert run("dead-letters", "purge", str(loose.id)).stdout == "purged 1 dead letter\n"
     assert [r.id for r in deps.dead_letters.list(tenant_id=None)] == [kept.id]
-    assert run("dead-letters", "purge", "--all").stdout == "purged 1 dead letters\n"
+    assert run("dead-letters", "purge", "--all").stdout == "purged 1 dead letter\n"
     assert deps.dead_letters.count(tenant_id=None) == 0
+
+
+@pytest.mark.parametrize("subcommand", ["show", "requeue", "purge"])
+def test_an_unknown_id_is_one_line_and_exit_1_for_every_subcommand(run, deps, subcommand):  # noqa: F811
+    kept, _ = _wiki_dead_letter(deps, _kb(deps))
+    unknown = kept.id + 1000
+    result = run("dead-letters", subcommand, str(unknown))
+    assert result.exit_code == 1, result.output
+    said = [line for line in result.output.splitlines() if f"no dead letter {unknown} of tenant 1" in line]
+    assert len(said) == 1, result.output
+    assert "Traceback" not in result.output
+    assert deps.dead_letters.get(kept.id, tenant_id=1) is not None  # nothing else was touched
+
+
+def test_purge_by_ids_deletes_the_known_ones_and_names_the_unknown_one(run, deps):  # noqa: F811
+    kb = _kb(deps)
+    first, _ = _wiki_dead_letter(deps, kb, "a")
+    second, _ = _wiki_dead_letter(deps, kb, "b")
+    unknown = second.id + 1000
+    result = run("dead-letters", "purge", str(first.id), str(unknown), str(first.id))
+    assert result.exit_code == 1
+    assert result.stderr == f"{unknown}\tnot purged: no dead letter {unknown} of tenant 1\n"
+    assert result.stdout == "purged 1 dead letter, 1 not found\n"
+    assert deps.dead_letters.get(first.id, tenant_id=1) is None
+    assert deps.dead_letters.get(second.id, tenant_id=1) is not None
+    # ids and filters are two ways to choose, as with requeue
+    assert run("dead-letters", "purge", str(second.id), "--kb", kb.name).exit_code == 2
+    assert deps.dead_letters.get(second.id, tenant_id=1) is not None
 
 
 def test_repository_purge_refuses_to_run_without_a_filter(deps):  # noqa: F811
@@ -388,7 +416,8 @@ def test_purge_deletes_only_the_tenants_dead_letters(run, deps, two_tenants, how
         [str(row1.id), str(message1.id), str(row2.id)] if how == ("IDS",) else []
     )
     result = run("dead-letters", "purge", "--tenant", "2", *argv)
-    assert result.exit_code == 0, result.output
+    # tenant 1's ids name no dead letter of tenant 2: said, and exit 1
+    assert result.exit_code == (1 if how == ("IDS",) else 0), result.output
     left = {r.id for r in deps.dead_letters.list(tenant_id=None)}
     assert {row1.id, message1.id} <= left, "tenant 1's dead letters must survive tenant 2's purge"
     assert row2.id not in left

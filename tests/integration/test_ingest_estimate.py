@@ -64,7 +64,7 @@ def _number(pattern: str, text: str) -> int:
 
 def _kinds(text: str) -> dict[str, tuple[int, int, int]]:
     """The per-kind lines of the estimate: name -> (calls, tokens in, tokens out)."""
-    found = re.findall(r"^  ([a-z ]+): (?:about )?(\d+) calls?, (\d+) tokens in, (\d+) out \(", text, re.M)
+    found = re.findall(r"^  ([a-z ]+): (?:about )?(\d+) calls?, (\d+) tokens? in, (\d+) out \(", text, re.M)
     return {name: (int(c), int(i), int(o)) for name, c, i, o in found}
 
 

@@ -94,6 +94,7 @@ def test_a_commands_output_has_no_log_lines_and_its_logs_go_to_the_home(tmp_path
     folder.mkdir()
     (folder / "long.md").write_text("A sentence long enough to be a document of its own here. " * 60)
     (folder / "short.md").write_text("A short document that is written in full, without a cut. " * 3)
+    (folder / "tiny.md").write_text("Tiny.")
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("KBWIKI_")}
     env.update(
@@ -114,6 +115,8 @@ def test_a_commands_output_has_no_log_lines_and_its_logs_go_to_the_home(tmp_path
     assert out.returncode == 0, out.stderr
     for stream in (out.stdout, out.stderr):
         assert not [line for line in stream.splitlines() if line.lstrip().startswith("{")], stream
-    assert "queued long.md: cut to 1000 characters" in out.stdout
+    # each reason names the limit and the setting that moves it
+    assert "queued long.md: cut to 1000 characters (KBWIKI_MAX_DOCUMENT_CHARS)" in out.stdout
+    assert "skipped tiny.md: empty or near-empty (5 characters; KBWIKI_MIN_DOCUMENT_CHARS is 40)" in out.stdout
     events = [json.loads(line) for line in (home / "commands.log").read_text().splitlines()]
     assert "document.cut" in {e["event"] for e in events}

@@ -21,7 +21,7 @@ def _shout_fix(ctx: PageFix, page, issues, n: int) -> Mended:
 #: The whole of a new check: no query (the page alone says enough), a rule, a weight and a fix.
 SHOUTING = LintCheck(
     name="shouting_title",
-    label="shouting titles",
+    label="shouting title",
     severity="info",
     weight=5,
     fixable=True,
@@ -43,7 +43,7 @@ def test_a_check_added_as_one_object_is_walked_counted_scored_and_fixed(wiki):  
     assert report.counts["shouting_title"] == 1 and report.pages_affected["shouting_title"] == 1
     issue = report.samples["shouting_title"][0]
     assert (issue.page, issue.severity, issue.fixable) == ("gamma", "info", True)
-    assert "1 shouting titles" in report.summary
+    assert "1 shouting title" in report.summary and "1 shouting titles" not in report.summary
     assert report.score_version == score_version(checks) and "shouting_title:5" in report.score_version
     # gamma is also an orphan: two of the checks find it, out of 5 pages
     assert report.score == health_score(5, {"orphan": 1, "shouting_title": 1}, checks)

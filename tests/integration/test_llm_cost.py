@@ -174,7 +174,7 @@ def test_unknown_price_is_shown_as_unknown_never_as_free(cost_deps, server):  # 
     report = kb_status(deps, kb)
     assert report["llm_usage"]["models"]["scripted-model"]["estimated_usd"] is None
     [line] = [line for line in status_lines(report) if line.startswith("model usage")]
-    assert "1 extractions, 1 calls" in line and "price unknown" in line
+    assert "1 extraction, 1 call, " in line and "price unknown" in line
 
 
 def test_failed_extractions_count_their_tokens_too(cost_deps, server):  # noqa: F811

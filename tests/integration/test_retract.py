@@ -493,6 +493,7 @@ def test_cli_deletes_by_source_uri_and_deletes_a_kb_only_with_yes(env):
     runner = CliRunner()
     result = runner.invoke(main, ["delete", "--kb", kb.name, "test/clidoc.md", "no/such.md"])
     assert result.exit_code == 1  # one of the two was not found
+    assert "Error: 1 of 2 documents not found" in result.output
     assert f"deleting {kid}" in result.output and "unknown no/such.md" in result.output
     assert deps.docs.get(kid).status == "deleting"
     _settle(deps, kb)
@@ -503,4 +504,6 @@ def test_cli_deletes_by_source_uri_and_deletes_a_kb_only_with_yes(env):
     assert deps.kbs.get(kb.id).deleted_at is None
     result = runner.invoke(main, ["delete-kb", "--kb", kb.name, "--yes"])
     assert result.exit_code == 0, result.output
+    # the index page is all that was left: "1 page", not "1 pages"
+    assert result.output == f"deleted {kb.name}: 1 page, 0 documents, 0 queued ops\n"
     assert deps.kbs.get(kb.id).deleted_at is not None and list(deps.pages.iter_pages(kb.id)) == []

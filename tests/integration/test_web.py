@@ -43,6 +43,7 @@ def client(clean_db, wiki, requeued):
 def test_kb_list_and_home(client, wiki):
     r = client.get("/")
     assert r.status_code == 200 and "web-demo" in r.text and "secret" not in r.text
+    assert "1 summary, 3 entities, 1 concept<" in r.text  # not "1 summaries", "1 concepts"
     home = client.get(f"/kb/{wiki.kb_id}")
     assert home.status_code == 200
     assert "entity: 3" in home.text and "Storage engines guide" in home.text
@@ -266,6 +267,29 @@ def test_kbwiki_serve_command_serves_its_tenant(clean_db, wiki, database_url, tm
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_kbwiki_serve_on_a_busy_port_is_one_line_and_exit_1(database_url, tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": database_url, "KBWIKI_HOME": str(tmp_path / "home")}
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "kbwiki.cli", "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.splitlines() == [
+        f"Error: port {port} on 127.0.0.1 is in use (another server listens there): stop it or choose another --port"
+    ]
+    assert not (tmp_path / "home").exists()  # nothing was started
 
 
 def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps):  # noqa: F811 (the fixture)

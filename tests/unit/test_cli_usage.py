@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from kbwiki.cli import main
@@ -12,3 +13,67 @@ def test_bad_kb_names_get_a_usage_error_before_any_server_starts():
         result = CliRunner().invoke(main, ["status", "--kb", name])
         assert result.exit_code == 2, result.output
         assert "knowledge base name" in result.output
+
+
+# Servers that do not answer: a value the command accepted would end in "cannot connect" (exit 1),
+# not in the usage error (exit 2) expected, and would start nothing.
+_NO_SERVERS = {"DATABASE_URL": "postgresql://nobody@127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ingest", "DIR", "--kb", "x", "--wait", "--timeout", "-5"],
+        ["ingest", "DIR", "--kb", "x", "--wait", "--timeout", "0"],
+        ["ingest", "DIR", "--kb", "x", "--wait", "--timeout", "nan"],
+        ["ingest", "DIR", "--kb", "x", "--wait", "--timeout", "inf"],
+        ["delete", "--kb", "x", "a.md", "--wait", "--timeout", "-1"],
+        ["status", "--kb", "x", "--tenant", "-1"],
+        ["status", "--kb", "x", "--tenant", str(2**63)],
+        ["serve", "--tenant", "-2"],
+        ["dead-letters", "list", "--tenant", "-1"],
+        ["dead-letters", "show", "0"],
+        ["dead-letters", "requeue", "0"],
+        ["dead-letters", "purge", "0"],
+    ],
+)
+def test_nonsensical_numbers_are_usage_errors(tmp_path, args):
+    (tmp_path / "a.md").write_text("# A\n\nA document long enough to be stored as one.\n")
+    args = [str(tmp_path) if a == "DIR" else a for a in args]
+    result = CliRunner().invoke(main, args, env={**_NO_SERVERS, "KBWIKI_HOME": str(tmp_path / "home")})
+    assert result.exit_code == 2, result.output
+    assert "Invalid value" in result.output and "Traceback" not in result.output
+
+
+@pytest.fixture()
+def fresh_settings():
+    """Settings read anew from each invocation's environment, as in a new process, and after the test."""
+    from wiki.settings import get_settings
+
+    get_settings.cache_clear()
+    yield get_settings.cache_clear
+    get_settings.cache_clear()
+
+
+def test_a_folder_of_one_file_too_large_names_its_size_the_limit_and_the_setting(tmp_path, fresh_settings):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    with open(folder / "big.txt", "wb") as f:
+        f.truncate(100 * 1024 * 1024)  # sparse: 100 MiB on paper, nothing on disk
+    env = {**_NO_SERVERS, "KBWIKI_HOME": str(tmp_path / "home")}
+    result = CliRunner().invoke(main, ["ingest", str(folder), "--kb", "x"], env=env)
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"Error: nothing was stored: the one document file under {folder} was rejected:",
+        "rejected big.txt: too large: 100.0 MiB, over the 20 MiB limit (KBWIKI_MAX_FILE_MB raises it)",
+    ]
+    # the setting named raises the limit: the file is read (and found to be all zero bytes)
+    fresh_settings()
+    result = CliRunner().invoke(main, ["ingest", str(folder), "--kb", "x"], env={**env, "KBWIKI_MAX_FILE_MB": "200"})
+    assert result.exit_code == 1 and "rejected big.txt: binary" in result.output
+
+
+def test_a_file_just_over_the_limit_never_reads_as_the_limit(tmp_path):
+    from kbwiki.corpus import MIB, too_large
+
+    assert too_large(20 * MIB + 1, 20).startswith("too large: 20.1 MiB, over the 20 MiB limit")

@@ -20,15 +20,20 @@ KINDS = [
     for _, cls in inspect.getmembers(errors, inspect.isclass)
     if issubclass(cls, Exception) and cls.__module__ == errors.__name__
 ]
-#: The exit code each kind must end a command with: click's usage code for bad input, else 1.
+#: The exit code each kind must end a command with: click's usage code for bad input, a shell's
+#: 130 for a command the user stopped with Ctrl-C, else 1.
 USAGE = (errors.BadInput,)
+
+
+def _expected_code(kind: type) -> int:
+    return 2 if issubclass(kind, USAGE) else 130 if issubclass(kind, errors.Interrupted) else 1
 
 
 def test_every_error_class_is_a_kbwiki_error_and_has_an_exit_code():
     assert len(KINDS) > 15
     for kind in KINDS:
         assert issubclass(kind, errors.KbwikiError), kind
-        assert exit_code(kind("x")) in (1, 2)
+        assert exit_code(kind("x")) == _expected_code(kind)
     assert set(EXIT_CODES) <= set(KINDS)
 
 
@@ -41,10 +46,12 @@ def test_a_command_ends_on_each_kind_with_one_line_and_its_exit_code(kind):
         raise kind(f"{kind.__name__} refused this")
 
     result = CliRunner().invoke(group, ["refuse"])
-    assert result.exit_code == (2 if issubclass(kind, USAGE) else 1)
-    # one line that carries the refusal's words (some kinds frame them: "invalid model output: ...")
+    assert result.exit_code == _expected_code(kind)
+    # one line that carries the refusal's words (some kinds frame them: "invalid model output: ...");
+    # a command the user stopped is no error: its line says what goes on, without "Error: "
     [line] = result.output.splitlines()
-    assert line.startswith("Error: ") and f"{kind.__name__} refused this" in line
+    assert line.startswith("Error: ") != issubclass(kind, errors.Interrupted)
+    assert f"{kind.__name__} refused this" in line
     assert "Traceback" not in result.output
 
 

@@ -35,6 +35,7 @@ from tenacity import (
 from wiki.errors import LLMConfigError, LLMOutOfCredit, LLMUnavailable
 from wiki.extract.llm.ratelimit import UNLIMITED, ModelLimits, RateLimiter, current_share, estimate_tokens, model_key
 from wiki.llm_config import LLMConfig
+from wiki.plural import counted
 
 log = structlog.get_logger(__name__)
 
@@ -230,11 +231,12 @@ class ChatClient:
             if exc.status_code in _CONFIG_STATUS:
                 raise LLMConfigError(exc.status_code, _message(exc), c.base_url, c.model) from exc
             raise LLMUnavailable(
-                f"HTTP {exc.status_code} after {retrying.statistics.get('attempt_number', 1)} tries: {_message(exc)}"
+                f"HTTP {exc.status_code} after {counted(retrying.statistics.get('attempt_number', 1), 'try')}:"
+                f" {_message(exc)}"
             ) from exc
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             raise LLMUnavailable(
-                f"{type(exc).__name__} after {retrying.statistics.get('attempt_number', 1)} tries: {exc}"
+                f"{type(exc).__name__} after {counted(retrying.statistics.get('attempt_number', 1), 'try')}: {exc}"
             ) from exc
         if not completion.choices:
             return ChatAnswer("", None, "", 0, 0)

@@ -42,6 +42,7 @@ from wiki.extract.llm.ratelimit import RateLimiter
 from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
 from wiki.llm_config import LLMConfig, LLMOverride
 from wiki.models import ExtractedItem, Extraction, PageLite
+from wiki.plural import counted
 
 log = structlog.get_logger(__name__)
 
@@ -393,7 +394,7 @@ def _validate(
     stats.dropped_items += invalid
     if total and invalid / total > max_invalid_share:
         raise LLMOutputInvalid(
-            f"{invalid} of {total} items invalid (bad schema, name or quotes not in the "
+            f"{invalid} of {counted(total, 'item')} invalid (bad schema, name or quotes not in the "
             f"document; at most {max_invalid_share:.0%} allowed)",
             raw,
         )
