@@ -117,12 +117,12 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     from kbwiki.source_root import new_root, path_under_root
     from kbwiki.status import no_worker_warning, status_command
 
-    with services():
+    with services() as settings:
         deps = command_deps()
         kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached, no root yet)
         stored = kb.source_root if kb else None
         root = new_root(path) if set_root or stored is None else stored
-        docs = _documents(iter_folder_docs(path, path_under_root(path, root, kb_name), deps.settings.max_file_mb), path)
+        docs = _documents(iter_folder_docs(path, path_under_root(path, root, kb_name), settings.max_file_mb), path)
         if estimate:
             click.echo(estimate_docs(deps, kb, docs).describe())
             return

@@ -55,12 +55,17 @@ def fresh_settings():
     get_settings.cache_clear()
 
 
-def test_a_folder_of_one_file_too_large_names_its_size_the_limit_and_the_setting(tmp_path, fresh_settings):
+def test_a_folder_of_one_file_too_large_names_its_size_the_limit_and_the_setting(
+    tmp_path, fresh_settings, database_url
+):
+    from tests.conftest import REDIS_URL
+
     folder = tmp_path / "docs"
     folder.mkdir()
     with open(folder / "big.txt", "wb") as f:
         f.truncate(100 * 1024 * 1024)  # sparse: 100 MiB on paper, nothing on disk
-    env = {**_NO_SERVERS, "KBWIKI_HOME": str(tmp_path / "home")}
+    # the KB's root decides the names it reports, so the folder is read once the servers answer
+    env = {"DATABASE_URL": database_url, "REDIS_URL": REDIS_URL, "KBWIKI_HOME": str(tmp_path / "home")}
     result = CliRunner().invoke(main, ["ingest", str(folder), "--kb", "x"], env=env)
     assert result.exit_code == 1
     assert result.output.splitlines() == [

@@ -190,8 +190,9 @@ def test_idle_servers_stop_only_once_no_command_and_no_connection_is_left(home: 
     with psycopg.connect(settings.database_url) as conn:  # a client that is not a kbwiki command
         time.sleep(3)
         assert conn.execute("SELECT 1").fetchone() == (1,)
-    _wait_for(lambda: _gone(postmaster) and _gone(redis_pid), "idle servers to stop")
-    assert not (home / STATE_FILE).exists()
+    _wait_for(
+        lambda: _gone(postmaster) and _gone(redis_pid) and not (home / STATE_FILE).exists(), "idle servers to stop"
+    )
     assert "supervisor.idle_stop" in (home / "supervisor.log").read_text()
 
 
