@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from kbwiki.command import (
+    checked_settings,
     command_deps,
     find_kb,
     kb_name_param,
@@ -248,9 +249,15 @@ def export(kb_name: str, tenant: int, replace: bool, force: bool, out_dir: Path)
 def demo(kb_name: str, out_dir: Path, processes: int, threads: int, force: bool) -> None:
     """Build a wiki of the Python standard library's documentation, export it and print its numbers."""
     from kbwiki.demo import run_demo
+    from kbwiki.servers_cmd import idle_line
 
-    with services():
-        sys.exit(run_demo(command_deps(), kb_name, out_dir, processes, threads, force=force))
+    given = checked_settings()
+    with services() as settings:
+        code = run_demo(command_deps(), kb_name, out_dir, processes, threads, force=force)
+    if not (given.database_url and given.redis_url):
+        # the demo's servers outlive it (the home's supervisor): say so, and how they stop
+        click.echo(f"kbwiki: the local servers keep running: {idle_line(settings.servers_idle_s)}", err=True)
+    sys.exit(code)
 
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.

@@ -12,7 +12,8 @@ import click
 from kbwiki.command import checked_settings, main, services
 
 
-def _idle_line(idle_s: float) -> str:
+def idle_line(idle_s: float) -> str:
+    """How the local servers stop, for ``KBWIKI_SERVERS_IDLE_S`` = ``idle_s`` seconds."""
     if idle_s <= 0:
         return "they run until `kbwiki down` (KBWIKI_SERVERS_IDLE_S=0)"
     after = f"{idle_s:.0f} s" if idle_s < 120 else f"{idle_s / 60:.0f} min"
@@ -31,7 +32,7 @@ def up() -> None:
             click.echo(f"PostgreSQL: {ready.database_url}")
         if not settings.redis_url:
             click.echo(f"Redis: {ready.redis_url}")
-    click.echo(f"local servers are up; {_idle_line(settings.servers_idle_s)}")
+    click.echo(f"local servers are up; {idle_line(settings.servers_idle_s)}")
 
 
 @main.command()
