@@ -84,7 +84,11 @@ def build_broker(settings: Settings) -> RedisBroker:
     broker.add_middleware(PeriodicMiddleware(_recover, settings.sweep_interval_s, "sweeper"))
     liveness = Liveness(get_deps)
     broker.add_middleware(
-        HeartbeatMiddleware(liveness.start, liveness.beat, liveness.stop, settings.heartbeat_interval_s)
+        # After an outage (``kbwiki down`` and ``up``) the lanes it stalled are re-triggered at
+        # once: the sweeper's next pass could be 30 s away.
+        HeartbeatMiddleware(
+            liveness.start, liveness.beat, liveness.stop, settings.heartbeat_interval_s, recovered=_recover
+        )
     )
     return broker
 

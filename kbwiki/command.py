@@ -184,7 +184,8 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
         except OSError as exc:  # e.g. KBWIKI_HOME names a file
             raise ServiceError(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
         if embedded:  # on stderr: a command's own output (--json) stays clean
-            click.echo(f"kbwiki: home {describe_home(Path(settings.home))}", err=True)
+            given = [f"{name} from {var}" for name, var, url in _GIVEN if getattr(base, url)]
+            click.echo(f"kbwiki: home {describe_home(Path(settings.home))}{''.join('; ' + g for g in given)}", err=True)
         get_settings.cache_clear()  # later reads (the process-wide Deps) see the servers' URLs
         _silence_pool_logs()
         _reachable(settings)
@@ -208,6 +209,10 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
                 f"{'; were the local servers stopped (`kbwiki down`)? `kbwiki up` starts them' if embedded else ''}."
                 " Work queued so far is kept: run the command again, and check `kbwiki status`"
             ) from None
+
+
+#: The servers a URL can name instead of the home's: (name, variable, settings field).
+_GIVEN = (("PostgreSQL", "DATABASE_URL", "database_url"), ("Redis", "REDIS_URL", "redis_url"))
 
 
 def command_deps() -> Deps:

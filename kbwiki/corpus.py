@@ -20,6 +20,7 @@ from typing import ClassVar
 import yaml
 
 from wiki.markdown import front_matter
+from wiki.models import unprintable
 from wiki.settings import Settings
 from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
@@ -251,28 +252,42 @@ def _walk(base: str) -> Iterator[tuple[str, os.DirEntry | OSError]]:
 
 def _printable(name: str) -> str:
     """``name`` with the bytes that were not UTF-8 (surrogate escapes from ``os.walk``) written as
-    ``\\xe9``: a str that encodes to UTF-8, for messages. Valid names come back unchanged."""
+    ``\\xe9`` and characters that do not print on one line (``wiki.models.unprintable``) as
+    ``\\n``: a str that encodes to UTF-8 and prints as one line, for messages. Other names come
+    back unchanged."""
     try:
         raw = name.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a surrogate no file system decoding produces
-        return name.encode("utf-8", "backslashreplace").decode("utf-8")
-    return raw.decode("utf-8", "backslashreplace")
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    else:
+        text = raw.decode("utf-8", "backslashreplace")
+    if unprintable(text) is None:
+        return text
+    return "".join(ch.encode("unicode_escape").decode() if unprintable(ch) else ch for ch in text)
 
 
 def _bad_name(rel: str) -> str | None:
-    """The rejection reason when relative path ``rel`` is not valid UTF-8, else None.
+    """The rejection reason when relative path ``rel`` is not valid UTF-8 or holds a character
+    that does not print on one line (``wiki.models.unprintable``: a newline, a bidirectional
+    control), else None.
 
-    Such a name reaches Python as lone surrogates, which neither PostgreSQL nor a UTF-8 terminal
-    accepts: it could be neither stored as a ``source_uri`` nor printed.
+    A name that is not UTF-8 reaches Python as lone surrogates, which neither PostgreSQL nor a
+    UTF-8 terminal accepts: it could be neither stored as a ``source_uri`` nor printed. A newline
+    in a name split its row in two in every listing (``kbwiki documents``, ``delete``).
     """
+    folder, _, name = rel.rpartition("/")
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:
         try:
-            rel.rpartition("/")[2].encode("utf-8")
+            name.encode("utf-8")
         except UnicodeEncodeError:
             return "file name is not valid UTF-8; rename it"
         return "folder name is not valid UTF-8; rename it"
+    if what := unprintable(name):
+        return f"file name contains {what}; rename it"
+    if what := unprintable(folder):
+        return f"folder name contains {what}; rename it"
     return None
 
 

@@ -22,9 +22,14 @@ class HeartbeatMiddleware(dramatiq.Middleware):
     """
 
     def __init__(
-        self, start: Callable[[], object], beat: Callable[[], object], stop: Callable[[], object], interval_s: float
+        self,
+        start: Callable[[], object],
+        beat: Callable[[], object],
+        stop: Callable[[], object],
+        interval_s: float,
+        recovered: Callable[[], object] | None = None,
     ) -> None:
-        self.start, self.beat, self.stop = start, beat, stop
+        self.start, self.beat, self.stop, self.recovered = start, beat, stop, recovered
         self.interval_s = interval_s
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -61,3 +66,5 @@ class HeartbeatMiddleware(dramatiq.Middleware):
         if self._failing:
             log.info("heartbeat.recovered", step=what)
             self._failing = False
+            if self.recovered is not None:  # work left waiting by the outage goes on now, not at the next sweep
+                self._call(self.recovered, "recovered")

@@ -8,6 +8,7 @@ start both when none is reachable.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 
@@ -29,6 +30,9 @@ os.environ["REDIS_URL"] = REDIS_URL
 os.environ["KBWIKI_REDIS_NAMESPACE"] = f"{SESSION_PREFIX}-dramatiq"
 os.environ["KBWIKI_KEY_PREFIX"] = SESSION_PREFIX
 os.environ.pop("DATABASE_URL", None)
+# Commands log to commands.log in their home: a session home of its own, never the user's (a new
+# user's `make test` appended 800 lines of test KBs to theirs). Tests that need another set it.
+os.environ.setdefault("KBWIKI_HOME", tempfile.mkdtemp(prefix="kbwiki-test-home-"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -100,17 +100,27 @@ _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u20
 KB_NAME_MAX = 255  # knowledge_bases.name VARCHAR(255)
 
 
+def unprintable(text: str) -> str | None:
+    """What makes ``text`` unprintable on one line, e.g. "a control character (\\n)", or None.
+
+    Names that show to a reader (KB names, document file names) may not hold these: a newline
+    splits a listed row in two, a bidirectional control makes one name display as another."""
+    for ch in text:
+        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or (
+            "a bidirectional control" if ch in _BIDI_CONTROLS else None
+        )
+        if what:
+            return f"{what} ({ch.encode('unicode_escape').decode()})"
+    return None
+
+
 def _check_kb_name(name: str) -> str:
     if not name:
         raise ValueError("a knowledge base name cannot be empty")
     if len(name) > KB_NAME_MAX:
         raise ValueError(f"a knowledge base name has at most {KB_NAME_MAX} characters (got {len(name)})")
-    for ch in name:
-        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or (
-            "a bidirectional control" if ch in _BIDI_CONTROLS else None
-        )
-        if what:
-            raise ValueError(f"a knowledge base name cannot contain {what} ({ch.encode('unicode_escape').decode()})")
+    if what := unprintable(name):
+        raise ValueError(f"a knowledge base name cannot contain {what}")
     return name
 
 

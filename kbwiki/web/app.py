@@ -10,6 +10,7 @@ is sanitised (``kbwiki.web.markdown``) and the CSP is the second fence.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,6 +48,8 @@ from wiki.plural import counted, noun
 #: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
 SERVER_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
 RETRY_AFTER_S = 5
+#: Seconds without a request finding the database away after which the next one logs again.
+OUTAGE_QUIET_S = 30.0
 
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
@@ -352,9 +355,22 @@ def create_app(
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
 
+    outage = {"last": float("-inf")}  # when a request last found the database away (monotonic s)
+
     async def unavailable(request: Request, exc: Exception) -> Response:
         # The database went away (``kbwiki down``, a restart): the pool reconnects when it is
-        # back, so the reader is told to retry rather than shown a server error.
+        # back, so the reader is told to retry rather than shown a server error. Said once per
+        # outage in the log, not once per request.
+        now = time.monotonic()
+        if now - outage["last"] > OUTAGE_QUIET_S:  # on stderr: serve's own log, beside "serving on"
+            said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            print(
+                f"kbwiki: the database is not answering ({type(exc).__name__}: {said});"
+                " pages answer 503 until it is back",
+                file=sys.stderr,
+                flush=True,
+            )
+        outage["last"] = now
         response = render(
             request,
             "error.html",

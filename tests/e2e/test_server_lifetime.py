@@ -27,3 +27,5 @@ def test_commands_start_and_stop_in_any_order_and_survive_down_and_up(tmp_path, 
     assert "stopped the local servers" in run.outputs["down"]
     # the worker said once that Redis was away, not once per queue every 3 s
     assert run.outputs["worker"].count("Consumer encountered a connection error") <= 2
+    # serve said once, on its own stderr, that the database was away
+    assert run.outputs["serve"].count("the database is not answering") == 1

@@ -160,6 +160,20 @@ def test_text_that_is_not_utf8_is_rejected_with_its_position(tmp_path: Path) -> 
     assert results["good.md"] == CorpusDoc("Good", "good.md", "# Good\n\nStill read.")
 
 
+def test_names_that_do_not_print_on_one_line_are_rejected_and_shown_escaped(tmp_path: Path) -> None:
+    # A new user's trial: a file named "new\nline.md" was queued, and every listing of the KB's
+    # documents printed its row over two lines.
+    _make(tmp_path / "a.md", b"# A\n\nFirst.\n")
+    _make(tmp_path / "new\nline.md", b"# N\n\nA newline in the name.\n")
+    _make(tmp_path / "rtl\u202e" / "inner.md", b"# I\n\nA bidirectional control in the folder name.\n")
+    results = list(iter_folder_docs(tmp_path))
+    assert results == [
+        CorpusDoc("A", "a.md", "# A\n\nFirst."),
+        Rejected("new\\nline.md", "file name contains a control character (\\n); rename it"),
+        Rejected("rtl\\u202e/inner.md", "folder name contains a bidirectional control (\\u202e); rename it"),
+    ]
+
+
 def test_utf8_bom_utf16_and_crlf_still_read(tmp_path: Path) -> None:
     body = "# Caf\u00e9 notes\r\n\r\nStra\u00dfe in M\u00fcnchen.\r\n"
     (tmp_path / "bom.md").write_bytes(b"\xef\xbb\xbf" + body.encode())
