@@ -182,6 +182,7 @@ def test_servers_come_back_on_the_same_ports_after_down(home: Path) -> None:
 def test_idle_servers_stop_only_once_no_command_and_no_connection_is_left(home: Path) -> None:
     with local_services(_embedded(home, idle_s=1)) as settings:
         postmaster, redis_pid = _pids(home)
+        supervisor = int(_state(home)["supervisor"]["pid"])
         with psycopg.connect(settings.database_url) as conn:
             conn.execute("SELECT 1")
         # Not waiting for work: proving that nothing stops takes several idle periods (1 s each).
@@ -190,7 +191,8 @@ def test_idle_servers_stop_only_once_no_command_and_no_connection_is_left(home: 
     with psycopg.connect(settings.database_url) as conn:  # a client that is not a kbwiki command
         time.sleep(3)
         assert conn.execute("SELECT 1").fetchone() == (1,)
-    _wait_for(lambda: _gone(postmaster) and _gone(redis_pid), "idle servers to stop")
+    # the servers go first, then the supervisor clears its state and exits
+    _wait_for(lambda: _gone(postmaster) and _gone(redis_pid) and _gone(supervisor), "idle servers to stop")
     assert not (home / STATE_FILE).exists()
     assert "supervisor.idle_stop" in (home / "supervisor.log").read_text()
 
