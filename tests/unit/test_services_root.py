@@ -142,11 +142,20 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
     env["KBWIKI_HOME"] = str(home)
     with open(private / "supervisor.out", "w") as out:
         sup = subprocess.Popen(
-            [sys.executable, "-c", _SUPERVISOR, str(system_folder), str(home)], env=env, stdout=out, stderr=out
+            [sys.executable, "-c", _SUPERVISOR, str(system_folder), str(home)],
+            env=env,
+            cwd=private,  # as a clone under /root: a folder the server's account cannot enter
+            stdout=out,
+            stderr=out,
         )
     try:
         first = subprocess.run(
-            [sys.executable, "-m", "kbwiki.cli", "up"], env=env, capture_output=True, text=True, timeout=DEADLINE_S
+            [sys.executable, "-m", "kbwiki.cli", "up"],
+            env=env,
+            cwd=private,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S,
         )
         assert first.returncode == 0, first.stderr
         state = services._read_state(home)
@@ -159,7 +168,12 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
             f"'kbwiki' cannot reach {home}; remove that folder too if you remove the home"
         ]
         second = subprocess.run(
-            [sys.executable, "-m", "kbwiki.cli", "up"], env=env, capture_output=True, text=True, timeout=DEADLINE_S
+            [sys.executable, "-m", "kbwiki.cli", "up"],
+            env=env,
+            cwd=private,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE_S,
         )
         assert second.returncode == 0 and "PostgreSQL's data is in" not in second.stderr
         assert first.stdout.splitlines()[0] == second.stdout.splitlines()[0]  # the same PostgreSQL URL
