@@ -104,6 +104,11 @@ class _RunAs:
         uid, gid = _nobody_ids()
         return ["unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", "--", *cmd]
 
+    def account(self) -> Account:
+        """This account, for :mod:`kbwiki.system_account`'s checks (only when ``uid`` is set)."""
+        assert self.uid is not None and self.gid is not None, "ourselves or a user namespace: no other account"
+        return Account(str(self.user), self.uid, self.gid)
+
     def entry(self) -> dict[str, Any]:
         """The fields a state entry keeps to stop the server later."""
         return {"run_as": self.user, "userns": self.userns}
@@ -371,7 +376,7 @@ def _pg_place(home: Path) -> tuple[Path, Path, _RunAs]:
     run_as = _pg_run_as(data, home)
     if data.exists() or run_as.uid is None:
         return data, log, run_as
-    account = Account(str(run_as.user), run_as.uid, int(run_as.gid or 0))
+    account = run_as.account()
     if system_account.can(account, "-x", home):
         return data, log, run_as
     folder = system_account.data_folder(home, account)
@@ -391,7 +396,7 @@ def _pg_runnable(bindir: Path, version: str, run_as: _RunAs, home: Path) -> Path
     (:func:`kbwiki.system_account.runnable_bindir`: a copy, said once in ``home``'s notices)."""
     if run_as.uid is None:
         return bindir
-    account = Account(str(run_as.user), run_as.uid, int(run_as.gid or 0))
+    account = run_as.account()
     runnable, copied = system_account.runnable_bindir(bindir, version, account)
     if copied:
         _notice(
@@ -412,7 +417,7 @@ def _pg_prepare_dirs(data: Path, log: Path, run_as: _RunAs) -> None:
             os.chown(path, run_as.uid, run_as.gid)
         # The server's account must be able to walk every parent of home: tell the user instead
         # of letting initdb fail obscurely.
-        account = Account(str(run_as.user), run_as.uid, int(run_as.gid or 0))
+        account = run_as.account()
         if not system_account.can(account, "-w", data):
             raise ServiceError(
                 f"PostgreSQL runs as {run_as.user!r} and that account cannot reach {data}; "
@@ -841,8 +846,9 @@ def _supervisor_error(home: Path, since: float) -> str | None:
 def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STARTUP_TIMEOUT_S + 30) -> dict[str, str]:
     """The URLs of servers ``wanted`` ("postgres", "redis") of ``home``, started by the home's
     supervisor when none runs (it stops them after ``idle_s`` seconds without a client, or on
-    ``kbwiki down``). Raises :class:`ServiceError`: the supervisor's one-line reason when it could
-    not start them, or a timeout after ``timeout_s`` seconds."""
+    ``kbwiki down``); prints the supervisor's notices (an account or folder it made) on stderr.
+    Raises :class:`ServiceError`: the supervisor's one-line reason when it could not start them,
+    or a timeout after ``timeout_s`` seconds."""
     deadline = time.monotonic() + timeout_s
     spawned_at: float | None = None
     while True:
@@ -853,6 +859,7 @@ def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STAR
                 _say_notices(home)
                 return {n: _SERVICES[n][4](int(e["port"])) for n, e in zip(wanted, entries, strict=True)}
         elif spawned_at is not None and (reason := _supervisor_error(home, spawned_at)):
+            _say_notices(home)  # an account made before the failure is still news
             raise ServiceError(reason)
         elif spawned_at is None or time.time() - spawned_at > 5:  # never started, or died silently
             spawned_at = time.time()
