@@ -117,7 +117,7 @@ step() {
     echo "RESULT $rc $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') $*"
     if ((rc != 0)); then echo "--- last lines of $log"; tail -n 15 "$log"; echo "---"; fi
 }
-browser_tests_ran() {  # the browser tests of `make test` ran: none skipped (-rs lists skips), screenshots made
+browser_tests_ran() {  # the browser tests of `make test` ran: none skipped (-rfEs lists skips), screenshots made
     local shots
     if grep -E "^SKIPPED .*tests/browser" "$LOGS/make_test.log"; then echo "browser tests were skipped"; return 1; fi
     shots=$(find "$CLONE/tests/output/screenshots" -name '*.png' 2>/dev/null | wc -l)
@@ -215,7 +215,7 @@ run_trial() {  # run_trial root|user|chroot[-test-first]
         exec /bin/sh -c '"'"'umount -l /.oldroot && rmdir /.oldroot && "$@"'"'"' trial "$@"' trial "$kind" "$root" \
         /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
         HOME="$home" USER="$account" LOGNAME="$account" PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 PYTEST_ADDOPTS=-rs \
+        PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 PYTEST_ADDOPTS=-rfEs \
         CLONE="$clone" LOGS=/var/log/kbwiki-trial FIRST="$first" \
         bash -c "$TRIAL_SCRIPT" | tee "$WORK/results-$who.txt"
     say "trial as $who: logs in $root/var/log/kbwiki-trial"
