@@ -4,9 +4,12 @@
 # 5432/6379 and nothing is fetched while it runs. It runs, in the README's order:
 #   make demo, make test, kbwiki status --kb python-stdlib
 # and then `kbwiki ingest` of a folder from another directory, `kbwiki export` and `kbwiki lint`
-# (the home is found whichever folder a command runs from). Two trials, each on a new copy of the
-# root: as root with the clone under /root (mode 0700), then as a normal user with the clone in
-# that user's home. Prints each command's exit code and wall time; exits 1 if any command failed.
+# (the home is found whichever folder a command runs from). Three trials, each on a new copy of the
+# root: as root with the clone under /root (mode 0700); as a normal user with the clone in that
+# user's home; and (chroot) as root again, in a plain chroot where the kernel refuses user
+# namespaces, so PostgreSQL runs as the `kbwiki` system account. Chromium and its driver are
+# installed in every root first, and a trial fails when `make test` skipped a browser test.
+# Prints each command's exit code and wall time; exits 1 if any command failed.
 #
 # Not part of CI (it downloads a Debian root, PostgreSQL/Redis packages and the Python wheels).
 # Needs root, debootstrap, unshare, pivot_root and chroot. What a trial installs is fetched beforehand:
@@ -14,8 +17,8 @@
 # `make install` needs; the trial points pip at the wheelhouse (PIP_NO_INDEX, PIP_FIND_LINKS).
 # The Debian mirror is this machine's own (read from its apt sources).
 #
-# Usage: .ci/fresh_machine.sh [root|user]...   (default: both trials; `prepare` only downloads;
-#        root-test-first / user-test-first run `make test` before `make demo`)
+# Usage: .ci/fresh_machine.sh [root|user|chroot]...   (default: root user; `prepare` only
+#        downloads; root-test-first, user-test-first, chroot-test-first run `make test` before `make demo`)
 # Environment: FRESH_WORK (default /var/tmp/kbwiki-fresh) holds the cached base root, the
 # wheelhouse, the trial roots and their logs; remove it to start from nothing.
 set -euo pipefail
@@ -26,6 +29,9 @@ SUITE=bookworm
 BASE="$WORK/base"
 WHEELS_IN_ROOT=/var/cache/kbwiki-wheelhouse
 PACKAGES="postgresql postgresql-contrib redis-server"  # what .ci/services.sh installs
+# The browser tests' chromium and chromedriver, and the CJK font .ci/services.sh adds for them:
+# installed in every trial root before it starts (a normal user's `make test` cannot install them).
+BROWSER_PACKAGES="chromium chromium-driver fonts-wqy-zenhei"
 TRIAL_USER=kbuser
 
 say() { echo "fresh: $*" >&2; }
@@ -52,21 +58,25 @@ in_root() {  # in_root ROOT CMD...: run in the chroot with this machine's networ
 }
 
 prepare_base() {  # a debootstrapped root with the trial's .debs in apt's cache (kept between runs)
-    [[ -f "$BASE/.kbwiki-ready" ]] && return
-    local url
+    local url wanted="$PACKAGES $BROWSER_PACKAGES"
+    # The marker names the packages downloaded: a changed list downloads again (no new debootstrap).
+    [[ -f "$BASE/.kbwiki-ready" && "$(cat "$BASE/.kbwiki-ready")" == "$wanted" ]] && return
     url="$(mirror)"
     [[ -n "$url" ]] || die "no $SUITE main source in this machine's apt sources"
-    rm -rf "$BASE"
-    mkdir -p "$WORK"
-    say "debootstrap $SUITE from $url into $BASE"
-    debootstrap --include=python3,python3-venv,make,git "$SUITE" "$BASE" "$url" >"$WORK/debootstrap.log" 2>&1 \
-        || { tail -n 20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log $WORK/debootstrap.log)"; }
-    say "downloading $PACKAGES (and what they need) into the root's apt cache"
+    if [[ ! -f "$BASE/.kbwiki-debootstrapped" ]]; then
+        rm -rf "$BASE"
+        mkdir -p "$WORK"
+        say "debootstrap $SUITE from $url into $BASE"
+        debootstrap --include=python3,python3-venv,make,git "$SUITE" "$BASE" "$url" >"$WORK/debootstrap.log" 2>&1 \
+            || { tail -n 20 "$WORK/debootstrap.log" >&2; die "debootstrap failed (log $WORK/debootstrap.log)"; }
+        touch "$BASE/.kbwiki-debootstrapped"
+    fi
+    say "downloading $wanted (and what they need) into the root's apt cache"
     in_root "$BASE" sh -c "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
-        --download-only --no-install-recommends $PACKAGES" >"$WORK/apt-download.log" 2>&1 \
+        --download-only --no-install-recommends $wanted" >"$WORK/apt-download.log" 2>&1 \
         || { tail -n 20 "$WORK/apt-download.log" >&2; die "apt --download-only failed"; }
     rm -f "$BASE/etc/resolv.conf"
-    touch "$BASE/.kbwiki-ready"
+    echo "$wanted" >"$BASE/.kbwiki-ready"
 }
 
 prepare_wheelhouse() {  # every wheel `make install` needs, for the root's own Python; per pyproject.toml
@@ -107,6 +117,14 @@ step() {
     echo "RESULT $rc $(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}') $*"
     if ((rc != 0)); then echo "--- last lines of $log"; tail -n 15 "$log"; echo "---"; fi
 }
+browser_tests_ran() {  # the browser tests of `make test` ran: none skipped (-rfEs lists skips), screenshots made
+    local shots
+    if grep -E "^SKIPPED .*tests/browser" "$LOGS/make_test.log"; then echo "browser tests were skipped"; return 1; fi
+    shots=$(find "$CLONE/tests/output/screenshots" -name '*.png' 2>/dev/null | wc -l)
+    echo "$shots screenshots of the browser tests"
+    ((shots > 0))
+}
+export -f browser_tests_ran
 with_worker() {  # with_worker CMD...: CMD while `kbwiki worker` runs (started first, as the README says)
     "$KBWIKI" worker -p 1 -t 2 >"$LOGS/worker.log" 2>&1 &
     local worker=$! rc tries=0
@@ -124,7 +142,11 @@ export KBWIKI
 mkdir -p "$HOME/notes"
 printf '# Harbor Ledger\n\nThe Harbor Ledger records every Quartz Relay shipment and the Tide Office audits it.\n' \
     >"$HOME/notes/ledger.md"
-if [[ $FIRST == test ]]; then step make test; step make demo; else step make demo; step make test; fi
+if [[ $FIRST == test ]]; then
+    step make test; step browser_tests_ran; step make demo
+else
+    step make demo; step make test; step browser_tests_ran
+fi
 step '"$KBWIKI" status --kb python-stdlib'
 step 'cd "$HOME" && with_worker "$KBWIKI" ingest notes --kb notes --wait --timeout 600'
 step 'cd / && "$KBWIKI" status --kb notes'
@@ -137,8 +159,15 @@ step '"$KBWIKI" migrate'
 EOF
 )
 
-run_trial() {  # run_trial root|user[-test-first]
-    local who=$1 root="$WORK/trial-$1" account home clone commit first=demo
+install_browser() {  # install_browser ROOT: chromium from the root's apt cache, with no network
+    unshare --net --mount sh -c 'mount -t proc proc "$1/proc" && exec chroot "$1" /usr/bin/env -i \
+        PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends '"$BROWSER_PACKAGES" sh "$1" >"$WORK/browser-$2.log" 2>&1 \
+        || { tail -n 20 "$WORK/browser-$2.log" >&2; die "installing $BROWSER_PACKAGES in $1 failed"; }
+}
+
+run_trial() {  # run_trial root|user|chroot[-test-first]
+    local who=$1 root="$WORK/trial-$1" kind=${1%-test-first} account home clone commit first=demo
     [[ $who == *-test-first ]] && first=test
     say "trial as $who: copying the base root"
     rm -rf "$root"
@@ -146,11 +175,13 @@ run_trial() {  # run_trial root|user[-test-first]
     mkdir -p "$root$WHEELS_IN_ROOT"
     cp "$WHEELHOUSE"/*.whl "$WHEELHOUSE"/*.tar.gz "$root$WHEELS_IN_ROOT/" 2>/dev/null || true
     chmod 0700 "$root/root"  # as on a fresh machine
-    if [[ ${who%-test-first} == root ]]; then
-        account=root home=/root
-    else
+    say "trial as $who: installing $BROWSER_PACKAGES"
+    install_browser "$root" "$who"
+    if [[ $kind == user ]]; then
         account=$TRIAL_USER home=/home/$TRIAL_USER
         chroot "$root" useradd -m -s /bin/bash "$TRIAL_USER"
+    else
+        account=root home=/root
     fi
     clone="$home/kbwiki"
     git clone -q "$REPO" "$root$clone"
@@ -161,24 +192,30 @@ run_trial() {  # run_trial root|user[-test-first]
     # Own network (loopback only), mount and pid namespaces: nothing answers on 5432/6379, nothing
     # is downloaded, and every server a trial leaves running ends with it. The root becomes the
     # namespace's own root with pivot_root, not chroot: the kernel refuses user namespaces (which
-    # kbwiki uses to run PostgreSQL as root) to a chrooted process, and a fresh machine is not one.
-    # The namespace's pid 1 is a shell that waits for the trial (not exec'd into it): like init,
-    # it reaps orphaned processes, which would otherwise stay zombies.
+    # kbwiki uses to run PostgreSQL as root) to a chrooted process, and a fresh machine is not one;
+    # the chroot trial enters with a plain chroot for exactly that refusal. The namespace's pid 1
+    # is a shell that waits for the trial (not exec'd into it): like init, it reaps orphaned
+    # processes, which would otherwise stay zombies.
     unshare --net --mount --pid --fork --kill-child sh -c '
         set -e
         ip link set lo up
-        mount --bind "$1" "$1"
-        mount -t proc proc "$1/proc"
-        mount --rbind /dev "$1/dev"
-        mount -t sysfs sysfs "$1/sys"
-        mkdir -p "$1/.oldroot"
-        cd "$1"
+        kind=$1 root=$2
+        shift 2
+        [ "$kind" = chroot ] || mount --bind "$root" "$root"  # first: the mounts below go on it
+        mount -t proc proc "$root/proc"
+        mount --rbind /dev "$root/dev"
+        mount -t sysfs sysfs "$root/sys"
+        if [ "$kind" = chroot ]; then
+            chroot "$root" "$@"
+            exit $?  # not exec: this shell stays pid 1
+        fi
+        mkdir -p "$root/.oldroot"
+        cd "$root"
         pivot_root . .oldroot
-        shift
-        exec "$@"' trial "$root" /bin/sh -c 'umount -l /.oldroot && rmdir /.oldroot && "$@"' trial \
+        exec /bin/sh -c '"'"'umount -l /.oldroot && rmdir /.oldroot && "$@"'"'"' trial "$@"' trial "$kind" "$root" \
         /usr/sbin/runuser -u "$account" -- /usr/bin/env -i \
         HOME="$home" USER="$account" LOGNAME="$account" PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-        PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 \
+        PIP_NO_INDEX=1 PIP_FIND_LINKS="$WHEELS_IN_ROOT" PIP_DISABLE_PIP_VERSION_CHECK=1 PYTEST_ADDOPTS=-rfEs \
         CLONE="$clone" LOGS=/var/log/kbwiki-trial FIRST="$first" \
         bash -c "$TRIAL_SCRIPT" | tee "$WORK/results-$who.txt"
     say "trial as $who: logs in $root/var/log/kbwiki-trial"
@@ -190,7 +227,7 @@ prepare_base
 prepare_wheelhouse
 [[ ${trials[*]} == prepare ]] && exit 0
 for who in "${trials[@]}"; do
-    [[ ${who%-test-first} == root || ${who%-test-first} == user ]] || die "unknown trial $who (root or user, -test-first)"
+    [[ ${who%-test-first} =~ ^(root|user|chroot)$ ]] || die "unknown trial $who (root, user or chroot, -test-first)"
     run_trial "$who"
 done
 echo

@@ -189,7 +189,7 @@ class Servers:
         return url
 
     def start_pg(self) -> None:
-        log = self.home / "pg.log"
+        log = Path(self.pg["log"])  # <home>/pg.log, or where it links to (kbwiki.system_account)
         _run(
             [
                 str(Path(self.pg["bindir"]) / "pg_ctl"),

@@ -18,9 +18,11 @@ server of another major version on the data, never one server started without th
 
 PostgreSQL refuses to run as root, and it runs as the owner of its data: as root with data of
 root's (a home under /root, mode 0700, is reachable by no other account), in a user namespace
-where root is ``nobody`` (``unshare --user``); where user namespaces are not allowed, as the
-``postgres`` account (else ``nobody``), which must be able to reach the home. Data owned by another
-account runs as that account (as root) or is refused with one line.
+where root is ``nobody`` (``unshare --user``); where user namespaces are not allowed (a chroot,
+many containers), new data goes to the system account ``kbwiki`` (:mod:`kbwiki.system_account`:
+made when missing; data it cannot reach in the home goes to ``/var/lib/kbwiki/homes/<id>``, which
+``<home>/pg`` and ``<home>/pg.log`` link to; a build it cannot run is copied where it can). Data
+owned by another account runs as that account (as root) or is refused with one line.
 
 No command owns the servers: ``<home>/services.json`` records the supervisor (pid + process start
 time) and, per server, its port; a command holds ``<home>/clients.lock`` (shared) while it runs, and
@@ -53,6 +55,8 @@ from typing import Any
 
 import psutil
 
+from kbwiki import system_account
+from kbwiki.system_account import Account
 from repos.servers import (
     create_database,
     database_answers,
@@ -99,6 +103,11 @@ class _RunAs:
             return cmd
         uid, gid = _nobody_ids()
         return ["unshare", "--user", f"--map-user={uid}", f"--map-group={gid}", "--", *cmd]
+
+    def account(self) -> Account:
+        """This account, for :mod:`kbwiki.system_account`'s checks (only when ``uid`` is set)."""
+        assert self.uid is not None and self.gid is not None, "ourselves or a user namespace: no other account"
+        return Account(str(self.user), self.uid, self.gid)
 
     def entry(self) -> dict[str, Any]:
         """The fields a state entry keeps to stop the server later."""
@@ -306,13 +315,14 @@ def pg_builds() -> list[Build]:
     return builds
 
 
-def _pg_run_as(data: Path) -> _RunAs:
+def _pg_run_as(data: Path, home: Path) -> _RunAs:
     """The account PostgreSQL runs as: the owner of ``data`` (ourselves for a new home).
 
     As root with root's data: root inside a user namespace, where it is ``nobody`` (PostgreSQL
     refuses root) yet still owns the data and can reach it under /root; where user namespaces are
-    not allowed, new data is given to the ``postgres`` account (else ``nobody``). Raises
-    :class:`ServiceError` for data of another account when we are not root.
+    not allowed, new data is given to the system account ``kbwiki``, made when missing (said in
+    ``home``'s notices). Raises :class:`ServiceError` for data of another account when we are not
+    root, for root's data without user namespaces, and when that account cannot be made.
     """
     euid = os.geteuid()
     owner = data.stat().st_uid if data.exists() else euid
@@ -337,39 +347,82 @@ def _pg_run_as(data: Path) -> _RunAs:
             f"the PostgreSQL data in {data} belongs to root, PostgreSQL cannot run as root and "
             "user namespaces (unshare --user) are not allowed here; set KBWIKI_HOME to a new folder"
         )
-    for name in ("postgres", "nobody"):
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            continue
-        return _RunAs(name, entry.pw_uid, entry.pw_gid)
-    raise ServiceError("running as root and neither a 'postgres' nor a 'nobody' account exists")
+    server, created = system_account.server_account()
+    if created:
+        _notice(
+            home,
+            f"created the system account {server.name!r} to run PostgreSQL (it refuses root, and user "
+            "namespaces are not allowed here)",
+        )
+    return _RunAs(server.name, server.uid, server.gid)
 
 
-def _pg_prepare_dirs(home: Path, bindir: Path, run_as: _RunAs) -> tuple[Path, Path]:
-    """Create ``<home>/pg`` and ``<home>/pg.log`` owned by the server's account; check that it can
-    reach them and run the binaries in ``bindir``."""
-    data, log = home / "pg", home / "pg.log"
+def _pg_place(home: Path) -> tuple[Path, Path, _RunAs]:
+    """(data folder, log file, account) of ``home``'s PostgreSQL, with symbolic links resolved.
+
+    The data is ``<home>/pg`` and the log ``<home>/pg.log``, or where those link to. New data for
+    an account that cannot reach ``home`` (the ``kbwiki`` account and a home under /root) goes to
+    a folder of its own (:func:`kbwiki.system_account.data_folder`) that the two names are made to
+    link to; said once in ``home``'s notices. Raises :class:`ServiceError` for a link whose data is
+    gone, and as :func:`_pg_run_as` and ``data_folder`` do.
+    """
+    link, log_link = home / "pg", home / "pg.log"
+    if link.is_symlink() and not link.exists():
+        raise ServiceError(
+            f"{link} links to {os.readlink(link)}, which is gone: put that folder back, or remove "
+            f"{link} to start a new database"
+        )
+    data, log = link.resolve(), log_link.resolve()
+    run_as = _pg_run_as(data, home)
+    if data.exists() or run_as.uid is None:
+        return data, log, run_as
+    account = run_as.account()
+    if system_account.can(account, "-x", home):
+        return data, log, run_as
+    folder = system_account.data_folder(home, account)
+    log_link.unlink(missing_ok=True)  # a log of no data: the data it spoke of is gone
+    link.symlink_to(folder / "pg")
+    log_link.symlink_to(folder / "pg.log")
+    _notice(
+        home,
+        f"PostgreSQL's data is in {folder} ({link} links to it), as the account {account.name!r} "
+        f"cannot reach {home}; remove that folder too if you remove the home",
+    )
+    return folder / "pg", folder / "pg.log", run_as
+
+
+def _pg_runnable(bindir: Path, version: str, run_as: _RunAs, home: Path) -> Path:
+    """``bindir``, or where the account ``run_as`` can run that build from
+    (:func:`kbwiki.system_account.runnable_bindir`: a copy, said once in ``home``'s notices)."""
+    if run_as.uid is None:
+        return bindir
+    account = run_as.account()
+    runnable, copied = system_account.runnable_bindir(bindir, version, account)
+    if copied:
+        _notice(
+            home,
+            f"copied PostgreSQL {version} to {runnable.parent}, as the account {account.name!r} cannot run "
+            f"it from {bindir}",
+        )
+    return runnable
+
+
+def _pg_prepare_dirs(data: Path, log: Path, run_as: _RunAs) -> None:
+    """Create the data folder ``data`` and the log file ``log`` owned by the server's account, and
+    check that it can reach them (:func:`_pg_runnable` saw to the binaries)."""
     data.mkdir(mode=0o700, exist_ok=True)
-    log.touch(exist_ok=True)
+    log.touch(mode=0o600, exist_ok=True)
     if run_as.uid is not None:
         for path in (data, log):
             os.chown(path, run_as.uid, run_as.gid)
         # The server's account must be able to walk every parent of home: tell the user instead
         # of letting initdb fail obscurely.
-        probe = subprocess.run(["test", "-w", str(data)], check=False, **run_as.kwargs())
-        if probe.returncode != 0:
+        account = run_as.account()
+        if not system_account.can(account, "-w", data):
             raise ServiceError(
                 f"PostgreSQL runs as {run_as.user!r} and that account cannot reach {data}; "
                 "set KBWIKI_HOME to a folder it can reach, or DATABASE_URL"
             )
-        probe = subprocess.run(["test", "-x", str(bindir / "initdb")], check=False, **run_as.kwargs())
-        if probe.returncode != 0:
-            raise ServiceError(
-                f"PostgreSQL runs as {run_as.user!r} and that account cannot run {bindir}; "
-                "install kbwiki where it can, or set DATABASE_URL"
-            )
-    return data, log
 
 
 def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
@@ -426,9 +479,9 @@ def _pg_answers(port: int, timeout_s: float = 2.0) -> bool:
 
 def _pg_start(home: Path, build: Build, port: int) -> dict[str, Any]:
     """Start PostgreSQL ``build`` under ``home`` on ``port``; returns its state entry. Raises :class:`ServiceError`."""
-    bindir = Path(build.path)
-    run_as = _pg_run_as(home / "pg")
-    data, log = _pg_prepare_dirs(home, bindir, run_as)
+    data, log, run_as = _pg_place(home)
+    bindir = _pg_runnable(Path(build.path), build.version, run_as, home)
+    _pg_prepare_dirs(data, log, run_as)
     _pg_initdb(bindir, data, run_as)
     _pg_stop(bindir, data, run_as)  # a leftover from a run that died without cleaning up
     _run(
@@ -450,7 +503,7 @@ def _pg_start(home: Path, build: Build, port: int) -> dict[str, Any]:
         timeout=STARTUP_TIMEOUT_S + 10,
         log=log,
     )
-    entry = {"port": port, "bindir": str(bindir), "data": str(data), **run_as.entry()}
+    entry = {"port": port, "bindir": str(bindir), "data": str(data), "log": str(log), **run_as.entry()}
     try:
         _wait(lambda: _pg_answers(port), "PostgreSQL", log)
         _pg_create_database(port, log)
@@ -713,6 +766,27 @@ CLIENTS_LOCK = "clients.lock"
 SUPERVISOR_LOG = "supervisor.log"
 SUPERVISOR_ERROR = "supervisor.error"
 PORTS_FILE = "ports.json"
+#: Lines the supervisor has for the user (an account or a folder it made): the next attaching
+#: command prints them on stderr and removes the file.
+SUPERVISOR_NOTICE = "supervisor.notice"
+
+
+def _notice(home: Path, line: str) -> None:
+    """Keep ``line`` (one line, said once) for the next command that attaches to ``home``."""
+    with open(home / SUPERVISOR_NOTICE, "a") as notices:
+        notices.write(line + "\n")
+
+
+def _say_notices(home: Path) -> None:
+    """Print the supervisor's notices on stderr (``kbwiki: LINE``) and forget them."""
+    path = home / SUPERVISOR_NOTICE
+    try:
+        lines = path.read_text().splitlines()
+        path.unlink()
+    except OSError:
+        return
+    for line in lines:
+        print(f"kbwiki: {line}", file=sys.stderr)
 
 
 def supervisor_alive(state: dict[str, Any]) -> bool:
@@ -772,8 +846,9 @@ def _supervisor_error(home: Path, since: float) -> str | None:
 def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STARTUP_TIMEOUT_S + 30) -> dict[str, str]:
     """The URLs of servers ``wanted`` ("postgres", "redis") of ``home``, started by the home's
     supervisor when none runs (it stops them after ``idle_s`` seconds without a client, or on
-    ``kbwiki down``). Raises :class:`ServiceError`: the supervisor's one-line reason when it could
-    not start them, or a timeout after ``timeout_s`` seconds."""
+    ``kbwiki down``); prints the supervisor's notices (an account or folder it made) on stderr.
+    Raises :class:`ServiceError`: the supervisor's one-line reason when it could not start them,
+    or a timeout after ``timeout_s`` seconds."""
     deadline = time.monotonic() + timeout_s
     spawned_at: float | None = None
     while True:
@@ -781,8 +856,10 @@ def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STAR
         if supervisor_alive(state):
             entries = [state.get(name) for name in wanted]
             if all(e and _SERVICES[n][2](int(e["port"])) for n, e in zip(wanted, entries, strict=True)):
+                _say_notices(home)
                 return {n: _SERVICES[n][4](int(e["port"])) for n, e in zip(wanted, entries, strict=True)}
         elif spawned_at is not None and (reason := _supervisor_error(home, spawned_at)):
+            _say_notices(home)  # an account made before the failure is still news
             raise ServiceError(reason)
         elif spawned_at is None or time.time() - spawned_at > 5:  # never started, or died silently
             spawned_at = time.time()

@@ -77,7 +77,7 @@ def _has_keys(client: redis.Redis, prefix: str) -> bool:
     return next(client.scan_iter(f"{prefix}*", count=1000), None) is not None
 
 
-def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path):
+def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path, monkeypatch):
     from kbwiki.ingest import lane_rows
     from stages.ingest import submit_document
     from wiki.lanes import SCOPE_KB, WIKI_LANES
@@ -107,6 +107,10 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
         assert result.status == "queued"
         ids.append(result.knowledge_id)
 
+    # One document per reduce batch: the run's writes then span 30 batches instead of 8. With 4 an
+    # idle machine wrote all 30 documents within 0.8 s and the first third within 0.2 s, too short
+    # for the poll below to see it (a fresh-machine trial failed so).
+    monkeypatch.setenv("KBWIKI_INGEST_BATCH_SIZE", "1")
     workers = _start(tmp_path / "workers-1.log")
     try:
         # 1. Redis flushed under running workers, mid-run: they recover by themselves (sweeper).
