@@ -55,7 +55,7 @@ def migrate(rollback: bool, yes: bool, force: bool) -> None:
         raise click.UsageError("--yes and --force go with --rollback")
     with services(migrating=True) as settings:
         if not rollback:
-            click.echo(f"applied {apply_migrations(settings.database_url)} migrations")
+            click.echo(f"applied {counted(apply_migrations(settings.database_url), 'migration')}")
             return
         contents = database_contents(settings.database_url)
         if not contents.migrations:
@@ -71,10 +71,10 @@ def migrate(rollback: bool, yes: bool, force: bool) -> None:
         if not yes and not sys.stdin.isatty():
             raise RollbackRefused(f"{summary}; stdin is not a terminal: nothing was dropped; pass --yes to confirm")
         click.echo(summary)
-        if not yes:
-            click.confirm("Drop them?", abort=True)
+        if not yes and not click.confirm("Drop them?"):
+            raise RollbackRefused("not confirmed: nothing was dropped")
         n = rollback_migrations(settings.database_url, allow_data=force)
-        click.echo(f"rolled back {n} migrations")
+        click.echo(f"rolled back {counted(n, 'migration')}")
 
 
 @main.command()

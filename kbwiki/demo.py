@@ -29,7 +29,8 @@ def run_demo(deps: Deps, kb_name: str, out_dir: Path, processes: int, threads: i
     # before minutes of work, not at the export: a file of the earlier export you edited stops it
     earlier = read_marker(out_dir) if out_dir.is_dir() else None
     if earlier is not None and not force and (edited := edited_files(out_dir, earlier)).count:
-        raise ExportEdited(edited_message(out_dir, edited))
+        # `make demo` takes no options: name the command that does
+        raise ExportEdited(f"{edited_message(out_dir, edited)} (`.venv/bin/kbwiki demo --force`)")
     started = time.monotonic()
     kb = deps.kbs.get_or_create(1, kb_name)
     # settings.home is None when DATABASE_URL and REDIS_URL name servers of your own

@@ -26,6 +26,7 @@ from wiki.dedup import name_key
 from wiki.errors import ExportEdited, ExportRefused
 from wiki.links import PAGE_FOLDERS
 from wiki.models import ITEM_TYPES, Page
+from wiki.plural import counted
 from wiki.render import link
 
 
@@ -238,11 +239,11 @@ def edited_files(out_dir: Path, earlier: EarlierExport) -> EditedFiles:
 def edited_message(out_dir: Path, edited: EditedFiles) -> str:
     """The one line an export refused for ``edited`` files prints: which, how many, and ``--force``."""
     more = f" and {edited.count - len(edited.first)} more" if edited.count > len(edited.first) else ""
-    noun = "file" if edited.count == 1 else "files"
+    them = "it" if edited.count == 1 else "them"
     return (
-        f"{edited.count} {noun} of the earlier export in {out_dir} changed since it wrote them"
+        f"{counted(edited.count, 'file')} of the earlier export in {out_dir} changed since it wrote {them}"
         f" ({', '.join(edited.first)}{more}); nothing was written: keep your edits elsewhere, or pass"
-        " --force to overwrite them (and remove those of pages gone from the KB)"
+        f" --force to overwrite {them} (and remove those of pages gone from the KB)"
     )
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 import psycopg
+import psycopg_pool
 from tqdm import tqdm
 
 from actors.deps import Deps, run_stage
@@ -25,6 +26,9 @@ from wiki.models import KnowledgeBase
 from wiki.plural import counted
 
 POLL_S = 0.5
+#: Errors of servers that went away while a command waits: it waits on (the servers outlive
+#: commands and come back on their ports), up to its timeout.
+SERVER_AWAY = (ServersUnreachable, psycopg.OperationalError, psycopg_pool.PoolTimeout)
 
 
 #: "rejected PATH: reason" / "skipped PATH: reason" lines printed at most, the rest counted.
@@ -212,34 +216,37 @@ def wait_for_lanes(deps: Deps, kb: KnowledgeBase, expected: int, timeout_s: floa
     alive, shown = 0, ""
     try:
         while time.monotonic() < deadline:
-            counts = deps.ops.counts_by_lane(SCOPE_KB, kb.id)
-            rows = sum(counts.get(lane, 0) for lane in WIKI_LANES)
-            now = time.monotonic()
-            if rows == 0 or now - checked_at >= CHECK_EVERY_S:
-                # before the bar moves: deleting a KB empties its lanes, which is no completion
-                try:
-                    deps.kbs.get_active(kb.tenant_id, kb.id)
-                except UnknownKnowledgeBase:
-                    raise KnowledgeBaseDeleted(
-                        f"knowledge base {kb.name!r} was deleted while waiting: its pages and queued work are gone"
-                    ) from None
-                alive, checked_at = deps.workers.alive_count(deps.settings.worker_ttl_s), now
-            if rows == 0:
-                bar.n = expected
-                bar.set_postfix_str("complete", refresh=False)
-                bar.refresh()
-                return True
-            state = wait_state(counts, alive)
-            bar.set_postfix_str(state, refresh=False)  # before the update, which may draw the bar
-            # documents still before or in reduce; the finalize lane holds slugs, not documents
-            bar.update(max(0, expected - counts.get(INGEST, 0) - counts.get(REDUCE, 0)) - bar.n)
-            if (state != shown and now - drawn_at >= 1.0) or now - drawn_at >= STATE_EVERY_S:
-                bar.refresh()
-                shown, drawn_at = state, now
-            if rows != last_rows:
-                last_rows, moved_at = rows, now
-            elif now - moved_at >= PAUSED_GIVE_UP_S and deps.llm_errors.get(kb.id) is not None:
-                return False
+            try:
+                counts = deps.ops.counts_by_lane(SCOPE_KB, kb.id)
+                rows = sum(counts.get(lane, 0) for lane in WIKI_LANES)
+                now = time.monotonic()
+                if rows == 0 or now - checked_at >= CHECK_EVERY_S:
+                    # before the bar moves: deleting a KB empties its lanes, which is no completion
+                    try:
+                        deps.kbs.get_active(kb.tenant_id, kb.id)
+                    except UnknownKnowledgeBase:
+                        raise KnowledgeBaseDeleted(
+                            f"knowledge base {kb.name!r} was deleted while waiting: its pages and queued work are gone"
+                        ) from None
+                    alive, checked_at = deps.workers.alive_count(deps.settings.worker_ttl_s), now
+                if rows == 0:
+                    bar.n = expected
+                    bar.set_postfix_str("complete", refresh=False)
+                    bar.refresh()
+                    return True
+                state = wait_state(counts, alive)
+                bar.set_postfix_str(state, refresh=False)  # before the update, which may draw the bar
+                # documents still before or in reduce; the finalize lane holds slugs, not documents
+                bar.update(max(0, expected - counts.get(INGEST, 0) - counts.get(REDUCE, 0)) - bar.n)
+                if (state != shown and now - drawn_at >= 1.0) or now - drawn_at >= STATE_EVERY_S:
+                    bar.refresh()
+                    shown, drawn_at = state, now
+                if rows != last_rows:
+                    last_rows, moved_at = rows, now
+                elif now - moved_at >= PAUSED_GIVE_UP_S and deps.llm_errors.get(kb.id) is not None:
+                    return False
+            except SERVER_AWAY:  # `kbwiki down`, a restart: the servers come back on the same ports
+                bar.set_postfix_str("the database is not answering; waiting for it (`kbwiki up` starts it)")
             time.sleep(POLL_S)
         return False
     except KeyboardInterrupt:

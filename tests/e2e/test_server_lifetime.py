@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.lifetime import day
+from tests.support.lifetime import STEP_S, Home, day, wait_for
 
 ORDERS = [
     (("serve", "worker", "ingest"), ("serve", "worker")),
@@ -29,3 +29,25 @@ def test_commands_start_and_stop_in_any_order_and_survive_down_and_up(tmp_path, 
     assert run.outputs["worker"].count("Consumer encountered a connection error") <= 2
     # serve said once, on its own stderr, that the database was away
     assert run.outputs["serve"].count("the database is not answering") == 1
+
+
+def test_ingest_wait_rides_out_down_and_up(tmp_path):
+    # A new user's trial: `ingest --wait` across `kbwiki down` and `up` ended with "the servers
+    # went away (PoolTimeout ...)" although the servers came back on their ports.
+    home = Home(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "heron.md").write_text("# Heron\n\nThe Heron is a wading bird that feeds on fish.\n")
+    try:
+        assert home.run("up").returncode == 0
+        ingest = home.start("ingest", "ingest", str(folder), "--kb", "birds", "--wait", "--timeout", "240")
+        log = tmp_path / "logs" / "ingest.log"
+        wait_for(lambda: "queued=1" in log.read_text(), "the ingest to queue its document")
+        assert home.run("down").returncode == 0
+        wait_for(lambda: "not answering" in log.read_text(), "the wait to say the database is away")
+        assert home.run("up").returncode == 0
+        home.start("worker", "worker", "-p", "1", "-t", "4")
+        assert ingest.wait(timeout=STEP_S) == 0, log.read_text()[-2000:]
+        assert "Traceback" not in log.read_text()
+    finally:
+        home.close()

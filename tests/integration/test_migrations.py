@@ -196,7 +196,10 @@ def test_rollback_at_a_terminal_says_what_it_drops_and_asks(tmp_path):
         finally:
             os.close(terminal)
             os.close(main_fd)
-        assert answered_no.returncode == 1 and "Aborted" in answered_no.stderr
+        assert (
+            answered_no.returncode == 1
+            and "Error: not confirmed: nothing was dropped" in answered_no.stdout + answered_no.stderr
+        )
         assert "0 knowledge bases, 0 documents and 0 pages" in answered_no.stdout and "Drop them?" in answered_no.stdout
         assert TABLES <= _tables(url)
 

@@ -99,7 +99,8 @@ class Home:
         stop_home(self.path)
 
 
-def _wait(condition, what: str, deadline_s: float = STEP_S) -> None:
+def wait_for(condition, what: str, deadline_s: float = STEP_S) -> None:
+    """Poll ``condition`` every 0.1 s; AssertionError naming ``what`` after ``deadline_s``."""
     deadline = time.monotonic() + deadline_s
     while not condition():
         if time.monotonic() > deadline:
@@ -163,12 +164,12 @@ def day(base: Path, start_order: tuple[str, ...], stop_order: tuple[str, ...]) -
         run.outputs["ingest"] = (home.logs / "ingest.log").read_text()
         status = home.run("status", "--kb", "birds")
         run.codes["status"], run.outputs["status"] = status.returncode, status.stdout + status.stderr
-        _wait(lambda: _status(url) == 200, "serve to answer 200")
+        wait_for(lambda: _status(url) == 200, "serve to answer 200")
         run.statuses.append(200)
 
         down = home.run("down")
         run.codes["down"], run.outputs["down"] = down.returncode, down.stdout + down.stderr
-        _wait(lambda: _status(url) == 503, "serve to answer 503 while the servers are down")
+        wait_for(lambda: _status(url) == 503, "serve to answer 503 while the servers are down")
         run.statuses.append(503)
         up = home.run("up")
         run.codes["up"], run.outputs["up"] = up.returncode, up.stdout + up.stderr
@@ -176,9 +177,9 @@ def day(base: Path, start_order: tuple[str, ...], stop_order: tuple[str, ...]) -
         _write(folder, TOPICS[3:])  # new files in the KB's folder: only they are queued
         again = home.run("ingest", str(folder), "--kb", "birds")
         run.codes["ingest again"], run.outputs["ingest again"] = again.returncode, again.stdout + again.stderr
-        _wait(lambda: _done(home, "birds", len(TOPICS)), "the worker to finish the second ingest")
+        wait_for(lambda: _done(home, "birds", len(TOPICS)), "the worker to finish the second ingest")
         run.resume_s = time.monotonic() - started
-        _wait(lambda: _status(url) == 200, "serve to answer 200 after the servers came back")
+        wait_for(lambda: _status(url) == 200, "serve to answer 200 after the servers came back")
         run.statuses.append(200)
 
         for name in stop_order:
