@@ -656,13 +656,19 @@ def _wait(ready: Any, what: str, log: Path, timeout_s: float = STARTUP_TIMEOUT_S
 
 
 @contextlib.contextmanager
-def _locked(home: Path) -> Iterator[None]:
-    with open(home / LOCK_FILE, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+def _flocked(path: Path, mode: int = fcntl.LOCK_EX) -> Iterator[None]:
+    """Hold ``flock`` ``mode`` (exclusive by default) on the file ``path`` (made when missing)."""
+    with open(path, "a") as fh:
+        fcntl.flock(fh, mode)
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _locked(home: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold the home's server-start lock (``services.lock``)."""
+    return _flocked(home / LOCK_FILE)
 
 
 def _read_state(home: Path) -> dict[str, Any]:
@@ -871,16 +877,10 @@ def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STAR
         time.sleep(0.1)
 
 
-@contextlib.contextmanager
-def _client_lock(home: Path) -> Iterator[None]:
+def _client_lock(home: Path) -> contextlib.AbstractContextManager[None]:
     """Hold the home's shared client lock: the supervisor does not stop on idle while it is held,
     and it blocks here while a supervisor is stopping (so we start a new one, never reuse a dying one)."""
-    with open(home / CLIENTS_LOCK, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_SH)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return _flocked(home / CLIENTS_LOCK, fcntl.LOCK_SH)
 
 
 def stop_home(home: Path, timeout_s: float = 90.0) -> bool:
