@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     database_url: str | None = Field(default=None, validation_alias=AliasChoices("KBWIKI_DATABASE_URL", "DATABASE_URL"))
     redis_url: str | None = Field(default=None, validation_alias=AliasChoices("KBWIKI_REDIS_URL", "REDIS_URL"))
     home: str | None = Field(default=None, description="Folder of the embedded servers (None: the per-user one).")
+    cache_dir: str | None = Field(
+        default=None, description="Folder of files built once and shared by processes (None: the per-user cache)."
+    )
     # Long enough that commands run one after another (ingest, status, export) find the servers
     # still up; short enough that a forgotten home does not hold memory for the day.
     servers_idle_s: float = Field(

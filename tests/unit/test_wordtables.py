@@ -4,6 +4,7 @@ those dicts."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -78,3 +79,35 @@ def test_the_stopword_list_is_yakes_own():
 
     assert english_stopwords() == frozenset(w for w in yake.KeywordExtractor(lan="en").stopword_set if w)
     assert len(english_stopwords()) > 500
+
+
+def _frequency_in_child(cache: str) -> subprocess.CompletedProcess:
+    """A fresh process with the cache folder ``cache``: asks the lexicon one frequency, prints
+    whether the English trie it holds is mapped from a file (``True``) and the frequency."""
+    code = (
+        "from wiki.extract import wordtables, lexicon; print(lexicon.zipf('socket'));"
+        " import os; print(any(l.rstrip().endswith('frequency-en-best.marisa') for l in open('/proc/self/maps')))"
+    )
+    env = {**os.environ, "KBWIKI_CACHE_DIR": cache}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+
+
+def test_each_trie_is_built_once_into_the_cache_folder_and_mapped_after(tmp_path):
+    first = _frequency_in_child(str(tmp_path))
+    files = sorted(p.name for p in tmp_path.rglob("*.marisa"))
+    assert files == sorted(
+        [f"frequency-{lang}-{wl}.marisa" for lang, wl in wordtables.FREQUENCY_TABLES]
+        + ["inflections.marisa", "lemmas.marisa"]
+    )
+    stamps = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.marisa")}
+    second = _frequency_in_child(str(tmp_path))
+    assert first.stdout.split() == second.stdout.split() == [str(zipf_frequency("socket", "en")), "True"]
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*.marisa")} == stamps  # not built again
+
+
+def test_a_cache_folder_that_cannot_be_written_falls_back_to_memory(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    out = _frequency_in_child(str(blocker / "cache"))
+    assert out.stdout.splitlines()[-2:] == [str(zipf_frequency("socket", "en")), "False"]
+    assert out.stdout.count("wordtables.not_cached") == 1  # one warning, not one per table
