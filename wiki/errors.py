@@ -251,6 +251,17 @@ class LLMConfigError(LLMError):
         )
 
 
+class LLMNotAChatEndpoint(LLMConfigError):
+    """The endpoint answered 200 with something that is not a chat completion (a web page, text,
+    other JSON): the base URL most likely names a web UI or another API. ``message`` says what came
+    back, in one line (``wiki.extract.llm.client.not_a_completion``); paused like a refused
+    configuration."""
+
+    def __init__(self, message: str, base_url: str | None = None, model: str = "") -> None:
+        self.status, self.message, self.base_url, self.model = 200, message, base_url, model
+        LLMError.__init__(self, f"{message} (base URL {base_url or 'default'}, model {model})")
+
+
 class LLMOutOfCredit(LLMConfigError):
     """The provider says the account has no credit or quota left (``status`` is the HTTP status it
     used: 402, or 429 with ``insufficient_quota``, or a 400/403 whose words say so; see
