@@ -19,6 +19,7 @@ budget (:func:`fail_budget_spent`) and the text of a failure kept with a documen
 
 from __future__ import annotations
 
+import hashlib
 import traceback
 
 #: Bytes of UTF-8 kept of an error: ``task_dead_letters.last_error`` holds at most this much (the
@@ -277,6 +278,13 @@ class LLMOutputInvalid(LLMError):
     def __init__(self, reason: str, raw: str = "") -> None:
         self.reason, self.raw = reason, raw[:RAW_KEPT_CHARS]
         super().__init__(f"invalid model output: {reason}" + (f"\n--- raw answer ---\n{self.raw}" if raw else ""))
+
+    @property
+    def signature(self) -> str:
+        """16 hex digits of ``reason``: two tries of a document that fail with the same signature
+        failed the same way (the reason names the fields and rules), and the map stage stops asking
+        (``stages.map``). The same answer always gives the same reason."""
+        return hashlib.sha256(self.reason.encode()).hexdigest()[:16]
 
 
 class LLMRefused(LLMOutputInvalid):

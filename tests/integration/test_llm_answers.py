@@ -8,6 +8,7 @@ one line, and an answer that fails the same way twice is not asked for again."""
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 
 import pytest
@@ -313,3 +314,35 @@ def test_an_html_page_for_an_answer_pauses_the_kb_and_status_says_why(settings, 
     [line] = [line for line in status_lines(kb_status(deps, kb)) if line.startswith("model paused")]
     assert "the endpoint answered 200 with an HTML page, not a chat completion: is the base URL right?" in line
     assert not deps.dead_letters.list(tenant_id=1, scope_id=kb.id)
+
+
+def test_an_answer_that_fails_the_same_way_twice_is_dead_lettered_at_once(settings, clean_db, server):
+    same = good()
+    for item in same["items"]:
+        item["kind"] = "technology"
+    server.responder = lambda request: answer(same)
+    deps = scripted_llm_deps(settings, clean_db, server.url, wiki_max_fail_retries=5)
+    kb = new_kb(deps)
+    ids = submit(deps, kb, {"a.md": ("A", TEXT)})
+    settle(deps, kb)
+    assert server.calls == 2  # not 1 + 5 retries: the second identical failure ends it
+    [letter] = deps.dead_letters.list(tenant_id=1, scope_id=kb.id)
+    assert letter.related_id == ids["a.md"] and letter.fail_count == 2
+    head = letter.last_error.splitlines()[0]
+    assert head.startswith("LLMOutputInvalid: the same invalid answer twice, not asked again: invalid model output:")
+    assert "items[0].kind: must be 'entity' or 'concept'" in head
+    doc = deps.docs.get(ids["a.md"])
+    assert doc.status == "failed" and doc.error.startswith("the same invalid answer twice, not asked again")
+
+
+def test_answers_that_fail_in_different_ways_keep_their_retries(settings, clean_db, server):
+    answers = iter([answer("Sorry, no JSON today."), answer(""), answer("Still no JSON."), answer("")] * 2)
+    server.responder = lambda request: next(answers)
+    deps = scripted_llm_deps(settings, clean_db, server.url, wiki_max_fail_retries=3)
+    kb = new_kb(deps)
+    submit(deps, kb, {"a.md": ("A", TEXT)})
+    settle(deps, kb)
+    assert server.calls == 4
+    [letter] = deps.dead_letters.list(tenant_id=1, scope_id=kb.id)
+    assert letter.fail_count == 4 and "the same invalid answer" not in letter.last_error
+    assert re.search(r"invalid model output: empty answer", letter.last_error)
