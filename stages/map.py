@@ -160,7 +160,7 @@ def _count_failure(
         if repeated:
             kind, _, message = error.partition(": ")
             error = f"{kind}: {REPEATED}: {message}"
-            reason = f"{REPEATED} ({reason})"
+            reason = f"{REPEATED}: {str(exc).splitlines()[0]}"
         with pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)

@@ -332,7 +332,9 @@ def test_an_answer_that_fails_the_same_way_twice_is_dead_lettered_at_once(settin
     assert head.startswith("LLMOutputInvalid: the same invalid answer twice, not asked again: invalid model output:")
     assert "items[0].kind: must be 'entity' or 'concept'" in head
     doc = deps.docs.get(ids["a.md"])
-    assert doc.status == "failed" and doc.error.startswith("the same invalid answer twice, not asked again")
+    assert doc.status == "failed" and doc.error.startswith(
+        "the same invalid answer twice, not asked again: invalid model output: 3 of 3 items"
+    )
 
 
 def test_answers_that_fail_in_different_ways_keep_their_retries(settings, clean_db, server):
