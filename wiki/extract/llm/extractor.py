@@ -418,7 +418,7 @@ def _validate(
             raw,
         )
     if reasons:
-        log.warning("llm.items_dropped", model=config.model, dropped=len(reasons), of=total, reasons=reasons[:5])
+        log.info("llm.items_dropped", model=config.model, dropped=len(reasons), of=total, reasons=reasons[:5])
     summary = normalise(_plain(envelope.summary, handles, title))
     body = "\n\n".join(p.strip() for p in _plain(envelope.body, handles, title).split("\n\n") if p.strip())
     return _Partial(summary=summary, body=body, items=items)
