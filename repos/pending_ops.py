@@ -403,12 +403,16 @@ class TaskPendingOpsRepository:
         with borrow(self.pool, conn) as c:
             return c.execute(query, params).rowcount
 
-    def incr_fail_count(self, id: int, conn: Connection | None = None) -> int | None:
-        """Add one to the row's ``fail_count`` and return the new value; None when the row is gone."""
+    def incr_fail_count(
+        self, id: int, conn: Connection | None = None, payload_patch: dict[str, Any] | None = None
+    ) -> int | None:
+        """Add one to the row's ``fail_count`` (and merge ``payload_patch`` into its payload, as
+        :meth:`move` does) and return the new value; None when the row is gone."""
         with borrow(self.pool, conn) as c:
             row = c.execute(
-                "UPDATE task_pending_ops SET fail_count = fail_count + 1 WHERE id = %s RETURNING fail_count",
-                (int(id),),
+                "UPDATE task_pending_ops SET fail_count = fail_count + 1, payload = payload || %s"
+                " WHERE id = %s RETURNING fail_count",
+                (Jsonb(payload_patch or {}), int(id)),
             ).fetchone()
         return int(row["fail_count"]) if row else None
 

@@ -2,7 +2,10 @@
 
 Runs on any worker, one message per document. Unchanged content hits the extraction cache and
 costs no extractor call. A failing document is counted against its in-batch retry budget; past
-``wiki_max_fail_retries`` it becomes a ``wiki:ingest`` dead letter and the others go on.
+``wiki_max_fail_retries`` it becomes a ``wiki:ingest`` dead letter and the others go on. A
+deterministic failure spends the budget at once: a content filter's refusal (``for_good``), or a
+model answer invalid for the same reason as the try before (``LLMOutputInvalid.signature``, kept
+in the op's payload): asking again would pay for the same answer up to 5 more times.
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ from wiki.plural import counted
 from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
+
+#: The op payload's key for the signature of its last invalid answer (``LLMOutputInvalid.signature``).
+_LAST_INVALID = "last_invalid_answer"
+#: Said first by the dead letter and the document's status when an answer failed the same way twice.
+REPEATED = "the same invalid answer twice, not asked again"
 
 
 def map_document(
@@ -139,16 +147,27 @@ def _count_failure(
     worker_id: str | None,
 ) -> str:
     error = error_text(exc)
-    fails = ops.incr_fail_count(op.id)
+    # The invalid answer's signature is kept on the op: the next failure compares with it.
+    signature = getattr(exc, "signature", None)
+    repeated = signature is not None and op.payload.get(_LAST_INVALID) == signature
+    fails = ops.incr_fail_count(op.id, payload_patch={_LAST_INVALID: signature})
     if fails is None:
         return "gone"
-    # A failure retrying cannot help (a content filter's refusal) spends the whole budget at once.
-    if fail_budget_spent(fails, settings.wiki_max_fail_retries) or getattr(exc, "for_good", False):
+    # A failure retrying cannot help (a content filter's refusal, an answer invalid the same way
+    # twice: the model is deterministic enough) spends the whole budget at once.
+    if fail_budget_spent(fails, settings.wiki_max_fail_retries) or getattr(exc, "for_good", False) or repeated:
+        reason = f"extraction failed {counted(fails, 'time')}: {exc!r}"
+        if repeated:
+            kind, _, message = error.partition(": ")
+            error = f"{kind}: {REPEATED}: {message}"
+            reason = f"{REPEATED}: {str(exc).splitlines()[0]}"
         with pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
-            docs.set_status([op.dedup_key], "failed", f"extraction failed {counted(fails, 'time')}: {exc!r}", conn=conn)
-        log.error("document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc))
+            docs.set_status([op.dedup_key], "failed", reason, conn=conn)
+        log.error(
+            "document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, repeated=repeated, error=repr(exc)
+        )
         return "dead"
     delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)
     log.warning(

@@ -19,6 +19,7 @@ budget (:func:`fail_budget_spent`) and the text of a failure kept with a documen
 
 from __future__ import annotations
 
+import hashlib
 import traceback
 
 #: Bytes of UTF-8 kept of an error: ``task_dead_letters.last_error`` holds at most this much (the
@@ -251,6 +252,17 @@ class LLMConfigError(LLMError):
         )
 
 
+class LLMNotAChatEndpoint(LLMConfigError):
+    """The endpoint answered 200 with something that is not a chat completion (a web page, text,
+    other JSON): the base URL most likely names a web UI or another API. ``message`` says what came
+    back, in one line (``wiki.extract.llm.client.not_a_completion``); paused like a refused
+    configuration."""
+
+    def __init__(self, message: str, base_url: str | None = None, model: str = "") -> None:
+        self.status, self.message, self.base_url, self.model = 200, message, base_url, model
+        LLMError.__init__(self, f"{message} (base URL {base_url or 'default'}, model {model})")
+
+
 class LLMOutOfCredit(LLMConfigError):
     """The provider says the account has no credit or quota left (``status`` is the HTTP status it
     used: 402, or 429 with ``insufficient_quota``, or a 400/403 whose words say so; see
@@ -266,6 +278,13 @@ class LLMOutputInvalid(LLMError):
     def __init__(self, reason: str, raw: str = "") -> None:
         self.reason, self.raw = reason, raw[:RAW_KEPT_CHARS]
         super().__init__(f"invalid model output: {reason}" + (f"\n--- raw answer ---\n{self.raw}" if raw else ""))
+
+    @property
+    def signature(self) -> str:
+        """16 hex digits of ``reason``: two tries of a document that fail with the same signature
+        failed the same way (the reason names the fields and rules), and the map stage stops asking
+        (``stages.map``). The same answer always gives the same reason."""
+        return hashlib.sha256(self.reason.encode()).hexdigest()[:16]
 
 
 class LLMRefused(LLMOutputInvalid):

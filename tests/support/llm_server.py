@@ -8,7 +8,8 @@ can assert what the client sent, how often, and how long it waited between tries
 requests being answered and ``max_in_flight`` the most at once (a responder may read
 ``server.in_flight``, which includes its own request, to refuse above a capacity).
 
-Responses are dicts made by ``answer``, ``error`` and ``stall``; ``realistic`` builds a valid
+Responses are dicts made by ``answer``, ``tool_call_answer``, ``error``, ``raw`` (a body that is
+not JSON: a web page where the API should be) and ``stall``; ``realistic`` builds a valid
 answer from the document in the request (its own sentences as quotes), for end-to-end tests and
 the bench; ``rejecting`` wraps a responder with a provider that refuses some output modes.
 """
@@ -49,6 +50,32 @@ def answer(
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
         },
     }
+
+
+def tool_call_answer(arguments: str | dict, content: str | None = None) -> dict:
+    """A 200 completion whose answer is in a tool call's ``arguments`` (a dict is sent as JSON
+    text) and whose ``content`` is ``content`` (null by default), ``finish_reason`` ``tool_calls``:
+    what servers that implement structured output as a forced tool call send."""
+    response = answer("", finish_reason="tool_calls")
+    message = response["json"]["choices"][0]["message"]
+    message["content"] = content
+    message["tool_calls"] = [
+        {
+            "id": "call_scripted",
+            "type": "function",
+            "function": {
+                "name": "wiki_extraction",
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+    ]
+    return response
+
+
+def raw(body: str, content_type: str = "text/html; charset=utf-8", status: int = 200) -> dict:
+    """A response whose body is ``body`` as it is, of ``content_type``: a web page or a proxy's
+    text where a chat completion should be."""
+    return {"status": status, "body": body, "content_type": content_type}
 
 
 def error(status: int, message: str = "scripted error", headers: dict[str, str] | None = None) -> dict:
@@ -241,10 +268,10 @@ class ScriptedLLM:
                 finally:  # before the answer is sent: the client may send its next request at once
                     with server.lock:
                         server.in_flight -= 1
-                payload = json.dumps(spec.get("json", {})).encode()
+                payload = spec["body"].encode() if "body" in spec else json.dumps(spec.get("json", {})).encode()
                 try:
                     self.send_response(spec.get("status", 200))
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", spec.get("content_type", "application/json"))
                     self.send_header("Content-Length", str(len(payload)))
                     for key, value in spec.get("headers", {}).items():
                         self.send_header(key, value)

@@ -8,6 +8,12 @@ for an input too long for the context the section splitter, decides what it mean
 404 and 422 raise ``LLMConfigError`` at once. An account out of credit (:func:`out_of_credit`)
 raises ``LLMOutOfCredit`` at once, whatever the status (OpenAI says it with a 429): no retry spent.
 
+A 200 whose body is no chat completion (a web page, text, other JSON: the SDK hands those back as
+they are) raises ``LLMNotAChatEndpoint`` with one line saying what came back
+(:func:`not_a_completion`), never an ``AttributeError``. An answer whose content is empty or null
+but which has tool calls (servers that implement structured output as a forced tool call) is read
+from the first tool call's ``arguments``.
+
 Every HTTP request (each try) first takes a lease of the model's shared rate limit
 (``ratelimit.RateLimiter``, waiting up to the document's deadline) and gives it back with the
 tokens used and whether the answer was a 429.
@@ -32,7 +38,7 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from wiki.errors import LLMConfigError, LLMOutOfCredit, LLMUnavailable
+from wiki.errors import LLMConfigError, LLMNotAChatEndpoint, LLMOutOfCredit, LLMUnavailable
 from wiki.extract.llm.ratelimit import UNLIMITED, ModelLimits, RateLimiter, current_share, estimate_tokens, model_key
 from wiki.llm_config import LLMConfig
 from wiki.plural import counted
@@ -91,6 +97,26 @@ def out_of_credit(exc: BaseException) -> bool:
     return bool(_CREDIT_WORDS.search(message)) or (exc.status_code != 429 and bool(_QUOTA_WORDS.search(message)))
 
 
+_HTML = re.compile(r"\s*(?:<!doctype html|<html|<head|<body|<!--|<\?xml|<[a-z]+[\s>])", re.I)
+
+
+def not_a_completion(completion: Any) -> str | None:
+    """What a 200 answer is when it is not a chat completion, in one line ending "is the base URL
+    right?"; None for a chat completion (``choices`` a list, empty or not)."""
+    if isinstance(completion, str):
+        if _HTML.match(completion):
+            return "the endpoint answered 200 with an HTML page, not a chat completion: is the base URL right?"
+        start = " ".join(completion.split())[:60]
+        return f"the endpoint answered 200 with text, not a chat completion ({start!r}): is the base URL right?"
+    if not isinstance(getattr(completion, "choices", None), list):
+        return "the endpoint answered 200 with JSON that is not a chat completion: is the base URL right?"
+    return None
+
+
+class _NotACompletion(Exception):
+    """Raised inside the retries (never retried) and turned into ``LLMNotAChatEndpoint``."""
+
+
 class ModeRejected(Exception):
     """The endpoint answered 400 to a request in this output mode (``message``: its words).
     ``too_long``: the refusal says the input does not fit the context (or the status was 413),
@@ -103,8 +129,10 @@ class ModeRejected(Exception):
 
 @dataclass(frozen=True)
 class ChatAnswer:
-    """One completion: ``content`` (``""`` when none), ``finish_reason``, the ``reasoning`` text a
-    thinking model returned beside it (``reasoning_content`` or ``reasoning``), and token counts."""
+    """One completion: ``content`` (``""`` when none; the first tool call's arguments when the
+    content is empty and there are tool calls, ``finish_reason`` ``tool_calls`` then read as
+    ``stop``), ``finish_reason``, the ``reasoning`` text a thinking model returned beside it
+    (``reasoning_content`` or ``reasoning``), and token counts."""
 
     content: str
     finish_reason: str | None
@@ -190,7 +218,8 @@ class ChatClient:
         or retry wait goes past it). Raises ``ModeRejected`` on a 400 or 413, ``LLMConfigError`` on
         401, 402, 403, 404 and 422 (``LLMOutOfCredit`` when :func:`out_of_credit`, at any status),
         ``LLMUnavailable`` once the transport retries or the time are spent
-        (waiting for the shared rate limit included)."""
+        (waiting for the shared rate limit included), ``LLMNotAChatEndpoint`` when a 200's body is no
+        chat completion."""
         c = self.config
         left = c.document_budget_s if deadline is None else deadline - time.monotonic()
         end = time.monotonic() + left
@@ -238,6 +267,8 @@ class ChatClient:
             raise LLMUnavailable(
                 f"{type(exc).__name__} after {counted(retrying.statistics.get('attempt_number', 1), 'try')}: {exc}"
             ) from exc
+        except _NotACompletion as exc:
+            raise LLMNotAChatEndpoint(str(exc), c.base_url, c.model) from None
         if not completion.choices:
             return ChatAnswer("", None, "", 0, 0)
         choice = completion.choices[0]
@@ -245,9 +276,13 @@ class ChatClient:
         extra = message.model_extra or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
         usage = completion.usage
+        content, finish_reason = message.content or "", choice.finish_reason
+        arguments = _tool_arguments(message)
+        if not content.strip() and arguments:
+            content, finish_reason = arguments, "stop" if finish_reason == "tool_calls" else finish_reason
         return ChatAnswer(
-            content=message.content or "",
-            finish_reason=choice.finish_reason,
+            content=content,
+            finish_reason=finish_reason,
             reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
             prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
@@ -266,6 +301,9 @@ class ChatClient:
             left = max(end - time.monotonic(), 0.001)
             kwargs["timeout"] = openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))
             completion = self.sdk.chat.completions.create(**kwargs)
+            words = not_a_completion(completion)
+            if words:
+                raise _NotACompletion(words)
             usage = getattr(completion, "usage", None)
             total = (getattr(usage, "prompt_tokens", 0) or 0) + (getattr(usage, "completion_tokens", 0) or 0)
             if total:
@@ -290,6 +328,14 @@ class ChatClient:
             error=repr(exc),
             wait_s=round(state.upcoming_sleep, 2),
         )
+
+
+def _tool_arguments(message: Any) -> str:
+    """The first tool call's ``function.arguments`` of a completion's message, or ``""``."""
+    calls = getattr(message, "tool_calls", None) or []
+    function = getattr(calls[0], "function", None) if calls else None
+    arguments = getattr(function, "arguments", None)
+    return arguments if isinstance(arguments, str) else ""
 
 
 def _raise_if_out_of_credit(exc: openai.APIStatusError, c: LLMConfig) -> None:

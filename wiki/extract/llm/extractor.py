@@ -6,9 +6,15 @@ What reaches the ``Extraction`` is checked here, not trusted:
   ``p2``...; ``[[p2]]`` / ``[[p2|words]]`` become the page's title or the words (cross-linking
   links titles), ``same_as: "p2"`` names the item after that page; an unknown handle, a typed slug
   or a Markdown link becomes plain text;
-- every quote must occur in the document (whitespace normalised), else it is dropped; an item left
-  without a quote is dropped; names pass ``validate_item_name`` like offline names;
-- an answer whose invalid items (schema, name or quotes) exceed ``max_invalid_share`` fails.
+- every quote must occur in the document, typography forgiven (``quotes``: NFKC, quote and dash
+  families, ellipsis, whitespace), else it is dropped; the quote kept is the document's own
+  spelling; an item left without a quote is dropped; names pass ``validate_item_name`` like
+  offline names;
+- fields the schema does not have are ignored (``unknown_fields``: said once per KB and model);
+  a dropped item's reason names its field and the rule (``items[2].kind: must be 'entity' or
+  'concept'``), logged as ``llm.items_dropped``;
+- an answer whose invalid items (schema, name or quotes) exceed ``max_invalid_share`` fails, its
+  reason giving the first items' reasons.
 
 Output modes are tried in the order ``json_schema`` → ``json_object`` (schema in the prompt) →
 ``fenced`` (a ```json block); a 400 moves to the next, and the mode that worked is remembered per
@@ -36,8 +42,10 @@ from pydantic import ValidationError
 
 from wiki.errors import LLMConfigError, LLMError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
+from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
+from wiki.extract.llm.quotes import QuoteSource
 from wiki.extract.llm.ratelimit import RateLimiter
 from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
 from wiki.llm_config import LLMConfig, LLMOverride
@@ -49,7 +57,7 @@ log = structlog.get_logger(__name__)
 MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "fenced")
 #: Halvings of a section whose answer hit max_tokens before the document fails: 3 → pieces of 1/8.
 MAX_SPLITS = 3
-#: A quote shorter than this (after whitespace normalisation) proves nothing: dropped.
+#: A quote shorter than this (normalised as ``quotes`` says) proves nothing: dropped.
 MIN_QUOTE_CHARS = 8
 MAX_ITEMS = 40
 MAX_ALIASES = 8
@@ -228,12 +236,12 @@ class LLMExtractor:
         the calls and tokens spent before it as ``stats`` (a ``RunStats``), so they are counted too.
         """
         handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
-        doc_norm = normalise(text)
+        source = QuoteSource(text)
         stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
         partials: list[_Partial] = []
         try:
             for section in sections(text, self.config.section_chars):
-                partials += self._section(title, section, handles, doc_norm, stats, depth=0)
+                partials += self._section(title, section, handles, source, stats, depth=0)
             extraction = _merge(partials)
         except LLMError as exc:
             exc.stats = stats
@@ -252,10 +260,10 @@ class LLMExtractor:
         return extraction, self.name_for(stats.mode or MODES[0]), stats
 
     def _section(
-        self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str, stats: RunStats, depth: int
+        self, title: str, section: str, handles: dict[str, PageLite], source: QuoteSource, stats: RunStats, depth: int
     ) -> list[_Partial]:
         try:
-            return [self._call(title, section, handles, doc_norm, stats)]
+            return [self._call(title, section, handles, source, stats)]
         except _Truncated as exc:
             halves = _halves(section) if depth < MAX_SPLITS else None
             if not halves or len(halves) < 2:
@@ -269,9 +277,11 @@ class LLMExtractor:
                     exc.raw,
                 ) from None
             log.info("llm.section_split", model=self.config.model, chars=len(section), depth=depth + 1)
-            return [p for half in halves for p in self._section(title, half, handles, doc_norm, stats, depth + 1)]
+            return [p for half in halves for p in self._section(title, half, handles, source, stats, depth + 1)]
 
-    def _call(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str, stats: RunStats) -> _Partial:
+    def _call(
+        self, title: str, section: str, handles: dict[str, PageLite], source: QuoteSource, stats: RunStats
+    ) -> _Partial:
         c = self.config
         mode = remembered_mode(c.base_url, c.model) or MODES[0]
         extra: dict = {}
@@ -320,7 +330,7 @@ class LLMExtractor:
                 raise LLMOutputInvalid(f"the answer ended with finish_reason {answer.finish_reason!r}", answer.content)
             data, repaired = _parse(answer.content, mode)
             stats.repaired += repaired
-            return _validate(data, answer.content, handles, doc_norm, title, c.max_invalid_share, stats)
+            return _validate(data, answer.content, handles, source, title, c, stats)
 
 
 def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
@@ -366,44 +376,57 @@ def _plain(text: str, handles: dict[str, PageLite], title: str) -> str:
     return _AUTOLINK.sub("", text)
 
 
+class _Rejected(Exception):
+    """An item the extractor does not take; the message is ``<field>: <rule>``."""
+
+
 def _validate(
     data: dict,
     raw: str,
     handles: dict[str, PageLite],
-    doc_norm: str,
+    source: QuoteSource,
     title: str,
-    max_invalid_share: float,
+    config: LLMConfig,
     stats: RunStats,
 ) -> _Partial:
     try:
         envelope = MapEnvelope.model_validate(data)
     except ValidationError as exc:
         raise LLMOutputInvalid(f"the answer does not match the schema: {_short(exc)}", raw) from None
+    unknown = unknown_fields.collect(envelope)
     items: list[ExtractedItem] = []
-    invalid = 0
-    for value in envelope.items:
+    reasons: list[str] = []
+    for i, value in enumerate(envelope.items):
         try:
-            item = _item(ItemOut.model_validate(value), handles, doc_norm, title)
-        except ValidationError:
-            item = None
-        if item is None:
-            invalid += 1
-        else:
-            items.append(item)
+            out = ItemOut.model_validate(value)
+        except ValidationError as exc:
+            reasons.append(_short(exc, f"items[{i}]"))
+            continue
+        unknown |= unknown_fields.collect(out, "items[]")
+        try:
+            items.append(_item(out, handles, source, title))
+        except _Rejected as exc:
+            reasons.append(f"items[{i}].{exc}")
+    unknown_fields.report(config.model, "map", unknown)
     total = len(envelope.items)
-    stats.dropped_items += invalid
-    if total and invalid / total > max_invalid_share:
+    stats.dropped_items += len(reasons)
+    if total and len(reasons) / total > config.max_invalid_share:
         raise LLMOutputInvalid(
-            f"{invalid} of {counted(total, 'item')} invalid (bad schema, name or quotes not in the "
-            f"document; at most {max_invalid_share:.0%} allowed)",
+            f"{len(reasons)} of {counted(total, 'item')} invalid (at most {config.max_invalid_share:.0%} allowed): "
+            + "; ".join(reasons[:3])
+            + ("; ..." if len(reasons) > 3 else ""),
             raw,
         )
+    if reasons:
+        log.info("llm.items_dropped", model=config.model, dropped=len(reasons), of=total, reasons=reasons[:5])
     summary = normalise(_plain(envelope.summary, handles, title))
     body = "\n\n".join(p.strip() for p in _plain(envelope.body, handles, title).split("\n\n") if p.strip())
     return _Partial(summary=summary, body=body, items=items)
 
 
-def _item(item: ItemOut, handles: dict[str, PageLite], doc_norm: str, title: str) -> ExtractedItem | None:
+def _item(item: ItemOut, handles: dict[str, PageLite], source: QuoteSource, title: str) -> ExtractedItem:
+    """The item as the wiki takes it; raises ``_Rejected`` when its name is refused or none of its
+    quotes occurs in the document."""
     name = validate_item_name(item.name)
     aliases_in = list(item.aliases)
     page = handles.get((item.same_as or "").strip().lower())
@@ -414,16 +437,16 @@ def _item(item: ItemOut, handles: dict[str, PageLite], doc_norm: str, title: str
                 aliases_in.insert(0, name)
             name = canonical
     if name is None:
-        return None
+        raise _Rejected(f"name: {item.name[:60]!r} is not a page name the wiki takes (validate_item_name)")
     quotes: list[str] = []
     for evidence in item.evidence:
-        quote = normalise(evidence.quote).strip("\"'\u201c\u201d")
-        if evidence.source.strip().lower() != "d1" or len(quote) < MIN_QUOTE_CHARS or quote not in doc_norm:
+        if evidence.source.strip().lower() != "d1":
             continue
-        if quote not in quotes:
+        quote = source.find(evidence.quote, MIN_QUOTE_CHARS)
+        if quote is not None and quote not in quotes:
             quotes.append(quote)
     if not quotes:
-        return None
+        raise _Rejected(f"evidence: no quote of at least {MIN_QUOTE_CHARS} characters occurs in the document")
     aliases: list[str] = []
     for alias in aliases_in:
         alias = validate_item_name(alias)
@@ -471,5 +494,23 @@ def _merge(partials: list[_Partial]) -> Extraction:
     return Extraction(summary=summary, body=body, items=list(merged.values()))
 
 
-def _short(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
+def _short(exc: ValidationError, prefix: str = "") -> str:
+    """The first 3 errors of ``exc`` as ``<field>: <rule>``, each field under ``prefix``
+    (``items[2].kind: must be 'entity' or 'concept'``, ``summary: is required``)."""
+    return "; ".join(f"{_path(e['loc'], prefix) or 'the answer'}: {_rule(e['msg'])}" for e in exc.errors()[:3])
+
+
+def _path(loc: tuple, prefix: str = "") -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _rule(message: str) -> str:
+    """pydantic's words as a rule: "Input should be ..." -> "must be ...", "Field required" -> "is
+    required"."""
+    if message == "Field required":
+        return "is required"
+    message = re.sub(r"a valid dictionary or instance of \w+", "an object", message)
+    return re.sub(r"^\w+ should ", "must ", message)

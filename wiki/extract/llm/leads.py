@@ -5,8 +5,8 @@ a bounded set of its contributions (``wiki.render.lead_inputs``: the first ``LEA
 model sees is a handle (``p1``, ``p2``... in the call), the page's title and type, and one line per
 contribution; it never sees the page, so a call's size does not grow with the page's sources. An
 answer naming an unknown handle is ignored; a page the answer leaves out, or whose lead is empty
-once cleaned, gets none (it keeps ``best_lead``); an answer that is not the schema's JSON gives
-no lead at all.
+once cleaned, gets none (it keeps ``best_lead``); fields the schema does not have are ignored
+(``unknown_fields``); an answer that is not the schema's JSON gives no lead at all.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
+from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient
 from wiki.extract.llm.intro import plain_paragraph
 from wiki.extract.llm.prompts import lead_messages
@@ -103,15 +104,18 @@ def write_leads(
         return leads, stats
     handles = {f"p{i}": i - 1 for i in range(1, len(questions) + 1)}
     titles = {handle: questions[i].title for handle, i in handles.items()}  # "[[p2]]" in a lead: its title
+    unknown = unknown_fields.collect(found)
     for value in found.leads:
         try:
             out = LeadOut.model_validate(value)
         except ValidationError:
             continue
+        unknown |= unknown_fields.collect(out, "leads[]")
         index = handles.get(out.page.strip().lower())
         if index is None:
             stats.unknown_handles += 1
             continue
         if not leads[index]:  # a page's second answer: the first one stands
             leads[index] = plain_paragraph(out.lead, MAX_LEAD_CHARS, titles)
+    unknown_fields.report(client.config.model, "lead", unknown)
     return leads, stats

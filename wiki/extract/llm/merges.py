@@ -9,6 +9,7 @@ per document, which candidate each item is, if any. Everything the model sees is
   handle names one candidate of one item;
 - an answer naming an unknown item, a handle that is not among that item's own candidates, or
   null means "new"; items the answer leaves out are new too;
+- fields ``MergeAnswer`` does not have are ignored (``unknown_fields``);
 - an answer that is not valid JSON of ``MergeAnswer``'s shape makes every item new (the merge is a
   refinement: without it the name rule still decides), and nothing is cached.
 
@@ -27,6 +28,7 @@ import structlog
 from pydantic import ValidationError
 
 from wiki.extract import validate_item_name
+from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient
 from wiki.extract.llm.extractor import MAX_ALIASES
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
@@ -146,11 +148,13 @@ def decide_merges(
         return new, stats
     chosen = list(new)
     decided: set[str] = set()
+    unknown = unknown_fields.collect(found)
     for value in found.decisions:
         try:
             choice = MergeChoiceOut.model_validate(value)
         except ValidationError:
             continue
+        unknown |= unknown_fields.collect(choice, "decisions[]")
         item = choice.item.strip().lower()
         if item not in items or item in decided:
             continue  # an unknown item, or the item's second answer: the first one stands
@@ -163,6 +167,7 @@ def decide_merges(
             stats.foreign_handles += 1  # another item's candidate or an invented handle: new
             continue
         chosen[items[item]] = slug
+    unknown_fields.report(client.config.model, "merge", unknown)
     return chosen, stats
 
 

@@ -1,8 +1,13 @@
-"""The model's answer, as strict pydantic models: the JSON schema sent to the provider is
-generated from them, and every answer is validated by them (``extra="forbid"``).
+"""The model's answer, as pydantic models: the JSON schema sent to the provider is generated from
+them, and every answer is validated by them.
 
-The envelope (``MapAnswer``) is validated first with its items left raw, then each item alone, so
-that one bad item is dropped and counted instead of failing the whole answer.
+Tolerant parsing, strict meaning: the schema sent is strict (every property required,
+``additionalProperties: false``), and so are the types our validation accepts (``strict=True``: no
+``"3"`` for a number), but a field the schema does not know is set aside (``extra="allow"``, read
+back by ``unknown_fields.collect``) and ignored: a model that adds ``confidence`` to each item
+still has its items read. The envelope (``MapAnswer``) is validated first with its items left raw,
+then each item alone, so that one bad item is dropped and counted instead of failing the whole
+answer.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    """Strict types; unknown fields kept aside in ``model_extra`` (named once, then ignored)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class EvidenceOut(_Strict):
