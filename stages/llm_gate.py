@@ -146,14 +146,18 @@ def _count(
 ) -> None:
     """One upsert of the document's calls and tokens (or one cache hit) and its ``llm.usage`` line."""
     calls, prompt, completion = (stats.calls, stats.prompt_tokens, stats.completion_tokens) if stats else (0, 0, 0)
+    estimated = stats.estimated_tokens if stats else 0
     model = extractor.config.model
     llm_usage.add(
         kb_id,
         model,
-        extractions=0 if stats is None else 1,
+        # only a try that gave an extraction counts as one; a failed try's calls and tokens still count
+        extractions=1 if outcome == "mapped" else 0,
+        failures=1 if outcome == "failed" else 0,
         calls=calls,
         prompt_tokens=prompt,
         completion_tokens=completion,
+        estimated_tokens=estimated,
         cache_hits=1 if stats is None else 0,
     )
     usd = estimated_usd(extractor.config, prompt, completion)
@@ -166,6 +170,7 @@ def _count(
         calls=calls,
         prompt_tokens=prompt,
         completion_tokens=completion,
+        estimated_tokens=estimated,
         estimated_usd=None if usd is None else round(usd, 6),
     )
 
