@@ -197,6 +197,8 @@ def status_lines(report: dict) -> list[str]:
         else:
             head = f"model paused: HTTP {paused['status']} {where} since {paused['created_at']}: {message}"
         waits = "its model work waits: documents to map, page leads"
+        if paused.get("probes"):
+            waits += f"; {counted(paused['probes'], 'probe')} refused so far"
         lines.append(f"{head} ({waits}; {paused.get('resume') or RESUME_HINT['config']})")
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:
