@@ -184,7 +184,7 @@ def status_lines(report: dict) -> list[str]:
     notice = report.get("llm_notice")
     if notice:
         at = datetime.fromtimestamp(notice["at"], UTC).strftime("%H:%M:%S UTC")
-        lines.append(f"model: {_one_line(notice['text'], _REASON_CHARS)} (at {at})")
+        lines.append(f"model: {_one_line(notice['text'], _REASON_CHARS)}, at {at}")
     paused = report.get("llm_paused")
     if paused:
         kind = paused.get("kind", "config")

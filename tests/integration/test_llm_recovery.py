@@ -73,7 +73,7 @@ def test_during_a_429_back_off_status_says_how_long_it_waits(settings, clean_db,
     assert outcome == ["mapped"] and server.calls == 2
     assert seen_before_retry and notice["text"] == "waiting 3 s for rate limit (HTTP 429)"
     lines = status_lines({**kb_status(deps, kb), "llm_notice": notice})
-    assert any(line.startswith("model: waiting 3 s for rate limit (HTTP 429) (at ") for line in lines)
+    assert any(line.startswith("model: waiting 3 s for rate limit (HTTP 429), at ") for line in lines)
 
 
 def test_a_kb_paused_by_a_streaming_only_server_resumes_by_itself_once_a_probe_succeeds(settings, clean_db, server):  # noqa: F811
