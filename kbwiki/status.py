@@ -4,9 +4,11 @@ documents were not written."""
 from __future__ import annotations
 
 import shlex
+from datetime import UTC, datetime
 
 from actors.deps import Deps
 from repos.dead_letter_spool import DeadLetterSpool
+from repos.rate_limit import read_notice
 from stages.llm_gate import RESUME_HINT
 from wiki.lanes import SCOPE_KB
 from wiki.llm_config import config_from_settings, estimated_usd
@@ -46,6 +48,8 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     the number of further ones; ``llm_paused``: why the KB's model work waits
     (``{"kind", "status", "message", "base_url", "model", "created_at", "last_seen_at", "resume"}``;
     kind ``config``, ``credit`` or ``budget``, ``resume`` says how to continue) or None;
+    ``llm_notice``: what the KB's model calls wait for now (``{"text", "at"}``: "waiting 60 s for
+    rate limit (HTTP 429)", "model slow: ...", said by the worker making the call) or None;
     ``llm_usage``: what its model work cost (:func:`llm_usage`)."""
     documents = deps.docs.count_by_status(kb.id)
     sample = deps.docs.sample_not_written(kb.id, NOT_WRITTEN_SAMPLE)
@@ -65,6 +69,7 @@ def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
             "heartbeat_ttl_s": deps.settings.worker_ttl_s,
         },
         "llm_paused": _llm_paused(deps, kb),
+        "llm_notice": read_notice(deps.redis, deps.settings.key_prefix, kb.id),
         "llm_usage": llm_usage(deps, kb),
         "not_written": sample,
         # Counts and sample are two reads: a document changing in between must not make this negative.
@@ -83,14 +88,23 @@ def _llm_paused(deps: Deps, kb: KnowledgeBase) -> dict | None:
 
 
 def llm_usage(deps: Deps, kb: KnowledgeBase) -> dict:
-    """The KB's model usage: ``{"models": {model: {"extractions", "calls", "prompt_tokens",
-    "completion_tokens", "cache_hits", "estimated_usd"}}, "total": {... the same summed},
+    """The KB's model usage: ``{"models": {model: {"extractions", "failures", "calls",
+    "prompt_tokens", "completion_tokens", "estimated_tokens", "cache_hits", "estimated_usd"}},
+    "total": {... the same summed},
     "token_budget", "budget_spent_tokens"}``. ``estimated_usd`` is the tokens at the KB's prices
     (``KBWIKI_LLM_PRICE_IN_PER_MTOK`` / ``_OUT_PER_MTOK`` or ``wiki_config.llm``) for the KB's
     current model; None (unknown) for another model or when no price is set. ``token_budget``
     None: no budget; ``budget_spent_tokens`` counts since the last ``kbwiki resume --reset-budget``."""
     config = config_from_settings(deps.settings).with_override(kb.wiki_config.llm)
-    fields = ("extractions", "calls", "prompt_tokens", "completion_tokens", "cache_hits")
+    fields = (
+        "extractions",
+        "failures",
+        "calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "estimated_tokens",
+        "cache_hits",
+    )
     models: dict[str, dict] = {}
     total: dict = dict.fromkeys(fields, 0)
     for row in deps.llm_usage.for_kb(kb.id):
@@ -111,7 +125,8 @@ def llm_usage(deps: Deps, kb: KnowledgeBase) -> dict:
 
 
 def usage_lines(usage: dict) -> list[str]:
-    """The text form of :func:`llm_usage`: one line per model, and the budget when there is one."""
+    """The text form of :func:`llm_usage`: one line per model, and the budget when there is one.
+    Tokens kbwiki counted itself (the server gave no plausible usage) are said to be estimated."""
     lines = []
     for model, u in usage.get("models", {}).items():
         price = (
@@ -119,9 +134,15 @@ def usage_lines(usage: dict) -> list[str]:
             if u["estimated_usd"] is not None
             else "price unknown (set KBWIKI_LLM_PRICE_IN_PER_MTOK and _OUT_PER_MTOK)"
         )
+        failed = f" ({counted(u['failures'], 'failed try', 'failed tries')})" if u.get("failures") else ""
+        estimated = (
+            f" ({u['estimated_tokens']} of them estimated: the server gave no usable count)"
+            if u.get("estimated_tokens")
+            else ""
+        )
         lines.append(
-            f"model usage {model}: {counted(u['extractions'], 'extraction')}, {counted(u['calls'], 'call')},"
-            f" {counted(u['prompt_tokens'], 'token')} in, {u['completion_tokens']} out,"
+            f"model usage {model}: {counted(u['extractions'], 'extraction')}{failed}, {counted(u['calls'], 'call')},"
+            f" {counted(u['prompt_tokens'], 'token')} in, {u['completion_tokens']} out{estimated},"
             f" {counted(u['cache_hits'], 'cache hit')}, {price}"
         )
     if usage.get("token_budget") is not None:
@@ -141,7 +162,7 @@ def status_lines(report: dict) -> list[str]:
     (the title when there is no source_uri), and ``  ... and N more`` when it was cut."""
     lines = []
     for section, values in report.items():
-        if section in ("not_written", "not_written_more", "llm_paused", "llm_usage"):
+        if section in ("not_written", "not_written_more", "llm_paused", "llm_usage", "llm_notice"):
             continue
         if isinstance(values, dict):
             lines.append(
@@ -160,6 +181,10 @@ def status_lines(report: dict) -> list[str]:
     if workers.get("alive") == 0:
         lines.append(NO_WORKER.format(ttl=workers["heartbeat_ttl_s"]))
     lines += usage_lines(report.get("llm_usage") or {})
+    notice = report.get("llm_notice")
+    if notice:
+        at = datetime.fromtimestamp(notice["at"], UTC).strftime("%H:%M:%S UTC")
+        lines.append(f"model: {_one_line(notice['text'], _REASON_CHARS)}, at {at}")
     paused = report.get("llm_paused")
     if paused:
         kind = paused.get("kind", "config")
@@ -172,6 +197,8 @@ def status_lines(report: dict) -> list[str]:
         else:
             head = f"model paused: HTTP {paused['status']} {where} since {paused['created_at']}: {message}"
         waits = "its model work waits: documents to map, page leads"
+        if paused.get("probes"):
+            waits += f"; {counted(paused['probes'], 'probe')} refused so far"
         lines.append(f"{head} ({waits}; {paused.get('resume') or RESUME_HINT['config']})")
     sample, more = report.get("not_written", []), report.get("not_written_more", 0)
     if sample or more:

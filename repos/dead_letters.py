@@ -205,6 +205,22 @@ class TaskDeadLetterRepository:
             ).fetchone()
         return DeadLetter.model_validate(row)
 
+    def of_error(
+        self, tenant_id: int, task_type: str, scope: str, scope_id: str, error_head: str, skip_mark: str, limit: int
+    ) -> list[DeadLetter]:
+        """Up to ``limit`` dead letters of one scope whose ``last_error`` starts with ``error_head``
+        (an error class and colon: ``"LLMUnavailable:"``), oldest first, leaving out those whose op
+        payload's ``auto_requeued`` is ``skip_mark`` (sent again once already for that reason)."""
+        pattern = error_head.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM task_dead_letters WHERE tenant_id = %s AND task_type = %s AND scope = %s"
+                " AND scope_id = %s AND last_error LIKE %s"
+                " AND COALESCE(payload->'payload'->>'auto_requeued', '') <> %s ORDER BY id LIMIT %s",
+                (tenant_id, task_type, scope, scope_id, pattern, skip_mark, limit),
+            ).fetchall()
+        return [DeadLetter.model_validate(r) for r in rows]
+
     def count(self, *, tenant_id: int | None, scope: str | None = None, scope_id: str | None = None) -> int:
         """Dead letters of ``tenant_id`` (None: every tenant), of a scope (and scope_id) when given."""
         conditions, params = _dead_letter_filters(scope, scope_id, None, None)

@@ -27,6 +27,10 @@ class LLMConfigErrorRow(BaseModel):
     model: str
     created_at: datetime
     last_seen_at: datetime
+    #: Probes made so far (documents let through to see whether the endpoint works again) and when
+    #: the next may go (None: ``probe_s`` after ``created_at``); see ``claim_probe``.
+    probes: int = 0
+    next_probe_at: datetime | None = None
 
 
 class LLMConfigErrorRepository:
@@ -62,6 +66,22 @@ class LLMConfigErrorRepository:
                 (kb_id, fingerprint, status, message[:2000], base_url, model, kind),
             ).fetchone()
         return bool(row["fresh"])
+
+    def claim_probe(self, kb_id: str, fingerprint: str, first_s: float, max_s: float) -> int | None:
+        """Take the KB's next probe when it is due: the first ``first_s`` after the pause was
+        recorded, each next one twice as long after the last (at most ``max_s``). Returns the probe's
+        number (1, 2, ...), or None when none is due, the pause is gone or is for another
+        configuration. One statement: of workers asking at once, one gets it."""
+        with self.pool.connection() as c:
+            row = c.execute(
+                "UPDATE wiki_llm_config_errors SET probes = probes + 1,"
+                " next_probe_at = now() + make_interval(secs => LEAST(%(first)s * power(2, probes + 1), %(max)s))"
+                " WHERE knowledge_base_id = %(kb)s AND fingerprint = %(fp)s"
+                " AND COALESCE(next_probe_at, created_at + make_interval(secs => %(first)s)) <= now()"
+                " RETURNING probes",
+                {"kb": kb_id, "fp": fingerprint, "first": float(first_s), "max": float(max_s)},
+            ).fetchone()
+        return int(row["probes"]) if row else None
 
     def get(self, kb_id: str) -> LLMConfigErrorRow | None:
         """The KB's recorded error, or None."""

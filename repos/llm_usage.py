@@ -13,10 +13,12 @@ from repos.db import borrow
 
 
 class LLMUsageRow(BaseModel):
-    """One KB's counters for one ``model``: ``extractions`` of a document that called it (a failed
-    one included: its tokens were spent too; a document tried twice counts twice), ``calls``
-    (HTTP requests answered with a completion), ``prompt_tokens`` / ``completion_tokens`` as the
-    provider reported them, and ``cache_hits`` (documents served from ``wiki_extractions`` without a call)."""
+    """One KB's counters for one ``model``: ``extractions`` of a document that called it and
+    succeeded (a document extracted twice counts twice), ``failures`` (tries that failed: their
+    calls and tokens are counted too), ``calls`` (HTTP requests answered with a completion),
+    ``prompt_tokens`` / ``completion_tokens`` as the provider reported them or, where it did not
+    plausibly, as counted (``estimated_tokens`` of them; ``wiki.extract.llm.tokens``), and
+    ``cache_hits`` (documents served from ``wiki_extractions`` without a call)."""
 
     knowledge_base_id: str
     model: str
@@ -25,6 +27,8 @@ class LLMUsageRow(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     cache_hits: int
+    estimated_tokens: int = 0
+    failures: int = 0
     created_at: datetime
     updated_at: datetime
 
@@ -32,6 +36,20 @@ class LLMUsageRow(BaseModel):
     def tokens(self) -> int:
         """Tokens in and out."""
         return self.prompt_tokens + self.completion_tokens
+
+
+#: The largest value of a BIGINT column: counters saturate there instead of failing the write.
+BIGINT_MAX = 2**63 - 1
+_COUNTERS = ("extractions", "calls", "prompt_tokens", "completion_tokens", "cache_hits", "estimated_tokens", "failures")
+_ADD_SQL = (
+    "INSERT INTO wiki_llm_usage AS u (knowledge_base_id, model, "
+    + ", ".join(_COUNTERS)
+    + ") VALUES (%s, %s"
+    + ", %s" * len(_COUNTERS)
+    + ") ON CONFLICT (knowledge_base_id, model) DO UPDATE SET "
+    + ", ".join(f"{c} = LEAST(u.{c}::numeric + EXCLUDED.{c}, {BIGINT_MAX})::bigint" for c in _COUNTERS)
+    + ", updated_at = now()"
+)
 
 
 class LLMUsageRepository:
@@ -50,22 +68,16 @@ class LLMUsageRepository:
         prompt_tokens: int = 0,
         completion_tokens: int = 0,
         cache_hits: int = 0,
+        estimated_tokens: int = 0,
+        failures: int = 0,
         conn: Connection | None = None,
     ) -> None:
         """Add to the (KB, model) counters in one upsert (increments only: concurrent workers never
-        lose each other's counts)."""
+        lose each other's counts). Each value is cut to 0 .. ``BIGINT_MAX`` and each sum saturates
+        there: a count that does not fit its column never fails the write (and with it the answer)."""
+        values = (extractions, calls, prompt_tokens, completion_tokens, cache_hits, estimated_tokens, failures)
         with borrow(self.pool, conn) as c:
-            c.execute(
-                "INSERT INTO wiki_llm_usage AS u"
-                " (knowledge_base_id, model, extractions, calls, prompt_tokens, completion_tokens, cache_hits)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (knowledge_base_id, model) DO UPDATE SET"
-                " extractions = u.extractions + EXCLUDED.extractions, calls = u.calls + EXCLUDED.calls,"
-                " prompt_tokens = u.prompt_tokens + EXCLUDED.prompt_tokens,"
-                " completion_tokens = u.completion_tokens + EXCLUDED.completion_tokens,"
-                " cache_hits = u.cache_hits + EXCLUDED.cache_hits, updated_at = now()",
-                (kb_id, model, extractions, calls, prompt_tokens, completion_tokens, cache_hits),
-            )
+            c.execute(_ADD_SQL, (kb_id, model, *(min(max(int(v), 0), BIGINT_MAX) for v in values)))
 
     def for_kb(self, kb_id: str) -> list[LLMUsageRow]:
         """The KB's rows, one per model it used, by model name."""

@@ -24,6 +24,7 @@ ahead unlimited (the endpoint's own 429s still slow them), with a warning a minu
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -240,6 +241,16 @@ class RedisRateLimiter:
                 except redis.RedisError:
                     continue  # transient; the lease outlives two more renewals
 
+    def notice(self, share: str, text: str, ttl_s: float) -> None:
+        """``RateLimiter.notice``: one key per KB (``notice_key``), replaced by the next notice."""
+        if not share:
+            return
+        value = json.dumps({"text": text, "at": time.time()})
+        try:
+            self.client.set(notice_key(self.prefix, share), value, px=max(int(ttl_s * 1000), 1))
+        except redis.RedisError as exc:
+            self._unavailable(exc)
+
     def close(self) -> None:
         """Stop the renewal thread (held leases then expire after ``LEASE_S``)."""
         self._stop.set()
@@ -271,3 +282,18 @@ class RedisRateLimiter:
         if now - self._unavailable_logged >= 60:
             self._unavailable_logged = now
             log.warning("llm.rate_limit_unavailable", error=repr(exc), calls="go ahead unlimited")
+
+
+def notice_key(prefix: str, kb_id: str) -> str:
+    """The Redis key of KB ``kb_id``'s model notice (``RedisRateLimiter.notice``)."""
+    return f"{prefix}:llm-notice:{kb_id}"
+
+
+def read_notice(client: redis.Redis, prefix: str, kb_id: str) -> dict | None:
+    """The KB's current model notice as ``{"text", "at"}`` (``at``: Unix time it was said), or None
+    (none, expired, or Redis unreachable: status must not fail for it)."""
+    try:
+        raw = client.get(notice_key(prefix, kb_id))
+        return json.loads(raw) if raw else None
+    except (redis.RedisError, ValueError):
+        return None

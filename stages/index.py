@@ -144,7 +144,12 @@ def index_intro(
         return kept
     if llm_usage is not None:
         llm_usage.add(
-            kb.id, model, calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens
+            kb.id,
+            model,
+            calls=1,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            estimated_tokens=answer.estimated_tokens,
         )
     log.info(
         "index.intro_written",

@@ -191,6 +191,7 @@ def _write_leads(
             calls=stats.calls,
             prompt_tokens=stats.prompt_tokens,
             completion_tokens=stats.completion_tokens,
+            estimated_tokens=stats.estimated_tokens,
         )
         if llm_errors.clear(kb.id):  # the model answers again: a pause recorded earlier is over
             log.info("llm.config_error_cleared", knowledge_base_id=kb.id, model=config.model)

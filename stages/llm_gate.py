@@ -41,10 +41,21 @@ _HANDLE_SCAN_WORDS = 4000
 _PAGES_OFFERED = 40
 
 
+#: Kinds of pause a probe may end: a document is let through now and then (``probe_s`` after the
+#: pause, then twice as long each time, at most ``PROBE_MAX_S``) and its success resumes the KB. An
+#: endpoint that refused every output mode may have been fixed (a streaming-only server set to
+#: answer plainly), an account topped up: neither changes the configuration. A spent budget is
+#: not probed: no call can end it.
+PROBED_KINDS = ("config", "credit")
+#: The longest interval between two probes of a paused KB: 24 calls a day at most.
+PROBE_MAX_S = 3600.0
+
 #: How an operator lets a paused KB continue, by the pause's kind (said in the log and by status).
 RESUME_HINT = {
-    "config": "fix KBWIKI_LLM_* or wiki_config.llm: the KB resumes by itself once the configuration changes",
-    "credit": "add credit at the provider, then run `kbwiki resume --kb NAME` (a configuration change resumes it too)",
+    "config": "fix KBWIKI_LLM_* or wiki_config.llm, or the endpoint: the KB resumes by itself once the configuration"
+    " changes or a probe call succeeds; `kbwiki resume --kb NAME` tries again now",
+    "credit": "add credit at the provider, then run `kbwiki resume --kb NAME` (a configuration change or a probe"
+    " call that succeeds resumes it too)",
     "budget": "raise the token budget (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET): the KB resumes"
     " by itself; or run `kbwiki resume --kb NAME --reset-budget` to count its budget from zero again",
 }
@@ -146,14 +157,18 @@ def _count(
 ) -> None:
     """One upsert of the document's calls and tokens (or one cache hit) and its ``llm.usage`` line."""
     calls, prompt, completion = (stats.calls, stats.prompt_tokens, stats.completion_tokens) if stats else (0, 0, 0)
+    estimated = stats.estimated_tokens if stats else 0
     model = extractor.config.model
     llm_usage.add(
         kb_id,
         model,
-        extractions=0 if stats is None else 1,
+        # only a try that gave an extraction counts as one; a failed try's calls and tokens still count
+        extractions=1 if outcome == "mapped" else 0,
+        failures=1 if outcome == "failed" else 0,
         calls=calls,
         prompt_tokens=prompt,
         completion_tokens=completion,
+        estimated_tokens=estimated,
         cache_hits=1 if stats is None else 0,
     )
     usd = estimated_usd(extractor.config, prompt, completion)
@@ -166,6 +181,7 @@ def _count(
         calls=calls,
         prompt_tokens=prompt,
         completion_tokens=completion,
+        estimated_tokens=estimated,
         estimated_usd=None if usd is None else round(usd, 6),
     )
 
@@ -185,18 +201,29 @@ def paused(
     *,
     llm_errors: LLMConfigErrorRepository,
     llm_usage: LLMUsageRepository | None = None,
+    probe_s: float | None = None,
 ) -> bool:
     """Whether the KB's model work waits: on a configuration error, an out-of-credit answer or a
     spent budget recorded for this very configuration (a changed configuration is tried again),
     or because the KB's ``token_budget`` is spent now (then recorded, and logged once as
     ``llm.paused``). A budget is checked before a document's calls: documents already under way
-    finish, so a KB may overshoot it by up to ``ingest_map_parallel`` documents' tokens."""
+    finish, so a KB may overshoot it by up to ``ingest_map_parallel`` documents' tokens.
+
+    Given ``probe_s`` (``Settings.llm_pause_s``), a pause of a ``PROBED_KINDS`` kind lets this
+    document through as a probe when one is due (``LLMConfigErrorRepository.claim_probe``, logged
+    as ``llm.probe``): its success clears the pause (:func:`extract`), its refusal records it again."""
     if not is_llm(extractor):
         return False
     config = extractor.config
     row = llm_errors.get(kb_id)
     if row is not None and row.fingerprint == config.fingerprint():
-        return True
+        if probe_s is None or row.kind not in PROBED_KINDS:
+            return True
+        probe = llm_errors.claim_probe(kb_id, row.fingerprint, probe_s, PROBE_MAX_S)
+        if probe is None:
+            return True
+        log.info("llm.probe", knowledge_base_id=kb_id, kind=row.kind, probe=probe, model=config.model)
+        return False
     if config.token_budget is None or llm_usage is None:
         return False
     spent = llm_usage.budget_spent(kb_id)

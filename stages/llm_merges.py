@@ -140,6 +140,7 @@ def model_merges(
             spent.calls += stats.calls
             spent.prompt_tokens += stats.prompt_tokens
             spent.completion_tokens += stats.completion_tokens
+            spent.estimated_tokens += stats.estimated_tokens
         if not stats.invalid:
             answers = {wanted[id(q)]: slug for q, slug in zip(ask, chosen, strict=True)}
             extractions.put_merge_decisions(kb_id, decider, answers)

@@ -24,7 +24,7 @@ from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
-from stages import llm_gate
+from stages import llm_gate, llm_recovery
 from stages.claims import release_after_failure
 from stages.ingest import pump_ingest_lane
 from stages.triggers import send_trigger
@@ -93,7 +93,9 @@ def map_document(
     try:
         found = llm_gate.cached(extractor, knowledge_base_id, doc, extractions=extractions, llm_usage=llm_usage)
         if found is None:
-            if llm_gate.paused(extractor, knowledge_base_id, llm_errors=llm_errors, llm_usage=llm_usage):
+            if llm_gate.paused(
+                extractor, knowledge_base_id, llm_errors=llm_errors, llm_usage=llm_usage, probe_s=settings.llm_pause_s
+            ):
                 return llm_gate.pause(op, **paused)
             found = llm_gate.extract(
                 extractor,
@@ -117,7 +119,15 @@ def map_document(
         return "skipped"
     except Exception as exc:
         return _count_failure(
-            op, exc, pool=pool, docs=docs, ops=ops, dead_letters=dead_letters, settings=settings, worker_id=worker_id
+            op,
+            exc,
+            pool=pool,
+            docs=docs,
+            ops=ops,
+            dead_letters=dead_letters,
+            redis=redis,
+            settings=settings,
+            worker_id=worker_id,
         )
     with pool.connection() as conn:
         extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
@@ -143,6 +153,7 @@ def _count_failure(
     docs: KnowledgeRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
+    redis: redis_lib.Redis,
     settings: Settings,
     worker_id: str | None,
 ) -> str:
@@ -168,6 +179,8 @@ def _count_failure(
         log.error(
             "document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, repeated=repeated, error=repr(exc)
         )
+        if llm_recovery.is_transient(exc):  # the endpoint's failure: requeued when it answers again
+            llm_recovery.note_outage(op.scope_id, redis=redis, settings=settings)
         return "dead"
     delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)
     log.warning(
@@ -274,4 +287,15 @@ def map_step(
             send_trigger("wiki_ingest", debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
     if outcome in ("mapped", "cached"):
         send_trigger("wiki_reduce", **kb)
+    if outcome == "mapped" and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
+        llm_recovery.requeue_after_outage(
+            tenant_id,
+            knowledge_base_id,
+            pool=pool,
+            dead_letters=dead_letters,
+            ops=ops,
+            docs=docs,
+            redis=redis,
+            settings=settings,
+        )
     return outcome

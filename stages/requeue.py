@@ -70,8 +70,10 @@ def requeue_dead_letter(
     docs: KnowledgeRepository,
     redis: redis_lib.Redis,
     settings: Settings,
+    mark: dict[str, Any] | None = None,
 ) -> str:
     """Requeue one dead letter and delete it; returns ``"reinserted"`` (wiki op) or ``"resent"`` (message).
+    ``mark``: fields added to a wiki op's payload (``stages.llm_recovery`` marks what it requeued).
 
     ``tenant_id`` confines it to that tenant's dead letters (None: any tenant's). Raises
     ``DeadLetterNotFound`` when the row is gone or another tenant's (also when a concurrent
@@ -84,7 +86,7 @@ def requeue_dead_letter(
         raise DeadLetterNotFound(f"no dead letter {dead_letter_id}")
     if row.task_type == INGEST:
         return _reinsert_wiki_op(
-            row, pool=pool, dead_letters=dead_letters, ops=ops, docs=docs, redis=redis, settings=settings
+            row, pool=pool, dead_letters=dead_letters, ops=ops, docs=docs, redis=redis, settings=settings, mark=mark
         )
     return _resend_message(row, dead_letters=dead_letters)
 
@@ -98,13 +100,14 @@ def _reinsert_wiki_op(
     docs: KnowledgeRepository,
     redis: redis_lib.Redis,
     settings: Settings,
+    mark: dict[str, Any] | None = None,
 ) -> str:
     op = row.payload
     knowledge_id = str(op.get("dedup_key") or row.related_id)
     kind = op.get("op")
     if row.scope != SCOPE_KB or not row.scope_id or not knowledge_id or kind not in (OP_INGEST, OP_RETRACT):
         raise RequeueRefused(f"dead letter {row.id} is not a wiki document op (scope {row.scope!r}, op {kind!r})")
-    payload = op.get("payload") if isinstance(op.get("payload"), dict) else {}
+    payload = {**(op.get("payload") if isinstance(op.get("payload"), dict) else {}), **(mark or {})}
     with pool.connection() as conn:
         # Delete first: the row lock makes a concurrent requeue of the same letter wait, then find nothing.
         if not dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):

@@ -1,7 +1,8 @@
 """Cost with the LLM extractor, through the scripted OpenAI-compatible server (real HTTP, the real
 SDK) and the test database: an account out of credit pauses the KB after one request and spends
 no retry, ``resume`` lets it continue at once, a token budget pauses it, and the usage counters
-equal the tokens the server reported."""
+equal the tokens the server reported, or, where it reported none or an implausible count, the
+tokens counted with a tokenizer, marked estimated, on which budgets act all the same."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from stages.resume import resume_kb
 from tests.e2e.conftest import wait_until
 from tests.integration.test_llm_map import DOCS, _ops, new_kb, server, submit  # noqa: F401  (fixture)
 from tests.support.llm_deps import ingest_op, scripted_llm_deps
-from tests.support.llm_server import answer, realistic
+from tests.support.llm_server import answer, realistic, with_usage
 from tests.support.pipeline import settle
 from wiki.errors import LLMOutOfCredit, ResumeRefused
+from wiki.extract.llm import tokens
 from wiki.extract.llm.client import ChatClient
 from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import LLMConfig
@@ -184,7 +186,10 @@ def test_failed_extractions_count_their_tokens_too(cost_deps, server):  # noqa: 
     submit(deps, kb, {"timers.md": DOCS["timers.md"]})
     settle(deps, kb)
     [row] = deps.llm_usage.for_kb(kb.id)
-    assert (row.extractions, row.calls, row.prompt_tokens, row.completion_tokens) == (2, 2, 200, 14)
+    # "extractions" counts only successes: the two failed tries are failures, their tokens still spent
+    assert (row.extractions, row.failures, row.calls, row.prompt_tokens, row.completion_tokens) == (0, 2, 2, 200, 14)
+    [line] = [line for line in status_lines(kb_status(deps, kb)) if line.startswith("model usage")]
+    assert line.startswith("model usage scripted-model: 0 extractions (2 failed tries), 2 calls, 200 tokens in")
 
 
 def test_a_spent_token_budget_pauses_the_kb_before_the_next_call(cost_deps, server):  # noqa: F811
@@ -238,3 +243,62 @@ def test_raising_the_budget_resumes_the_kb_by_itself(cost_deps, server):  # noqa
     settle(deps, kb)
     assert deps.docs.count_by_status(kb.id) == {"done": 2} and server.calls == 2
     assert deps.llm_errors.get(kb.id) is None
+
+
+PRICED = {"llm_price_in_per_mtok": 0.15, "llm_price_out_per_mtok": 0.6}
+
+
+def _prompt_tokens(llm) -> int:
+    """The tokenizer's count of every prompt the server received."""
+    return sum(tokens.prompt_tokens(r["messages"]) for r in llm.requests)
+
+
+def test_without_usage_tokens_are_counted_marked_estimated_and_a_budget_trips(cost_deps, server):  # noqa: F811
+    """A server that sends no ``usage``: the tokens are counted with the tokenizer (status says
+    estimated, the price is not $0) and a 3,000-token budget pauses the KB (it never tripped)."""
+    deps = cost_deps(llm_token_budget=3000, **PRICED)
+    server.responder = lambda request: with_usage(realistic(request), None)
+    kb = new_kb(deps)
+    docs = {f"doc{i}.md": (f"Timers {i}", DOCS["timers.md"][1] + f" Part {i}.") for i in range(8)}
+    ids = submit(deps, kb, docs)
+    outcomes = _map_all(deps, kb, ids)
+    assert "paused" in outcomes and outcomes.count("mapped") == server.calls >= 1
+    [row] = deps.llm_usage.for_kb(kb.id)
+    assert row.prompt_tokens == _prompt_tokens(server) and row.completion_tokens > 0
+    assert row.estimated_tokens == row.tokens >= 3000
+    assert deps.llm_errors.get(kb.id).kind == "budget"
+    report = kb_status(deps, kb)
+    assert report["llm_usage"]["models"]["scripted-model"]["estimated_usd"] > 0
+    [line] = [line for line in status_lines(report) if line.startswith("model usage")]
+    assert f"({row.tokens} of them estimated: the server gave no usable count)" in line
+
+
+@pytest.mark.parametrize("reported", [10**19, 10**12, -5])
+def test_implausible_usage_is_replaced_by_the_count_and_the_answer_kept(cost_deps, server, reported):  # noqa: F811
+    """A usage larger than the request could be (1e19 overflowed the column and threw the answer
+    away; 1e12 was taken as given, $3,000,000) or negative is replaced by the tokenizer's count."""
+    deps = cost_deps(**PRICED)
+    usage = {"prompt_tokens": reported, "completion_tokens": reported, "total_tokens": 2 * reported}
+    server.responder = lambda request: with_usage(realistic(request), usage)
+    kb = new_kb(deps)
+    submit(deps, kb, {"timers.md": DOCS["timers.md"]})
+    settle(deps, kb)
+    assert deps.docs.count_by_status(kb.id) == {"done": 1}  # the answer was kept
+    [row] = deps.llm_usage.for_kb(kb.id)
+    assert (row.extractions, row.failures) == (1, 0)
+    assert row.prompt_tokens == _prompt_tokens(server) and row.estimated_tokens == row.tokens < 20_000
+    assert kb_status(deps, kb)["llm_usage"]["total"]["estimated_usd"] < 0.01
+
+
+def test_an_answer_without_choices_still_counts_the_usage_it_reports(cost_deps, server):  # noqa: F811
+    empty = with_usage(
+        answer("{}", usage=(120, 0)), {"prompt_tokens": 120, "completion_tokens": 0, "total_tokens": 120}
+    )
+    empty["json"]["choices"] = []
+    server.responder = lambda request: empty
+    deps = cost_deps()
+    kb = new_kb(deps)
+    submit(deps, kb, {"timers.md": DOCS["timers.md"]})
+    settle(deps, kb)
+    [row] = deps.llm_usage.for_kb(kb.id)
+    assert row.calls == server.calls == 2 and row.prompt_tokens == 240 and row.estimated_tokens == 0

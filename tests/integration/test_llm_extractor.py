@@ -303,7 +303,7 @@ def test_a_context_length_refusal_halves_the_section_instead_of_pausing(server):
 def test_a_document_never_takes_longer_than_its_time_budget(server):
     server.responder = lambda request: stall(5.0)
     started = time.monotonic()
-    with pytest.raises(LLMUnavailable, match="APITimeoutError"):
+    with pytest.raises(LLMUnavailable, match="model slow: no complete answer in"):
         extractor(server, timeout_s=1.0, document_budget_s=1.5, transport_attempts=10).extract(TITLE, TEXT)
     # 1 s, then at most the 0.5 s left: never 10 tries of 1 s. The calls prove it; the clock only
     # guards against a wait that ignores the budget, with room for a loaded machine.

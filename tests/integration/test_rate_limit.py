@@ -262,6 +262,9 @@ class _Recording:
 
         return _Lease()
 
+    def notice(self, share: str, text: str, ttl_s: float) -> None:
+        self.events.append(("notice", share, text))
+
 
 def test_every_try_takes_and_gives_back_a_lease_with_its_usage():
     """Two 429s then an answer: three leases, each released after its own request; the 429s say
@@ -279,8 +282,10 @@ def test_every_try_takes_and_gives_back_a_lease_with_its_usage():
     assert limiter.events == [
         ("acquire", "kb1", reserved),
         ("release", len("kb=kb1") // 4, True),
+        ("notice", "kb1", "waiting 0 s for rate limit (HTTP 429)"),  # what the KB's status says meanwhile
         ("acquire", "kb1", reserved),
         ("release", len("kb=kb1") // 4, True),
+        ("notice", "kb1", "waiting 0 s for rate limit (HTTP 429)"),
         ("acquire", "kb1", reserved),
         ("release", 15, False),
     ]

@@ -8,8 +8,9 @@ can assert what the client sent, how often, and how long it waited between tries
 requests being answered and ``max_in_flight`` the most at once (a responder may read
 ``server.in_flight``, which includes its own request, to refuse above a capacity).
 
-Responses are dicts made by ``answer``, ``tool_call_answer``, ``error``, ``raw`` (a body that is
-not JSON: a web page where the API should be) and ``stall``; ``realistic`` builds a valid
+Responses are dicts made by ``answer`` (``with_usage`` changes its ``usage``), ``tool_call_answer``,
+``error``, ``raw`` (a body that is not JSON: a web page where the API should be), ``stall`` and
+``trickle`` (the answer one byte at a time, a pause before each); ``realistic`` builds a valid
 answer from the document in the request (its own sentences as quotes), for end-to-end tests and
 the bench; ``rejecting`` wraps a responder with a provider that refuses some output modes.
 """
@@ -78,6 +79,17 @@ def raw(body: str, content_type: str = "text/html; charset=utf-8", status: int =
     return {"status": status, "body": body, "content_type": content_type}
 
 
+def with_usage(response: dict, usage: dict | None) -> dict:
+    """``response`` (an ``answer``) with its ``usage`` replaced by ``usage`` as given (any values,
+    e.g. 1e19 tokens), or without one when None (a server that does not count)."""
+    body = dict(response["json"])
+    if usage is None:
+        body.pop("usage", None)
+    else:
+        body["usage"] = usage
+    return {**response, "json": body}
+
+
 def error(status: int, message: str = "scripted error", headers: dict[str, str] | None = None) -> dict:
     """An HTTP error with an OpenAI-style error body."""
     return {
@@ -90,6 +102,12 @@ def error(status: int, message: str = "scripted error", headers: dict[str, str] 
 def stall(seconds: float, then: dict | None = None) -> dict:
     """Wait ``seconds`` before sending ``then`` (a client with a shorter timeout gives up first)."""
     return {"delay_s": seconds, **(then or answer("{}"))}
+
+
+def trickle(every_s: float, then: dict | None = None) -> dict:
+    """Send ``then`` (status line, headers and body) one byte at a time, ``every_s`` before each:
+    a server that is never silent for long but never finishes."""
+    return {"trickle_s": every_s, **(then or answer("{}"))}
 
 
 def document_of(request: dict) -> tuple[str, list[tuple[str, str]]]:
@@ -269,6 +287,9 @@ class ScriptedLLM:
                     with server.lock:
                         server.in_flight -= 1
                 payload = spec["body"].encode() if "body" in spec else json.dumps(spec.get("json", {})).encode()
+                if spec.get("trickle_s"):
+                    self._trickle(spec, payload)
+                    return
                 try:
                     self.send_response(spec.get("status", 200))
                     self.send_header("Content-Type", spec.get("content_type", "application/json"))
@@ -279,6 +300,17 @@ class ScriptedLLM:
                     self.wfile.write(payload)
                 except OSError:  # the client timed out and left
                     pass
+
+            def _trickle(self, spec: dict, payload: bytes) -> None:
+                head = f"HTTP/1.1 {spec.get('status', 200)} OK\r\nContent-Type: application/json\r\n"
+                head += f"Content-Length: {len(payload)}\r\n\r\n"
+                for byte in head.encode() + payload:
+                    time.sleep(spec["trickle_s"])
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:  # the client gave up and left
+                        return
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -17,6 +17,12 @@ from the first tool call's ``arguments``.
 Every HTTP request (each try) first takes a lease of the model's shared rate limit
 (``ratelimit.RateLimiter``, waiting up to the document's deadline) and gives it back with the
 tokens used and whether the answer was a 429.
+
+Every try is bounded in wall time (``deadline``): connect, first byte and the whole answer within
+``timeout_s`` and what is left of the document's budget, whatever pace the server sends at; a try
+that runs out fails as a timeout ("model slow: ..."). The tokens of a call are the server's
+``usage`` when plausible, else counted (``tokens.usage_of``) and marked estimated. While a 429's
+back-off lasts, the KB's status says so (``RateLimiter.notice``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ from tenacity import (
 )
 
 from wiki.errors import LLMConfigError, LLMNotAChatEndpoint, LLMOutOfCredit, LLMUnavailable
+from wiki.extract.llm import deadline as deadlines
+from wiki.extract.llm import tokens
 from wiki.extract.llm.ratelimit import UNLIMITED, ModelLimits, RateLimiter, current_share, estimate_tokens, model_key
 from wiki.llm_config import LLMConfig
 from wiki.plural import counted
@@ -47,6 +55,8 @@ log = structlog.get_logger(__name__)
 
 OutputMode = Literal["json_schema", "json_object", "fenced"]
 _RETRIED_STATUS = {408, 409, 429}
+#: How long a "model slow" line stays in the KB's status after the try that timed out.
+NOTICE_S = 600.0
 #: Statuses no retry can change: the key, the credit, the model or path (404, 405), the request's
 #: shape (422), a server that does not implement chat completions at all (501).
 _CONFIG_STATUS = {401, 402, 403, 404, 405, 422, 501}
@@ -132,13 +142,16 @@ class ChatAnswer:
     """One completion: ``content`` (``""`` when none; the first tool call's arguments when the
     content is empty and there are tool calls, ``finish_reason`` ``tool_calls`` then read as
     ``stop``), ``finish_reason``, the ``reasoning`` text a thinking model returned beside it
-    (``reasoning_content`` or ``reasoning``), and token counts."""
+    (``reasoning_content`` or ``reasoning``), and token counts; ``estimated_tokens``: the call's
+    tokens when they were counted here (no plausible ``usage`` from the server,
+    ``tokens.usage_of``), else 0."""
 
     content: str
     finish_reason: str | None
     reasoning: str
     prompt_tokens: int
     completion_tokens: int
+    estimated_tokens: int = 0
 
 
 def _transient(exc: BaseException) -> bool:
@@ -204,6 +217,7 @@ class ChatClient:
             api_key=config.api_key or "none",
             max_retries=0,
             timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+            http_client=deadlines.http_client(),
         )
 
     def complete(
@@ -249,7 +263,7 @@ class ChatClient:
             before_sleep=self._log_retry,
         )
         try:
-            completion = retrying(self._limited, end, **kwargs)
+            completion, usage = retrying(self._limited, end, **kwargs)
         except openai.BadRequestError as exc:
             _raise_if_out_of_credit(exc, c)
             raise ModeRejected(_message(exc), too_long=bool(_TOO_LONG.search(_message(exc)))) from exc
@@ -263,19 +277,23 @@ class ChatClient:
                 f"HTTP {exc.status_code} after {counted(retrying.statistics.get('attempt_number', 1), 'try')}:"
                 f" {_message(exc)}"
             ) from exc
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+        except openai.APITimeoutError as exc:
+            tries = counted(retrying.statistics.get("attempt_number", 1), "try")
+            slow = f"slow: no complete answer in {min(c.timeout_s, left):.0f} s ({tries})"
+            self.limiter.notice(current_share(), slow, NOTICE_S)
+            raise LLMUnavailable(f"model {slow}") from exc
+        except openai.APIConnectionError as exc:
             raise LLMUnavailable(
                 f"{type(exc).__name__} after {counted(retrying.statistics.get('attempt_number', 1), 'try')}: {exc}"
             ) from exc
         except _NotACompletion as exc:
             raise LLMNotAChatEndpoint(str(exc), c.base_url, c.model) from None
-        if not completion.choices:
-            return ChatAnswer("", None, "", 0, 0)
+        if not completion.choices:  # no answer, but the server may have counted the prompt
+            return ChatAnswer("", None, "", usage.prompt, usage.completion, usage.estimated_tokens)
         choice = completion.choices[0]
         message = choice.message
         extra = message.model_extra or {}
         reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
-        usage = completion.usage
         content, finish_reason = message.content or "", choice.finish_reason
         arguments = _tool_arguments(message)
         if not content.strip() and arguments:
@@ -284,13 +302,14 @@ class ChatClient:
             content=content,
             finish_reason=finish_reason,
             reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
-            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            prompt_tokens=usage.prompt,
+            completion_tokens=usage.completion,
+            estimated_tokens=usage.estimated_tokens,
         )
 
-    def _limited(self, end: float, **kwargs: Any) -> Any:
-        """One request under a lease of the shared rate limit: the read timeout is what is left
-        of the time after the wait for the lease."""
+    def _limited(self, end: float, **kwargs: Any) -> tuple[Any, tokens.Usage]:
+        """One request under a lease of the shared rate limit, done by ``end`` (connect, every
+        byte and the whole answer: ``deadline.within``); returns the completion and its tokens."""
         c = self.config
         prompt_chars = sum(len(m.get("content") or "") for m in kwargs["messages"])
         reserved = estimate_tokens(prompt_chars, c.max_tokens)
@@ -300,17 +319,22 @@ class ChatClient:
         try:
             left = max(end - time.monotonic(), 0.001)
             kwargs["timeout"] = openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))
-            completion = self.sdk.chat.completions.create(**kwargs)
+            with deadlines.within(time.monotonic() + min(c.timeout_s, left)):
+                completion = self.sdk.chat.completions.create(**kwargs)
             words = not_a_completion(completion)
             if words:
                 raise _NotACompletion(words)
-            usage = getattr(completion, "usage", None)
-            total = (getattr(usage, "prompt_tokens", 0) or 0) + (getattr(usage, "completion_tokens", 0) or 0)
-            if total:
-                used = total
-            elif completion.choices:  # a server that does not count: the same rule as the estimate
-                used = prompt_chars // 4 + len(completion.choices[0].message.content or "") // 4
-            return completion
+            usage = tokens.usage_of(
+                getattr(completion, "usage", None),
+                kwargs["messages"],
+                _answer_text(completion),
+                c.max_tokens,
+                kwargs.get("response_format"),
+            )
+            if usage.estimated:
+                log.info("llm.usage_estimated", model=c.model, reported=repr(getattr(completion, "usage", None))[:200])
+            used = usage.prompt + usage.completion
+            return completion, usage
         except openai.APIStatusError as exc:
             # OpenAI says "out of credit" with a 429 too (code insufficient_quota): no pace cures that.
             throttled = exc.status_code == 429 and not out_of_credit(exc)
@@ -321,6 +345,9 @@ class ChatClient:
 
     def _log_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, openai.APIStatusError) and exc.status_code == 429:
+            wait_s = state.upcoming_sleep
+            self.limiter.notice(current_share(), f"waiting {wait_s:.0f} s for rate limit (HTTP 429)", wait_s + 5)
         log.warning(
             "llm.retry",
             model=self.config.model,
@@ -336,6 +363,18 @@ def _tool_arguments(message: Any) -> str:
     function = getattr(calls[0], "function", None) if calls else None
     arguments = getattr(function, "arguments", None)
     return arguments if isinstance(arguments, str) else ""
+
+
+def _answer_text(completion: Any) -> str:
+    """The text a completion's tokens were spent on: content, reasoning and tool-call arguments."""
+    choices = getattr(completion, "choices", None) or []
+    if not choices:
+        return ""
+    message = choices[0].message
+    extra = message.model_extra or {}
+    parts = [message.content or "", str(extra.get("reasoning_content") or extra.get("reasoning") or "")]
+    parts += [str(getattr(getattr(t, "function", None), "arguments", "") or "") for t in message.tool_calls or []]
+    return "\n".join(p for p in parts if p)
 
 
 def _raise_if_out_of_credit(exc: openai.APIStatusError, c: LLMConfig) -> None:

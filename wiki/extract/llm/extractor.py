@@ -156,6 +156,8 @@ class RunStats:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: Of those tokens, the ones counted here: the server gave no plausible usage (``tokens``).
+    estimated_tokens: int = 0
     repaired: int = 0
     dropped_items: int = 0
     mode: OutputMode | None = None
@@ -310,6 +312,7 @@ class LLMExtractor:
             stats.calls += 1
             stats.prompt_tokens += answer.prompt_tokens
             stats.completion_tokens += answer.completion_tokens
+            stats.estimated_tokens += answer.estimated_tokens
             if answer.finish_reason == "length":
                 raise _Truncated(answer.content)
             if answer.finish_reason == "content_filter":

@@ -49,6 +49,7 @@ class LeadStats:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated_tokens: int = 0
     mode: str | None = None
     invalid: bool = False
     unknown_handles: int = 0
@@ -98,6 +99,7 @@ def write_leads(
         return leads, stats
     stats.mode, stats.calls = mode, 1
     stats.prompt_tokens, stats.completion_tokens = answer.prompt_tokens, answer.completion_tokens
+    stats.estimated_tokens = answer.estimated_tokens
     found = envelope(answer, mode, LeadEnvelope)
     if found is None:
         stats.invalid = True

@@ -71,6 +71,7 @@ class MergeStats:
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated_tokens: int = 0
     mode: str | None = None
     invalid: bool = False
     foreign_handles: int = 0
@@ -142,6 +143,7 @@ def decide_merges(
     stats.calls = 1
     stats.prompt_tokens = answer.prompt_tokens
     stats.completion_tokens = answer.completion_tokens
+    stats.estimated_tokens = answer.estimated_tokens
     found = envelope(answer, mode, MergeEnvelope)
     if found is None:
         stats.invalid = True

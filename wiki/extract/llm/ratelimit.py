@@ -78,6 +78,11 @@ class RateLimiter(Protocol):
         ``wiki.errors.LLMUnavailable`` when the deadline passes first."""
         ...
 
+    def notice(self, share: str, text: str, ttl_s: float) -> None:
+        """Say to KB ``share``'s status what its model calls wait for (``text``, one line: "waiting
+        60 s for rate limit", "model slow: ..."), for ``ttl_s`` seconds; never raises."""
+        ...
+
 
 class _NoLease:
     def release(self, used_tokens: int | None, throttled: bool = False) -> None:
@@ -89,6 +94,9 @@ class _Unlimited:
 
     def acquire(self, key: str, share: str, limits: ModelLimits, tokens: int, deadline: float) -> Lease:
         return _NoLease()
+
+    def notice(self, share: str, text: str, ttl_s: float) -> None:
+        return None
 
 
 UNLIMITED: RateLimiter = _Unlimited()
