@@ -8,7 +8,15 @@ What reaches the ``Extraction`` is checked here, not trusted:
   or a Markdown link becomes plain text;
 - every quote must occur in the document (whitespace normalised), else it is dropped; an item left
   without a quote is dropped; names pass ``validate_item_name`` like offline names;
-- an answer whose invalid items (schema, name or quotes) exceed ``max_invalid_share`` fails.
+- an answer whose invalid items (schema, name or quotes) exceed ``max_invalid_share`` fails;
+- nothing the document may have told the model reaches a page (issue 26,
+  ``wiki.extract.llm.grounding``): every string is plain text (``wiki.extract.llm.plain``); a quote
+  that is an instruction to a model is no evidence; an item's name and each alias must occur in
+  its quotes; ``same_as`` needs the item's name to agree with the page's
+  (``wiki.dedup.same_thing_refused``); a prose sentence with a link not in the document, an unsafe
+  scheme, a request for credentials or a directive is dropped. Refused items do not count as
+  invalid (the answer is not broken, the document is hostile); each refusal is logged
+  (``llm.refused``) and counted (``RunStats.refused``).
 
 Output modes are tried in the order ``json_schema`` → ``json_object`` (schema in the prompt) →
 ``fenced`` (a ```json block); a 400 moves to the next, and the mode that worked is remembered per
@@ -34,9 +42,12 @@ import json_repair
 import structlog
 from pydantic import ValidationError
 
+from wiki.dedup import same_thing_refused
 from wiki.errors import LLMConfigError, LLMError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
+from wiki.extract.llm.grounding import Refusal, directive, ground_prose, in_quotes, usable_source
+from wiki.extract.llm.plain import plain_name, plain_text
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
 from wiki.extract.llm.ratelimit import RateLimiter
 from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
@@ -150,6 +161,8 @@ class RunStats:
     completion_tokens: int = 0
     repaired: int = 0
     dropped_items: int = 0
+    #: Items, aliases, merges, quotes and sentences kept out by the grounding checks (issue 26).
+    refused: int = 0
     mode: OutputMode | None = None
     modes_rejected: list[str] = field(default_factory=list)
     #: ``time.monotonic()`` by which every call of the document must be done.
@@ -247,6 +260,7 @@ class LLMExtractor:
             completion_tokens=stats.completion_tokens,
             repaired=stats.repaired,
             dropped_items=stats.dropped_items,
+            refused=stats.refused,
             items=len(extraction.items),
         )
         return extraction, self.name_for(stats.mode or MODES[0]), stats
@@ -381,14 +395,16 @@ def _validate(
         raise LLMOutputInvalid(f"the answer does not match the schema: {_short(exc)}", raw) from None
     items: list[ExtractedItem] = []
     invalid = 0
+    source = usable_source(doc_norm)
+    refused: list[Refusal] = []
     for value in envelope.items:
         try:
-            item = _item(ItemOut.model_validate(value), handles, doc_norm, title)
+            item = _item(ItemOut.model_validate(value), handles, doc_norm, title, source, refused)
         except ValidationError:
             item = None
         if item is None:
             invalid += 1
-        else:
+        elif isinstance(item, ExtractedItem):
             items.append(item)
     total = len(envelope.items)
     stats.dropped_items += invalid
@@ -398,41 +414,85 @@ def _validate(
             f"document; at most {max_invalid_share:.0%} allowed)",
             raw,
         )
-    summary = normalise(_plain(envelope.summary, handles, title))
-    body = "\n\n".join(p.strip() for p in _plain(envelope.body, handles, title).split("\n\n") if p.strip())
+    summary, why = ground_prose(normalise(plain_text(_plain(envelope.summary, handles, title))), source)
+    refused += why
+    body = "\n\n".join(p.strip() for p in plain_text(_plain(envelope.body, handles, title)).split("\n\n") if p.strip())
+    body, why = ground_prose(body, source)
+    refused += why
+    for refusal in refused:
+        log.info("llm.refused", line=refusal.line())
+    stats.refused += len(refused)
     return _Partial(summary=summary, body=body, items=items)
 
 
-def _item(item: ItemOut, handles: dict[str, PageLite], doc_norm: str, title: str) -> ExtractedItem | None:
-    name = validate_item_name(item.name)
-    aliases_in = list(item.aliases)
+def _item(
+    item: ItemOut,
+    handles: dict[str, PageLite],
+    doc_norm: str,
+    title: str,
+    source: str,
+    refused: list[Refusal],
+) -> ExtractedItem | Refusal | None:
+    """The checked item, None when it is invalid (no name, no quote in the document), or the
+    ``Refusal`` that keeps it out (also appended to ``refused``, with those of its aliases, quotes
+    and ``same_as``); ``source`` is ``usable_source`` of the document."""
+    own = validate_item_name(plain_name(item.name))
     page = handles.get((item.same_as or "").strip().lower())
-    if page is not None:
-        canonical = validate_item_name(page.title)
-        if canonical:
-            if name and name.casefold() != canonical.casefold():
-                aliases_in.insert(0, name)
-            name = canonical
-    if name is None:
-        return None
+    canonical = validate_item_name(page.title) if page is not None else None
     quotes: list[str] = []
+    directives = 0
     for evidence in item.evidence:
         quote = normalise(evidence.quote).strip("\"'\u201c\u201d")
         if evidence.source.strip().lower() != "d1" or len(quote) < MIN_QUOTE_CHARS or quote not in doc_norm:
             continue
+        if found := directive(quote):
+            directives += 1
+            refused.append(Refusal("quote", quote, f'an instruction to a model, not evidence ("{found[:40]}")'))
+            continue
         if quote not in quotes:
             quotes.append(quote)
-    if not quotes:
+    subject = own or canonical
+    if subject is None:
         return None
+    if not quotes:
+        if not directives:
+            return None
+        return _refuse(refused, Refusal("item", subject, "its only quotes are instructions to a model"))
+    if not in_quotes(subject, quotes):
+        return _refuse(refused, Refusal("item", subject, "its name does not occur in its quotes"))
+    name, aliases_in = subject, list(item.aliases)
+    if own and canonical:
+        why = same_thing_refused(own, canonical, page.aliases)
+        if why:
+            refused.append(Refusal("same_as", f"{own} -> {canonical}", f"the names do not agree ({why})"))
+        else:
+            if own.casefold() != canonical.casefold():
+                aliases_in.insert(0, own)
+            name = canonical
     aliases: list[str] = []
     for alias in aliases_in:
-        alias = validate_item_name(alias)
-        if alias and alias.casefold() != name.casefold() and alias not in aliases:
-            aliases.append(alias)
-    description = normalise(_plain(item.description, handles, title))[:MAX_DESCRIPTION_CHARS]
+        alias = validate_item_name(plain_name(alias))
+        if not alias or alias.casefold() == name.casefold() or alias in aliases:
+            continue
+        if not in_quotes(alias, quotes):
+            refused.append(Refusal("alias", alias, f"not in the quotes of {name!r}"))
+            continue
+        aliases.append(alias)
+    description = normalise(plain_text(_plain(item.description, handles, title)))
+    description, why = ground_prose(description, source)
+    refused += why
     return ExtractedItem(
-        name=name, kind=item.kind, aliases=aliases[:MAX_ALIASES], description=description, evidence=quotes[:3]
+        name=name,
+        kind=item.kind,
+        aliases=aliases[:MAX_ALIASES],
+        description=description[:MAX_DESCRIPTION_CHARS],
+        evidence=quotes[:3],
     )
+
+
+def _refuse(refused: list[Refusal], refusal: Refusal) -> Refusal:
+    refused.append(refusal)
+    return refusal
 
 
 def _merge(partials: list[_Partial]) -> Extraction:
