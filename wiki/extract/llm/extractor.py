@@ -42,12 +42,12 @@ import json_repair
 import structlog
 from pydantic import ValidationError
 
-from wiki.dedup import same_thing_refused
+from wiki.dedup import name_key, same_thing_refused
 from wiki.errors import LLMConfigError, LLMError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
-from wiki.extract.llm.grounding import Refusal, directive, ground_prose, in_quotes, usable_source
-from wiki.extract.llm.plain import plain_name, plain_text
+from wiki.extract.llm.grounding import Grounds, Refusal, directive, ground_prose, in_quotes
+from wiki.extract.llm.plain import drop_tags, escape_angles, plain_name
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
 from wiki.extract.llm.ratelimit import RateLimiter
 from wiki.extract.llm.schema import ItemOut, MapEnvelope, answer_schema
@@ -242,11 +242,12 @@ class LLMExtractor:
         """
         handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
         doc_norm = normalise(text)
+        grounds = Grounds.of(text)
         stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
         partials: list[_Partial] = []
         try:
             for section in sections(text, self.config.section_chars):
-                partials += self._section(title, section, handles, doc_norm, stats, depth=0)
+                partials += self._section(title, section, handles, doc_norm, grounds, stats, depth=0)
             extraction = _merge(partials)
         except LLMError as exc:
             exc.stats = stats
@@ -266,10 +267,17 @@ class LLMExtractor:
         return extraction, self.name_for(stats.mode or MODES[0]), stats
 
     def _section(
-        self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str, stats: RunStats, depth: int
+        self,
+        title: str,
+        section: str,
+        handles: dict[str, PageLite],
+        doc_norm: str,
+        grounds: Grounds,
+        stats: RunStats,
+        depth: int,
     ) -> list[_Partial]:
         try:
-            return [self._call(title, section, handles, doc_norm, stats)]
+            return [self._call(title, section, handles, doc_norm, grounds, stats)]
         except _Truncated as exc:
             halves = _halves(section) if depth < MAX_SPLITS else None
             if not halves or len(halves) < 2:
@@ -283,9 +291,19 @@ class LLMExtractor:
                     exc.raw,
                 ) from None
             log.info("llm.section_split", model=self.config.model, chars=len(section), depth=depth + 1)
-            return [p for half in halves for p in self._section(title, half, handles, doc_norm, stats, depth + 1)]
+            return [
+                p for half in halves for p in self._section(title, half, handles, doc_norm, grounds, stats, depth + 1)
+            ]
 
-    def _call(self, title: str, section: str, handles: dict[str, PageLite], doc_norm: str, stats: RunStats) -> _Partial:
+    def _call(
+        self,
+        title: str,
+        section: str,
+        handles: dict[str, PageLite],
+        doc_norm: str,
+        grounds: Grounds,
+        stats: RunStats,
+    ) -> _Partial:
         c = self.config
         mode = remembered_mode(c.base_url, c.model) or MODES[0]
         extra: dict = {}
@@ -334,7 +352,7 @@ class LLMExtractor:
                 raise LLMOutputInvalid(f"the answer ended with finish_reason {answer.finish_reason!r}", answer.content)
             data, repaired = _parse(answer.content, mode)
             stats.repaired += repaired
-            return _validate(data, answer.content, handles, doc_norm, title, c.max_invalid_share, stats)
+            return _validate(data, answer.content, handles, doc_norm, grounds, title, c.max_invalid_share, stats)
 
 
 def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
@@ -385,6 +403,7 @@ def _validate(
     raw: str,
     handles: dict[str, PageLite],
     doc_norm: str,
+    grounds: Grounds,
     title: str,
     max_invalid_share: float,
     stats: RunStats,
@@ -395,11 +414,11 @@ def _validate(
         raise LLMOutputInvalid(f"the answer does not match the schema: {_short(exc)}", raw) from None
     items: list[ExtractedItem] = []
     invalid = 0
-    source = usable_source(doc_norm)
+    source = grounds.source
     refused: list[Refusal] = []
     for value in envelope.items:
         try:
-            item = _item(ItemOut.model_validate(value), handles, doc_norm, title, source, refused)
+            item = _item(ItemOut.model_validate(value), handles, doc_norm, title, grounds, refused)
         except ValidationError:
             item = None
         if item is None:
@@ -414,11 +433,9 @@ def _validate(
             f"document; at most {max_invalid_share:.0%} allowed)",
             raw,
         )
-    summary, why = ground_prose(normalise(plain_text(_plain(envelope.summary, handles, title))), source)
-    refused += why
-    body = "\n\n".join(p.strip() for p in plain_text(_plain(envelope.body, handles, title)).split("\n\n") if p.strip())
-    body, why = ground_prose(body, source)
-    refused += why
+    summary = normalise(escape_angles(_plain(_grounded(envelope.summary, source, refused), handles, title)))
+    body = escape_angles(_plain(_grounded(envelope.body, source, refused), handles, title))
+    body = "\n\n".join(p.strip() for p in body.split("\n\n") if p.strip())
     for refusal in refused:
         log.info("llm.refused", line=refusal.line())
     stats.refused += len(refused)
@@ -430,24 +447,26 @@ def _item(
     handles: dict[str, PageLite],
     doc_norm: str,
     title: str,
-    source: str,
+    grounds: Grounds,
     refused: list[Refusal],
 ) -> ExtractedItem | Refusal | None:
     """The checked item, None when it is invalid (no name, no quote in the document), or the
     ``Refusal`` that keeps it out (also appended to ``refused``, with those of its aliases, quotes
-    and ``same_as``); ``source`` is ``usable_source`` of the document."""
+    and ``same_as``); ``grounds`` are the document's (``Grounds.of``)."""
     own = validate_item_name(plain_name(item.name))
     page = handles.get((item.same_as or "").strip().lower())
     canonical = validate_item_name(page.title) if page is not None else None
     quotes: list[str] = []
-    directives = 0
+    refused_quotes = 0
     for evidence in item.evidence:
         quote = normalise(evidence.quote).strip("\"'\u201c\u201d")
         if evidence.source.strip().lower() != "d1" or len(quote) < MIN_QUOTE_CHARS or quote not in doc_norm:
             continue
-        if found := directive(quote):
-            directives += 1
-            refused.append(Refusal("quote", quote, f'an instruction to a model, not evidence ("{found[:40]}")'))
+        if why := grounds.hidden(quote) or (
+            f'an instruction to a model ("{found[:40]}")' if (found := directive(quote)) else None
+        ):
+            refused_quotes += 1
+            refused.append(Refusal("quote", quote, f"no evidence: {why}"))
             continue
         if quote not in quotes:
             quotes.append(quote)
@@ -455,9 +474,9 @@ def _item(
     if subject is None:
         return None
     if not quotes:
-        if not directives:
+        if not refused_quotes:
             return None
-        return _refuse(refused, Refusal("item", subject, "its only quotes are instructions to a model"))
+        return _refuse(refused, Refusal("item", subject, "its only quotes are hidden text or instructions to a model"))
     if not in_quotes(subject, quotes):
         return _refuse(refused, Refusal("item", subject, "its name does not occur in its quotes"))
     name, aliases_in = subject, list(item.aliases)
@@ -469,6 +488,10 @@ def _item(
             if own.casefold() != canonical.casefold():
                 aliases_in.insert(0, own)
             name = canonical
+    # an alias of an existing page links every mention of it in the KB there: one document alone
+    # may only give it a name that agrees with the page's own (as a same_as must)
+    key = name_key(name)
+    existing = next((p for p in handles.values() if name_key(p.title) == key), None)
     aliases: list[str] = []
     for alias in aliases_in:
         alias = validate_item_name(plain_name(alias))
@@ -477,10 +500,11 @@ def _item(
         if not in_quotes(alias, quotes):
             refused.append(Refusal("alias", alias, f"not in the quotes of {name!r}"))
             continue
+        if existing is not None and (why := same_thing_refused(alias, existing.title, existing.aliases)):
+            refused.append(Refusal("alias", alias, f"not a name of the existing page {existing.title!r} ({why})"))
+            continue
         aliases.append(alias)
-    description = normalise(plain_text(_plain(item.description, handles, title)))
-    description, why = ground_prose(description, source)
-    refused += why
+    description = normalise(escape_angles(_plain(_grounded(item.description, grounds.source, refused), handles, title)))
     return ExtractedItem(
         name=name,
         kind=item.kind,
@@ -488,6 +512,15 @@ def _item(
         description=description[:MAX_DESCRIPTION_CHARS],
         evidence=quotes[:3],
     )
+
+
+def _grounded(text: str, source: str, refused: list[Refusal]) -> str:
+    """Model prose without tags (``drop_tags``; the caller escapes ``<``/``>`` last) and without
+    the sentences ``ground_prose`` refuses (their refusals appended to ``refused``); links are
+    still there for it to judge."""
+    text, why = ground_prose(drop_tags(text), source)
+    refused += why
+    return text
 
 
 def _refuse(refused: list[Refusal], refusal: Refusal) -> Refusal:

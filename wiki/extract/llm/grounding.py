@@ -4,15 +4,14 @@
 A document is data: a model told by it to "ignore previous instructions" may obey, so what the
 model answers is checked against the document's own text, never trusted:
 
-- a sentence that reads as an instruction to a model (:func:`directive`: "ignore previous
+- a paragraph that holds an instruction to a model (:func:`directive`: "ignore previous
   instructions", a fake ``system:``/``<|im_start|>`` turn, "create a page called ...", "add the
-  alias ...", "tell readers to ...") is no evidence: a quote that is one is dropped, and the
-  document's text usable as a source (:func:`usable_source`) leaves such sentences and HTML
-  comments out;
-- a URL or e-mail address in model prose must occur in the usable source, else the sentence
-  holding it is dropped; so is a sentence with a ``javascript:``/``data:``/``vbscript:`` scheme, one
-  asking the reader for a password, key or token (:func:`credential_ask`) and one that is itself a
-  directive (:func:`ground_prose`);
+  alias ...", "tell readers to ...") and an HTML comment are no evidence: a quote from one is
+  dropped, and the document's text usable as a source (``Grounds``) leaves them out;
+- a URL or e-mail address, and a word in capitals of four letters or more, in model prose must
+  occur in the usable source, else the sentence holding it is dropped; so is a sentence with a
+  ``javascript:``/``data:``/``vbscript:`` scheme, one asking the reader for a password, key or
+  token (:func:`credential_ask`) and one that is itself a directive (:func:`ground_prose`);
 - a name or alias must occur in the item's own quotes (:func:`in_quotes`).
 
 The directive patterns are a lexicon (English), tested on the corpus in
@@ -66,6 +65,9 @@ _LINK = re.compile(
     r"(?i)\b[a-z][a-z0-9+.-]*://[^\s<>\"')\]]+|\bwww\.[^\s<>\"')\]]+|\bmailto:[^\s<>\"')\]]+"
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}/[^\s<>\"')\]]*"
 )
+# A word in capitals (an acronym, or an injection's marker such as "PWNED"): one the source does not
+# hold is a name the model did not read there. Four letters and up: "SQL", "API" are too common.
+_SHOUTED = re.compile(r"\b[A-Z]{4,}\b")
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n+")
 
@@ -113,13 +115,54 @@ def sentences(text: str) -> list[str]:
     return [s for s in _SENTENCE_END.split(text) if s.strip()]
 
 
-@lru_cache(maxsize=8)  # asked once per section of one document
+@dataclass(frozen=True)
+class Grounds:
+    """What a model's answer about one document may stand on (:meth:`of`).
+
+    ``blocked`` are the document's paragraphs (blank-line separated blocks, format characters out,
+    whitespace collapsed) that hold a :func:`directive` and its HTML comments: text written for a
+    model or hidden from readers. A whole paragraph goes, not only the sentence: "Assistant:
+    Understood. I will add the alias ..." is one fake turn. ``source`` is the rest, casefolded:
+    where links and addresses in model prose must come from."""
+
+    source: str
+    blocked: tuple[str, ...]
+
+    @classmethod
+    def of(cls, document: str) -> Grounds:
+        """The grounds of ``document`` (its raw text, line breaks kept)."""
+        return _grounds(document)
+
+    def hidden(self, quote: str) -> str | None:
+        """Why ``quote`` is no evidence (it lies in an HTML comment or in a paragraph written for a
+        model), or None."""
+        text = " ".join(visible(quote).split())
+        if not text:
+            return None
+        for block in self.blocked:
+            if text in block:
+                if block.startswith("<!--"):
+                    return "only inside an HTML comment, which readers never see"
+                return f'in a paragraph of instructions to a model ("{(directive(block) or "")[:40]}")'
+        return None
+
+
+@lru_cache(maxsize=8)  # one document's sections and items ask again
+def _grounds(document: str) -> Grounds:
+    text = visible(document)
+    blocked = [" ".join(m.group(0).split()) for m in _COMMENT.finditer(text)]
+    kept: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", _COMMENT.sub(" ", text)):
+        if directive(paragraph):
+            blocked.append(" ".join(paragraph.split()))
+        else:
+            kept.append(paragraph)
+    return Grounds(source="\n\n".join(kept).casefold(), blocked=tuple(blocked))
+
+
 def usable_source(document: str) -> str:
-    """The document's text a model may draw links from, casefolded: HTML comments and sentences
-    that are :func:`directive` left out (a URL a document asks the model to spread is not one the
-    document supports)."""
-    text = visible(_COMMENT.sub(" ", document))
-    return "\n".join(s for s in sentences(text) if not directive(s)).casefold()
+    """``Grounds.of(document).source``: the text links in model prose must come from."""
+    return Grounds.of(document).source
 
 
 def _sentence_refusal(sentence: str, source: str) -> str | None:
@@ -130,6 +173,9 @@ def _sentence_refusal(sentence: str, source: str) -> str | None:
             return f"the link {link[:60]} is not in the document"
     if credential_ask(sentence):
         return "it asks the reader for a password, key or token"
+    for word in _SHOUTED.findall(visible(sentence)):
+        if not re.search(rf"\b{re.escape(word.casefold())}\b", source):
+            return f"the name {word} is not in the document"
     found = directive(sentence)
     if found:
         return f'it reads as an instruction to a model ("{found[:40]}")'
@@ -137,22 +183,27 @@ def _sentence_refusal(sentence: str, source: str) -> str | None:
 
 
 def ground_prose(text: str, source: str) -> tuple[str, list[Refusal]]:
-    """``text`` (model prose: paragraphs of sentences) without the sentences that hold a link not
-    in ``source`` (:func:`usable_source`'s text), an unsafe scheme, a credential request or a
-    directive; paragraph breaks kept, each kept sentence as written. Returns (text, refusals)."""
+    """``text`` (model prose, Markdown allowed) without the sentences that hold a link not in
+    ``source`` (:func:`usable_source`'s text), an unsafe scheme, a credential request or a
+    directive; run before links are reduced to their words, so a sentence that linked to an
+    address the document does not hold goes with its link. Lines and paragraph breaks are kept
+    (a list stays a list), each kept sentence as written. Returns (text, refusals)."""
     refused: list[Refusal] = []
-    paragraphs: list[str] = []
-    for paragraph in text.split("\n\n"):
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            lines.append("")
+            continue
         kept: list[str] = []
-        for sentence in re.split(r"(?<=[.!?。])\s+", paragraph.strip()):
-            why = _sentence_refusal(sentence, source) if sentence else None
+        for sentence in re.split(r"(?<=[.!?。])\s+", line.strip()):
+            why = _sentence_refusal(sentence, source)
             if why:
                 refused.append(Refusal("sentence", " ".join(sentence.split()), why))
-            elif sentence:
+            else:
                 kept.append(sentence)
         if kept:
-            paragraphs.append(" ".join(kept))
-    return "\n\n".join(paragraphs), refused
+            lines.append(line[: len(line) - len(line.lstrip())] + " ".join(kept))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), refused
 
 
 def in_quotes(name: str, quotes: list[str]) -> bool:

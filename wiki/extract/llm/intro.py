@@ -17,7 +17,7 @@ import structlog
 
 from wiki.extract.llm.client import ChatClient
 from wiki.extract.llm.grounding import Refusal, ground_prose, usable_source
-from wiki.extract.llm.plain import plain_text
+from wiki.extract.llm.plain import drop_tags, escape_angles
 from wiki.models import Page
 from wiki.render import neutral
 
@@ -86,19 +86,19 @@ def plain_paragraph(
     a wiki link kept as its display text (``[[p2]]`` as the title ``handles`` gives handle ``p2``,
     else as its target), a Markdown link as its text; heading lines, heading marks inside a line,
     and list and quote marks at line starts, dropped; HTML tags dropped and ``<``/``>`` escaped
-    (``plain.plain_text``); any bracket left defused (``wiki.render.neutral``); whitespace
+    (``plain.drop_tags``, ``plain.escape_angles``); any bracket left defused (``wiki.render.neutral``); whitespace
     collapsed; with ``source`` (the text the answer was written from), the sentences
     ``grounding.ground_prose`` refuses dropped (appended to ``refused``); cut at the last sentence
     end within ``max_chars`` (else at ``max_chars``). "" when nothing is left."""
     handles = handles or {}
-    text = re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " ")
-    text = _WIKI_LINK.sub(lambda m: m.group(2) or handles.get(m.group(1).strip().lower(), m.group(1)), text)
-    text = _LINE_MARK.sub("", _HEADING_LINE.sub("", _MD_LINK.sub(r"\1", text)))
-    text = neutral(plain_text(_INLINE_HEADING.sub("", text)))
-    if source is not None:
+    text = drop_tags(re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " "))
+    if source is not None:  # before links become their words: a sentence goes with its link
         text, why = ground_prose(text, usable_source(source))
         if refused is not None:
             refused += why
+    text = _WIKI_LINK.sub(lambda m: m.group(2) or handles.get(m.group(1).strip().lower(), m.group(1)), text)
+    text = _LINE_MARK.sub("", _HEADING_LINE.sub("", _MD_LINK.sub(r"\1", text)))
+    text = neutral(escape_angles(_INLINE_HEADING.sub("", text)))
     if len(text) > max_chars:
         cut = max(text.rfind(end, 0, max_chars) for end in (". ", "! ", "? ", "。"))
         text = text[: cut + 1] if cut > 0 else text[:max_chars]

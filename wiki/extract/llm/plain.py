@@ -3,7 +3,7 @@
 A model's answer may hold HTML (``<script>``, ``<img onerror>``, ``<iframe>``) because a
 document asked for it or because the model likes it; the web view escapes it, an exported vault
 read in another Markdown viewer may not. Every model-written string (summary, body, description,
-lead, index intro; names and aliases too) goes through :func:`plain_text` or :func:`plain_name`:
+lead, index intro) goes through :func:`plain_text`, names and aliases through :func:`plain_name`:
 
 - tags are dropped by nh3 (the ammonia sanitiser) with no tag allowed, ``<script>`` and
   ``<style>`` with their content, comments too; not by our own patterns;
@@ -37,18 +37,30 @@ def has_unsafe_scheme(text: str) -> bool:
     return _UNSAFE.search(text) is not None
 
 
+def drop_tags(text: str) -> str:
+    """``text`` with every HTML tag and comment dropped (nh3, no tag allowed; ``<script>`` and
+    ``<style>`` with their content) and entities decoded once: the first half of
+    :func:`plain_text`, for callers that read the text's Markdown marks (a ``>`` quote mark)
+    before :func:`escape_angles`. Line breaks are kept."""
+    return html.unescape(nh3.clean(text, tags=set()))
+
+
+def escape_angles(text: str) -> str:
+    """``<`` and ``>`` as ``&lt;`` and ``&gt;``: no tag can form again, every viewer shows them."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
 def plain_text(text: str) -> str:
-    """``text`` (model prose, Markdown allowed) with every HTML tag and comment dropped (nh3, no
-    tag allowed; ``<script>``/``<style>`` with their content), entities decoded once and ``<``,
-    ``>`` escaped again (``&lt;``, ``&gt;``): Markdown that shows the text, never HTML. Line
-    breaks are kept (paragraphs of a body)."""
-    cleaned = html.unescape(nh3.clean(text, tags=set()))
-    return cleaned.replace("<", "&lt;").replace(">", "&gt;")
+    """``text`` (model prose, Markdown allowed) with every HTML tag and comment dropped
+    (:func:`drop_tags`) and ``<``, ``>`` escaped again (:func:`escape_angles`): Markdown that
+    shows the text, never HTML. Line breaks are kept (paragraphs of a body)."""
+    return escape_angles(drop_tags(text))
 
 
 def plain_name(text: str) -> str:
-    """A model-written name or alias as plain text: tags dropped as :func:`plain_text` does and
-    entities decoded (a name holding ``<`` or ``>`` after that is refused by
-    ``wiki.extract.validate_item_name``); "" for a name with an unsafe scheme."""
-    cleaned = html.unescape(nh3.clean(text, tags=set()))
-    return "" if has_unsafe_scheme(cleaned) else cleaned
+    """A model-written name or alias with its entities decoded, so that ``&lt;b&gt;`` is seen as
+    the tag it spells: a name holding ``<`` or ``>`` (a tag, written or encoded) is then refused by
+    ``wiki.extract.validate_item_name``, never cleaned into a name; "" for a name with an unsafe
+    scheme (``javascript:alert(3)``)."""
+    decoded = html.unescape(text)
+    return "" if has_unsafe_scheme(decoded) else decoded
