@@ -230,3 +230,83 @@ def _postgres_item(request: dict) -> dict:
             {"source": "d1", "quote": "Postgres keeps running while the schema changes are applied."},
         ],
     }
+
+
+#: Two documents describing one page (its lead is written by the model).
+FROB = {
+    "a.md": (
+        "Frob notes",
+        "The Frob Engine turns widgets into gadgets for the lab. It runs on every machine at night.",
+    ),
+    "b.md": (
+        "Frob log",
+        "The Frob Engine keeps a log of each run for the operators. The operators read that log daily.",
+    ),
+}
+HTML = (
+    " <script>alert(1)</script><img src=x onerror=alert(2)><iframe src=//x></iframe>"
+    " &lt;script&gt;alert(6)&lt;/script&gt; <a href='javascript:alert(7)'>the catalogue</a> is kept."
+)
+#: What no row, file or page view may hold after the model wrote ``HTML`` everywhere.
+TAGS = ["<script", "<img", "<iframe", "onerror", "javascript:", "data:text"]
+
+
+def html_model(request: dict) -> dict:
+    """An honest model that writes HTML and script links into every field it fills."""
+    if is_merge_request(request):
+        return answer({"decisions": []})
+    if is_lead_request(request):
+        content = lead_content(request)
+        for lead in content["leads"]:
+            lead["lead"] += HTML
+        return answer(content)
+    if is_intro_request(request):
+        return answer("This wiki is about a platform." + HTML + " See [it](data:text/html;base64,PHNjcmlwdD4=).")
+    content = realistic_content(request)
+    content["summary"] += HTML
+    content["body"] += HTML + " Open <javascript:alert(8)> or [this](javascript:alert(9))."
+    for item in content["items"]:
+        item["description"] += HTML
+        item["aliases"] = ["javascript:alert(3)", "&lt;b&gt;bold&lt;/b&gt;"]
+    return answer(content)
+
+
+def test_model_written_html_reaches_no_row_export_or_page_view(settings, clean_db, tmp_path):
+    forget_modes()
+    with ScriptedLLM(html_model) as server:
+        deps = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=True, llm_index_intro=True)
+        kb = deps.kbs.get_or_create(1, f"html-{uuid.uuid4().hex[:6]}")
+        submit(deps, kb, FROB)
+        settle(deps, kb)
+    forget_modes()
+    pages = list(deps.pages.iter_pages(kb.id))
+    assert any(p.lead for p in pages) and deps.index_intros.get(kb.id).intro.startswith("This wiki is about")
+    summary = next(p for p in pages if p.page_type == "summary")
+    assert "the catalogue is kept." in summary.content  # the words stay, as text
+    with deps.pool.connection() as conn:
+        rows = [
+            json.dumps(r)
+            for r in conn.execute(
+                "SELECT title, aliases, content, summary, lead, facts FROM wiki_pages WHERE knowledge_base_id = %s",
+                (kb.id,),
+            ).fetchall()
+        ]
+        rows += [r["r"] for r in conn.execute("SELECT result::text AS r FROM wiki_extractions").fetchall()]
+        rows += [r["intro"] for r in conn.execute("SELECT intro FROM wiki_index_intros").fetchall()]
+    for row in rows:
+        for tag in TAGS:
+            assert tag not in row.casefold(), (tag, row[:300])
+    out = tmp_path / "vault"
+    export_vault(deps.pages, kb.id, out, kb.name)
+    files = list(out.rglob("*.md"))
+    assert len(files) == len(pages)
+    for file in files:
+        text = file.read_text(encoding="utf-8").casefold()
+        for tag in TAGS:
+            assert tag not in text, (file.name, tag)
+    with serving(create_app(clean_db, tenant_id=1, ops_token="t" * 24)) as base, httpx.Client(base_url=base) as web:
+        for page in pages:
+            view = web.get(f"/kb/{kb.id}/page/{page.slug}")
+            assert view.status_code == 200
+            for tag in ("onerror", "javascript:", "alert(2)", "alert(1)", "<iframe", "data:text"):
+                assert tag not in view.text.casefold(), (page.slug, tag)

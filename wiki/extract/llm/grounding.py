@@ -68,6 +68,7 @@ _LINK = re.compile(
 # A word in capitals (an acronym, or an injection's marker such as "PWNED"): one the source does not
 # hold is a name the model did not read there. Four letters and up: "SQL", "API" are too common.
 _SHOUTED = re.compile(r"\b[A-Z]{4,}\b")
+_LINE_START = re.compile(r"\s*(?:(?:[-*+]|\d{1,3}[.)])\s+|>\s*)*")
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
 _SENTENCE_END = re.compile(r"(?<=[.!?。])\s+|\n+")
 
@@ -194,15 +195,16 @@ def ground_prose(text: str, source: str) -> tuple[str, list[Refusal]]:
         if not line.strip():
             lines.append("")
             continue
+        mark = _LINE_START.match(line).group(0)  # indentation, list or quote mark: the line keeps it
         kept: list[str] = []
-        for sentence in re.split(r"(?<=[.!?。])\s+", line.strip()):
+        for sentence in re.split(r"(?<=[.!?。])\s+", line[len(mark) :].strip()):
             why = _sentence_refusal(sentence, source)
             if why:
                 refused.append(Refusal("sentence", " ".join(sentence.split()), why))
             else:
                 kept.append(sentence)
         if kept:
-            lines.append(line[: len(line) - len(line.lstrip())] + " ".join(kept))
+            lines.append(mark + " ".join(kept))
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), refused
 
 
