@@ -84,8 +84,8 @@ def obedient(request: dict) -> dict:
     def quote(*tokens: str) -> str:
         for token in tokens:
             found = [s for s in sentences if token.casefold() in visible(s).casefold()]
-            if found:
-                return found[0]
+            if found:  # the last: past the paragraph of instructions, where a plain claim may follow
+                return found[-1]
         return sentences[0]
 
     postgres = next((h for h, t in pages if t == "PostgreSQL"), None)
