@@ -3,8 +3,9 @@
 For each entity or concept of the extraction whose ``wiki.dedup.name_key`` has no page yet, up to
 ``MAX_CANDIDATES_PER_ITEM`` live pages of the SAME type whose title or alias is trigram-similar
 (``WikiPageRepository.similar_titles_many``, ``TRGM_THRESHOLD``), at most
-``MAX_CANDIDATES_PER_DOCUMENT`` for the document; pairs ``wiki.dedup.merge_refused`` refuses
-(different numbers, related-not-same) are dropped before any model sees them. Decisions cached
+``MAX_CANDIDATES_PER_DOCUMENT`` for the document; pairs ``wiki.dedup.same_thing_refused`` refuses
+(different numbers, related-not-same, names that do not agree by their own letters: issue 26) are
+dropped before any model sees them. Decisions cached
 in ``wiki_merge_decisions`` (by KB, decider, name key and candidate set) are reused; the rest are
 asked in ONE call (``wiki.extract.llm.merges.decide_merges``) and stored at once, so a retry or a
 re-ingest asks nothing again. A merge names the item after the chosen page, its own name kept as
@@ -25,7 +26,7 @@ import structlog
 
 from repos.extractions import ExtractionRepository
 from repos.pages import WikiPageRepository
-from wiki.dedup import merge_refused, name_key
+from wiki.dedup import name_key, same_thing_refused
 from wiki.models import Document, ExtractedItem, Extraction, PageLite
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def merge_candidates(kb_id: str, extraction: Extraction, *, pages: WikiPageRepos
         for page in similar.get(item.name.lower(), []):
             if page.page_type != item.kind or len(offered) >= min(MAX_CANDIDATES_PER_ITEM, budget):
                 continue
-            why = merge_refused(item.name, page.title)
+            why = same_thing_refused(item.name, page.title, page.aliases)
             if why:
                 refused[why] += 1
                 continue

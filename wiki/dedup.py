@@ -7,12 +7,13 @@ decide a merge (they stay display aliases used for linking), and there is no lik
 ratio threshold is not transitive, so it could chain names differently in different orders;
 ``name_key`` folds the spelling variants instead (case, accents, separators, a plural last word).
 With the LLM extractor, a model may rename a new item after a near page before it reaches reduce
-(``stages.llm_merges``, behind ``merge_refused``'s guards); reduce still files items by name only.
+(``stages.llm_merges``, behind ``same_thing_refused``'s guards); reduce still files items by name only.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from wiki.extract import lexicon
 from wiki.slugs import normalize_name
@@ -199,3 +200,60 @@ def merge_refused(name: str, other: str) -> str | None:
     if a and b and not _related(a, b):
         return "related"
     return None
+
+
+#: rapidfuzz ``ratio`` (0-100) of two names' letters at which they read as spellings of one name
+#: ("queryplanning"/"queryplanner" 80, "virtualfilesystem"/"virtualfilesystems" 97) while an
+#: unrelated pair stays far below ("adminpassword"/"postgresql" 26).
+SPELLING_RATIO = 80
+
+
+def names_agree(name: str, other: str) -> bool:
+    """Whether two names can be one thing's names by their own letters: the same ``name_key``, one
+    folded name a prefix of the other ("Postgres"/"PostgreSQL", "Google Cloud"/"Google Cloud
+    Platform"), one the initials of the other ("VFS"/"Virtual File System"), every word of one
+    among the other's ("PostgreSQL"/"PostgreSQL server"), shared words around parts that abbreviate
+    each other (``_related``: "Virtual FS"/"Virtual File System"), or spelled alike
+    (``SPELLING_RATIO``).
+    A model's word that two names are the same is never enough alone (issue 26: a document asked
+    for "Admin Password" to be merged into the PostgreSQL page)."""
+    from rapidfuzz import fuzz
+
+    if name_key(name) == name_key(other):
+        return True
+    a = [w for w in normalize_name(name).split(" ") if w]
+    b = [w for w in normalize_name(other).split(" ") if w]
+    if not a or not b:
+        return False
+    ca, cb = "".join(a), "".join(b)
+    short, long = sorted((ca, cb), key=len)
+    if len(short) >= _MIN_PIECE and long.startswith(short):
+        return True
+    if (len(a) == 1 and len(b) > 1 and ca == _initials(b)) or (len(b) == 1 and len(a) > 1 and cb == _initials(a)):
+        return True
+    fewer, more = sorted(({singular(w) for w in a}, {singular(w) for w in b}), key=len)
+    if fewer <= more:
+        return True
+    # shared leading or trailing words, the rest abbreviating the other's ("Virtual FS"/"Virtual File System")
+    lead = 0
+    while lead < min(len(a), len(b)) and a[lead] == b[lead]:
+        lead += 1
+    rest_a, rest_b = a[lead:], b[lead:]
+    while rest_a and rest_b and rest_a[-1] == rest_b[-1]:
+        rest_a, rest_b = rest_a[:-1], rest_b[:-1]
+    if (len(rest_a), len(rest_b)) != (len(a), len(b)) and rest_a and rest_b and _related(rest_a, rest_b):
+        return True
+    return fuzz.ratio(ca, cb) >= SPELLING_RATIO
+
+
+def same_thing_refused(name: str, title: str, aliases: Iterable[str] = ()) -> str | None:
+    """Why an item named ``name`` may not be filed under the page ``title`` (with ``aliases``), or
+    None: ``merge_refused``'s reasons first ("number", "related"), then ``"unrelated"`` when the
+    name agrees (``names_agree``) with neither the title nor any alias. Used for every merge a
+    model proposes: ``same_as`` in an extraction and the merge call's choices."""
+    why = merge_refused(name, title)
+    if why:
+        return why
+    if names_agree(name, title) or any(names_agree(name, alias) for alias in aliases):
+        return None
+    return "unrelated"

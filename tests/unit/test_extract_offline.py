@@ -58,7 +58,7 @@ def test_llm_setting_gives_the_llm_extractor() -> None:
 
     extractor = get_extractor(Settings(extractor="llm", llm_model="m1"))
     assert isinstance(extractor, LLMExtractor) and isinstance(extractor, Extractor)
-    assert extractor.name.startswith("llm-map_v1-") and extractor.name.endswith(":m1")
+    assert extractor.name.startswith("llm-map_v2-") and extractor.name.endswith(":m1")
 
 
 def test_is_deterministic(extraction: Extraction) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from wiki.dedup import merge_refused
+from wiki.dedup import merge_refused, names_agree, same_thing_refused
 from wiki.extract.llm.merges import Candidate, MergeQuestion, apply_merges, listing
 from wiki.models import ExtractedItem, Extraction, PageLite
 
@@ -45,6 +45,28 @@ def test_the_guards_refuse_numbers_and_related_names(name, other, why):
 def test_the_guards_leave_near_names_to_the_model(name, other):
     assert merge_refused(name, other) is None
     assert merge_refused(other, name) is None
+    assert same_thing_refused(name, other) is None
+    assert same_thing_refused(other, name) is None
+
+
+@pytest.mark.parametrize(
+    "name, title, aliases",
+    [
+        ("Admin Password", "PostgreSQL", ["Postgres"]),  # issue 26: a document asked for this merge
+        ("PWNED", "PostgreSQL", []),
+        ("Timer Wheel", "Worker Pool", []),
+        ("Secret Portal", "PostgreSQL", ["PG"]),
+    ],
+)
+def test_names_that_do_not_agree_by_their_own_letters_are_never_one_page(name, title, aliases):
+    """A model's word (``same_as`` or a merge choice) is never enough: the names must agree."""
+    assert same_thing_refused(name, title, aliases) == "unrelated"
+    assert not names_agree(name, title)
+
+
+def test_an_alias_of_the_page_may_be_the_name_that_agrees():
+    assert same_thing_refused("PG", "PostgreSQL", ["PG", "Postgres"]) is None
+    assert same_thing_refused("PG", "PostgreSQL") == "unrelated"
 
 
 def _item(name: str, kind: str = "entity", aliases: list[str] | None = None, quote: str = "") -> ExtractedItem:

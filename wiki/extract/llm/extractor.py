@@ -15,6 +15,14 @@ What reaches the ``Extraction`` is checked here, not trusted:
   'concept'``), logged as ``llm.items_dropped``;
 - an answer whose invalid items (schema, name or quotes) exceed ``max_invalid_share`` fails, its
   reason giving the first items' reasons.
+- nothing the document may have told the model reaches a page (issue 26,
+  ``wiki.extract.llm.grounding``): every string is plain text (``wiki.extract.llm.plain``); a quote
+  that is an instruction to a model is no evidence; an item's name and each alias must occur in
+  its quotes; ``same_as`` needs the item's name to agree with the page's
+  (``wiki.dedup.same_thing_refused``); a prose sentence with a link not in the document, an unsafe
+  scheme, a request for credentials or a directive is dropped. Refused items do not count as
+  invalid (the answer is not broken, the document is hostile); each refusal is logged
+  (``llm.refused``) and counted (``RunStats.refused``).
 
 Output modes are tried in the order ``json_schema`` → ``json_object`` (schema in the prompt) →
 ``fenced`` (a ```json block); a 400 moves to the next, and the mode that worked is remembered per
@@ -40,10 +48,13 @@ import json_repair
 import structlog
 from pydantic import ValidationError
 
+from wiki.dedup import name_key, same_thing_refused
 from wiki.errors import LLMConfigError, LLMError, LLMOutputInvalid, LLMRefused
 from wiki.extract import validate_item_name
 from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient, ModeRejected, OutputMode
+from wiki.extract.llm.grounding import Grounds, Refusal, directive, ground_prose, in_quotes
+from wiki.extract.llm.plain import drop_tags, escape_angles, plain_name
 from wiki.extract.llm.prompts import PROMPT_VERSION, map_messages
 from wiki.extract.llm.quotes import QuoteSource
 from wiki.extract.llm.ratelimit import RateLimiter
@@ -160,6 +171,8 @@ class RunStats:
     estimated_tokens: int = 0
     repaired: int = 0
     dropped_items: int = 0
+    #: Items, aliases, merges, quotes and sentences kept out by the grounding checks (issue 26).
+    refused: int = 0
     mode: OutputMode | None = None
     modes_rejected: list[str] = field(default_factory=list)
     #: ``time.monotonic()`` by which every call of the document must be done.
@@ -239,11 +252,12 @@ class LLMExtractor:
         """
         handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
         source = QuoteSource(text)
+        grounds = Grounds.of(text)
         stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
         partials: list[_Partial] = []
         try:
             for section in sections(text, self.config.section_chars):
-                partials += self._section(title, section, handles, source, stats, depth=0)
+                partials += self._section(title, section, handles, source, grounds, stats, depth=0)
             extraction = _merge(partials)
         except LLMError as exc:
             exc.stats = stats
@@ -257,15 +271,23 @@ class LLMExtractor:
             completion_tokens=stats.completion_tokens,
             repaired=stats.repaired,
             dropped_items=stats.dropped_items,
+            refused=stats.refused,
             items=len(extraction.items),
         )
         return extraction, self.name_for(stats.mode or MODES[0]), stats
 
     def _section(
-        self, title: str, section: str, handles: dict[str, PageLite], source: QuoteSource, stats: RunStats, depth: int
+        self,
+        title: str,
+        section: str,
+        handles: dict[str, PageLite],
+        source: QuoteSource,
+        grounds: Grounds,
+        stats: RunStats,
+        depth: int,
     ) -> list[_Partial]:
         try:
-            return [self._call(title, section, handles, source, stats)]
+            return [self._call(title, section, handles, source, grounds, stats)]
         except _Truncated as exc:
             halves = _halves(section) if depth < MAX_SPLITS else None
             if not halves or len(halves) < 2:
@@ -279,10 +301,18 @@ class LLMExtractor:
                     exc.raw,
                 ) from None
             log.info("llm.section_split", model=self.config.model, chars=len(section), depth=depth + 1)
-            return [p for half in halves for p in self._section(title, half, handles, source, stats, depth + 1)]
+            return [
+                p for half in halves for p in self._section(title, half, handles, source, grounds, stats, depth + 1)
+            ]
 
     def _call(
-        self, title: str, section: str, handles: dict[str, PageLite], source: QuoteSource, stats: RunStats
+        self,
+        title: str,
+        section: str,
+        handles: dict[str, PageLite],
+        source: QuoteSource,
+        grounds: Grounds,
+        stats: RunStats,
     ) -> _Partial:
         c = self.config
         mode = remembered_mode(c.base_url, c.model) or MODES[0]
@@ -333,7 +363,7 @@ class LLMExtractor:
                 raise LLMOutputInvalid(f"the answer ended with finish_reason {answer.finish_reason!r}", answer.content)
             data, repaired = _parse(answer.content, mode)
             stats.repaired += repaired
-            return _validate(data, answer.content, handles, source, title, c, stats)
+            return _validate(data, answer.content, handles, source, grounds, title, c, stats)
 
 
 def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
@@ -388,6 +418,7 @@ def _validate(
     raw: str,
     handles: dict[str, PageLite],
     source: QuoteSource,
+    grounds: Grounds,
     title: str,
     config: LLMConfig,
     stats: RunStats,
@@ -399,6 +430,7 @@ def _validate(
     unknown = unknown_fields.collect(envelope)
     items: list[ExtractedItem] = []
     reasons: list[str] = []
+    refused: list[Refusal] = []
     for i, value in enumerate(envelope.items):
         try:
             out = ItemOut.model_validate(value)
@@ -407,9 +439,12 @@ def _validate(
             continue
         unknown |= unknown_fields.collect(out, "items[]")
         try:
-            items.append(_item(out, handles, source, title))
+            item = _item(out, handles, source, title, grounds, refused)
         except _Rejected as exc:
             reasons.append(f"items[{i}].{exc}")
+            continue
+        if isinstance(item, ExtractedItem):
+            items.append(item)
     unknown_fields.report(config.model, "map", unknown)
     total = len(envelope.items)
     stats.dropped_items += len(reasons)
@@ -422,43 +457,103 @@ def _validate(
         )
     if reasons:
         log.info("llm.items_dropped", model=config.model, dropped=len(reasons), of=total, reasons=reasons[:5])
-    summary = normalise(_plain(envelope.summary, handles, title))
-    body = "\n\n".join(p.strip() for p in _plain(envelope.body, handles, title).split("\n\n") if p.strip())
+    usable = grounds.source
+    summary = normalise(escape_angles(_plain(_grounded(envelope.summary, usable, refused), handles, title)))
+    body = escape_angles(_plain(_grounded(envelope.body, usable, refused), handles, title))
+    body = "\n\n".join(p.strip() for p in body.split("\n\n") if p.strip())
+    for refusal in refused:
+        log.info("llm.refused", line=refusal.line())
+    stats.refused += len(refused)
     return _Partial(summary=summary, body=body, items=items)
 
 
-def _item(item: ItemOut, handles: dict[str, PageLite], source: QuoteSource, title: str) -> ExtractedItem:
-    """The item as the wiki takes it; raises ``_Rejected`` when its name is refused or none of its
-    quotes occurs in the document."""
-    name = validate_item_name(item.name)
-    aliases_in = list(item.aliases)
+def _item(
+    item: ItemOut,
+    handles: dict[str, PageLite],
+    source: QuoteSource,
+    title: str,
+    grounds: Grounds,
+    refused: list[Refusal],
+) -> ExtractedItem | Refusal:
+    """The checked item, or the ``Refusal`` that keeps it out (also appended to ``refused``, with
+    those of its aliases, quotes and ``same_as``); ``grounds`` are the document's (``Grounds.of``).
+    Raises ``_Rejected`` when it is invalid: its name is refused, or none of its quotes occurs in
+    the document."""
+    own = validate_item_name(plain_name(item.name))
     page = handles.get((item.same_as or "").strip().lower())
-    if page is not None:
-        canonical = validate_item_name(page.title)
-        if canonical:
-            if name and name.casefold() != canonical.casefold():
-                aliases_in.insert(0, name)
-            name = canonical
-    if name is None:
-        raise _Rejected(f"name: {item.name[:60]!r} is not a page name the wiki takes (validate_item_name)")
+    canonical = validate_item_name(page.title) if page is not None else None
     quotes: list[str] = []
+    refused_quotes = 0
     for evidence in item.evidence:
         if evidence.source.strip().lower() != "d1":
             continue
         quote = source.find(evidence.quote, MIN_QUOTE_CHARS)
-        if quote is not None and quote not in quotes:
+        if quote is None:
+            continue
+        if why := grounds.hidden(quote) or (
+            f'an instruction to a model ("{found[:40]}")' if (found := directive(quote)) else None
+        ):
+            refused_quotes += 1
+            refused.append(Refusal("quote", quote, f"no evidence: {why}"))
+            continue
+        if quote not in quotes:
             quotes.append(quote)
+    subject = own or canonical
+    if subject is None:
+        raise _Rejected(f"name: {item.name[:60]!r} is not a page name the wiki takes (validate_item_name)")
     if not quotes:
-        raise _Rejected(f"evidence: no quote of at least {MIN_QUOTE_CHARS} characters occurs in the document")
+        if not refused_quotes:
+            raise _Rejected(f"evidence: no quote of at least {MIN_QUOTE_CHARS} characters occurs in the document")
+        return _refuse(refused, Refusal("item", subject, "its only quotes are hidden text or instructions to a model"))
+    if not in_quotes(subject, quotes):
+        return _refuse(refused, Refusal("item", subject, "its name does not occur in its quotes"))
+    name, aliases_in = subject, list(item.aliases)
+    if own and canonical:
+        why = same_thing_refused(own, canonical, page.aliases)
+        if why:
+            refused.append(Refusal("same_as", f"{own} -> {canonical}", f"the names do not agree ({why})"))
+        else:
+            if own.casefold() != canonical.casefold():
+                aliases_in.insert(0, own)
+            name = canonical
+    # an alias of an existing page links every mention of it in the KB there: one document alone
+    # may only give it a name that agrees with the page's own (as a same_as must)
+    key = name_key(name)
+    existing = next((p for p in handles.values() if name_key(p.title) == key), None)
     aliases: list[str] = []
     for alias in aliases_in:
-        alias = validate_item_name(alias)
-        if alias and alias.casefold() != name.casefold() and alias not in aliases:
-            aliases.append(alias)
-    description = normalise(_plain(item.description, handles, title))[:MAX_DESCRIPTION_CHARS]
+        alias = validate_item_name(plain_name(alias))
+        if not alias or alias.casefold() == name.casefold() or alias in aliases:
+            continue
+        if not in_quotes(alias, quotes):
+            refused.append(Refusal("alias", alias, f"not in the quotes of {name!r}"))
+            continue
+        if existing is not None and (why := same_thing_refused(alias, existing.title, existing.aliases)):
+            refused.append(Refusal("alias", alias, f"not a name of the existing page {existing.title!r} ({why})"))
+            continue
+        aliases.append(alias)
+    description = normalise(escape_angles(_plain(_grounded(item.description, grounds.source, refused), handles, title)))
     return ExtractedItem(
-        name=name, kind=item.kind, aliases=aliases[:MAX_ALIASES], description=description, evidence=quotes[:3]
+        name=name,
+        kind=item.kind,
+        aliases=aliases[:MAX_ALIASES],
+        description=description[:MAX_DESCRIPTION_CHARS],
+        evidence=quotes[:3],
     )
+
+
+def _grounded(text: str, source: str, refused: list[Refusal]) -> str:
+    """Model prose without tags (``drop_tags``; the caller escapes ``<``/``>`` last) and without
+    the sentences ``ground_prose`` refuses (their refusals appended to ``refused``); links are
+    still there for it to judge."""
+    text, why = ground_prose(drop_tags(text), source)
+    refused += why
+    return text
+
+
+def _refuse(refused: list[Refusal], refusal: Refusal) -> Refusal:
+    refused.append(refusal)
+    return refusal
 
 
 def _merge(partials: list[_Partial]) -> Extraction:

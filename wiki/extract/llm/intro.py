@@ -13,9 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+import structlog
+
 from wiki.extract.llm.client import ChatClient
+from wiki.extract.llm.grounding import Refusal, ground_prose, usable_source
+from wiki.extract.llm.plain import drop_tags, escape_angles
 from wiki.models import Page
 from wiki.render import neutral
+
+log = structlog.get_logger(__name__)
 
 #: Characters of each summary shown to the model.
 SUMMARY_CHARS = 240
@@ -49,10 +55,15 @@ def intro_messages(kb_name: str, summaries: Sequence[Page]) -> list[dict[str, st
     return [{"role": "user", "content": _PROMPT.format(name=kb_name, n=len(summaries), listing=listing)}]
 
 
-def clean_intro(text: str) -> str:
-    """The model's answer as one paragraph of plain prose (:func:`plain_paragraph`), at most
-    ``MAX_INTRO_CHARS``; "" when nothing is left."""
-    return plain_paragraph(text, MAX_INTRO_CHARS)
+def clean_intro(text: str, source: str | None = None) -> str:
+    """The model's answer as one paragraph of plain prose (:func:`plain_paragraph`, grounded on
+    ``source``, the prompt's summaries, when given), at most ``MAX_INTRO_CHARS``; "" when nothing
+    is left."""
+    refused: list[Refusal] = []
+    intro = plain_paragraph(text, MAX_INTRO_CHARS, source=source, refused=refused)
+    for refusal in refused:
+        log.info("llm.refused", line=refusal.line(), call="index intro")
+    return intro
 
 
 _WIKI_LINK = re.compile(r"\[\[([^\]|]*)(?:\|([^\]]*))?\]\]")
@@ -63,18 +74,31 @@ _LINE_MARK = re.compile(r"^[ \t]*(?:[-*+][ \t]+|\d{1,3}[.)][ \t]+|>[ \t]*)", re.
 _INLINE_HEADING = re.compile(r"(?<!\S)#{1,6}[ \t]+")
 
 
-def plain_paragraph(text: str, max_chars: int, handles: Mapping[str, str] | None = None) -> str:
+def plain_paragraph(
+    text: str,
+    max_chars: int,
+    handles: Mapping[str, str] | None = None,
+    *,
+    source: str | None = None,
+    refused: list[Refusal] | None = None,
+) -> str:
     """A model's prose answer as one paragraph of plain text: a ``<think>`` block and fences dropped;
     a wiki link kept as its display text (``[[p2]]`` as the title ``handles`` gives handle ``p2``,
     else as its target), a Markdown link as its text; heading lines, heading marks inside a line,
-    and list and quote marks at line starts, dropped; any bracket left defused
-    (``wiki.render.neutral``); whitespace collapsed; cut at the last sentence end within
-    ``max_chars`` (else at ``max_chars``). "" when nothing is left."""
+    and list and quote marks at line starts, dropped; HTML tags dropped and ``<``/``>`` escaped
+    (``plain.drop_tags``, ``plain.escape_angles``); any bracket left defused (``wiki.render.neutral``); whitespace
+    collapsed; with ``source`` (the text the answer was written from), the sentences
+    ``grounding.ground_prose`` refuses dropped (appended to ``refused``); cut at the last sentence
+    end within ``max_chars`` (else at ``max_chars``). "" when nothing is left."""
     handles = handles or {}
-    text = re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " ")
+    text = drop_tags(re.sub(r"^\s*<think>.*?</think>", "", text, flags=re.S).replace("```", " "))
+    if source is not None:  # before links become their words: a sentence goes with its link
+        text, why = ground_prose(text, usable_source(source))
+        if refused is not None:
+            refused += why
     text = _WIKI_LINK.sub(lambda m: m.group(2) or handles.get(m.group(1).strip().lower(), m.group(1)), text)
     text = _LINE_MARK.sub("", _HEADING_LINE.sub("", _MD_LINK.sub(r"\1", text)))
-    text = neutral(_INLINE_HEADING.sub("", text))
+    text = neutral(escape_angles(_INLINE_HEADING.sub("", text)))
     if len(text) > max_chars:
         cut = max(text.rfind(end, 0, max_chars) for end in (". ", "! ", "? ", "。"))
         text = text[: cut + 1] if cut > 0 else text[:max_chars]
@@ -84,5 +108,7 @@ def plain_paragraph(text: str, max_chars: int, handles: Mapping[str, str] | None
 def write_intro(client: ChatClient, kb_name: str, summaries: Sequence[Page], deadline: float | None = None):
     """One plain-text completion; returns (intro, answer). Raises what ``ChatClient.complete`` raises
     (``ModeRejected``, ``LLMConfigError``, ``LLMUnavailable``)."""
-    answer = client.complete(intro_messages(kb_name, summaries), "fenced", {}, deadline=deadline)
-    return (clean_intro(answer.content) if answer.finish_reason in ("stop", None) else ""), answer
+    messages = intro_messages(kb_name, summaries)
+    answer = client.complete(messages, "fenced", {}, deadline=deadline)
+    intro = clean_intro(answer.content, messages[0]["content"]) if answer.finish_reason in ("stop", None) else ""
+    return intro, answer

@@ -14,14 +14,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import structlog
 from pydantic import ValidationError
 
 from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient
+from wiki.extract.llm.grounding import Refusal
 from wiki.extract.llm.intro import plain_paragraph
 from wiki.extract.llm.prompts import lead_messages
 from wiki.extract.llm.schema import LeadEnvelope, LeadOut, lead_schema
 from wiki.extract.llm.structured import ask, envelope
+
+log = structlog.get_logger(__name__)
 
 #: Pages whose leads one call writes (about 400 characters of input each: a call stays near 1k
 #: prompt tokens besides the instructions).
@@ -74,8 +78,9 @@ def write_leads(
 ) -> tuple[list[str], LeadStats]:
     """One call writing the leads of ``questions`` (at most ``PAGES_PER_CALL``); returns, per
     question in order, its lead as plain prose (``intro.plain_paragraph``: links kept as their text,
-    a handle as its page's title, Markdown marks dropped; at most ``MAX_LEAD_CHARS``) or "" (none),
-    and the call's stats.
+    a handle as its page's title, Markdown marks and HTML dropped, a sentence with a link or address
+    none of the page's lines holds dropped; at most ``MAX_LEAD_CHARS``) or "" (none), and the call's
+    stats.
 
     Raises ``LLMConfigError`` (a 400 in every mode, or 401, 402, 403, 404, 422) and
     ``LLMUnavailable`` (transport retries or ``deadline`` spent). An answer that is cut, filtered,
@@ -105,6 +110,7 @@ def write_leads(
         stats.invalid = True
         return leads, stats
     handles = {f"p{i}": i - 1 for i in range(1, len(questions) + 1)}
+    refused: list[Refusal] = []
     titles = {handle: questions[i].title for handle, i in handles.items()}  # "[[p2]]" in a lead: its title
     unknown = unknown_fields.collect(found)
     for value in found.leads:
@@ -118,6 +124,11 @@ def write_leads(
             stats.unknown_handles += 1
             continue
         if not leads[index]:  # a page's second answer: the first one stands
-            leads[index] = plain_paragraph(out.lead, MAX_LEAD_CHARS, titles)
+            # grounded on the page's own lines: a link or address none of them holds is dropped
+            leads[index] = plain_paragraph(
+                out.lead, MAX_LEAD_CHARS, titles, source=listing([questions[index]]), refused=refused
+            )
     unknown_fields.report(client.config.model, "lead", unknown)
+    for refusal in refused:
+        log.info("llm.refused", line=refusal.line(), call="page leads")
     return leads, stats

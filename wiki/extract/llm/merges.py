@@ -2,7 +2,7 @@
 
 ``stages.llm_merges`` finds, for each entity or concept of a document whose ``name_key`` has no
 page yet, a bounded set of same-type pages whose title or alias is trigram-similar, drops those the
-guards refuse (``wiki.dedup.merge_refused``: numbers, related-not-same), and asks here, in ONE call
+guards refuse (``wiki.dedup.same_thing_refused``: numbers, related-not-same, unrelated), and asks here, in ONE call
 per document, which candidate each item is, if any. Everything the model sees is a handle:
 
 - items are ``i1``, ``i2``...; candidates ``p1``, ``p2``... numbered across the document, so a
@@ -31,6 +31,7 @@ from wiki.extract import validate_item_name
 from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient
 from wiki.extract.llm.extractor import MAX_ALIASES
+from wiki.extract.llm.grounding import in_quotes
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
 from wiki.extract.llm.schema import MergeChoiceOut, MergeEnvelope, merge_schema
 from wiki.extract.llm.structured import ask, envelope
@@ -175,15 +176,17 @@ def decide_merges(
 
 def apply_merges(extraction: Extraction, merges: dict[str, PageLite]) -> Extraction:
     """``extraction`` with every item whose name is a key of ``merges`` named after that page (its
-    own name first among its aliases), and items that then share a name joined (aliases and
-    quotes together, at most 3 quotes, the first description). Items keep their order. Pure."""
+    own name first among its aliases when its quotes hold it: ``grounding.in_quotes``, as every
+    alias), and items that then share a name joined (aliases and quotes together, at most 3
+    quotes, the first description). Items keep their order. Pure."""
     if not merges:
         return extraction
     joined: dict[str, ExtractedItem] = {}
     for item in extraction.items:
         page = merges.get(item.name)
         if page is not None and validate_item_name(page.title):
-            aliases = [item.name] + [a for a in item.aliases if a.casefold() != page.title.casefold()]
+            own = [item.name] if in_quotes(item.name, item.evidence) else []
+            aliases = own + [a for a in item.aliases if a.casefold() != page.title.casefold()]
             item = item.model_copy(update={"name": page.title, "aliases": aliases[:MAX_ALIASES]})
         key = item.name.casefold()
         seen = joined.get(key)

@@ -1,7 +1,8 @@
-"""The LLM extractor's prompts, one versioned file each (``map_v1.md``), filled by name."""
+"""The LLM extractor's prompts, one versioned file each (``map_v2.md``), filled by name."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 from wiki.extract.llm.schema import lead_schema_text, merge_schema_text, schema_text
 
 #: The map prompt's version: part of the extraction cache key (``LLMExtractor.name``).
-PROMPT_VERSION = "map_v1"
+PROMPT_VERSION = "map_v2"
 #: The merge prompt's version: part of the merge-decision cache key (``merges.cache_name``).
 MERGE_PROMPT_VERSION = "merge_v1"
 #: The page-lead prompt's version (``wiki.extract.llm.leads``).
@@ -33,17 +34,28 @@ def map_messages(
     JSON schema in the prompt (the modes without structured output; ``bounded`` as
     ``schema.answer_schema``), ``fenced`` asks for the
     answer in a ```json block. Placeholders are replaced once each, document last, so a document
-    that contains ``{{...}}`` is sent as it is."""
+    that contains ``{{...}}`` is sent as it is; its own document tags are escaped (:func:`delimited`)."""
     system, user = _load(PROMPT_VERSION)
     instruction = _instruction(lambda: schema_text(bounded), with_schema=with_schema, fenced=fenced)
     listing = "\n".join(f"{handle}: {name}" for handle, name in pages) or "(none)"
     safe_title = " ".join(title.split()).replace('"', "'")
     head, tail = user.split("{{document}}", 1)
-    user = head.replace("{{pages}}", listing).replace("{{title}}", safe_title) + document + tail
+    user = head.replace("{{pages}}", listing).replace("{{title}}", safe_title) + delimited(document) + tail
     return [
         {"role": "system", "content": system.replace("{{schema_instruction}}", instruction)},
         {"role": "user", "content": user},
     ]
+
+
+#: A document's own ``<document`` or ``</document`` tag: it must not open or close the prompt's.
+_DELIMITER = re.compile(r"<(?=\s*/?\s*document\b)", re.I)
+
+
+def delimited(document: str) -> str:
+    """``document`` as the prompt holds it between its ``<document>`` tags: a ``<document`` or
+    ``</document`` of its own written ``&lt;document`` (issue 26: a fake closing tag followed by
+    "instructions" must not end the data). Everything else as it is."""
+    return _DELIMITER.sub("&lt;", document)
 
 
 def merge_messages(title: str, listing: str, *, with_schema: bool, fenced: bool) -> list[dict[str, str]]:
