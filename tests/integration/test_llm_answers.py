@@ -31,6 +31,7 @@ from tests.support.llm_server import (
     tool_call_answer,
 )
 from tests.support.pipeline import settle
+from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMConfigError, LLMOutputInvalid, unknown_fields
 from wiki.extract.llm.extractor import forget_modes
 from wiki.extract.llm.leads import LeadQuestion, write_leads
@@ -92,12 +93,16 @@ TYPOGRAPHY = {
 
 
 def _one_quote_answer(quote: str) -> dict:
+    """An answer with one item quoting ``quote``, named by the quote's longest word the wiki takes
+    as a name (a name must occur in its own quotes: ``grounding.in_quotes``), so only the quote
+    decides whether the item stays."""
+    words = sorted(re.findall(r"[A-Za-z]{4,}", quote), key=len, reverse=True)
     return {
         "summary": "A sentence about the kernel.",
         "body": "A sentence about the kernel.",
         "items": [
             {
-                "name": "kernel detail",
+                "name": next(w for w in words if validate_item_name(w)),
                 "kind": "concept",
                 "same_as": None,
                 "aliases": [],
