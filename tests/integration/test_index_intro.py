@@ -11,9 +11,8 @@ from actors.deps import run_stage
 from stages.index import rebuild_index
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
-from tests.support.llm_server import ScriptedLLM, error, intro_answer, is_intro_request, realistic
+from tests.support.llm_server import error, fresh_llm, intro_answer, is_intro_request, realistic
 from tests.support.pipeline import settle
-from wiki.extract.llm.extractor import forget_modes
 from wiki.extract.llm.intro import KEEP_OVERLAP
 from wiki.slugs import INDEX_SLUG
 
@@ -31,10 +30,8 @@ def docs(n: int, tag: str) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture()
 def server():
-    forget_modes()
-    with ScriptedLLM(realistic) as s:
+    with fresh_llm(realistic) as s:
         yield s
-    forget_modes()
 
 
 def intro_calls(server) -> list[dict]:

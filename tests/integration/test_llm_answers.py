@@ -21,7 +21,6 @@ from tests.integration.test_llm_extractor import TEXT, TITLE, extractor, good
 from tests.integration.test_llm_map import assert_pages_valid, new_kb, pages_of, submit
 from tests.support.llm_deps import scripted_llm_deps
 from tests.support.llm_server import (
-    ScriptedLLM,
     answer,
     is_lead_request,
     is_merge_request,
@@ -33,21 +32,11 @@ from tests.support.llm_server import (
 from tests.support.pipeline import settle
 from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMConfigError, LLMOutputInvalid, unknown_fields
-from wiki.extract.llm.extractor import forget_modes
 from wiki.extract.llm.leads import LeadQuestion, write_leads
 from wiki.extract.llm.merges import Candidate, MergeQuestion, decide_merges
 from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import INGEST, SCOPE_KB
 from wiki.models import ExtractedItem, PageLite
-
-
-@pytest.fixture()
-def server():
-    forget_modes()
-    with ScriptedLLM() as s:
-        yield s
-    forget_modes()
-
 
 # --- deliverable 1: quotes that differ in typography only ----------------------------------------
 

@@ -15,7 +15,7 @@ import pytest
 from tests.support.llm_server import ScriptedLLM, answer, error, mode_of, realistic, rejecting, stall
 from wiki.extract import validate_item_name
 from wiki.extract.llm import LLMConfigError, LLMExtractor, LLMOutputInvalid, LLMRefused, LLMUnavailable
-from wiki.extract.llm.extractor import MAX_SPLITS, forget_modes, normalise, remembered_mode
+from wiki.extract.llm.extractor import MAX_SPLITS, normalise, remembered_mode
 from wiki.llm_config import LLMConfig
 from wiki.models import PageLite
 
@@ -70,14 +70,6 @@ def good(**changes) -> dict:
     }
     content.update(changes)
     return content
-
-
-@pytest.fixture()
-def server():
-    forget_modes()
-    with ScriptedLLM() as s:
-        yield s
-    forget_modes()
 
 
 def extractor(server: ScriptedLLM, **changes) -> LLMExtractor:

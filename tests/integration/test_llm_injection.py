@@ -19,9 +19,9 @@ from kbwiki.web.app import create_app
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
 from tests.support.llm_server import (
-    ScriptedLLM,
     answer,
     document_of,
+    fresh_llm,
     is_intro_request,
     is_lead_request,
     is_merge_request,
@@ -30,7 +30,6 @@ from tests.support.llm_server import (
 )
 from tests.support.pipeline import settle
 from tests.support.web import serving
-from wiki.extract.llm.extractor import forget_modes
 from wiki.slugs import INDEX_SLUG
 
 CORPUS = Path(__file__).parents[1] / "data" / "injection"
@@ -134,10 +133,8 @@ def obedient(request: dict) -> dict:
 
 @pytest.fixture()
 def server():
-    forget_modes()
-    with ScriptedLLM(obedient) as s:
+    with fresh_llm(obedient) as s:
         yield s
-    forget_modes()
 
 
 def corpus() -> dict[str, tuple[str, str]]:
@@ -272,13 +269,11 @@ def html_model(request: dict) -> dict:
 
 
 def test_model_written_html_reaches_no_row_export_or_page_view(settings, clean_db, tmp_path):
-    forget_modes()
-    with ScriptedLLM(html_model) as server:
+    with fresh_llm(html_model) as server:
         deps = scripted_llm_deps(settings, clean_db, server.url, llm_page_leads=True, llm_index_intro=True)
         kb = deps.kbs.get_or_create(1, f"html-{uuid.uuid4().hex[:6]}")
         submit(deps, kb, FROB)
         settle(deps, kb)
-    forget_modes()
     pages = list(deps.pages.iter_pages(kb.id))
     assert any(p.lead for p in pages) and deps.index_intros.get(kb.id).intro.startswith("This wiki is about")
     summary = next(p for p in pages if p.page_type == "summary")

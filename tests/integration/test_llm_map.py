@@ -17,10 +17,10 @@ from stages.ingest import submit_document
 from stages.map import map_document
 from tests.e2e.conftest import wait_until
 from tests.support.llm_deps import ingest_op, scripted_llm_deps
-from tests.support.llm_server import ScriptedLLM, answer, error, realistic, realistic_content, rejecting, stall
+from tests.support.llm_server import answer, error, realistic, realistic_content, rejecting, stall
 from tests.support.pipeline import settle
 from wiki.extract import validate_item_name
-from wiki.extract.llm.extractor import forget_modes, normalise
+from wiki.extract.llm.extractor import normalise
 from wiki.lanes import INGEST, SCOPE_KB
 
 DOCS = {
@@ -37,14 +37,6 @@ DOCS = {
         " Pool later. The Scheduler Tick does not run work items.",
     ),
 }
-
-
-@pytest.fixture()
-def server():
-    forget_modes()
-    with ScriptedLLM() as s:
-        yield s
-    forget_modes()
 
 
 @pytest.fixture()

@@ -14,10 +14,9 @@ from actors.deps import run_stage
 from stages.ingest import submit_document
 from stages.map import map_document
 from tests.support.llm_deps import scripted_llm_deps
-from tests.support.llm_server import ScriptedLLM, answer, is_merge_request
+from tests.support.llm_server import answer, fresh_llm, is_merge_request
 from tests.support.pipeline import settle
 from wiki.dedup import name_key
-from wiki.extract.llm.extractor import forget_modes
 from wiki.extract.llm.merges import cache_name
 from wiki.lanes import INGEST, SCOPE_KB
 
@@ -115,12 +114,10 @@ class Model:
 
 @pytest.fixture()
 def model():
-    forget_modes()
     m = Model()
-    with ScriptedLLM(m) as server:
+    with fresh_llm(m) as server:
         m.server = server
         yield m
-    forget_modes()
 
 
 @pytest.fixture()

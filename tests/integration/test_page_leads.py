@@ -19,9 +19,8 @@ from stages.pacing import link_wait_s
 from stages.resume import resume_kb
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
-from tests.support.llm_server import ScriptedLLM, answer, error, is_lead_request, lead_content, realistic
+from tests.support.llm_server import answer, error, fresh_llm, is_lead_request, lead_content, realistic
 from tests.support.pipeline import settle
-from wiki.extract.llm.extractor import forget_modes
 from wiki.lanes import FINALIZE, LEAD, SCOPE_KB
 from wiki.render import LEAD_SOURCES, first_lead, lead_inputs, lead_key
 
@@ -40,10 +39,8 @@ def docs(tags: list[str]) -> dict[str, tuple[str, str]]:
 
 @pytest.fixture()
 def server():
-    forget_modes()
-    with ScriptedLLM(realistic) as s:
+    with fresh_llm(realistic) as s:
         yield s
-    forget_modes()
 
 
 def lead_calls(server) -> list[dict]:

@@ -17,12 +17,13 @@ the bench; ``rejecting`` wraps a responder with a provider that refuses some out
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -350,3 +351,15 @@ class ScriptedLLM:
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+@contextlib.contextmanager
+def fresh_llm(responder: Responder | None = None) -> Iterator[ScriptedLLM]:
+    """A running ``ScriptedLLM(responder)`` with no output mode remembered from an earlier server
+    (``forget_modes`` before and after): what each test's ``server`` fixture yields."""
+    from wiki.extract.llm.extractor import forget_modes
+
+    forget_modes()
+    with ScriptedLLM(responder) as server:
+        yield server
+    forget_modes()
