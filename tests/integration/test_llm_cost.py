@@ -15,7 +15,7 @@ from kbwiki.status import kb_status, status_lines
 from stages.map import map_document
 from stages.resume import resume_kb
 from tests.e2e.conftest import wait_until
-from tests.integration.test_llm_map import DOCS, _ops, new_kb, server, submit  # noqa: F401  (fixture)
+from tests.integration.test_llm_map import DOCS, _ops, new_kb, submit
 from tests.support.llm_deps import ingest_op, scripted_llm_deps
 from tests.support.llm_server import answer, realistic, with_usage
 from tests.support.pipeline import settle

@@ -15,7 +15,7 @@ from stages import llm_recovery
 from stages.ingest import pump_ingest_lane
 from stages.map import map_document, map_step
 from tests.e2e.conftest import wait_until
-from tests.integration.test_llm_map import DOCS, _ops, new_kb, server, submit  # noqa: F401  (fixture)
+from tests.integration.test_llm_map import DOCS, _ops, new_kb, submit
 from tests.support.llm_deps import scripted_llm_deps
 from tests.support.llm_server import error, realistic, trickle
 from tests.support.pipeline import settle
