@@ -230,9 +230,11 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
         from stages.llm_gate import RESUME_HINT
 
         hint = RESUME_HINT.get(paused.kind, RESUME_HINT["config"]).replace("NAME", kb_name)
+        # a budget pause is kbwiki's own decision (stored as 402): no HTTP status to quote
+        cause = paused.message if paused.kind == "budget" else f"HTTP {paused.status}: {paused.message}"
         return WaitTimedOut(
             f"the wiki of {kb_name!r} is not complete: the KB's model work is paused for {paused.kind}"
-            f" (HTTP {paused.status}: {paused.message}); {hint}"
+            f" ({cause}); {hint}"
         )
     if not deps.workers.alive_count(deps.settings.worker_ttl_s):
         return WaitTimedOut(f"{head}; no worker is alive: start one (`kbwiki worker`)")

@@ -287,6 +287,15 @@ HTML = "<!DOCTYPE html>\n<html><head><title>Open WebUI</title></head><body><div 
             raw(json.dumps({"status": "ok", "version": "1.2"}), content_type="application/json"),
             "the endpoint answered 200 with JSON that is not a chat completion: is the base URL right?",
         ),
+        (
+            raw("", content_type="application/json"),
+            "the endpoint answered 200 with an empty body, not a chat completion: is the base URL right?",
+        ),
+        (
+            raw('{"choices": [{"message": ', content_type="application/json"),
+            'the endpoint answered 200 with a body that is not JSON (\'{"choices": [{"message":\'),'
+            " not a chat completion: is the base URL right?",
+        ),
     ],
 )
 def test_a_200_that_is_no_chat_completion_says_so_in_one_line(server, response, words):

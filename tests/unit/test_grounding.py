@@ -31,7 +31,8 @@ def test_a_sentence_with_a_link_or_address_the_document_does_not_support_goes_wi
     ]
     assert (
         refused[-1].line()
-        == 'sentence refused: "The KERNEL team and the PWNED crew.": the name PWNED is not in the document'
+        == 'sentence refused: "The KERNEL team and the PWNED crew.": the name PWNED is not in the document\'s text'
+        " (instructions and comments left out)"
     )
 
 

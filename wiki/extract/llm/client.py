@@ -28,6 +28,7 @@ back-off lasts, the KB's status says so (``RateLimiter.notice``).
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -112,8 +113,17 @@ _HTML = re.compile(r"\s*(?:<!doctype html|<html|<head|<body|<!--|<\?xml|<[a-z]+[
 
 def not_a_completion(completion: Any) -> str | None:
     """What a 200 answer is when it is not a chat completion, in one line ending "is the base URL
-    right?"; None for a chat completion (``choices`` a list, empty or not)."""
+    right?"; None for a chat completion (``choices`` a list, empty or not). ``completion`` is what
+    the SDK returned, or the body as text when it could not read it (empty, or JSON cut short)."""
     if isinstance(completion, str):
+        if not completion.strip():
+            return "the endpoint answered 200 with an empty body, not a chat completion: is the base URL right?"
+        if completion.lstrip().startswith(("{", "[")):
+            start = " ".join(completion.split())[:30]
+            return (
+                f"the endpoint answered 200 with a body that is not JSON ({start!r}),"
+                " not a chat completion: is the base URL right?"
+            )
         if _HTML.match(completion):
             return "the endpoint answered 200 with an HTML page, not a chat completion: is the base URL right?"
         start = " ".join(completion.split())[:60]
@@ -320,7 +330,10 @@ class ChatClient:
             left = max(end - time.monotonic(), 0.001)
             kwargs["timeout"] = openai.Timeout(min(c.timeout_s, left), connect=min(c.connect_timeout_s, left))
             with deadlines.within(time.monotonic() + min(c.timeout_s, left)):
-                completion = self.sdk.chat.completions.create(**kwargs)
+                try:
+                    completion = self.sdk.chat.completions.create(**kwargs)
+                except json.JSONDecodeError as exc:  # the SDK reads a JSON content type's body itself
+                    completion = exc.doc
             words = not_a_completion(completion)
             if words:
                 raise _NotACompletion(words)

@@ -171,12 +171,12 @@ def _sentence_refusal(sentence: str, source: str) -> str | None:
         return "a javascript:, data: or vbscript: link"
     for link in links(sentence):
         if link.casefold() not in source:
-            return f"the link {link[:60]} is not in the document"
+            return f"the link {link[:60]} is not in the document's text (instructions and comments left out)"
     if credential_ask(sentence):
         return "it asks the reader for a password, key or token"
     for word in _SHOUTED.findall(visible(sentence)):
         if not re.search(rf"\b{re.escape(word.casefold())}\b", source):
-            return f"the name {word} is not in the document"
+            return f"the name {word} is not in the document's text (instructions and comments left out)"
     found = directive(sentence)
     if found:
         return f'it reads as an instruction to a model ("{found[:40]}")'
