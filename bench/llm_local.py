@@ -55,6 +55,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -448,7 +449,12 @@ def ingest(args: argparse.Namespace) -> None:
         # TODO(issue 15): runs as soon as the LLM extractor (wiki/extract/llm) has landed.
         raise SystemExit("the LLM extractor (wiki.extract.llm) is not on this branch yet; run `probe` instead")
     kbwiki = str(ROOT / ".venv/bin/kbwiki")
-    with tempfile.TemporaryDirectory(prefix="kbwiki-llm-local-") as tmp_name:
+    folder = (
+        contextlib.nullcontext(tempfile.mkdtemp(prefix="kbwiki-llm-local-"))
+        if args.keep
+        else tempfile.TemporaryDirectory(prefix="kbwiki-llm-local-")
+    )
+    with folder as tmp_name:
         tmp = Path(tmp_name)
         docs = tmp / "docs"
         docs.mkdir()
@@ -507,6 +513,9 @@ def ingest(args: argparse.Namespace) -> None:
         print(f"{args.limit} documents in {elapsed:.0f} s: {elapsed / args.limit:.1f} s per document")
         print(status.stdout or status.stderr)
         print(letters.stdout or letters.stderr)
+        print(extraction_counts(tmp / "worker.log"))
+        if args.keep:
+            print(f"kept {tmp}: docs/, vault/, worker.log, server.log, home/ (the KB {kb})")
         # Three pages: the largest of each kind first (a summary, an entity, a concept), then the next largest.
         pages = sorted(
             (p for p in (tmp / "vault").rglob("*.md") if p.name != "index.md"), key=lambda p: -p.stat().st_size
@@ -515,6 +524,37 @@ def ingest(args: argparse.Namespace) -> None:
         shown = (firsts + [p for p in pages if p not in firsts])[:3]
         for page in shown:
             print(f"\n----- {page.relative_to(tmp / 'vault')}\n{page.read_text()[:3000]}")
+
+
+def _folded(reason: str) -> str:
+    """``reason`` with every quoted name as '…', so that reasons of one kind count together."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", reason)
+
+
+def extraction_counts(log: Path) -> str:
+    """What the worker's JSON log says of the model's answers: documents extracted, items kept,
+    evidence quotes given and kept, items dropped and refused, and the commonest reasons items were
+    dropped or refused (``llm.items_dropped`` logs at most 5 an answer; quoted names folded to '…')."""
+    totals: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # the worker's own non-JSON lines
+        if event.get("event") == "llm.extracted":
+            totals["documents"] += 1
+            totals.update({k: event.get(k, 0) for k in ("items", "quotes", "quotes_kept", "dropped_items", "refused")})
+        elif event.get("event") == "llm.items_dropped":
+            reasons.update(_folded(re.sub(r"^items\[\d+\]\.", "", r)) for r in event["reasons"])
+        elif event.get("event") == "llm.refused":
+            reasons[_folded(event["line"])] += 1
+    common = "".join(f"\n  {n} × {reason}" for reason, n in reasons.most_common(8))
+    return (
+        f"extracted {totals['documents']} documents: {totals['items']} items kept, quotes kept "
+        f"{totals['quotes_kept']} of {totals['quotes']}, {totals['dropped_items']} items dropped, "
+        f"{totals['refused']} refused by grounding; reasons:{common or ' none'}"
+    )
 
 
 def main() -> None:
@@ -551,6 +591,7 @@ def main() -> None:
     i.add_argument(
         "--fail-retries", type=int, default=1, help="KBWIKI_WIKI_MAX_FAIL_RETRIES (each try is minutes here)"
     )
+    i.add_argument("--keep", action="store_true", help="keep the temporary folder (vault, logs, KB home)")
     i.add_argument("--wait-timeout", type=float, default=3600.0, help="kbwiki ingest --timeout")
     i.add_argument("--document-budget", type=float, default=240.0, help="KBWIKI_LLM_DOCUMENT_BUDGET_S (at most 280)")
     i.add_argument("--request-timeout", type=float, default=900.0, help="KBWIKI_LLM_TIMEOUT_S (a loaded CPU is slow)")
