@@ -233,6 +233,18 @@ def test_a_dropped_items_reason_is_logged_when_the_answer_passes(server):
     assert event["reasons"] == ["items[1].name: must be a valid string"]
 
 
+def test_the_quotes_given_and_kept_are_counted(server):
+    # bench/llm_local.py reports them per model: how much of what a model quotes is in the document.
+    content = good()
+    content["items"][0]["evidence"].append({"source": "d1", "quote": "The scheduler never sleeps at all."})
+    content["items"][2]["evidence"] = [{"source": "d1", "quote": "Timers are made of cheese, always."}]
+    server.push(answer(content))
+    with capture_logs() as logs:
+        extractor(server).extract(TITLE, TEXT)
+    [event] = [e for e in logs if e["event"] == "llm.extracted"]
+    assert (event["quotes"], event["quotes_kept"]) == (4, 2)
+
+
 def _merge_question() -> MergeQuestion:
     item = ExtractedItem(
         name="Postgres", kind="entity", aliases=[], description="The database.", evidence=["Postgres runs."]

@@ -173,6 +173,9 @@ class RunStats:
     dropped_items: int = 0
     #: Items, aliases, merges, quotes and sentences kept out by the grounding checks (issue 26).
     refused: int = 0
+    #: Evidence quotes the answers gave, and those kept (found in the document, at most 3 an item).
+    quotes: int = 0
+    quotes_kept: int = 0
     mode: OutputMode | None = None
     modes_rejected: list[str] = field(default_factory=list)
     #: ``time.monotonic()`` by which every call of the document must be done.
@@ -272,6 +275,8 @@ class LLMExtractor:
             repaired=stats.repaired,
             dropped_items=stats.dropped_items,
             refused=stats.refused,
+            quotes=stats.quotes,
+            quotes_kept=stats.quotes_kept,
             items=len(extraction.items),
         )
         return extraction, self.name_for(stats.mode or MODES[0]), stats
@@ -438,6 +443,7 @@ def _validate(
             reasons.append(_short(exc, f"items[{i}]"))
             continue
         unknown |= unknown_fields.collect(out, "items[]")
+        stats.quotes += len(out.evidence)
         try:
             item = _item(out, handles, source, title, grounds, refused)
         except _Rejected as exc:
@@ -445,6 +451,7 @@ def _validate(
             continue
         if isinstance(item, ExtractedItem):
             items.append(item)
+            stats.quotes_kept += len(item.evidence)
     unknown_fields.report(config.model, "map", unknown)
     total = len(envelope.items)
     stats.dropped_items += len(reasons)
