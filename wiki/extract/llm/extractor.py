@@ -182,6 +182,19 @@ class RunStats:
     deadline: float | None = None
 
 
+@dataclass(frozen=True)
+class _Document:
+    """What every call about one document checks its answer against: the document's title, the
+    existing pages offered as handles, its text folded for quotes (``QuoteSource``) and its grounds
+    (``Grounds``), and the ``RunStats`` its calls add to."""
+
+    title: str
+    handles: dict[str, PageLite]
+    source: QuoteSource
+    grounds: Grounds
+    stats: RunStats
+
+
 class _Truncated(Exception):
     def __init__(self, raw: str, why: str = "") -> None:
         self.raw, self.why = raw, why
@@ -254,13 +267,12 @@ class LLMExtractor:
         the calls and tokens spent before it as ``stats`` (a ``RunStats``), so they are counted too.
         """
         handles = {f"p{i}": page for i, page in enumerate(pages[:MAX_PAGE_HANDLES], 1)}
-        source = QuoteSource(text)
-        grounds = Grounds.of(text)
         stats = RunStats(deadline=time.monotonic() + self.config.document_budget_s)
+        doc = _Document(title, handles, QuoteSource(text), Grounds.of(text), stats)
         partials: list[_Partial] = []
         try:
             for section in sections(text, self.config.section_chars):
-                partials += self._section(title, section, handles, source, grounds, stats, depth=0)
+                partials += self._section(doc, section, depth=0)
             extraction = _merge(partials)
         except LLMError as exc:
             exc.stats = stats
@@ -281,18 +293,9 @@ class LLMExtractor:
         )
         return extraction, self.name_for(stats.mode or MODES[0]), stats
 
-    def _section(
-        self,
-        title: str,
-        section: str,
-        handles: dict[str, PageLite],
-        source: QuoteSource,
-        grounds: Grounds,
-        stats: RunStats,
-        depth: int,
-    ) -> list[_Partial]:
+    def _section(self, doc: _Document, section: str, depth: int) -> list[_Partial]:
         try:
-            return [self._call(title, section, handles, source, grounds, stats)]
+            return [self._call(doc, section)]
         except _Truncated as exc:
             halves = _halves(section) if depth < MAX_SPLITS else None
             if not halves or len(halves) < 2:
@@ -306,24 +309,14 @@ class LLMExtractor:
                     exc.raw,
                 ) from None
             log.info("llm.section_split", model=self.config.model, chars=len(section), depth=depth + 1)
-            return [
-                p for half in halves for p in self._section(title, half, handles, source, grounds, stats, depth + 1)
-            ]
+            return [p for half in halves for p in self._section(doc, half, depth + 1)]
 
-    def _call(
-        self,
-        title: str,
-        section: str,
-        handles: dict[str, PageLite],
-        source: QuoteSource,
-        grounds: Grounds,
-        stats: RunStats,
-    ) -> _Partial:
-        c = self.config
+    def _call(self, doc: _Document, section: str) -> _Partial:
+        c, title, stats = self.config, doc.title, doc.stats
         mode = remembered_mode(c.base_url, c.model) or MODES[0]
         extra: dict = {}
         thinking_retried = False
-        pages = [(h, p.title) for h, p in handles.items()]
+        pages = [(h, p.title) for h, p in doc.handles.items()]
         while True:
             messages = map_messages(
                 title,
@@ -368,7 +361,7 @@ class LLMExtractor:
                 raise LLMOutputInvalid(f"the answer ended with finish_reason {answer.finish_reason!r}", answer.content)
             data, repaired = _parse(answer.content, mode)
             stats.repaired += repaired
-            return _validate(data, answer.content, handles, source, grounds, title, c, stats)
+            return _validate(data, answer.content, doc, c)
 
 
 def _parse(raw: str, mode: OutputMode) -> tuple[dict, bool]:
@@ -418,16 +411,8 @@ class _Rejected(Exception):
     """An item the extractor does not take; the message is ``<field>: <rule>``."""
 
 
-def _validate(
-    data: dict,
-    raw: str,
-    handles: dict[str, PageLite],
-    source: QuoteSource,
-    grounds: Grounds,
-    title: str,
-    config: LLMConfig,
-    stats: RunStats,
-) -> _Partial:
+def _validate(data: dict, raw: str, doc: _Document, config: LLMConfig) -> _Partial:
+    handles, title, stats = doc.handles, doc.title, doc.stats
     try:
         envelope = MapEnvelope.model_validate(data)
     except ValidationError as exc:
@@ -445,7 +430,7 @@ def _validate(
         unknown |= unknown_fields.collect(out, "items[]")
         stats.quotes += len(out.evidence)
         try:
-            item = _item(out, handles, source, title, grounds, refused)
+            item = _item(out, handles, doc.source, title, doc.grounds, refused)
         except _Rejected as exc:
             reasons.append(f"items[{i}].{exc}")
             continue
@@ -464,7 +449,7 @@ def _validate(
         )
     if reasons:
         log.info("llm.items_dropped", model=config.model, dropped=len(reasons), of=total, reasons=reasons[:5])
-    usable = grounds.source
+    usable = doc.grounds.source
     summary = normalise(escape_angles(_plain(_grounded(envelope.summary, usable, refused), handles, title)))
     body = escape_angles(_plain(_grounded(envelope.body, usable, refused), handles, title))
     body = "\n\n".join(p.strip() for p in body.split("\n\n") if p.strip())
