@@ -9,6 +9,7 @@ time (300 s) and its batch lock blocked reduce for about 60 s while another work
 from __future__ import annotations
 
 import dataclasses
+import threading
 import uuid
 
 import psutil
@@ -21,6 +22,9 @@ from tests.e2e.conftest import wait_until
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 pytestmark = pytest.mark.e2e
+
+#: Longest a scripted model answer waits at the test's gate (seconds); the gate opens long before.
+GATE_S = 120
 
 TTL_S = 3.0  # long enough that a loaded machine gets from one beat to the next reap within it
 
@@ -123,19 +127,33 @@ def test_ingest_and_status_say_at_once_that_no_worker_is_alive(run, deps, tmp_pa
 
 
 def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeline_env, tmp_path, monkeypatch):
-    """Two worker processes; one is killed with SIGKILL while it holds claims. Claims only go stale
-    after an hour here, so only the heartbeat can free them: the other worker takes them back
-    within about the worker TTL and finishes every document."""
+    """A worker process is killed with SIGKILL while it holds claims; another worker process then
+    started takes them back (claims only go stale after an hour here, so only the dead worker's
+    heartbeat or its messages can free them) and finishes every document.
+
+    The workers extract with the scripted model, whose answers wait behind a gate the test opens:
+    the victim is killed in the state the test needs (up and holding claims, none finished), not in
+    a window of time that a busy machine can miss. (With both up before the kill, the other one
+    adopts the claims of the victim's queued messages at once, so "the victim still holds claims
+    when killed" would again be a race.)"""
     from kbwiki.ingest import lane_rows
     from kbwiki.workers import start_workers
     from stages.ingest import submit_document
     from tests.e2e.test_recovery import _documents, _kill_tree
+    from tests.support.llm_deps import scripted_llm_env
+    from tests.support.llm_server import ScriptedLLM, realistic
+
+    gate = threading.Event()
+
+    def gated(request: dict) -> dict:
+        gate.wait(GATE_S)
+        return realistic(request)
 
     monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")
     monkeypatch.setenv("KBWIKI_WORKER_TTL_S", "4")
     monkeypatch.setenv("KBWIKI_HEARTBEAT_INTERVAL_S", "1")
     kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
-    docs = _documents(deps.extractor, 30)
+    docs = _documents(deps.extractor, 12)
     for doc in docs:
         assert (
             run_stage(
@@ -161,33 +179,31 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
         pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
         return [r["worker_id"] for r in query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))]
 
-    procs, survivor = [], None
-    try:
-        # The victim starts first, so it has work; the survivor joins; the victim is killed the
-        # moment both are up and it holds claims (a claim lasts a fraction of a second: again if missed).
-        for attempt in range(5):
-            victim = start_workers(1, 2, tmp_path / f"victim-{attempt}.log")
+    procs = []
+    with ScriptedLLM(gated) as server:
+        scripted_llm_env(monkeypatch, server.url, KBWIKI_LLM_TIMEOUT_S=str(GATE_S + 30))
+        try:
+            victim = start_workers(1, 2, tmp_path / "victim.log")
             procs.append(victim)
-            ids = wait_until(lambda: announced(victim), 30, "the victim up")
-            if survivor is None:
-                survivor = start_workers(1, 2, tmp_path / "survivor.log")
-                procs.append(survivor)
-            wait_until(lambda: announced(survivor) and claims_of(ids), 30, "both up, the victim holding claims")
+            ids = wait_until(lambda: announced(victim), 60, "the victim up")
+            held = wait_until(lambda: claims_of(ids), 60, "the victim holding claims (its calls wait at the gate)")
             _kill_tree(victim)
-            if claims_of(ids):
-                break
-        held = claims_of(ids)
-        assert held > 0
-        wait_until(lambda: claims_of(ids) == 0, 30, "the dead worker's claims taken back")
-        wait_until(
-            lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs) and lane_rows(deps, kb.id) == 0,
-            180,
-            "every document done by the surviving worker",
-        )
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                _kill_tree(proc)
+            assert claims_of(ids) >= held > 0  # nothing finished (the gate is shut) and nobody else runs
+            survivor = start_workers(1, 2, tmp_path / "survivor.log")
+            procs.append(survivor)
+            wait_until(lambda: announced(survivor), 60, "the survivor up")
+            wait_until(lambda: claims_of(ids) == 0, 30, "the dead worker's claims taken back")
+            gate.set()
+            wait_until(
+                lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs) and lane_rows(deps, kb.id) == 0,
+                180,
+                "every document done by the surviving worker",
+            )
+        finally:
+            gate.set()
+            for proc in procs:
+                if proc.poll() is None:
+                    _kill_tree(proc)
     # The claims came back one of two ways, both the survivor's: its reaper took back the claims
     # of the map the victim was running (logged "workers.reaped"), or it consumed a wiki_map message
     # the victim's pump had sent and adopted that claim (stages.map). Which one wins is timing.
