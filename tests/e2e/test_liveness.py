@@ -9,7 +9,6 @@ time (300 s) and its batch lock blocked reduce for about 60 s while another work
 from __future__ import annotations
 
 import dataclasses
-import threading
 import uuid
 
 import psutil
@@ -141,14 +140,9 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     from stages.ingest import submit_document
     from tests.e2e.test_recovery import _documents, _kill_tree
     from tests.support.llm_deps import scripted_llm_env
-    from tests.support.llm_server import ScriptedLLM, realistic
+    from tests.support.llm_server import AnswerGate, ScriptedLLM
 
-    gate = threading.Event()
-
-    def gated(request: dict) -> dict:
-        gate.wait(GATE_S)
-        return realistic(request)
-
+    gate = AnswerGate(timeout_s=GATE_S)
     monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")
     monkeypatch.setenv("KBWIKI_WORKER_TTL_S", "4")
     monkeypatch.setenv("KBWIKI_HEARTBEAT_INTERVAL_S", "1")
@@ -180,7 +174,7 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
         return [r["worker_id"] for r in query("SELECT worker_id FROM task_workers WHERE pid = ANY(%s)", (pids,))]
 
     procs = []
-    with ScriptedLLM(gated) as server:
+    with ScriptedLLM(gate) as server:
         scripted_llm_env(monkeypatch, server.url, KBWIKI_LLM_TIMEOUT_S=str(GATE_S + 30))
         try:
             victim = start_workers(1, 2, tmp_path / "victim.log")
@@ -193,14 +187,14 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
             procs.append(survivor)
             wait_until(lambda: announced(survivor), 60, "the survivor up")
             wait_until(lambda: claims_of(ids) == 0, 30, "the dead worker's claims taken back")
-            gate.set()
+            gate.open()
             wait_until(
                 lambda: deps.docs.count_by_status(kb.id).get("done", 0) == len(docs) and lane_rows(deps, kb.id) == 0,
                 180,
                 "every document done by the surviving worker",
             )
         finally:
-            gate.set()
+            gate.open()
             for proc in procs:
                 if proc.poll() is None:
                     _kill_tree(proc)

@@ -26,6 +26,10 @@ pytestmark = pytest.mark.e2e
 DOCS = 30
 MIN_CHARS = 800  # long enough to take a visible share of the run (33 shipped documents are)
 ALL_CLAIMS_S = 24 * 3600  # a "stale after" so large that every claim counts
+#: Documents the scripted model's gate lets through at each step of the run (a sixth of them).
+STEP = DOCS // 6
+#: Longest an answer waits at the gate (seconds); the test opens it long before.
+GATE_S = 120
 
 
 def _documents(extractor, n: int):
@@ -78,8 +82,15 @@ def _has_keys(client: redis.Redis, prefix: str) -> bool:
 
 
 def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_env, tmp_path, monkeypatch):
+    """The workers extract with the scripted model behind a gate (``AnswerGate``): the test lets
+    answers through a few at a time, so every step meets the state it needs (documents done,
+    maps waiting with their claims held) however fast or loaded the machine is. Claims do not go
+    stale here (an hour): a map waiting at the gate keeps its claim, and after the kill only the
+    dead workers' heartbeats free theirs."""
     from kbwiki.ingest import lane_rows
     from stages.ingest import submit_document
+    from tests.support.llm_deps import scripted_llm_env
+    from tests.support.llm_server import AnswerGate, ScriptedLLM
     from wiki.lanes import SCOPE_KB, WIKI_LANES
 
     prefix = pipeline_env["KBWIKI_KEY_PREFIX"]
@@ -107,47 +118,48 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
         assert result.status == "queued"
         ids.append(result.knowledge_id)
 
-    # One document per reduce batch: the run's writes then span 30 batches instead of 8. With 4 an
-    # idle machine wrote all 30 documents within 0.8 s and the first third within 0.2 s, too short
-    # for the poll below to see it (a fresh-machine trial failed so).
-    monkeypatch.setenv("KBWIKI_INGEST_BATCH_SIZE", "1")
-    workers = _start(tmp_path / "workers-1.log")
-    try:
-        # 1. Redis flushed under running workers, mid-run: they recover by themselves (sweeper).
-        wait_until(lambda: 1 <= done() <= DOCS // 3 and claims() > 0, 60, "a run with work done and work claimed")
-        first_flush = _flush(client, prefix)
-        after_flush = done()
-        wait_until(lambda: done() > after_flush, 30, "progress after a flush under running workers")
-        # 2. Every worker killed mid-run, Redis flushed again, workers restarted.
-        # Redis holds keys again only once a worker has talked to it since the flush (a fetch, an ack or a
-        # trigger): kill after that, so the second flush takes state away rather than finding none.
-        wait_until(
-            lambda: done() <= 2 * DOCS // 3 and claims() > 0 and _has_keys(client, prefix),
-            30,
-            "work claimed and Redis state rebuilt before the kill",
-        )
-        killed = _kill_tree(workers)
-        second_flush = _flush(client, prefix)
-    finally:
-        if workers.poll() is None:
-            _kill_tree(workers)
-    assert killed >= 3  # the dramatiq command, its two worker processes (and its fork process)
-    # Whether the kill caught a claim is luck (a claim lasts a fraction of a second, and a loaded
-    # machine stretches the gap between the check above and the kill): the flushes are the point.
-    assert first_flush > 0 and second_flush > 0
-    assert not list(client.scan_iter(f"{prefix}*"))
-    written_before = done()
-    assert written_before < DOCS and lane_rows(deps, kb.id) > 0
+    gate = AnswerGate(timeout_s=GATE_S)
+    with ScriptedLLM(gate) as server:
+        scripted_llm_env(monkeypatch, server.url, KBWIKI_LLM_TIMEOUT_S=str(GATE_S + 30))
+        monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")
+        # Two maps in flight: the ones waiting at the gate hold two of the eight worker threads, so
+        # reduce always finds one (with 16, waiting maps took every thread of a process and the
+        # reduce message it had prefetched waited behind them).
+        monkeypatch.setenv("KBWIKI_INGEST_LLM_MAP_PARALLEL", "2")
+        gate.allow(STEP)
+        workers = _start(tmp_path / "workers-1.log")
+        try:
+            # 1. Redis flushed under running workers, mid-run: they recover by themselves (sweeper).
+            wait_until(lambda: done() >= 1 and claims() > 0, 60, "a run with work done and work claimed")
+            first_flush = _flush(client, prefix)
+            after_flush = done()
+            gate.allow(STEP)
+            wait_until(lambda: done() > after_flush, 60, "progress after a flush under running workers")
+            # 2. Every worker killed mid-run, Redis flushed again, workers restarted. Redis holds keys
+            # again only once a worker has talked to it since the flush (a fetch, an ack or a
+            # trigger): kill after that, so the second flush takes state away rather than finding none.
+            wait_until(lambda: claims() > 0 and _has_keys(client, prefix), 30, "work claimed and Redis state rebuilt")
+            killed = _kill_tree(workers)
+            second_flush = _flush(client, prefix)
+        finally:
+            if workers.poll() is None:
+                _kill_tree(workers)
+        assert killed >= 3  # the dramatiq command, its two worker processes (and its fork process)
+        assert first_flush > 0 and second_flush > 0
+        assert not list(client.scan_iter(f"{prefix}*"))
+        written_before = done()
+        assert written_before <= len(gate.passed) < DOCS and claims() > 0 and lane_rows(deps, kb.id) > 0
 
-    workers = _start(tmp_path / "workers-2.log")
-    try:
-        wait_until(
-            lambda: done() == DOCS and lane_rows(deps, kb.id) == 0,
-            75,
-            "every document written and every lane empty after the restart",
-        )
-    finally:
-        _kill_tree(workers)
+        gate.open()
+        workers = _start(tmp_path / "workers-2.log")
+        try:
+            wait_until(
+                lambda: done() == DOCS and lane_rows(deps, kb.id) == 0,
+                120,
+                "every document written and every lane empty after the restart",
+            )
+        finally:
+            _kill_tree(workers)
 
     assert deps.docs.count_by_status(kb.id) == {"done": DOCS}
     for kid in ids:

@@ -30,6 +30,7 @@ from typing import Any
 Responder = Callable[[dict], dict]
 _DOC = re.compile(r'<document handle="d1" title="[^"]*">\n(.*)\n</document>', re.S)
 _PAGE = re.compile(r"^(p\d+): (.+)$", re.M)
+_DOC_TITLE = re.compile(r'<document handle="d1" title="([^"]*)">')
 
 
 def answer(
@@ -363,3 +364,46 @@ def fresh_llm(responder: Responder | None = None) -> Iterator[ScriptedLLM]:
     with ScriptedLLM(responder) as server:
         yield server
     forget_modes()
+
+
+class AnswerGate:
+    """A responder that holds the map answers of ``responder`` (``realistic`` by default) until the
+    test lets their documents through: ``allow(n)`` lets the next ``n`` documents to ask pass (every
+    call about one of them: its sections, retries), ``open()`` lets every document pass from now
+    on; calls about no document (merges, leads, the index intro) always pass. A call waits at most
+    ``timeout_s`` (then passes). With it an end-to-end test holds worker processes in the state it
+    needs (maps under way with their claims, some documents done) instead of racing them;
+    ``passed`` holds the titles let through."""
+
+    def __init__(self, responder: Responder | None = None, timeout_s: float = 120.0) -> None:
+        self.responder = responder or realistic
+        self.timeout_s = timeout_s
+        self.passed: set[str] = set()
+        self._allowed = 0
+        self._open = False
+        self._cond = threading.Condition()
+
+    def __call__(self, request: dict) -> dict:
+        user = next((m["content"] for m in request["messages"] if m["role"] == "user"), "")
+        found = _DOC_TITLE.search(user)
+        if found:
+            title = found.group(1)
+            with self._cond:
+                self._cond.wait_for(
+                    lambda: self._open or title in self.passed or len(self.passed) < self._allowed,
+                    timeout=self.timeout_s,
+                )
+                self.passed.add(title)
+        return self.responder(request)
+
+    def allow(self, n: int) -> None:
+        """Let ``n`` more documents through."""
+        with self._cond:
+            self._allowed += n
+            self._cond.notify_all()
+
+    def open(self) -> None:
+        """Let every document through from now on."""
+        with self._cond:
+            self._open = True
+            self._cond.notify_all()
