@@ -44,7 +44,7 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
         kb = find_kb(deps, tenant, kb_name)
         queued = missing = 0
         for ref in docs:
-            doc = deps.docs.find(kb.id, ref)
+            doc = deps.docs.find(kb.id, ref, deleted_too=True)  # a rerun says "already_deleted", not "unknown"
             if doc is None:
                 click.echo(f"unknown {ref}")
                 missing += 1

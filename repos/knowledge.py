@@ -250,15 +250,18 @@ class KnowledgeRepository:
             ).fetchall()
         return {r["id"]: r["source_uri"] for r in rows}
 
-    def find(self, kb_id: str, ref: str) -> Document | None:
-        """The KB's document named by ``ref``: its knowledge id, else the source_uri of a live one; or None."""
+    def find(self, kb_id: str, ref: str, deleted_too: bool = False) -> Document | None:
+        """The KB's document named by ``ref``: its knowledge id, else the source_uri of a live one
+        (with ``deleted_too``, of the last one deleted when none is live); or None."""
+        live = "" if deleted_too else " AND deleted_at IS NULL"
         with self.pool.connection() as conn:
             row = conn.execute(
                 "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND id = %s", (kb_id, ref)
             ).fetchone()
             if row is None and ref:
                 row = conn.execute(
-                    "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s AND deleted_at IS NULL",
+                    f"SELECT * FROM knowledges WHERE knowledge_base_id = %s AND source_uri = %s{live}"
+                    " ORDER BY deleted_at IS NULL DESC, deleted_at DESC LIMIT 1",
                     (kb_id, ref),
                 ).fetchone()
         return Document.model_validate(row) if row else None

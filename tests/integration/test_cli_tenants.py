@@ -100,6 +100,8 @@ def test_delete_removes_the_tenants_document_only(shared, deps, actors_broker): 
     assert result.exit_code == 0 and result.stdout.startswith(f"deleting {found[2][1].id}"), result.output
     assert deps.docs.get(found[2][1].id).status == "deleting"
     _whole(deps, *found[1])
+    again = run("delete", "--kb", name, "--tenant", "2", "a.md")  # by its source URI, as the first time
+    assert again.exit_code == 0 and again.stdout == f"already_deleted {found[2][1].id} a.md\n", again.output
 
 
 def test_delete_kb_removes_the_tenants_kb_only(shared, deps):  # noqa: F811
