@@ -93,19 +93,26 @@ def _lookup(name: str) -> Account | None:
     return Account(entry.pw_name, entry.pw_uid, entry.pw_gid)
 
 
+def _run_as(account: Account, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """``args`` run as ``account`` (its uid and gid, no supplementary group), stdin closed, at most
+    30 s; raises ``OSError`` or ``subprocess.TimeoutExpired`` as ``subprocess.run`` does."""
+    return subprocess.run(
+        args,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        user=account.uid,
+        group=account.gid,
+        extra_groups=[],
+        timeout=30,
+        **kwargs,
+    )
+
+
 def can(account: Account, test: str, path: Path) -> bool:
     """Whether ``account`` passes ``test(1)``'s ``test`` ("-x", "-w", ...) on ``path``: run as the
     account itself, so every parent folder's permissions count as they will for the server."""
     try:
-        done = subprocess.run(
-            ["test", test, str(path)],
-            check=False,
-            stdin=subprocess.DEVNULL,
-            user=account.uid,
-            group=account.gid,
-            extra_groups=[],
-            timeout=30,
-        )
+        done = _run_as(account, ["test", test, str(path)])
     except (OSError, subprocess.TimeoutExpired):
         return False
     return done.returncode == 0
@@ -213,17 +220,7 @@ def _check_copy(bindir: Path, version: str, account: Account) -> None:
     their libraries (libpq for initdb) from where the copy put them."""
     for exe in ("postgres", "initdb"):
         try:
-            done = subprocess.run(
-                [str(bindir / exe), "--version"],
-                check=False,
-                capture_output=True,
-                text=True,
-                stdin=subprocess.DEVNULL,
-                user=account.uid,
-                group=account.gid,
-                extra_groups=[],
-                timeout=30,
-            )
+            done = _run_as(account, [str(bindir / exe), "--version"], capture_output=True, text=True)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ServiceError(f"the copy of PostgreSQL in {bindir.parent} does not run: {exc}") from exc
         if done.returncode != 0 or f" {version}" not in done.stdout:

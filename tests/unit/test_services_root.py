@@ -148,8 +148,9 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
             stdout=out,
             stderr=out,
         )
-    try:
-        first = subprocess.run(
+
+    def up() -> subprocess.CompletedProcess:
+        return subprocess.run(
             [sys.executable, "-m", "kbwiki.cli", "up"],
             env=env,
             cwd=private,
@@ -157,6 +158,9 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
             text=True,
             timeout=DEADLINE_S,
         )
+
+    try:
+        first = up()
         assert first.returncode == 0, first.stderr
         state = services._read_state(home)
         assert state["supervisor"]["pid"] == sup.pid and state["postgres"]["run_as"] == "kbwiki"
@@ -167,14 +171,7 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
             f"kbwiki: PostgreSQL's data is in {data.parent} ({home / 'pg'} links to it), as the account "
             f"'kbwiki' cannot reach {home}; remove that folder too if you remove the home"
         ]
-        second = subprocess.run(
-            [sys.executable, "-m", "kbwiki.cli", "up"],
-            env=env,
-            cwd=private,
-            capture_output=True,
-            text=True,
-            timeout=DEADLINE_S,
-        )
+        second = up()
         assert second.returncode == 0 and "PostgreSQL's data is in" not in second.stderr
         assert first.stdout.splitlines()[0] == second.stdout.splitlines()[0]  # the same PostgreSQL URL
         with psycopg.connect(services.pg_url(state["postgres"]["port"])) as conn:
