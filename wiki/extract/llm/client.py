@@ -302,16 +302,14 @@ class ChatClient:
             return ChatAnswer("", None, "", usage.prompt, usage.completion, usage.estimated_tokens)
         choice = completion.choices[0]
         message = choice.message
-        extra = message.model_extra or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
         content, finish_reason = message.content or "", choice.finish_reason
         arguments = _tool_arguments(message)
-        if not content.strip() and arguments:
-            content, finish_reason = arguments, "stop" if finish_reason == "tool_calls" else finish_reason
+        if not content.strip() and arguments and arguments[0]:
+            content, finish_reason = arguments[0], "stop" if finish_reason == "tool_calls" else finish_reason
         return ChatAnswer(
             content=content,
             finish_reason=finish_reason,
-            reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
+            reasoning=_reasoning(message),
             prompt_tokens=usage.prompt,
             completion_tokens=usage.completion,
             estimated_tokens=usage.estimated_tokens,
@@ -370,12 +368,19 @@ class ChatClient:
         )
 
 
-def _tool_arguments(message: Any) -> str:
-    """The first tool call's ``function.arguments`` of a completion's message, or ``""``."""
+def _reasoning(message: Any) -> str:
+    """The reasoning text a thinking model returned beside its answer (``reasoning_content`` or
+    ``reasoning``), or ``""``."""
+    extra = message.model_extra or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
+    return reasoning if isinstance(reasoning, str) else str(reasoning)
+
+
+def _tool_arguments(message: Any) -> list[str]:
+    """Each tool call's ``function.arguments`` of a completion's message, in order (text only)."""
     calls = getattr(message, "tool_calls", None) or []
-    function = getattr(calls[0], "function", None) if calls else None
-    arguments = getattr(function, "arguments", None)
-    return arguments if isinstance(arguments, str) else ""
+    arguments = [getattr(getattr(call, "function", None), "arguments", None) for call in calls]
+    return [a for a in arguments if isinstance(a, str)]
 
 
 def _answer_text(completion: Any) -> str:
@@ -384,9 +389,7 @@ def _answer_text(completion: Any) -> str:
     if not choices:
         return ""
     message = choices[0].message
-    extra = message.model_extra or {}
-    parts = [message.content or "", str(extra.get("reasoning_content") or extra.get("reasoning") or "")]
-    parts += [str(getattr(getattr(t, "function", None), "arguments", "") or "") for t in message.tool_calls or []]
+    parts = [message.content or "", _reasoning(message), *_tool_arguments(message)]
     return "\n".join(p for p in parts if p)
 
 
