@@ -191,22 +191,29 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
     """Pages by type, links, orphans, dead links, rows per lane and dead letters of a KB, and
     up to 10 skipped or failed documents with the reason. Without --kb: the first page of
     `kbwiki kbs` (every tenant's KBs unless --tenant is given)."""
+    from kbwiki.servers_cmd import refuse_when_down, watched
     from kbwiki.status import kb_status, status_lines
 
+    base = checked_settings()  # before services(): its settings carry the local servers' URLs
+    refuse_when_down(base)
     if kb_name is None:
         from kbwiki.list_cmd import DEFAULT_PAGE, print_kbs
 
         given = click.get_current_context().get_parameter_source("tenant") is not click.core.ParameterSource.DEFAULT
         with services():
             print_kbs(command_deps(), tenant=tenant if given else None, limit=DEFAULT_PAGE, start=None, as_json=as_json)
+        if not as_json:
+            for line in watched(base):
+                click.echo(line)
         return
     with services():
         deps = command_deps()
         report = kb_status(deps, find_kb(deps, tenant, kb_name))
+    lines = watched(base)
     if as_json:
-        click.echo(json.dumps(report, indent=2))
+        click.echo(json.dumps({**report, "servers": lines}, indent=2))
         return
-    for line in status_lines(report):
+    for line in [*status_lines(report), *lines]:
         click.echo(line)
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import click
 
 from kbwiki.command import checked_settings, main, services
+from wiki.errors import ServersUnreachable
+from wiki.settings import Settings
 
 
 def idle_line(idle_s: float) -> str:
@@ -18,6 +20,31 @@ def idle_line(idle_s: float) -> str:
         return "they run until `kbwiki down` (KBWIKI_SERVERS_IDLE_S=0)"
     after = f"{idle_s:.0f} s" if idle_s < 120 else f"{idle_s / 60:.0f} min"
     return f"they stop after {after} with no client (KBWIKI_SERVERS_IDLE_S), or on `kbwiki down`"
+
+
+def watched(settings: Settings) -> list[str]:
+    """What the home's supervisor did about its servers (``kbwiki.services.watch_lines``: a
+    restart and why, or a restart that keeps failing and the next try); [] with both URLs set."""
+    from kbwiki.services import home_folder, watch_lines
+
+    if settings.database_url and settings.redis_url:
+        return []
+    return watch_lines(home_folder(settings))
+
+
+def refuse_when_down(settings: Settings) -> list[str]:
+    """:func:`watched`'s lines; raises ``ServersUnreachable`` (after printing them) when the
+    supervisor is failing to restart a server: attaching would wait for nothing."""
+    from kbwiki.services import home_folder, servers_down
+
+    lines = watched(settings)
+    if lines and servers_down(home_folder(settings)):
+        for line in lines:
+            click.echo(line)
+        raise ServersUnreachable(
+            "the local servers are down (above); their supervisor keeps trying, see supervisor.log in the home"
+        )
+    return lines
 
 
 @main.command()
@@ -33,6 +60,8 @@ def up() -> None:
         if not settings.redis_url:
             click.echo(f"Redis: {ready.redis_url}")
     click.echo(f"local servers are up; {idle_line(settings.servers_idle_s)}")
+    for line in watched(settings):
+        click.echo(line)
 
 
 @main.command()

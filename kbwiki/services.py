@@ -197,6 +197,82 @@ def _log_line(path: Path) -> str:
     return f"{said} (log: {path})"
 
 
+#: FATAL lines a PostgreSQL log holds for one client's session, not for the server itself: they
+#: never say why the server stopped (a worker refused at "too many clients" logs one).
+_CLIENT_FATAL = re.compile(
+    r"too many (clients|connections)|remaining connection slots|does not exist|terminating connection"
+    r"|authentication failed|no pg_hba\.conf entry|the database system is (starting up|shutting down|in recovery)"
+    r"|canceling authentication|connection to client lost"
+)
+
+
+def _pg_message(line: str) -> str:
+    """A PostgreSQL log line without its time and pid prefix: ``PANIC:  could not write ...``."""
+    found = re.search(r"\b(PANIC|FATAL|ERROR|LOG|WARNING):\s+(.*)", line)
+    return f"{found.group(1)}: {found.group(2)}" if found else line
+
+
+def _log_since(path: str | Path, offset: int) -> list[str]:
+    """The non-blank lines ``path`` got after its first ``offset`` bytes (all of them when it was
+    cut shorter since); [] when it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(offset if 0 <= offset <= fh.tell() else 0)
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return []
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def why_stopped(name: str, entry: dict[str, Any], missed_s: float) -> str:
+    """Why server ``name`` (a state entry of the supervisor's) no longer answers, in one line read
+    from its log since it started (the entry's ``log_offset``), for ``kbwiki status``:
+
+    - ``it stopped: PANIC: could not write to file "pg_wal/...": No space left on device``: the
+      server's last PANIC line, else its last FATAL line that is not about one client's session
+      (:data:`_CLIENT_FATAL`), else its last line saying who stopped it (a shutdown request, a
+      signal) or that it shut down; for Redis its last warning (``#``) line since it was ready;
+    - ``it stopped with nothing in its log (killed?)`` when it logged none of those (SIGKILL);
+    - ``it did not answer for N s although its process runs`` (``missed_s``: hung, or every
+      connection slot taken).
+    """
+    if name == "postgres":
+        lines = [_pg_message(line) for line in _log_since(entry.get("log", ""), int(entry.get("log_offset", 0)))]
+        alive = _process_token(_pg_postmaster_pid(entry)) is not None
+        found = (
+            [line for line in lines if line.startswith("PANIC:")]
+            or [line for line in lines if line.startswith("FATAL:") and not _CLIENT_FATAL.search(line)]
+            # "received immediate shutdown request" says more than the "database system is shut down" after it
+            or [line for line in lines if re.search(r"shutdown request|terminated by signal", line)]
+            or [line for line in lines if "shut down" in line]
+        )
+    else:
+        lines = _log_since(entry.get("log", ""), int(entry.get("log_offset", 0)))
+        alive = _process_token(int(entry.get("pid", -1))) is not None
+        # warnings of its start ("Memory overcommit must be enabled!") are no reason it stopped
+        ready = max((i for i, line in enumerate(lines) if "Ready to accept connections" in line), default=-1)
+        found = [re.sub(r"^\d+:\w \d+ \w+ \d+ [\d:.]+ # ", "", line) for line in lines[ready + 1 :] if " # " in line]
+    if alive:
+        return f"it did not answer for {missed_s:.0f} s although its process runs"
+    return f"it stopped: {found[-1]}" if found else "it stopped with nothing in its log (killed?)"
+
+
+def _pg_postmaster_pid(entry: dict[str, Any]) -> int:
+    """The pid in the data folder's ``postmaster.pid`` (-1 when there is none)."""
+    try:
+        return int((Path(entry["data"]) / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, KeyError, ValueError, IndexError):
+        return -1
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1] if lines else "no output"
@@ -484,6 +560,7 @@ def _pg_start(home: Path, build: Build, port: int) -> dict[str, Any]:
     _pg_prepare_dirs(data, log, run_as)
     _pg_initdb(bindir, data, run_as)
     _pg_stop(bindir, data, run_as)  # a leftover from a run that died without cleaning up
+    log_offset = _log_size(log)  # why_stopped reads only what this run logged
     _run(
         [
             str(bindir / "pg_ctl"),
@@ -503,7 +580,14 @@ def _pg_start(home: Path, build: Build, port: int) -> dict[str, Any]:
         timeout=STARTUP_TIMEOUT_S + 10,
         log=log,
     )
-    entry = {"port": port, "bindir": str(bindir), "data": str(data), "log": str(log), **run_as.entry()}
+    entry = {
+        "port": port,
+        "bindir": str(bindir),
+        "data": str(data),
+        "log": str(log),
+        "log_offset": log_offset,
+        **run_as.entry(),
+    }
     try:
         _wait(lambda: _pg_answers(port), "PostgreSQL", log)
         _pg_create_database(port, log)
@@ -568,6 +652,7 @@ def _redis_start(home: Path, build: Build, port: int) -> dict[str, Any]:
     binary = Path(build.path)
     workdir, log = home / "redis", home / "redis.log"
     workdir.mkdir(exist_ok=True)
+    log_offset = _log_size(log)
     # Append-only file: messages queued or claimed when the owner stops are there when it starts
     # again. Without it their lane rows stayed claimed until the recovery sweep (5 minutes).
     cmd = [
@@ -607,7 +692,7 @@ def _redis_start(home: Path, build: Build, port: int) -> dict[str, Any]:
     except BaseException:
         _terminate(proc.pid)
         raise
-    return {"port": port, "pid": proc.pid, "binary": str(binary)}
+    return {"port": port, "pid": proc.pid, "binary": str(binary), "log": str(log), "log_offset": log_offset}
 
 
 def _terminate(pid: int, timeout_s: float = 10.0) -> None:
@@ -793,6 +878,56 @@ def _say_notices(home: Path) -> None:
         return
     for line in lines:
         print(f"kbwiki: {line}", file=sys.stderr)
+
+
+#: How ``kbwiki status`` names each server.
+SERVER_NAMES = {"postgres": "PostgreSQL", "redis": "Redis"}
+
+
+def _ago(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def watch_lines(home: Path, now: float | None = None) -> list[str]:
+    """What the home's supervisor did about its servers, one line per server it restarted or is
+    trying to restart (from ``watch`` in ``<home>/services.json``, see :mod:`kbwiki.supervisor`):
+
+    - ``PostgreSQL restarted 12 s ago after it stopped: PANIC: could not write ...: No space left
+      on device`` (the last restart of the supervisor's life, and why, :func:`why_stopped`);
+    - ``PostgreSQL is down since 01:02:03 UTC (it stopped: ...); 3 restarts failed, the last: <its
+      error>; next try in 16 s`` while restarting fails.
+
+    [] when no supervisor runs or it restarted nothing. ``now``: epoch seconds (default: now).
+    """
+    state = _read_state(home)
+    if not supervisor_alive(state):
+        return []
+    now = time.time() if now is None else now
+    lines = []
+    for name, label in SERVER_NAMES.items():
+        watch = (state.get("watch") or {}).get(name) or {}
+        if watch.get("failures"):
+            since = time.strftime("%H:%M:%S UTC", time.gmtime(watch["down_since"]))
+            tries = "restart failed" if watch["failures"] == 1 else f"{watch['failures']} restarts failed"
+            lines.append(
+                f"{label} is down since {since} ({watch['why']}); {tries}, the last: {watch['error']};"
+                f" next try in {_ago(watch['next_try_at'] - now)}"
+            )
+        elif watch.get("restarted_at"):
+            lines.append(f"{label} restarted {_ago(now - watch['restarted_at'])} ago after {watch['why']}")
+    return lines
+
+
+def servers_down(home: Path) -> bool:
+    """Whether the home's supervisor runs and failed to restart one of its servers (so a command
+    attaching now would wait for nothing)."""
+    state = _read_state(home)
+    return supervisor_alive(state) and any(w.get("failures") for w in (state.get("watch") or {}).values())
 
 
 def supervisor_alive(state: dict[str, Any]) -> bool:

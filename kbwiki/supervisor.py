@@ -11,7 +11,14 @@ the embedded servers (``kbwiki.services.attach``) or by ``kbwiki up``. It:
   ``<home>/supervisor.error`` (the waiting command prints it) and exits 1;
 - checks every ``CHECK_S`` seconds that each server answers, and restarts one that missed
   ``MISSES`` checks in a row on the same port, with a backoff doubling from ``CHECK_S`` up to
-  ``MAX_BACKOFF_S`` while starting fails (a full disk);
+  ``MAX_BACKOFF_S`` while starting fails (a full disk); it records under ``watch`` in the state
+  file, per server, when it last restarted it and why it had stopped (its log's line,
+  ``kbwiki.services.why_stopped``), or while restarting fails, since when, how many tries failed,
+  the last error and the next try (``kbwiki status`` and ``kbwiki up`` print them:
+  ``kbwiki.services.watch_lines``);
+- never dies of its own writes: a full disk that fails a log line or the state file loses that
+  line or that write, and the checks go on (the fault run of issue 27: PostgreSQL shut down on a
+  full disk and stayed down, its supervisor gone with it);
 - stops both servers on SIGTERM/SIGINT (``kbwiki down``: attached commands and workers wait and
   reconnect when servers come back), or once for ``idle`` seconds no command holds
   ``<home>/clients.lock`` and neither server has a client connection (``idle`` 0: never).
@@ -68,6 +75,10 @@ class Supervisor:
         self.stopping = threading.Event()
         self.builds: dict[str, Build] = {}
         self.entries: dict[str, dict[str, Any]] = {}
+        #: Per server: its last restart (``restarted_at``, ``why``) or, while restarting fails,
+        #: ``down_since``, ``why``, ``failures``, ``error``, ``wait_s`` (the backoff) and
+        #: ``next_try_at`` (epoch seconds).
+        self.watch: dict[str, dict[str, Any]] = {}
 
     # -- life ----------------------------------------------------------------------------------
 
@@ -84,14 +95,16 @@ class Supervisor:
             try:
                 self._start()
             except ServiceError as exc:
-                log.error("supervisor.start_failed", error=str(exc))
+                _say(log.error, "supervisor.start_failed", error=str(exc))
                 (self.home / SUPERVISOR_ERROR).write_text(str(exc) + "\n")
                 self._stop_servers()
                 return 1
-            log.info("supervisor.ready", ports={n: e["port"] for n, e in self.entries.items()}, idle_s=self.idle_s)
+            _say(
+                log.info, "supervisor.ready", ports={n: e["port"] for n, e in self.entries.items()}, idle_s=self.idle_s
+            )
             self._watch()  # returns after stopping the servers on idle, or on a stop signal
             self._stop_servers()
-            log.info("supervisor.stopped")
+            _say(log.info, "supervisor.stopped")
             return 0
 
     def _start(self) -> None:
@@ -105,7 +118,7 @@ class Supervisor:
                 old = previous.get(name)
                 if old and self._answers(name, old):
                     self.entries[name] = old  # left answering by a supervisor that was killed
-                    log.info("supervisor.adopted", server=name, port=old["port"])
+                    _say(log.info, "supervisor.adopted", server=name, port=old["port"])
                 else:
                     if old:
                         self._cleanup(name, old)
@@ -126,10 +139,15 @@ class Supervisor:
                 misses[name] += 1
                 if misses[name] < MISSES or time.monotonic() < retry_at[name]:
                     continue
-                if self._restart(name):
+                try:
+                    error = self._restart(name)
+                except OSError as exc:  # our own write (a full disk): the server is tried again
+                    error = f"{type(exc).__name__}: {exc}"
+                if error is None:
                     misses[name], backoff[name] = 0, CHECK_S
                 else:
                     retry_at[name] = time.monotonic() + backoff[name]
+                    self._failed(name, error, backoff[name])
                     backoff[name] = min(MAX_BACKOFF_S, backoff[name] * 2)
             if self.idle_s <= 0 or self._busy():
                 idle_since = time.monotonic()
@@ -137,7 +155,7 @@ class Supervisor:
                 with self._clients_excluded() as excluded:
                     # decided under the exclusive lock: no command can attach until we are down
                     if excluded and services.server_clients(self.home) == 0:
-                        log.info("supervisor.idle_stop", idle_s=self.idle_s)
+                        _say(log.info, "supervisor.idle_stop", idle_s=self.idle_s)
                         self._stop_servers()
                         return
                 idle_since = time.monotonic()
@@ -148,23 +166,38 @@ class Supervisor:
         _, start, *_ = services._SERVICES[name]
         entry = start(self.home, self.builds[name], services.server_port(self.home, name))
         services._record_build(self.home, name, self.builds[name])
-        log.info("supervisor.started", server=name, port=entry["port"])
+        _say(log.info, "supervisor.started", server=name, port=entry["port"])
         return entry
 
-    def _restart(self, name: str) -> bool:
-        """Stop what is left of server ``name`` and start it again; False (logged) when it fails."""
-        log.warning("supervisor.server_down", server=name)
+    def _restart(self, name: str) -> str | None:
+        """Stop what is left of server ``name`` and start it again; returns None, or the error
+        (logged) when it failed. Records why it had stopped in ``self.watch``."""
+        watch = self.watch.get(name) or {}
         if (old := self.entries.pop(name, None)) is not None:
+            # read before the cleanup, which may add its own lines to the log
+            watch = {"why": services.why_stopped(name, old, MISSES * CHECK_S), "down_since": time.time()}
+            self.watch[name] = watch
+            _say(log.warning, "supervisor.server_down", server=name, why=watch["why"])
             self._cleanup(name, old)
         self._write_state()
         try:
             with services._locked(self.home):
                 self.entries[name] = self._start_one(name)
         except ServiceError as exc:
-            log.error("supervisor.restart_failed", server=name, error=str(exc))
-            return False
+            _say(log.error, "supervisor.restart_failed", server=name, error=str(exc))
+            return str(exc)
+        self.watch[name] = {"restarted_at": time.time(), "why": watch.get("why", "it stopped")}
         self._write_state()
-        return True
+        return None
+
+    def _failed(self, name: str, error: str, wait_s: float) -> None:
+        """Record that restarting ``name`` failed with ``error`` and is tried again in ``wait_s`` s."""
+        watch = self.watch.setdefault(name, {"why": "it stopped", "down_since": time.time()})
+        watch.pop("restarted_at", None)
+        watch.update(
+            failures=watch.get("failures", 0) + 1, error=error, wait_s=wait_s, next_try_at=time.time() + wait_s
+        )
+        self._write_state()
 
     @staticmethod
     def _answers(name: str, entry: dict[str, Any]) -> bool:
@@ -182,8 +215,14 @@ class Supervisor:
         services._write_state(self.home, {})
 
     def _write_state(self) -> None:
+        """Write ``services.json``; a failed write (a full disk) is logged when it can be, and the
+        next write tries again."""
         token = services._process_token(os.getpid())
-        services._write_state(self.home, {"supervisor": {"pid": os.getpid(), "started": token}, **self.entries})
+        state = {"supervisor": {"pid": os.getpid(), "started": token}, **self.entries, "watch": self.watch}
+        try:
+            services._write_state(self.home, state)
+        except OSError as exc:
+            _say(log.warning, "supervisor.state_not_written", error=str(exc))
 
     # -- clients -------------------------------------------------------------------------------
 
@@ -205,6 +244,13 @@ class Supervisor:
                 yield True
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _say(method: Any, event: str, **fields: Any) -> None:
+    """Log ``event`` with ``method`` (``log.info``...), dropping the line when the log cannot be
+    written (a full disk): the supervisor must go on checking its servers."""
+    with contextlib.suppress(OSError):
+        method(event, **fields)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -387,3 +387,93 @@ def test_a_server_that_cannot_start_is_one_line_with_its_log(home: Path) -> None
     message = str(caught.value)
     assert "\n" not in message and "shared_buffers" in message and f"(log: {home / 'pg.log'})" in message
     assert not (home / STATE_FILE).exists()
+
+
+def _kbwiki(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real ``kbwiki ARGS`` on ``home``'s local servers."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    return subprocess.run(
+        [sys.executable, "-m", "kbwiki.cli", *args],
+        cwd=REPO,
+        env={**env, "KBWIKI_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _pg_ctl_stop_immediate(home: Path) -> None:
+    """Stop the home's PostgreSQL behind its supervisor's back, as the server's own account."""
+    entry = _state(home)["postgres"]
+    services._run(
+        [str(Path(entry["bindir"]) / "pg_ctl"), "stop", "-D", entry["data"], "-m", "immediate", "-w"],
+        services._RunAs.from_entry(entry),
+        "pg_ctl stop -m immediate",
+    )
+
+
+def _watch(home: Path, name: str) -> dict:
+    try:
+        return _state(home).get("watch", {}).get(name) or {}
+    except (OSError, ValueError):  # the state file is replaced, never half-written; gone a moment
+        return {}
+
+
+def test_a_postgresql_stopped_behind_the_supervisors_back_is_restarted_and_status_says_why(home: Path) -> None:
+    with local_services(_embedded(home)) as settings:
+        _pg_ctl_stop_immediate(home)
+        _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the supervisor to restart PostgreSQL")
+        _wait_for(lambda: _pg_answers(settings.database_url), "PostgreSQL to answer again")
+        lines = services.watch_lines(home)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("PostgreSQL restarted ")
+    # pg_ctl's immediate stop is the last thing its log says about the server
+    assert "ago after it stopped: LOG: received immediate shutdown request" in lines[0]
+    status = _kbwiki(home, "status")
+    assert status.returncode == 0, status.stderr
+    assert "PostgreSQL restarted " in status.stdout
+
+
+def test_a_restart_that_keeps_failing_is_reported_with_its_reason_and_next_try_until_it_works(home: Path) -> None:
+    with local_services(_embedded(home)) as settings:
+        redis_pid = _pids(home)[1]
+        conf = home / "pg" / "postgresql.conf"
+        good = conf.read_text()
+        with conf.open("a") as fh:
+            fh.write("shared_buffers = 'a lot'\n")  # PostgreSQL refuses to start on it
+        os.kill(redis_pid, signal.SIGKILL)  # Redis comes back at once: only PostgreSQL keeps failing
+        _pg_ctl_stop_immediate(home)
+        _wait_for(lambda: _watch(home, "postgres").get("failures") == 1, "a failed restart")
+        first = _watch(home, "postgres")["wait_s"]
+        _wait_for(lambda: _watch(home, "postgres").get("failures", 0) >= 2, "a second failed restart")
+        assert _watch(home, "postgres")["wait_s"] == 2 * first  # the backoff doubles
+        status = _kbwiki(home, "status")
+        # status says at once why it cannot answer instead of waiting for servers that are down
+        assert status.returncode == 1
+        down = [line for line in status.stdout.splitlines() if line.startswith("PostgreSQL is down since ")]
+        assert len(down) == 1, status.stdout
+        assert "restarts failed, the last: starting PostgreSQL from" in down[0] and "shared_buffers" in down[0]
+        assert "; next try in " in down[0]
+        assert "Error: the local servers are down" in status.stderr
+        conf.write_text(good)
+        _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the restart once the cause is gone")
+        assert _pg_answers(settings.database_url)
+        assert _watch(home, "redis")["why"] == "it stopped with nothing in its log (killed?)"
+    lines = services.watch_lines(home)
+    assert [line.split(" restarted ")[0] for line in lines] == ["PostgreSQL", "Redis"]
+    assert "after it stopped: LOG: received immediate shutdown request" in lines[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_the_supervisor_outlives_a_full_disk_under_its_own_log(home: Path) -> None:
+    # The fault run of issue 27: PostgreSQL shut down when its disk filled and stayed down, its
+    # supervisor gone with it (a log line it could not write killed it). /dev/full fails every
+    # write with ENOSPC, as a full disk does.
+    home.mkdir(parents=True)
+    (home / "supervisor.log").symlink_to("/dev/full")
+    with local_services(_embedded(home)) as settings:
+        supervisor = _state(home)["supervisor"]["pid"]
+        _pg_ctl_stop_immediate(home)
+        _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the supervisor to restart PostgreSQL")
+        _wait_for(lambda: _pg_answers(settings.database_url), "PostgreSQL to answer again")
+        assert _state(home)["supervisor"]["pid"] == supervisor
