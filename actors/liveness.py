@@ -51,6 +51,11 @@ class Liveness:
         except Exception:
             self._last_ok = False
             raise
+        if deps.worker_id is None:
+            # start() failed (PostgreSQL refused the worker at boot): its claims carry its id from
+            # now on, so they are taken back when it dies instead of waiting stale_claim_s
+            deps.worker_id = self.worker_id
+            log.info("worker.started", worker_id=self.worker_id, late=True)
         if not self._last_ok:
             self._last_ok = True
             return

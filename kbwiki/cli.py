@@ -85,7 +85,7 @@ def worker(processes: int, threads: int, watch: bool) -> None:
     """Run Dramatiq workers on the ``actors`` package until interrupted."""
     from kbwiki.workers import run_workers
 
-    with services():
+    with services(waiting="worker"):  # a worker outwaits servers that refuse it at start
         sys.exit(run_workers(processes, threads, watch=watch))
 
 

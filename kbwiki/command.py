@@ -11,7 +11,7 @@ import contextlib
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -162,8 +162,44 @@ def _silence_pool_logs() -> None:
     logger.propagate = False
 
 
+#: How a command that waits for its servers at start (``kbwiki worker``) paces its tries: 1 s,
+#: doubling up to 30 s between two (a PostgreSQL whose connection slots are all taken frees one
+#: within seconds to minutes; a server that is down comes back when someone starts it).
+START_WAIT_MIN_S = 1.0
+START_WAIT_MAX_S = 30.0
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is a server refusing or not answering (worth another try): ours, or the
+    driver's from yoyo's own connection (``FATAL: too many connections``, SQLSTATE 53300)."""
+    import psycopg
+
+    return isinstance(exc, ServersUnreachable | psycopg.OperationalError)
+
+
+def _until_connected(command: str, connect: Callable[[], None]) -> None:
+    """Call ``connect`` until it stops raising a refusal (:func:`_refused`), waiting
+    ``START_WAIT_MIN_S`` doubling up to ``START_WAIT_MAX_S`` between tries, with one line on stderr
+    per try saying why (``kbwiki worker: PostgreSQL refused: ... FATAL: too many connections for
+    role "kb"; trying again in 4 s (try 3)``). Other errors pass at once; Ctrl-C stops the wait."""
+    import tenacity
+
+    def say(state: tenacity.RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        said = " ".join(str(exc).split()) or type(exc).__name__
+        wait = state.next_action.sleep if state.next_action else 0
+        click.echo(f"kbwiki {command}: {said}; trying again in {wait:.0f} s (try {state.attempt_number})", err=True)
+
+    tenacity.Retrying(
+        retry=tenacity.retry_if_exception(_refused),
+        wait=tenacity.wait_exponential(multiplier=START_WAIT_MIN_S, min=START_WAIT_MIN_S, max=START_WAIT_MAX_S),
+        before_sleep=say,
+        reraise=True,
+    )(connect)
+
+
 @contextlib.contextmanager
-def services(*, migrating: bool = False) -> Iterator[Settings]:
+def services(*, migrating: bool = False, waiting: str | None = None) -> Iterator[Settings]:
     """Settings with servers reachable: the configured ones, or embedded ones started for this command.
 
     Raises ``BadSetting`` for bad settings, ``ServiceError`` for local servers that cannot be
@@ -172,6 +208,11 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
     down`, a crash); the command group prints each as one line. On configured
     servers it raises ``SchemaOutdated`` when the database lacks migrations, unless ``migrating``
     (``kbwiki migrate`` itself).
+
+    ``waiting`` (a command name, ``"worker"``): a configured or local server that refuses
+    connections (down, or ``too many connections``) is tried again with a backoff, one line on
+    stderr per try (:func:`_until_connected`), instead of ending the command: a worker started
+    before its servers can take it is there when they can.
     """
     from kbwiki.services import describe_home, local_services
     from repos.db import apply_migrations, pending_migrations
@@ -188,18 +229,25 @@ def services(*, migrating: bool = False) -> Iterator[Settings]:
             click.echo(f"kbwiki: home {describe_home(Path(settings.home))}{''.join('; ' + g for g in given)}", err=True)
         get_settings.cache_clear()  # later reads (the process-wide Deps) see the servers' URLs
         _silence_pool_logs()
-        _reachable(settings)
+
+        def connect() -> None:
+            _reachable(settings)
+            if embedded:
+                apply_migrations(settings.database_url)
+            elif not migrating and (pending := pending_migrations(settings.database_url)):
+                # a configured database is migrated by `kbwiki migrate` (a Procfile release step),
+                # never behind a command's back; without it every query would fail with a missing table
+                raise SchemaOutdated(
+                    f"the database lacks {counted(len(pending), 'migration')} of this version ({pending[0]} first):"
+                    " run `kbwiki migrate`"
+                )
+
+        if waiting:
+            _until_connected(waiting, connect)
+        else:
+            connect()
         setup_broker(settings)  # the producer API sends triggers through it; it logs to stderr until:
         command_logs(settings)
-        if embedded:
-            apply_migrations(settings.database_url)
-        elif not migrating and (pending := pending_migrations(settings.database_url)):
-            # a configured database is migrated by `kbwiki migrate` (a Procfile release step), never
-            # behind a command's back; without it every query would fail with a missing table
-            raise SchemaOutdated(
-                f"the database lacks {counted(len(pending), 'migration')} of this version ({pending[0]} first):"
-                " run `kbwiki migrate`"
-            )
         try:
             yield settings
         except _server_gone() as exc:
