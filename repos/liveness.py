@@ -58,6 +58,16 @@ class WorkerRepository:
             row = conn.execute(f"SELECT count(*) AS n FROM ({_LIVE}) live", {"ttl": float(ttl_s)}).fetchone()
         return int(row["n"])
 
+    def alive_among(self, worker_ids: list[str], ttl_s: float) -> set[str]:
+        """Those of ``worker_ids`` whose heartbeat is newer than ``ttl_s`` seconds (one indexed lookup)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT worker_id FROM task_workers WHERE worker_id = ANY(%s)"
+                " AND beat_at > now() - make_interval(secs => %s)",
+                (list(worker_ids), float(ttl_s)),
+            ).fetchall()
+        return {r["worker_id"] for r in rows}
+
     def reap(self, ttl_s: float, forget_after_s: float) -> Reaped:
         """Take back what workers without a heartbeat for ``ttl_s`` seconds held, in one transaction.
 

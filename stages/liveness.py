@@ -11,7 +11,7 @@ from __future__ import annotations
 import redis as redis_lib
 import structlog
 
-from repos.coordination import active_key, release_if_held
+from repos.coordination import active_index_key, active_key, held_locks, holder_of, release_if_held
 from repos.liveness import WorkerRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.recovery import sweep
@@ -47,16 +47,34 @@ def redis_marker_key(prefix: str) -> str:
     return f"{prefix}:data-kept"
 
 
+def _free_locks_of_dead_holders(workers: WorkerRepository, redis: redis_lib.Redis, settings: Settings) -> int:
+    """Delete the active-batch locks whose holder (the worker id in the token,
+    ``repos.coordination.holder_of``) has no heartbeat within ``worker_ttl_s``; returns how many.
+
+    A worker killed after taking a KB's lock and before its fence recorded the lock's token left
+    the KB to the lock's TTL (``KBWIKI_ACTIVE_LOCK_TTL_S``, 15 s) in a fault run of issue 27: the
+    fence-based reaping above cannot see that lock."""
+    locks = held_locks(redis, active_index_key(settings.key_prefix))
+    holders = {key: holder for key, token in locks.items() if (holder := holder_of(token))}
+    if not holders:
+        return 0
+    alive = workers.alive_among(sorted(set(holders.values())), settings.worker_ttl_s)
+    index = active_index_key(settings.key_prefix)
+    return sum(release_if_held(redis, key, locks[key], index) for key, holder in holders.items() if holder not in alive)
+
+
 def reap(
     *, workers: WorkerRepository, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings
 ) -> int:
     """Take back the claims and batch locks of dead workers and re-trigger the lanes; returns the
     number of claims released."""
     reaped = workers.reap(settings.worker_ttl_s, FORGET_AFTER_S)
+    index = active_index_key(settings.key_prefix)
     freed = 0
     for task_type, kb_id, token in reaped.locks:
         if task_type == REDUCE:
-            freed += release_if_held(redis, active_key(settings.key_prefix, kb_id), token)
+            freed += release_if_held(redis, active_key(settings.key_prefix, kb_id), token, index)
+    freed += _free_locks_of_dead_holders(workers, redis, settings)
     if reaped.claims or freed:
         triggers = sweep(ops=ops, redis=redis, settings=settings, debounce=False)
         log.warning("workers.reaped", claims=reaped.claims, locks=freed, triggers=triggers)

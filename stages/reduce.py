@@ -26,7 +26,7 @@ import structlog
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from repos.coordination import ActiveBatchLock, active_key, tombstone_key
+from repos.coordination import ActiveBatchLock, active_index_key, active_key, tombstone_key
 from repos.db import refresh_statistics
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
@@ -466,7 +466,13 @@ def reduce_step(
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
     clear_trigger("wiki_reduce", knowledge_base_id, redis=redis, settings=settings)
-    lock = ActiveBatchLock(redis, active_key(settings.key_prefix, knowledge_base_id), settings.active_lock_ttl_s)
+    lock = ActiveBatchLock(
+        redis,
+        active_key(settings.key_prefix, knowledge_base_id),
+        settings.active_lock_ttl_s,
+        holder=worker_id,  # the reaper frees it if this worker dies before its fence records the token
+        index_key=active_index_key(settings.key_prefix),
+    )
     if not lock.acquire():
         log.info("reduce.busy", knowledge_base_id=knowledge_base_id)
         return None  # the running batch follows up after it releases the lock

@@ -203,3 +203,40 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     # the victim's pump had sent and adopted that claim (stages.map). Which one wins is timing.
     survivor_log = (tmp_path / "survivor.log").read_text()
     assert '"workers.reaped"' in survivor_log or '"document.mapped"' in survivor_log
+
+
+def test_a_lock_taken_just_before_a_kill_and_before_its_fence_is_taken_back(deps, actors_broker, clean_db):
+    # A fault run: a worker killed -9 after taking a KB's batch lock and before its fence recorded
+    # the lock's token; the reaper could not see the lock and the KB waited its TTL (15 s).
+    from repos.coordination import ActiveBatchLock, active_index_key, active_key
+    from stages.liveness import reap
+
+    fast = dataclasses.replace(deps, settings=deps.settings.model_copy(update={"worker_ttl_s": TTL_S}))
+    prefix = deps.settings.key_prefix
+    dead_kb = deps.kbs.get_or_create(1, f"live-{uuid.uuid4().hex[:6]}")
+    live_kb = deps.kbs.get_or_create(1, f"live-{uuid.uuid4().hex[:6]}")
+    deps.workers.beat("dead-worker")
+    deps.workers.beat("live-worker")
+    index = active_index_key(prefix)
+    locks = {
+        kb.id: ActiveBatchLock(deps.redis, active_key(prefix, kb.id), 3600, holder=holder, index_key=index)
+        for kb, holder in ((dead_kb, "dead-worker"), (live_kb, "live-worker"))
+    }
+    assert all(lock.acquire() for lock in locks.values())
+    locks[dead_kb.id]._stop.set()  # killed: nothing renews it, no fence names it
+
+    def freed() -> bool:
+        deps.workers.beat("live-worker")
+        run_stage(reap, fast)
+        return deps.redis.get(active_key(prefix, dead_kb.id)) is None
+
+    try:
+        wait_until(freed, 10, "the dead worker's lock taken back")
+        assert deps.redis.get(active_key(prefix, live_kb.id)) == locks[live_kb.id].token.encode()
+        after = ActiveBatchLock(deps.redis, active_key(prefix, dead_kb.id), 15)
+        assert after.acquire()  # the KB's next batch runs now, not after the dead lock's TTL
+        after.release()
+        assert deps.redis.smembers(index) == {active_key(prefix, live_kb.id).encode()}
+    finally:
+        for lock in locks.values():
+            lock.release()
