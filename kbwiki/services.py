@@ -258,6 +258,21 @@ def why_stopped(name: str, entry: dict[str, Any], missed_s: float) -> str:
     return f"it stopped: {found[-1]}" if found else "it stopped with nothing in its log (killed?)"
 
 
+def short_error(message: str) -> str:
+    """The gist of a start's :class:`ServiceError` for one status line: its last PANIC or FATAL
+    clause (``FATAL: could not write to file "pg_wal/...": No space left on device``), else the
+    message; without the log's time prefix and path."""
+    found = list(re.finditer(r"\b(PANIC|FATAL):\s+", message))
+    if not found:
+        return message
+    gist = re.sub(r"\s+\(log: [^)]*\)$", "", re.sub(r"\s+", " ", message[found[-1].start() :].split(" / ")[0]))
+    if "contains errors" in gist:  # "configuration file ... contains errors": the line before names the error
+        before = re.search(r"\b(?:LOG|ERROR|WARNING):\s+([^/]*?)\s+/ [^/]*$", message[: found[-1].end()])
+        if before:
+            gist = f"{before.group(1)}; {gist}"
+    return gist
+
+
 def _pg_postmaster_pid(entry: dict[str, Any]) -> int:
     """The pid in the data folder's ``postmaster.pid`` (-1 when there is none)."""
     try:

@@ -185,7 +185,7 @@ class Supervisor:
                 self.entries[name] = self._start_one(name)
         except ServiceError as exc:
             _say(log.error, "supervisor.restart_failed", server=name, error=str(exc))
-            return str(exc)
+            return services.short_error(str(exc))  # the whole of it is in the log line above
         self.watch[name] = {"restarted_at": time.time(), "why": watch.get("why", "it stopped")}
         self._write_state()
         return None
