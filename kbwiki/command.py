@@ -13,6 +13,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
@@ -162,6 +163,8 @@ def _silence_pool_logs() -> None:
     logger.propagate = False
 
 
+T = TypeVar("T")
+
 #: How a command that waits for its servers at start (``kbwiki worker``) paces its tries: 1 s,
 #: doubling up to 30 s between two (a PostgreSQL whose connection slots are all taken frees one
 #: within seconds to minutes; a server that is down comes back when someone starts it).
@@ -177,11 +180,12 @@ def _refused(exc: BaseException) -> bool:
     return isinstance(exc, ServersUnreachable | psycopg.OperationalError)
 
 
-def _until_connected(command: str, connect: Callable[[], None]) -> None:
-    """Call ``connect`` until it stops raising a refusal (:func:`_refused`), waiting
-    ``START_WAIT_MIN_S`` doubling up to ``START_WAIT_MAX_S`` between tries, with one line on stderr
-    per try saying why (``kbwiki worker: PostgreSQL refused: ... FATAL: too many connections for
-    role "kb"; trying again in 4 s (try 3)``). Other errors pass at once; Ctrl-C stops the wait."""
+def _until_connected(command: str, connect: Callable[[], T]) -> T:
+    """Call ``connect`` until it stops raising a refusal (:func:`_refused`) and return what it
+    returns, waiting ``START_WAIT_MIN_S`` doubling up to ``START_WAIT_MAX_S`` between tries, with
+    one line on stderr per try saying why (``kbwiki worker: cannot connect to PostgreSQL
+    (DATABASE_URL): ... FATAL: too many connections for role "kb"; trying again in 4 s (try 3)``).
+    Other errors pass at once; Ctrl-C stops the wait."""
     import tenacity
 
     def say(state: tenacity.RetryCallState) -> None:
@@ -190,7 +194,7 @@ def _until_connected(command: str, connect: Callable[[], None]) -> None:
         wait = state.next_action.sleep if state.next_action else 0
         click.echo(f"kbwiki {command}: {said}; trying again in {wait:.0f} s (try {state.attempt_number})", err=True)
 
-    tenacity.Retrying(
+    return tenacity.Retrying(
         retry=tenacity.retry_if_exception(_refused),
         wait=tenacity.wait_exponential(multiplier=START_WAIT_MIN_S, min=START_WAIT_MIN_S, max=START_WAIT_MAX_S),
         before_sleep=say,
@@ -220,8 +224,14 @@ def services(*, migrating: bool = False, waiting: str | None = None) -> Iterator
     base = checked_settings()
     embedded = not (base.database_url and base.redis_url)
     with contextlib.ExitStack() as stack:
+
+        def attach() -> Settings:
+            return stack.enter_context(local_services(base))  # nothing entered when it raises
+
         try:
-            settings = stack.enter_context(local_services(base))
+            settings = _until_connected(waiting, attach) if waiting else attach()
+        except ServersUnreachable:  # a ConnectionError, so an OSError too: not the home's fault
+            raise
         except OSError as exc:  # e.g. KBWIKI_HOME names a file
             raise ServiceError(f"cannot use KBWIKI_HOME={base.home!r} for the local servers: {exc}") from None
         if embedded:  # on stderr: a command's own output (--json) stays clean

@@ -65,7 +65,7 @@ from repos.servers import (
     redis_answers,
     redis_client_count,
 )
-from wiki.errors import ServiceError
+from wiki.errors import ServersUnreachable, ServiceError
 from wiki.settings import Settings
 
 DATABASE_NAME = "kbwiki"
@@ -1003,13 +1003,18 @@ def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STAR
     """The URLs of servers ``wanted`` ("postgres", "redis") of ``home``, started by the home's
     supervisor when none runs (it stops them after ``idle_s`` seconds without a client, or on
     ``kbwiki down``); prints the supervisor's notices (an account or folder it made) on stderr.
-    Raises :class:`ServiceError`: the supervisor's one-line reason when it could not start them,
-    or a timeout after ``timeout_s`` seconds."""
+    Raises :class:`ServiceError` with the supervisor's one-line reason when it could not start
+    them; ``ServersUnreachable`` at once when the supervisor runs but restarting one of them keeps
+    failing (its :func:`watch_lines`), or after ``timeout_s`` seconds without an answer."""
     deadline = time.monotonic() + timeout_s
     spawned_at: float | None = None
     while True:
         state = _read_state(home)
         if supervisor_alive(state):
+            failing = [n for n in wanted if ((state.get("watch") or {}).get(n) or {}).get("failures")]
+            if failing:  # waiting would wait for nothing: say why, and when it tries again
+                lines = watch_lines(home)
+                raise ServersUnreachable(f"the local servers are down: {'; '.join(lines)}")
             entries = [state.get(name) for name in wanted]
             if all(e and _SERVICES[n][2](int(e["port"])) for n, e in zip(wanted, entries, strict=True)):
                 _say_notices(home)
@@ -1021,7 +1026,7 @@ def attach(home: Path, wanted: list[str], idle_s: float, timeout_s: float = STAR
             spawned_at = time.time()
             _spawn_supervisor(home, idle_s)
         if time.monotonic() > deadline:
-            raise ServiceError(
+            raise ServersUnreachable(
                 f"the local servers did not answer within {timeout_s:.0f} s; see {home / SUPERVISOR_LOG}"
             )
         time.sleep(0.1)

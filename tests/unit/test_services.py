@@ -455,6 +455,8 @@ def test_a_restart_that_keeps_failing_is_reported_with_its_reason_and_next_try_u
         assert 'restarts failed, the last: invalid value for parameter "shared_buffers"' in down[0]
         assert "; next try in " in down[0]
         assert "Error: the local servers are down" in status.stderr
+        other = _kbwiki(home, "kbs")  # any command says so at once, rather than wait 90 s for nothing
+        assert other.returncode == 1 and "Error: the local servers are down: PostgreSQL is down since" in other.stderr
         conf.write_text(good)
         _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the restart once the cause is gone")
         assert _pg_answers(settings.database_url)
