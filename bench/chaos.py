@@ -1,6 +1,6 @@
 """Benchmark: the fault run as a repeatable measurement, on private servers it starts and stops.
 
-Usage: .venv/bin/python bench/chaos.py [--docs 1500] [--pending 300] [--deletes 1000] [--faults a,b,...]
+Usage: .venv/bin/python bench/chaos.py [--docs 2000] [--pending 300] [--deletes 1000] [--faults a,b,...]
                                        [--freeze-s 60] [--redis-outage-s 60] [--outage-s 60] [--seed 7] [--keep]
 
 Servers: its own PostgreSQL cluster and Redis, started by ``kbwiki.services`` (the embedded
@@ -619,7 +619,7 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
     def sigstop_txn() -> dict:
         victim = rng.choice(local_workers())
         caught = cf.freeze_in_transaction(victim.proc.pid, run.url, victim.app_name)
-        return freeze(victim, caught)
+        return {"_t0": time.monotonic()} | freeze(victim, caught)  # the fault starts when it is caught
 
     def restart_pg() -> dict:
         with cf.supervisor_paused(servers.supervisor_pid()):
@@ -761,7 +761,7 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=1500)
+    parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--pending", type=int, default=300, help="documents still to do when each fault lands")
     parser.add_argument("--deletes", type=int, default=1000, help="documents deleted at the end of each run")
     parser.add_argument("--faults", default=",".join(dict.fromkeys(FAULTS)), help="comma-separated subset of FAULTS")

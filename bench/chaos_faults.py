@@ -58,18 +58,21 @@ class Timeline:
             self.pendings.append(pending)
 
     def progress_after(self, t: float) -> float | None:
-        """Seconds from ``t`` until the count first grew past its value at ``t`` (None: never)."""
+        """Seconds from ``t`` until the count first grew past its value at ``t``: 0 when nothing was
+        pending at ``t``, None when it never grew."""
         i = bisect.bisect_left(self.times, t)
-        base = self.counts[i - 1] if i > 0 else (self.counts[i] if i < len(self.counts) else 0)
+        if i >= len(self.times) or self.pendings[i] == 0:
+            return 0.0
+        base = self.counts[i - 1] if i > 0 else self.counts[i]
         for j in range(i, len(self.times)):
             if self.counts[j] > base:
                 return round(self.times[j] - t, 1)
         return None
 
     def longest_stall(self, start: float, end: float) -> float | None:
-        """The longest time within [start, end] without growth of the count while work was pending,
-        including the time from ``start`` to the first growth and from the last growth to ``end``;
-        None when no sample fell in the window."""
+        """The longest time within [start, end] the count did not grow while work was pending
+        (from ``start`` to the first growth and from the last growth to ``end`` included); None
+        when no sample fell in the window."""
         lo, hi = bisect.bisect_left(self.times, start), bisect.bisect_right(self.times, end)
         if lo >= hi:
             return None
@@ -79,7 +82,8 @@ class Timeline:
             if self.counts[j] > last or self.pendings[j] == 0:
                 longest = max(longest, self.times[j] - since)
                 since, last = self.times[j], self.counts[j]
-        longest = max(longest, end - since)
+        if self.pendings[hi - 1] > 0:
+            longest = max(longest, end - since)
         return round(longest, 1)
 
 
