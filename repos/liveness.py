@@ -8,7 +8,7 @@ clocks of the worker hosts never matter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from psycopg import Connection, errors
 from psycopg_pool import ConnectionPool
@@ -32,7 +32,7 @@ class Reaped:
     claims: int  # claims released (rows claimable again)
     locks: list[tuple[str, str, str]]  # (task_type, scope_id, Redis lock token) of batches whose worker died
     #: Why nothing was taken back this time (a lock timeout or a deadlock, its error text); the next beat retries.
-    deferred: str = field(default="")
+    deferred: str = ""
 
 
 class WorkerRepository:

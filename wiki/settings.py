@@ -126,11 +126,11 @@ class Settings(BaseSettings):
     # Every session kbwiki opens for workers and commands gets these (repos.db.SessionLimits; 0 is
     # PostgreSQL's "no limit"). A frozen process (SIGSTOP, a swap storm) holding a transaction
     # stalled its KB and starved the other worker's heartbeat behind its row locks: PostgreSQL now
-    # ends such a session. No kbwiki transaction waits on anything but PostgreSQL between its
-    # statements (a reduce batch's writes: ~0.3 s at 40,000 documents), so 15 s is far from
+    # ends such a session. No kbwiki transaction waits on a model or a queue between its statements
+    # (a whole reduce batch takes ~0.3 s at 40,000 documents, median), so 15 s is far from
     # legitimate work and well inside the 30 s a KB may stall. A lock wait outlasts the idle
     # timeout, so a waiter behind a frozen holder gets the lock instead of failing first. The
-    # statement limit is 15 times the longest statement measured at 40,000 documents (lint's title
+    # statement limit is about 15 times the longest statement measured at 40,000 documents (lint's title
     # lookup before its fix, 20.7 s) and above the KB delete's 120 s time limit, which already bounds
     # its statements; reduce (900 s) and lint (3600 s) get a statement error they retry instead.
     db_idle_in_transaction_timeout_s: float = Field(

@@ -144,6 +144,23 @@ def test_a_reap_behind_a_table_lock_is_deferred_not_stuck(clean_db, database_url
     assert reap(workers=workers, ops=ops, redis=redis_client, settings=settings) == 0
 
 
+def test_giving_every_claim_back_skips_the_rows_a_frozen_batch_holds(clean_db, database_url):
+    # after Redis lost its data the heartbeat gives every claim back (stages.liveness.after_redis_loss)
+    pool = clean_db
+    ops = TaskPendingOpsRepository(pool)
+    n, token = _dead_workers_batch(pool)
+    ops.enqueue(tenant_id=1, task_type=REDUCE, scope=KB, scope_id="kb2", op="ingest", dedup_key="d4")
+    ops.claim(REDUCE, KB, "kb2", limit=1, stale_after_s=3600, owner=HEALTHY)
+    with psycopg.connect(database_url, row_factory=dict_row) as holder:
+        _hold_batch_locks(holder, token)
+        thread, out = _in_thread(ops.release_all)
+        thread.join(DEADLINE_S)
+        assert not thread.is_alive(), "giving the claims back waited behind the frozen batch's locks"
+    assert "error" not in out, out.get("error")
+    assert out["value"] == 1  # kb2's claim; the frozen batch's are left to the reap
+    assert ops.claimed_count(REDUCE, KB, "kb1", 3600) == n
+
+
 def test_pooled_sessions_carry_the_limits(database_url):
     def shown(pool) -> tuple[str, str, str]:
         with pool.connection() as conn:
