@@ -172,10 +172,15 @@ class SessionLimits:
 
     def apply(self, conn: Connection) -> None:
         """Set the limits for the rest of ``conn``'s session (one round trip; committed unless autocommit)."""
+        # milliseconds, PostgreSQL's unit; a positive limit never rounds down to 0 ("no limit")
+        ms = [
+            0 if s <= 0 else max(1, round(s * 1000))
+            for s in (self.idle_in_transaction_s, self.lock_s, self.statement_s)
+        ]
         conn.execute(
             "SELECT set_config('idle_in_transaction_session_timeout', %s, false),"
             " set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
-            tuple(str(round(s * 1000)) for s in (self.idle_in_transaction_s, self.lock_s, self.statement_s)),
+            [str(v) for v in ms],
         )
         if not conn.autocommit:
             conn.commit()
