@@ -496,10 +496,15 @@ class TaskPendingOpsRepository:
         return [Lane.model_validate(r) for r in rows]
 
     def release_all(self) -> int:
-        """Clear every claim of every lane (the messages behind them may be lost); returns rows released."""
+        """Clear every claim of every lane (the messages behind them may be lost); returns rows released.
+
+        Rows another transaction holds locked are skipped (``SKIP LOCKED``): the heartbeat runs
+        this and must not wait behind a batch, and such a row is being settled by that batch, or,
+        when its worker froze, is taken back by the reap once PostgreSQL ended the frozen session."""
         with self.pool.connection() as conn:
             return conn.execute(
-                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_at IS NOT NULL"
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE id IN ("
+                " SELECT id FROM task_pending_ops WHERE claimed_at IS NOT NULL FOR UPDATE SKIP LOCKED)"
             ).rowcount
 
     def reclaim_stale(self, stale_after_s: float) -> int:
