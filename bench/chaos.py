@@ -23,7 +23,8 @@ Two runs on the same documents, each in a database of its own, each with two wor
    documents with ``wiki_submit.send``.
 
 Then: documents lost (sent but not stored), stuck (stored but not done/skipped when the lanes are
-empty or the timeout passed), wrong dead letters (any: the clean run has none), the time from each
+empty or the timeout passed), wrong dead letters (any open one: the clean run has none; those
+resolved because their document ended done are counted apart), the time from each
 kill -9 until the dead worker's claims were taken back and until the KB progressed again (a
 document reduced), and pages (slug, type, title, cited source URIs) and links compared with the
 clean run. Prints one JSON report.
@@ -347,7 +348,8 @@ class Run:
             "lost": sorted(u for u in expected_uris if u not in docs),
             "stuck": sorted(u for u, s in docs.items() if s not in ("done", "skipped")),
             "skipped": sum(s == "skipped" for s in docs.values()),
-            "dead_letters": dead,
+            "dead_letters": [d for d in dead if not d["resolution"]],
+            "dead_letters_resolved": [d for d in dead if d["resolution"]],
         }
 
     def close(self) -> None:
@@ -580,6 +582,7 @@ def main() -> None:
             "lost": len(chaos["lost"]),
             "stuck": len(chaos["stuck"]),
             "dead_letters": len(chaos["dead_letters"]),
+            "dead_letters_resolved": len(chaos["dead_letters_resolved"]),
             "kill_claims_taken_back_s": [k["claims_taken_back_s"] for k in kills],
             "kill_progress_again_s": [k["progress_again_s"] for k in kills],
             "clean_s": clean["seconds"],
