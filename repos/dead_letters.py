@@ -259,6 +259,22 @@ class TaskDeadLetterRepository:
                 (*_RESOLUTION_PARAMS, ids),
             ).rowcount
 
+    def resolve_finished_in_kb(self, kb_id: str, *, conn: Connection | None = None) -> int:
+        """Resolve the open dead letters of every finished document of KB ``kb_id``; returns how many.
+
+        For a KB deleted whole (its documents all ``deleted``), called in the transaction that
+        deletes it. Bounded by the open letters naming a document (the partial index), not by the
+        KB's documents. Letters naming no document stay open.
+        """
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                f"UPDATE task_dead_letters d SET resolved_at = now(), resolution = {_RESOLUTION_SQL}"
+                " FROM knowledges k WHERE d.resolved_at IS NULL AND d.related_id <> ''"
+                " AND k.id = d.related_id AND k.tenant_id = d.tenant_id AND k.knowledge_base_id = %s"
+                " AND k.status IN ('done', 'deleted')",
+                (*_RESOLUTION_PARAMS, kb_id),
+            ).rowcount
+
     def of_error(
         self, tenant_id: int, task_type: str, scope: str, scope_id: str, error_head: str, skip_mark: str, limit: int
     ) -> list[DeadLetter]:

@@ -143,3 +143,18 @@ def test_a_dead_letter_of_a_document_of_another_tenant_stays_open(env):
     letter = deps.dead_letters.insert(**{**_letter(kb, "wiki_map", doc), "tenant_id": kb.tenant_id + 1})
     assert letter.resolved_at is None
     assert deps.dead_letters.resolve_finished([doc]) == 0
+
+
+def test_dead_letters_of_the_documents_of_a_kb_deleted_whole_can_be_resolved_at_once(env):
+    from stages.delete import delete_knowledge_base
+
+    deps, kb = env
+    docs = [_submit(deps, kb, name) for name in ("eps", "zeta")]
+    deps.docs.set_status(docs, "failed", "extraction failed 6 times")
+    letters = [deps.dead_letters.insert(**_letter(kb, "wiki_map", doc)) for doc in docs]
+    trigger = deps.dead_letters.insert(**_letter(kb, "wiki_reduce", None))
+    assert run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id).deleted
+
+    assert deps.dead_letters.resolve_finished_in_kb(kb.id) == 2
+    assert {deps.dead_letters.get(r.id, tenant_id=1).resolution for r in letters} == {"document_deleted"}
+    assert deps.dead_letters.get(trigger.id, tenant_id=1).resolved_at is None
