@@ -29,11 +29,12 @@ Two runs on the same documents, each in a database of its own, each with two wor
    (it would repair them at once) and left to repair the full disk.
 
 Then: documents lost (sent but not stored), stuck (not done/skipped, or not deleted, when the run
-settled or timed out), dead letters (any is wrong: the clean run has none), for each fault the
-documents pending when it landed and its stall (for outages, the time from the server's return
-until a document is done again; for the others the longest time without a document done while it
-lasted, or after), the seconds the deletes took, and pages (slug, type, title, cited source URIs)
-and links compared with the clean run before and after the deletes. Prints one JSON report.
+settled or timed out), dead letters (any open one is wrong: the clean run has none; those resolved
+because their document ended done are counted apart), for each fault the documents pending when it
+landed and its stall (for outages, the time from the server's return until a document is done
+again; for the others the longest time without a document done while it lasted, or after), the
+seconds the deletes took, and pages (slug, type, title, cited source URIs) and links compared with
+the clean run before and after the deletes. Prints one JSON report.
 """
 
 from __future__ import annotations
@@ -439,7 +440,8 @@ class Run:
                 u for u, s in docs.items() if s not in (("deleted",) if u in gone else ("done", "skipped"))
             ),
             "skipped": sum(s == "skipped" for s in docs.values()),
-            "dead_letters": dead,
+            "dead_letters": [d for d in dead if not d["resolution"]],
+            "dead_letters_resolved": [d for d in dead if d["resolution"]],
         }
 
     def close(self) -> None:
@@ -815,6 +817,7 @@ def main() -> None:
             "lost": len(chaos["lost"]),
             "stuck": len(chaos["stuck"]),
             "dead_letters": len(chaos["dead_letters"]),
+            "dead_letters_resolved": len(chaos["dead_letters_resolved"]),
             "stalls_s": {f"{e['fault']}@{e['at_s']}": e["stall_s"] for e in chaos["faults"]},
             "pending_at_faults": [e["pending"] for e in chaos["faults"]],
             "clean_s": clean["seconds"],
