@@ -30,7 +30,7 @@ from middleware.logging import StructlogMiddleware, configure_logging
 from middleware.periodic import PeriodicMiddleware
 from repos.db import get_pool
 from repos.dead_letter_spool import DeadLetterSpool
-from stages.recovery import sweep
+from stages.recovery import LANE_ACTORS, sweep
 from stages.requeue import unspool
 from wiki.settings import Settings, get_settings
 
@@ -94,7 +94,9 @@ def build_broker(settings: Settings) -> RedisBroker:
 
 
 def _recover() -> None:
-    """The sweeper's pass: re-trigger lanes with rows, then move spooled dead letters into the table."""
+    """The sweeper's pass: re-trigger lanes with rows, move spooled dead letters into the table, and
+    resolve the letters of lane triggers whose lanes have drained since."""
     d = get_deps()
     sweep(ops=d.ops, redis=d.redis, settings=d.settings)
     unspool(redis=d.redis, settings=d.settings, dead_letters=d.dead_letters)
+    d.dead_letters.resolve_drained_triggers(list(LANE_ACTORS.values()))

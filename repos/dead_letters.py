@@ -25,6 +25,7 @@ from repos.db import borrow
 from repos.pending_ops import PendingOp
 from repos.queue_common import WIDTHS, check_width, int_ids, require, strip_nul, truncate_error
 from wiki.errors import BadInput
+from wiki.lanes import SCOPE_KB
 
 #: Dead letters per page of ``list``: the default and the cap.
 DEFAULT_DEAD_LETTER_PAGE = 50
@@ -36,6 +37,8 @@ class Resolution(StrEnum):
 
     DOCUMENT_DONE = "document_done"
     DOCUMENT_DELETED = "document_deleted"
+    KB_DELETED = "kb_deleted"  # every letter of a KB deleted whole
+    LANE_DRAINED = "lane_drained"  # a lane trigger's letter once the KB's lanes are empty
 
 
 # A document is finished when done or deleted; the resolution of a finished document's
@@ -259,20 +262,37 @@ class TaskDeadLetterRepository:
                 (*_RESOLUTION_PARAMS, ids),
             ).rowcount
 
-    def resolve_finished_in_kb(self, kb_id: str, *, conn: Connection | None = None) -> int:
-        """Resolve the open dead letters of every finished document of KB ``kb_id``; returns how many.
+    def resolve_kb(self, kb_id: str, *, conn: Connection | None = None) -> int:
+        """Resolve every open dead letter of KB ``kb_id`` (``kb_deleted``); returns how many.
 
-        For a KB deleted whole (its documents all ``deleted``), called in the transaction that
-        deletes it. Bounded by the open letters naming a document (the partial index), not by the
-        KB's documents. Letters naming no document stay open.
+        Called in the transaction that deletes the KB whole: nothing of it can be sent again. One
+        statement on the index by scope.
         """
         with borrow(self.pool, conn) as c:
             return c.execute(
-                f"UPDATE task_dead_letters d SET resolved_at = now(), resolution = {_RESOLUTION_SQL}"
-                " FROM knowledges k WHERE d.resolved_at IS NULL AND d.related_id <> ''"
-                " AND k.id = d.related_id AND k.tenant_id = d.tenant_id AND k.knowledge_base_id = %s"
-                " AND k.status IN ('done', 'deleted')",
-                (*_RESOLUTION_PARAMS, kb_id),
+                "UPDATE task_dead_letters SET resolved_at = now(), resolution = %s"
+                " WHERE resolved_at IS NULL AND scope = %s AND scope_id = %s",
+                (Resolution.KB_DELETED.value, SCOPE_KB, kb_id),
+            ).rowcount
+
+    def resolve_drained_triggers(self, task_types: Sequence[str], limit: int = 100) -> int:
+        """Resolve (``lane_drained``) up to ``limit`` open letters of the lane triggers ``task_types``
+        (messages naming no document) whose KB has no lane row left; returns how many.
+
+        A trigger carries no work: the lane's rows are in PostgreSQL and the recovery sweeper
+        triggers every lane with rows again, so once the KB's lanes are empty the dead trigger cost
+        nothing but time (a fault run ended with one such ``wiki_ingest`` letter counted as open).
+        A trigger that keeps failing while rows wait stays open. Called by the sweeper's pass;
+        bounded by ``limit`` (the index by task type finds the candidates).
+        """
+        with self.pool.connection() as c:
+            return c.execute(
+                "UPDATE task_dead_letters SET resolved_at = now(), resolution = %s WHERE id IN ("
+                " SELECT d.id FROM task_dead_letters d WHERE d.resolved_at IS NULL AND d.related_id = ''"
+                " AND d.task_type = ANY(%s) AND d.scope = %s AND NOT EXISTS ("
+                "  SELECT 1 FROM task_pending_ops o WHERE o.scope = d.scope AND o.scope_id = d.scope_id)"
+                " ORDER BY d.id LIMIT %s)",
+                (Resolution.LANE_DRAINED.value, list(task_types), SCOPE_KB, limit),
             ).rowcount
 
     def of_error(

@@ -18,6 +18,7 @@ import structlog
 from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
+from repos.dead_letters import TaskDeadLetterRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
@@ -160,9 +161,11 @@ def delete_knowledge_base(
     ops: TaskPendingOpsRepository,
     pages: WikiPageRepository,
     mentions: MentionRepository,
+    dead_letters: TaskDeadLetterRepository,
 ) -> KbDeleteResult:
     """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
-    and mark its documents deleted. ``deleted=False`` when it was not a live KB of the tenant.
+    mark its documents deleted and resolve its open dead letters (``kb_deleted``).
+    ``deleted=False`` when it was not a live KB of the tenant.
 
     The KB row update waits for writers holding it FOR SHARE (op enqueues, index rebuilds,
     reduce settles), so their rows are removed here or refused afterwards. Work already in
@@ -176,6 +179,7 @@ def delete_knowledge_base(
         n_pages = pages.delete_kb(kb.id, conn=conn)
         mentions.delete_kb(kb.id, conn=conn)
         n_docs = docs.mark_kb_deleted(kb.id, conn=conn)
+        dead_letters.resolve_kb(kb.id, conn=conn)
     return KbDeleteResult(True, n_ops, n_pages, n_docs)
 
 

@@ -22,6 +22,7 @@ from stages.requeue import unspool
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import ScriptedExtractor
 from tests.support.pipeline import settle
+from wiki.lanes import SCOPE_KB
 
 
 @pytest.fixture()
@@ -145,16 +146,31 @@ def test_a_dead_letter_of_a_document_of_another_tenant_stays_open(env):
     assert deps.dead_letters.resolve_finished([doc]) == 0
 
 
-def test_dead_letters_of_the_documents_of_a_kb_deleted_whole_can_be_resolved_at_once(env):
+def test_deleting_a_kb_whole_resolves_every_letter_of_it(env):
     from stages.delete import delete_knowledge_base
 
     deps, kb = env
     docs = [_submit(deps, kb, name) for name in ("eps", "zeta")]
     deps.docs.set_status(docs, "failed", "extraction failed 6 times")
     letters = [deps.dead_letters.insert(**_letter(kb, "wiki_map", doc)) for doc in docs]
-    trigger = deps.dead_letters.insert(**_letter(kb, "wiki_reduce", None))
+    letters.append(deps.dead_letters.insert(**_letter(kb, "wiki_reduce", None)))
     assert run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id).deleted
 
-    assert deps.dead_letters.resolve_finished_in_kb(kb.id) == 2
-    assert {deps.dead_letters.get(r.id, tenant_id=1).resolution for r in letters} == {"document_deleted"}
+    assert {deps.dead_letters.get(r.id, tenant_id=1).resolution for r in letters} == {"kb_deleted"}
+    assert deps.dead_letters.count(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id) == 0
+
+
+def test_a_lane_triggers_letter_is_resolved_once_the_kbs_lanes_are_empty(env):
+    from stages.recovery import LANE_ACTORS
+
+    deps, kb = env
+    doc = _submit(deps, kb, "eta")  # its ingest op waits in the lane: the trigger's work is not done
+    trigger = deps.dead_letters.insert(**_letter(kb, "wiki_ingest", None))
+    document_letter = deps.dead_letters.insert(**_letter(kb, "wiki_map", doc))
+    deps.dead_letters.resolve_drained_triggers(list(LANE_ACTORS.values()))
     assert deps.dead_letters.get(trigger.id, tenant_id=1).resolved_at is None
+
+    settle(deps, kb)
+    assert deps.dead_letters.resolve_drained_triggers(list(LANE_ACTORS.values())) >= 1
+    assert deps.dead_letters.get(trigger.id, tenant_id=1).resolution == "lane_drained"
+    assert deps.dead_letters.get(document_letter.id, tenant_id=1).resolution == "document_done"
