@@ -388,16 +388,19 @@ class Run:
         self.submitted += len(docs)
 
     def delete(self, uris: list[str]) -> int:
-        """Delete the documents of ``uris`` (as ``kbwiki delete`` does); returns how many were queued."""
+        """Delete the documents of ``uris`` in batches, as ``kbwiki delete`` does; returns how many
+        were queued."""
         import actors
-        from stages.delete import delete_document
+        from stages.delete import DELETE_BATCH, delete_documents
 
         actors.setup_broker(self.settings)
         ids = {r["source_uri"]: r["id"] for r in self.probe.documents()}
-        d = self.deps
-        return sum(
-            run_stage(delete_document, d, 1, self.kb.id, ids[uri]).status == "deleting" for uri in uris if uri in ids
-        )
+        wanted = [ids[u] for u in uris if u in ids]
+        queued = 0
+        for start in range(0, len(wanted), DELETE_BATCH):
+            results = run_stage(delete_documents, self.deps, 1, self.kb.id, wanted[start : start + DELETE_BATCH])
+            queued += sum(r.status == "deleting" for r in results)
+        return queued
 
     def deleted(self, uris: list[str]) -> bool:
         """Every document of ``uris`` deleted and its retract applied, lanes empty."""
