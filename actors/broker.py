@@ -19,7 +19,7 @@ import functools
 import dramatiq
 import redis
 from dramatiq.brokers.redis import RedisBroker
-from dramatiq.middleware import default_middleware
+from dramatiq.middleware import CurrentMessage, default_middleware
 
 from actors.declare import DECLARED
 from actors.deps import get_deps
@@ -65,7 +65,8 @@ def build_broker(settings: Settings) -> RedisBroker:
     configure_logging(settings.log_level)
     middleware = [m() for m in default_middleware]
     spool = functools.cache(lambda: DeadLetterSpool(redis.Redis.from_url(settings.redis_url), settings.key_prefix))
-    middleware += [StructlogMiddleware(), DeadLetterMiddleware(lambda: get_pool(settings), spool)]
+    # CurrentMessage: a claim records the message it was made for (stages.claims, stages.message_claims)
+    middleware += [CurrentMessage(), StructlogMiddleware(), DeadLetterMiddleware(lambda: get_pool(settings), spool)]
     if settings.dramatiq_prometheus:  # message counts and durations, served by the workers on :9191
         from dramatiq.middleware.prometheus import Prometheus
 
