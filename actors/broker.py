@@ -25,6 +25,7 @@ from actors.declare import DECLARED
 from actors.deps import get_deps
 from actors.liveness import Liveness
 from middleware.dead_letter import DeadLetterMiddleware
+from middleware.delayed_requeue import DelayedRequeue
 from middleware.heartbeat import HeartbeatMiddleware
 from middleware.logging import StructlogMiddleware, configure_logging
 from middleware.periodic import PeriodicMiddleware
@@ -83,6 +84,9 @@ def build_broker(settings: Settings) -> RedisBroker:
         maintenance_chance=REQUEUE_MAINTENANCE_CHANCE,
     )
     broker.add_middleware(PeriodicMiddleware(_recover, settings.sweep_interval_s, "sweeper"))
+    # Delayed messages (debounced triggers, backoffs, retries) a consumer dropped on a Redis
+    # connection error go back to their delay queue instead of waiting for a restart.
+    broker.add_middleware(DelayedRequeue(settings.heartbeat_interval_s))
     liveness = Liveness(get_deps)
     broker.add_middleware(
         # After an outage (``kbwiki down`` and ``up``) the lanes it stalled are re-triggered at

@@ -109,3 +109,39 @@ def test_claims_whose_map_messages_an_outage_lost_come_back_while_their_worker_l
                 _kill_tree(proc)
     log = (tmp_path / "workers.log").read_text()
     assert '"claims.orphaned_released"' in log
+
+
+def test_delayed_messages_a_consumer_dropped_on_a_connection_error_run_after_the_outage(pipeline_env, redis_proxy):
+    """Dramatiq's delay-queue consumer empties its in-memory delay queue on a connection error and
+    the messages stay in the ack set of a worker that lives on (``middleware.delayed_requeue``):
+    debounced triggers, backoff triggers and retries, lost until a restart. Here they run."""
+    import dramatiq
+
+    from actors.broker import build_broker
+    from wiki.settings import get_settings
+
+    url = pipeline_env["REDIS_URL"].replace(":6379", f":{redis_proxy.port}", 1)
+    namespace = f"{pipeline_env['KBWIKI_REDIS_NAMESPACE']}-dq-{uuid.uuid4().hex[:6]}"
+    settings = get_settings().model_copy(update={"redis_url": url, "redis_namespace": namespace})
+    broker = build_broker(settings)
+    ran: set[int] = set()
+    probe = dramatiq.Actor(
+        ran.add, broker=broker, actor_name="delayed_probe", queue_name="probe", priority=0, options={"max_retries": 0}
+    )
+    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=100)
+    worker.start()
+    try:
+        for i in range(6):
+            probe.send_with_options(args=(i,), delay=2000)
+        acks = f"{namespace}:__acks__.{broker.broker_id}.probe.DQ"
+        wait_until(lambda: broker.client.scard(acks) == 6, 30, "the delayed messages fetched by the worker")
+        redis_proxy.down()
+        wait_until(lambda: not any(c.delay_queue.qsize() for c in worker.consumers.values()), 30, "the consumer reset")
+        redis_proxy.up()
+        wait_until(lambda: ran == set(range(6)), 60, "every delayed message run after the outage")
+    finally:
+        if redis_proxy._listener is None:
+            redis_proxy.up()
+        worker.stop(timeout=10_000)
+        for key in broker.client.scan_iter(f"{namespace}*"):
+            broker.client.delete(key)
