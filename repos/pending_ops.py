@@ -401,13 +401,16 @@ class TaskPendingOpsRepository:
 
     def release_messages(self, owner: str, tags: Sequence[str]) -> int:
         """Clear the claims ``owner`` holds for the messages ``tags`` (gone from Redis); returns rows
-        released. A claim re-taken meanwhile (another owner or message) is left alone."""
+        released. A claim re-taken meanwhile (another owner or message) is left alone, and so is a
+        row another transaction holds locked (``SKIP LOCKED``, as ``release_all``: the heartbeat
+        runs this and must not wait behind a batch; the next beat sees the row again)."""
         if not tags:
             return 0
         with self.pool.connection() as conn:
             return conn.execute(
-                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL"
-                " WHERE claimed_by = %s AND claimed_msg = ANY(%s) AND claimed_at IS NOT NULL",
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL WHERE id IN ("
+                " SELECT id FROM task_pending_ops WHERE claimed_by = %s AND claimed_msg = ANY(%s)"
+                " AND claimed_at IS NOT NULL FOR UPDATE SKIP LOCKED)",
                 (owner, list(tags)),
             ).rowcount
 
@@ -519,6 +522,67 @@ class TaskPendingOpsRepository:
         with borrow(self.pool, conn) as c:
             return c.execute(query, params).rowcount
 
+    def delete_by_dedup_keys(
+        self,
+        task_types: Sequence[str],
+        scope: str,
+        scope_id: str,
+        dedup_keys: Sequence[str],
+        op: str,
+        conn: Connection | None = None,
+    ) -> int:
+        """``delete_by_dedup_key`` for many keys and lanes of one scope in one statement: the rows
+        of ``op`` whose dedup key is among ``dedup_keys``; returns rows deleted. Raises as
+        ``delete_by_dedup_key`` (an empty key or lane field deletes nothing)."""
+        if not dedup_keys:
+            return 0
+        require(scope=scope, scope_id=scope_id, op=op)
+        for task_type in task_types:
+            require(task_type=task_type)
+        for key in dedup_keys:
+            require(dedup_key=key)
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                "DELETE FROM task_pending_ops WHERE task_type = ANY(%s) AND scope = %s AND scope_id = %s"
+                " AND dedup_key = ANY(%s) AND op = %s",
+                (list(task_types), scope, scope_id, sorted(set(dedup_keys)), op),
+            ).rowcount
+
+    def enqueue_keys_if_kb_active(
+        self,
+        *,
+        tenant_id: int,
+        task_type: str,
+        scope_id: str,
+        op: str,
+        keys: Sequence[str],
+        payload_key: str,
+        conn: Connection | None = None,
+    ) -> int | None:
+        """Append one op per dedup key of ``keys`` (payload ``{payload_key: key}``) to the KB lane
+        ``task_type``, only into a live KB (id = ``scope_id``) of ``tenant_id``, in one statement
+        that locks the KB row FOR SHARE like ``enqueue_if_kb_active``; returns the ops written, or
+        None when the KB refused them (nothing written). Raises ``BadInput`` as ``enqueue``."""
+        keys = sorted(set(keys))
+        params = self._op_params(tenant_id, task_type, SCOPE_KB, scope_id, op, "", None)
+        for key in keys:
+            require(dedup_key=key)
+        with borrow(self.pool, conn) as c:
+            kb = c.execute(
+                "SELECT id FROM knowledge_bases WHERE id = %(scope_id)s AND tenant_id = %(tenant_id)s"
+                " AND deleted_at IS NULL FOR SHARE",
+                params,
+            ).fetchone()
+            if kb is None:
+                return None
+            return c.execute(
+                "INSERT INTO task_pending_ops (tenant_id, task_type, scope, scope_id, op, dedup_key, payload)"
+                " SELECT %(tenant_id)s, %(task_type)s, %(scope)s, %(scope_id)s, %(op)s, k,"
+                " jsonb_build_object(%(payload_key)s::text, k)"
+                " FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n",
+                {**params, "keys": keys, "payload_key": payload_key},
+            ).rowcount
+
     def delete_by_scope(self, scope: str, scope_id: str, conn: Connection | None = None) -> int:
         """Delete every row of the scope in all lanes (KB deleted); returns rows deleted. ``BadInput`` on empty args."""
         require(scope=scope, scope_id=scope_id)
@@ -542,11 +606,15 @@ class TaskPendingOpsRepository:
         return [Lane.model_validate(r) for r in rows]
 
     def release_all(self) -> int:
-        """Clear every claim of every lane (the messages behind them may be lost); returns rows released."""
+        """Clear every claim of every lane (the messages behind them may be lost); returns rows released.
+
+        Rows another transaction holds locked are skipped (``SKIP LOCKED``): the heartbeat runs
+        this and must not wait behind a batch, and such a row is being settled by that batch, or,
+        when its worker froze, is taken back by the reap once PostgreSQL ended the frozen session."""
         with self.pool.connection() as conn:
             return conn.execute(
-                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL"
-                " WHERE claimed_at IS NOT NULL"
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL WHERE id IN ("
+                " SELECT id FROM task_pending_ops WHERE claimed_at IS NOT NULL FOR UPDATE SKIP LOCKED)"
             ).rowcount
 
     def reclaim_stale(self, stale_after_s: float) -> int:
