@@ -19,18 +19,19 @@ import functools
 import dramatiq
 import redis
 from dramatiq.brokers.redis import RedisBroker
-from dramatiq.middleware import default_middleware
+from dramatiq.middleware import CurrentMessage, default_middleware
 
 from actors.declare import DECLARED
 from actors.deps import get_deps
 from actors.liveness import Liveness
 from middleware.dead_letter import DeadLetterMiddleware
+from middleware.delayed_requeue import DelayedRequeue
 from middleware.heartbeat import HeartbeatMiddleware
 from middleware.logging import StructlogMiddleware, configure_logging
 from middleware.periodic import PeriodicMiddleware
 from repos.db import get_pool
 from repos.dead_letter_spool import DeadLetterSpool
-from stages.recovery import sweep
+from stages.recovery import LANE_ACTORS, sweep
 from stages.requeue import unspool
 from wiki.settings import Settings, get_settings
 
@@ -65,7 +66,8 @@ def build_broker(settings: Settings) -> RedisBroker:
     configure_logging(settings.log_level)
     middleware = [m() for m in default_middleware]
     spool = functools.cache(lambda: DeadLetterSpool(redis.Redis.from_url(settings.redis_url), settings.key_prefix))
-    middleware += [StructlogMiddleware(), DeadLetterMiddleware(lambda: get_pool(settings), spool)]
+    # CurrentMessage: a claim records the message it was made for (stages.claims, stages.message_claims)
+    middleware += [CurrentMessage(), StructlogMiddleware(), DeadLetterMiddleware(lambda: get_pool(settings), spool)]
     if settings.dramatiq_prometheus:  # message counts and durations, served by the workers on :9191
         from dramatiq.middleware.prometheus import Prometheus
 
@@ -82,6 +84,9 @@ def build_broker(settings: Settings) -> RedisBroker:
         maintenance_chance=REQUEUE_MAINTENANCE_CHANCE,
     )
     broker.add_middleware(PeriodicMiddleware(_recover, settings.sweep_interval_s, "sweeper"))
+    # Delayed messages (debounced triggers, backoffs, retries) a consumer dropped on a Redis
+    # connection error go back to their delay queue instead of waiting for a restart.
+    broker.add_middleware(DelayedRequeue(settings.heartbeat_interval_s))
     liveness = Liveness(get_deps)
     broker.add_middleware(
         # After an outage (``kbwiki down`` and ``up``) the lanes it stalled are re-triggered at
@@ -94,7 +99,9 @@ def build_broker(settings: Settings) -> RedisBroker:
 
 
 def _recover() -> None:
-    """The sweeper's pass: re-trigger lanes with rows, then move spooled dead letters into the table."""
+    """The sweeper's pass: re-trigger lanes with rows, move spooled dead letters into the table, and
+    resolve the letters of lane triggers whose lanes have drained since."""
     d = get_deps()
     sweep(ops=d.ops, redis=d.redis, settings=d.settings)
     unspool(redis=d.redis, settings=d.settings, dead_letters=d.dead_letters)
+    d.dead_letters.resolve_drained_triggers(list(LANE_ACTORS.values()))

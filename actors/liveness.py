@@ -17,6 +17,7 @@ import structlog
 
 from actors.deps import Deps
 from stages.liveness import after_redis_loss, reap
+from stages.message_claims import OrphanedClaims
 
 log = structlog.get_logger(__name__)
 
@@ -28,6 +29,7 @@ class Liveness:
         self._deps_factory = deps_factory
         self.worker_id = ""
         self._last_ok = False
+        self._orphans = OrphanedClaims()
 
     def start(self) -> None:
         """Announce the worker and make its claims carry its id (made here, in the worker's own
@@ -40,7 +42,8 @@ class Liveness:
         log.info("worker.started", worker_id=self.worker_id)
 
     def beat(self) -> None:
-        """Refresh the heartbeat, then take back what dead workers held.
+        """Refresh the heartbeat, then take back what dead workers held and this worker's claims
+        whose message is gone (``stages.message_claims``).
 
         Reaps only when the previous beat also reached PostgreSQL: a worker back from an outage
         first lets the others beat again, instead of taking back their claims at once.
@@ -61,6 +64,7 @@ class Liveness:
             return
         reap(workers=deps.workers, ops=deps.ops, redis=deps.redis, settings=deps.settings)
         after_redis_loss(ops=deps.ops, redis=deps.redis, settings=deps.settings)
+        self._orphans.check(self.worker_id, ops=deps.ops, redis=deps.redis, settings=deps.settings)
 
     def stop(self) -> None:
         """A clean stop: give the claims back at once and leave the table."""

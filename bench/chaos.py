@@ -1,12 +1,12 @@
 """Benchmark: the fault run as a repeatable measurement, on private servers it starts and stops.
 
-Usage: .venv/bin/python bench/chaos.py [--docs 500] [--kills 3] [--outage-s 180] [--producer-docs 20]
-                                       [--threads 4] [--seed 7] [--timeout-s 1800] [--keep]
+Usage: .venv/bin/python bench/chaos.py [--docs 2000] [--pending 300] [--deletes 1000] [--faults a,b,...]
+                                       [--freeze-s 60] [--redis-outage-s 60] [--outage-s 60] [--seed 7] [--keep]
 
 Servers: its own PostgreSQL cluster and Redis, started by ``kbwiki.services`` (the embedded
-default's recipe: the pinned wheels, free ports, a non-root account or user namespace when run as
-root) on a temporary home, removed at the end (``--keep`` keeps it). Nothing else on the machine is
-touched.
+default's recipe and its supervisor) on a temporary home, removed at the end (``--keep`` keeps it).
+As root the home is a tmpfs of ``--tmpfs-mb`` (so its disk can be filled) and a second "host" is
+made (a network namespace joined by a veth pair); nothing else on the machine is touched.
 
 Corpus: ``--docs`` generated documents (seeded, so every run has the same ones): short notes about
 a fixed cast of tools, people and ideas, each naming a few of them, so documents share pages the
@@ -15,18 +15,26 @@ way a real KB's do.
 Two runs on the same documents, each in a database of its own, each with two worker processes
 (``dramatiq actors:setup_broker --processes 1``, defaults for every setting):
 
-1. clean: every document submitted, workers drain, nothing is disturbed;
-2. chaos: the same documents but ``--producer-docs`` of them, then, as the wiki fills, ``--kills``
-   kill -9 of a random worker (restarted after the KB progressed again), FLUSHALL twice, the Redis
-   active-batch lock deleted while a batch holds it, a PostgreSQL restart (stop -m fast, start) and a
-   PostgreSQL outage of ``--outage-s`` seconds during which a producer sends the remaining
-   documents with ``wiki_submit.send``.
+1. clean: every document submitted, workers drain, nothing is disturbed; then ``--deletes`` of
+   them deleted;
+2. chaos: the documents submitted in waves, so that ``--pending`` or more are still to do when each
+   fault of ``FAULTS`` lands: kill -9 of a worker, FLUSHALL, SIGSTOP of a worker for ``--freeze-s``
+   (at any moment, and caught holding an open transaction), the Redis active-batch lock deleted
+   mid-batch, a PostgreSQL restart, Redis stopped (not flushed) for ``--redis-outage-s``, every
+   connection slot taken while a killed worker restarts, a third worker on the second host cut off
+   from both servers for ``--partition-s`` (root), the servers' disk full for ``--disk-full-s``
+   (root), and a PostgreSQL outage of ``--outage-s`` during which a producer sends the last
+   ``--producer-docs`` documents with ``wiki_submit.send``; then the same deletes as the clean
+   run, with a worker killed -9 midway. The supervisor is paused during outages made on purpose
+   (it would repair them at once) and left to repair the full disk.
 
-Then: documents lost (sent but not stored), stuck (stored but not done/skipped when the lanes are
-empty or the timeout passed), wrong dead letters (any: the clean run has none), the time from each
-kill -9 until the dead worker's claims were taken back and until the KB progressed again (a
-document reduced), and pages (slug, type, title, cited source URIs) and links compared with the
-clean run. Prints one JSON report.
+Then: documents lost (sent but not stored), stuck (not done/skipped, or not deleted, when the run
+settled or timed out), dead letters (any open one is wrong: the clean run has none; those resolved
+because their document ended done are counted apart), for each fault the documents pending when it
+landed and its stall (for outages, the time from the server's return until a document is done
+again; for the others the longest time without a document done while it lasted, or after), the
+seconds the deletes took, and pages (slug, type, title, cited source URIs) and links compared with
+the clean run before and after the deletes. Prints one JSON report.
 """
 
 from __future__ import annotations
@@ -213,8 +221,37 @@ class Servers:
     def stop_pg(self) -> None:
         _pg_cleanup(self.pg)
 
+    def admin_url(self) -> str:
+        return pg_url(self.pg["port"], "postgres")
+
+    def supervisor_pid(self) -> int:
+        return int(_read_state(self.home)["supervisor"]["pid"])
+
+    def redis_port(self) -> int:
+        return int(_read_state(self.home)["redis"]["port"])
+
+    def stop_redis(self) -> None:
+        """Stop Redis as a crash or ``systemctl stop`` would (SIGTERM: its append-only file keeps
+        the queues), and wait until it no longer answers."""
+        os.kill(int(_read_state(self.home)["redis"]["pid"]), signal.SIGTERM)
+        wait_for(lambda: not _answers(self.redis_url), 30, "Redis to stop")
+
+    def redis_answers(self) -> bool:
+        return _answers(self.redis_url)
+
+    def pg_answers(self) -> bool:
+        with psycopg.connect(self.admin_url(), connect_timeout=3) as conn:
+            return conn.execute("SELECT 1").fetchone() is not None
+
     def close(self) -> None:
         self._stack.close()
+
+
+def _answers(redis_url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2).ping())
+    except redis.RedisError:
+        return False
 
 
 def wait_for(condition, timeout_s: float, what: str):
@@ -236,25 +273,36 @@ def wait_for(condition, timeout_s: float, what: str):
 
 class Worker:
     """One ``dramatiq actors:setup_broker --processes 1`` command in a process group of its own (kill -9 of
-    the group kills the command and its worker process at once)."""
+    the group kills the command and its worker process at once). Its PostgreSQL sessions carry the
+    application name ``chaos-<name>`` (``PGAPPNAME``), so a fault can find its open transactions;
+    ``wrap`` runs it elsewhere (another host's network namespace)."""
 
-    def __init__(self, name: str, env: dict, threads: int, logs: Path) -> None:
-        self.name, self.env, self.threads, self.logs = name, env, threads, logs
+    def __init__(self, name: str, env: dict, threads: int, logs: Path, wrap=None) -> None:
+        self.name, self.threads, self.logs, self.wrap = name, threads, logs, wrap
+        self.env = {**env, "PGAPPNAME": self.app_name}
         self.starts = 0
         self.proc: subprocess.Popen | None = None
         self.start()
 
+    @property
+    def app_name(self) -> str:
+        return f"chaos-{self.name}"
+
     def start(self) -> None:
         self.starts += 1
         log = open(self.logs / f"{self.name}-{self.starts}.log", "wb")  # noqa: SIM115  (owned by the child)
+        cmd = worker_command(1, self.threads)
         self.proc = subprocess.Popen(
-            worker_command(1, self.threads),
+            self.wrap(cmd) if self.wrap else cmd,
             cwd=ROOT,
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def pids(self) -> list[int]:
         import psutil
@@ -265,15 +313,20 @@ class Worker:
         except psutil.Error:
             return []
 
+    def signal(self, signum: int) -> None:
+        os.killpg(self.proc.pid, signum)
+
     def kill9(self) -> list[int]:
         pids = self.pids()
-        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.signal(signal.SIGKILL)
         self.proc.wait(30)
         return pids
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                self.signal(signal.SIGCONT)  # a frozen worker cannot stop
+                self.signal(signal.SIGTERM)
             try:
                 self.proc.wait(60)
             except subprocess.TimeoutExpired:
@@ -285,7 +338,8 @@ class Worker:
 
 
 class Run:
-    """A KB in database ``name`` of ``servers``, worked on by two worker processes."""
+    """A KB in database ``name`` of ``servers``, worked on by two worker processes (and, for the
+    network partition, a third on a second host)."""
 
     def __init__(self, servers: Servers, name: str, threads: int) -> None:
         self.servers, self.name = servers, name
@@ -305,9 +359,23 @@ class Run:
         self.probe = KbProbe(self.url, self.kb.id)
         self.threads = threads
         self.workers: list[Worker] = []
+        self.submitted = 0
 
     def start_workers(self) -> None:
         self.workers = [Worker(f"w{i}", self.env, self.threads, self.logs) for i in (1, 2)]
+
+    def add_host_worker(self, host) -> Worker:
+        """A worker on ``host`` (``chaos_faults.Host``), reaching the servers through its forwarders."""
+        env = {
+            **self.env,
+            "DATABASE_URL": self.url.replace(f"127.0.0.1:{self.servers.pg['port']}", f"{host.HERE}:{host.ports['pg']}"),
+            "REDIS_URL": self.servers.redis_url.replace(
+                f"127.0.0.1:{self.servers.redis_port()}", f"{host.HERE}:{host.ports['redis']}"
+            ),
+        }
+        worker = Worker("h2", env, self.threads, self.logs, wrap=host.command)
+        self.workers.append(worker)
+        return worker
 
     def submit(self, docs: list[dict]) -> None:
         import actors
@@ -317,9 +385,34 @@ class Run:
         d = self.deps
         for doc in docs:
             run_stage(submit_document, d, tenant_id=1, knowledge_base_id=self.kb.id, **doc)
+        self.submitted += len(docs)
+
+    def delete(self, uris: list[str]) -> int:
+        """Delete the documents of ``uris`` in batches, as ``kbwiki delete`` does; returns how many
+        were queued."""
+        import actors
+        from stages.delete import DELETE_BATCH, delete_documents
+
+        actors.setup_broker(self.settings)
+        ids = {r["source_uri"]: r["id"] for r in self.probe.documents()}
+        wanted = [ids[u] for u in uris if u in ids]
+        queued = 0
+        for start in range(0, len(wanted), DELETE_BATCH):
+            results = run_stage(delete_documents, self.deps, 1, self.kb.id, wanted[start : start + DELETE_BATCH])
+            queued += sum(r.status == "deleting" for r in results)
+        return queued
+
+    def deleted(self, uris: list[str]) -> bool:
+        """Every document of ``uris`` deleted and its retract applied, lanes empty."""
+        status = {r["source_uri"]: r["status"] for r in self.probe.documents()}
+        return all(status.get(u) == "deleted" for u in uris) and self.probe.progress()["rows"] == 0
 
     def done(self) -> int:
         return self.probe.done()
+
+    def pending(self) -> int:
+        """Documents submitted and not settled yet."""
+        return max(0, self.submitted - self.probe.progress()["settled"])
 
     def settled(self, expected: int) -> bool:
         """Every expected document stored and settled, lanes empty, the index page written."""
@@ -340,14 +433,18 @@ class Run:
         links = sorted(self.probe.links())
         return {"pages": pages, "links": links}
 
-    def outcome(self, expected_uris: list[str]) -> dict:
+    def outcome(self, expected_uris: list[str], deleted_uris: list[str]) -> dict:
         docs = {r["source_uri"]: r["status"] for r in self.probe.documents()}
+        gone = set(deleted_uris)
         dead = self.probe.dead_letters()
         return {
             "lost": sorted(u for u in expected_uris if u not in docs),
-            "stuck": sorted(u for u, s in docs.items() if s not in ("done", "skipped")),
+            "stuck": sorted(
+                u for u, s in docs.items() if s not in (("deleted",) if u in gone else ("done", "skipped"))
+            ),
             "skipped": sum(s == "skipped" for s in docs.values()),
-            "dead_letters": dead,
+            "dead_letters": [d for d in dead if not d["resolution"]],
+            "dead_letters_resolved": [d for d in dead if d["resolution"]],
         }
 
     def close(self) -> None:
@@ -382,37 +479,100 @@ def compare(clean: dict, chaos: dict) -> dict:
     }
 
 
+def to_delete(docs: list[dict], n: int) -> list[str]:
+    """The source URIs both runs delete: ``n`` documents spread over the corpus (every one but each third)."""
+    picked = [d["source_uri"] for i, d in enumerate(docs) if i % 3]
+    return picked[:n]
+
+
 # --- the runs ----------------------------------------------------------------------------------
 
 
-def clean_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
+def clean_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dict]:
+    """Ingest every document with nothing disturbed, then delete ``to_delete``; returns the wiki
+    before and after the deletes, and the numbers."""
     run = Run(servers, "kbwiki_clean", args.threads)
     started = time.monotonic()
+    gone = to_delete(docs, args.deletes)
     try:
         run.submit(docs)
         run.start_workers()
         wait_for(lambda: run.settled(len(docs)), args.timeout_s, "the clean run to settle")
         elapsed = time.monotonic() - started
-        return run.wiki(), {"seconds": round(elapsed, 1), **run.outcome([d["source_uri"] for d in docs])}
+        before = run.wiki()
+        t0 = time.monotonic()
+        queued = run.delete(gone)
+        wait_for(lambda: run.deleted(gone), args.timeout_s, "the clean run's deletes")
+        deleted_s = time.monotonic() - t0
+        return (
+            before,
+            run.wiki(),
+            {
+                "seconds": round(elapsed, 1),
+                "deletes": {"documents": queued, "seconds": round(deleted_s, 1)},
+                **run.outcome([d["source_uri"] for d in docs], gone),
+            },
+        )
     finally:
         run.close()
 
 
-def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
+#: The faults of a chaos run, in the order they land; ``--faults`` picks some.
+FAULTS = (
+    "kill",
+    "flush",
+    "sigstop",
+    "steal_lock",
+    "sigstop_txn",
+    "restart_pg",
+    "redis_stop",
+    "kill",
+    "connections",
+    "partition",
+    "disk_full",
+    "flush",
+    "kill",
+    "pg_outage",
+)
+#: Faults whose servers are gone on purpose: nothing can progress during them, so their stall is
+#: counted from the moment the server is back; for the others, other workers go on meanwhile.
+OUTAGES = {"redis_stop", "connections", "disk_full", "pg_outage", "restart_pg"}
+#: Faults that need root (a tmpfs mount, a network namespace).
+ROOT_ONLY = {"partition", "disk_full"}
+
+
+def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dict]:
+    """Ingest the documents in waves (each fault lands with ``--pending`` documents or more still
+    to do) through the faults of ``FAULTS``, then delete ``to_delete`` with a worker killed -9
+    midway; returns the wiki before and after the deletes, and the numbers."""
+    from bench import chaos_faults as cf
+
     rng = random.Random(args.seed)
     run = Run(servers, "kbwiki_chaos", args.threads)
     flush_client = redis.Redis.from_url(servers.redis_url)
-    upfront, produced = docs[: len(docs) - args.producer_docs], docs[len(docs) - args.producer_docs :]
+    produced = docs[len(docs) - args.producer_docs :]
+    feed = list(docs[: len(docs) - args.producer_docs])
+    gone = to_delete(docs, args.deletes)
     events: list[dict] = []
     started = time.monotonic()
+    host = None
+    wanted = [f for f in FAULTS if f in args.faults]
+    if os.geteuid() != 0:
+        wanted = [f for f in wanted if f not in ROOT_ONLY]
 
-    def at(fraction: float) -> None:
-        """Wait until that fraction of the up-front documents is done (or the run settled)."""
-        wait_for(
-            lambda: run.done() >= fraction * len(upfront) or run.settled(len(upfront)),
-            args.timeout_s,
-            f"{fraction:.0%} done",
-        )
+    def top_up() -> int:
+        """Submit documents until ``--pending`` are waiting (or none are left); returns those waiting."""
+        pending = run.pending()
+        if pending < args.pending and feed:
+            wave = feed[: args.pending - pending]
+            del feed[: len(wave)]
+            run.submit(wave)
+        return run.pending()
+
+    def mid_work() -> None:
+        """Wait until the workers are busy: a few documents done since the last wave."""
+        before = run.done()
+        wait_for(lambda: run.done() >= before + 3 or run.pending() == 0, args.timeout_s, "work under way")
 
     def dramatiq_messages(*suffixes: str) -> list[str]:
         """Bodies of the messages in the ``wiki`` queue's hashes (``.msgs`` ready, ``.DQ.msgs``
@@ -423,96 +583,136 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
     def submits_in_flight() -> bool:
         return any('"wiki_submit"' in m for m in dramatiq_messages(".msgs", ".DQ.msgs"))
 
-    def note(kind: str, **extra) -> None:
-        events.append({"t": round(time.monotonic() - started, 1), "event": kind, "done": _safe(run.done), **extra})
+    def local_workers() -> list[Worker]:
+        return [w for w in run.workers if w.wrap is None]
 
-    def kill_one() -> None:
-        victim = rng.choice(run.workers)
-        before = run.done()
+    def kill() -> dict:
+        victim = rng.choice(local_workers())
         pids = victim.kill9()
         t0 = time.monotonic()
         ids = run.probe.worker_ids(pids)
         held = run.probe.claims_held_by(ids)
         wait_for(lambda: run.probe.claims_held_by(ids) == 0, 300, "the dead worker's claims taken back")
-        reclaimed = time.monotonic() - t0
-        try:
-            wait_for(lambda: run.done() > before or run.settled(len(upfront)), 300, "progress after a kill")
-            progressed = round(time.monotonic() - t0, 1)
-        except TimeoutError:
-            progressed = None
-        note(
-            "kill -9",
-            worker=victim.name,
-            claims_held=held,
-            claims_taken_back_s=round(reclaimed, 1),
-            progress_again_s=progressed,
-        )
         victim.start()
+        return {"worker": victim.name, "claims_held": held, "claims_taken_back_s": round(time.monotonic() - t0, 1)}
 
-    def flush() -> None:
+    def flush() -> dict:
         flush_client.flushall()
-        note("FLUSHALL")
+        return {}
 
-    def steal_lock() -> None:
+    def steal_lock() -> dict:
         key = f"{run.settings.key_prefix}:active:{run.kb.id}"
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # batches last a second or two: poll fast
             if flush_client.delete(key):
-                note("lock deleted mid-batch")
-                return
+                return {}
             time.sleep(0.01)
-        note("lock deleted mid-batch", skipped="no batch held the lock within 120 s")
+        return {"skipped": "no batch held the lock within 120 s"}
 
-    def restart_pg() -> None:
-        servers.stop_pg()
-        servers.start_pg()
-        note("PostgreSQL restart")
+    def freeze(victim: Worker, caught: list[int]) -> dict:
+        """Keep ``victim`` frozen ``--freeze-s``; say whether PostgreSQL ended the transactions it held."""
+        time.sleep(args.freeze_s)
+        ended = [pid for pid in caught if not cf.backend_alive(servers.admin_url(), pid)]
+        victim.signal(signal.SIGCONT)
+        return {"worker": victim.name, "held_transactions": len(caught), "ended_by_postgresql": len(ended)}
 
-    def outage() -> None:
+    def sigstop() -> dict:
+        victim = rng.choice(local_workers())
+        victim.signal(signal.SIGSTOP)
+        return freeze(victim, [])
+
+    def sigstop_txn() -> dict:
+        victim = rng.choice(local_workers())
+        caught = cf.freeze_in_transaction(victim.proc.pid, run.url, victim.app_name)
+        return {"_t0": time.monotonic()} | freeze(victim, caught)  # the fault starts when it is caught
+
+    def restart_pg() -> dict:
+        with cf.supervisor_paused(servers.supervisor_pid()):
+            servers.stop_pg()
+            servers.start_pg()
+        return {}
+
+    def redis_stop() -> dict:
+        with cf.supervisor_paused(servers.supervisor_pid()):
+            servers.stop_redis()
+            time.sleep(args.redis_outage_s)
+        wait_for(servers.redis_answers, 120, "the supervisor to start Redis again")
+        return {"seconds_stopped": args.redis_outage_s}
+
+    def connections() -> dict:
+        held = cf.exhaust_connections(servers.admin_url())
+        victim = rng.choice(local_workers())
+        victim.kill9()
+        victim.start()  # it must wait for a connection, not exit
+        time.sleep(args.connections_s)
+        for conn in held:
+            conn.close()
+        wait_for(lambda: run.probe.worker_ids(victim.pids()), 120, "the restarted worker to announce itself")
+        return {"held": len(held), "restarted_worker_alive": victim.alive()}
+
+    def partition() -> dict:
+        worker = next(w for w in run.workers if w.wrap is not None)
+        host.cut()
+        time.sleep(args.partition_s)
+        host.join()
+        return {"worker": worker.name, "seconds_cut": args.partition_s}
+
+    def disk_full() -> dict:
+        if not Path(servers.pg["data"]).resolve().is_relative_to(servers.home.resolve()):
+            return {"skipped": "PostgreSQL's data is not on the bench's tmpfs"}
+        filler = servers.home / "filler"
+        written = cf.fill_disk(filler)
+        time.sleep(args.disk_full_s)
+        filler.unlink()
+        # a full disk stops Redis too (its append-only file): wait for both
+        wait_for(lambda: servers.pg_answers() and servers.redis_answers(), 300, "the servers after the disk was freed")
+        return {"filled_mib": written >> 20}
+
+    def pg_outage() -> dict:
         import actors
         from actors.ingest import wiki_submit
 
         actors.setup_broker(run.settings)  # the broker on the private Redis; sending needs no DATABASE_URL
+        with cf.supervisor_paused(servers.supervisor_pid()):
+            servers.stop_pg()
+            t0 = time.monotonic()
+            for i, doc in enumerate(produced):  # spread over the outage's first half
+                time.sleep(max(0.0, t0 + i * (args.outage_s / 2) / max(len(produced), 1) - time.monotonic()))
+                wiki_submit.send(tenant_id=1, knowledge_base_id=run.kb.id, **doc)
+            time.sleep(max(0.0, t0 + args.outage_s - time.monotonic()))
+            servers.start_pg()
+        return {"seconds_stopped": args.outage_s, "producer_sent": len(produced)}
 
-        servers.stop_pg()
-        note("PostgreSQL stopped", seconds=args.outage_s)
-        t0 = time.monotonic()
-        for i, doc in enumerate(produced):  # spread over the outage's first half
-            wait_until_s = t0 + i * (args.outage_s / 2) / max(len(produced), 1)
-            time.sleep(max(0.0, wait_until_s - time.monotonic()))
-            wiki_submit.send(tenant_id=1, knowledge_base_id=run.kb.id, **doc)
-        time.sleep(max(0.0, t0 + args.outage_s - time.monotonic()))
-        servers.start_pg()
-        note("PostgreSQL started", producer_sent=len(produced))
-
+    steps = {f.__name__: f for f in (kill, flush, sigstop, steal_lock, sigstop_txn, restart_pg, redis_stop)}
+    steps |= {f.__name__: f for f in (connections, partition, disk_full, pg_outage)}
+    timeline = None
     try:
-        run.submit(upfront)
+        top_up()
         run.start_workers()
-        schedule = [
-            (0.05, kill_one),
-            (0.15, flush),
-            (0.25, steal_lock),
-            (0.35, kill_one),
-            (0.45, restart_pg),
-            (0.55, flush),
-            (0.65, kill_one),
-            (0.75, outage),
-        ]
-        kills = 0
-        for fraction, step in schedule:
-            if step is kill_one:
-                kills += 1
-                if kills > args.kills:
-                    continue
-            at(fraction)
-            step()
-        for _ in range(kills, args.kills):  # more kills than the schedule has: after the outage
-            kill_one()
+        if "partition" in wanted:
+            host = cf.Host("kbwchaos", {"pg": servers.pg["port"], "redis": servers.redis_port()})
+            run.add_host_worker(host)
+        timeline = cf.Timeline(run.done, run.pending).start()
+        for fault in wanted:
+            pending = top_up()
+            mid_work()
+            t0 = time.monotonic()
+            print(f"chaos: {fault} at {t0 - started:.0f} s, {pending} documents pending", file=sys.stderr, flush=True)
+            info = steps[fault]()
+            events.append(
+                {"fault": fault, "at_s": round(t0 - started, 1), "pending": pending, "_t0": t0, "_t1": time.monotonic()}
+                | info
+            )
+        while feed:
+            top_up()
+            time.sleep(POLL_S)
+        if "pg_outage" not in wanted and produced:
+            run.submit(produced)
         try:
             # every document settled; or, when some producer messages gave up (outage longer than
             # their retries), the lanes settled and no producer message is still queued or retrying
             wait_for(
-                lambda: run.settled(len(docs)) or (run.settled(len(upfront)) and not submits_in_flight()),
+                lambda: run.settled(len(docs)) or (run.settled(run.submitted) and not submits_in_flight()),
                 args.timeout_s,
                 "the chaos run to settle",
             )
@@ -520,56 +720,96 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict]:
         except (TimeoutError, KeyboardInterrupt):  # Ctrl-C: report what the run reached so far
             settled = False
         elapsed = time.monotonic() - started
-        overtaken = sum(p.read_text(errors="replace").count('"reduce.overtaken"') for p in run.logs.glob("*.log"))
-        reaped = sum(p.read_text(errors="replace").count('"workers.reaped"') for p in run.logs.glob("*.log"))
-        only_in_redis = sum('"wiki_submit"' in m for m in dramatiq_messages(".XQ.msgs"))
-        return run.wiki(), {
-            "seconds": round(elapsed, 1),
-            "settled": settled,
-            "events": events,
-            "batches_overtaken": overtaken,
-            "reaper_takebacks": reaped,
-            "producer_messages_in_dramatiq_dead_set": only_in_redis,
-            **run.outcome([d["source_uri"] for d in docs]),
-        }
+        before = run.wiki()
+        # deletes with a worker killed -9 midway
+        t0 = time.monotonic()
+        queued = run.delete(gone[: len(gone) // 2])
+        kill_info = kill()
+        queued += run.delete(gone[len(gone) // 2 :])
+        wait_for(lambda: run.deleted(gone), args.timeout_s, "the chaos run's deletes")
+        deletes = {"documents": queued, "seconds": round(time.monotonic() - t0, 1), "kill": kill_info}
+        logs = [p.read_text(errors="replace") for p in run.logs.glob("*.log")]
+        for event in events:
+            t0, t1 = event.pop("_t0"), event.pop("_t1")
+            event["seconds"] = round(t1 - t0, 1)
+            event["progress_after_s"] = timeline.progress_after(t1)
+            event["longest_stall_during_s"] = timeline.longest_stall(t0, t1)
+            event["stall_s"] = (
+                event["progress_after_s"]
+                if event["fault"] in OUTAGES
+                else max(filter(None, (event["progress_after_s"], event["longest_stall_during_s"])), default=None)
+            )
+        return (
+            before,
+            run.wiki(),
+            {
+                "seconds": round(elapsed, 1),
+                "settled": settled,
+                "faults": events,
+                "skipped_faults": sorted(set(args.faults) - set(wanted)),
+                "deletes": deletes,
+                "batches_overtaken": sum(text.count('"reduce.overtaken"') for text in logs),
+                "reaper_takebacks": sum(text.count('"workers.reaped"') for text in logs),
+                "producer_messages_in_dramatiq_dead_set": sum(
+                    '"wiki_submit"' in m for m in dramatiq_messages(".XQ.msgs")
+                ),
+                **run.outcome([d["source_uri"] for d in docs], gone),
+            },
+        )
     finally:
+        if timeline is not None:
+            timeline.stop()
         run.close()
-
-
-def _safe(fn):
-    try:
-        return fn()
-    except (psycopg.Error, ServersUnreachable):
-        return None
+        if host is not None:
+            host.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=int, default=500)
-    parser.add_argument("--kills", type=int, default=3, help="kill -9 of a random worker, this many times")
-    parser.add_argument("--outage-s", type=float, default=180, help="PostgreSQL outage length")
+    parser.add_argument("--docs", type=int, default=2000)
+    parser.add_argument("--pending", type=int, default=300, help="documents still to do when each fault lands")
+    parser.add_argument("--deletes", type=int, default=1000, help="documents deleted at the end of each run")
+    parser.add_argument("--faults", default=",".join(dict.fromkeys(FAULTS)), help="comma-separated subset of FAULTS")
+    parser.add_argument("--outage-s", type=float, default=60, help="PostgreSQL outage length")
+    parser.add_argument("--redis-outage-s", type=float, default=60, help="Redis stopped this long")
+    parser.add_argument("--freeze-s", type=float, default=60, help="SIGSTOP of a worker this long")
+    parser.add_argument("--partition-s", type=float, default=60, help="the second host cut off this long")
+    parser.add_argument("--disk-full-s", type=float, default=30, help="the disk kept full this long")
+    parser.add_argument("--connections-s", type=float, default=30, help="every connection slot taken this long")
+    parser.add_argument("--tmpfs-mb", type=int, default=6144, help="size of the servers' tmpfs (disk_full)")
     parser.add_argument("--producer-docs", type=int, default=20, help="documents sent during the outage")
     parser.add_argument("--threads", type=int, default=4, help="threads per worker process")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout-s", type=float, default=1800, help="longest wait for a run to settle")
     parser.add_argument("--keep", action="store_true", help="keep the servers' folder (logs) afterwards")
     args = parser.parse_args()
+    args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    if unknown := set(args.faults) - set(FAULTS):
+        parser.error(f"unknown faults: {', '.join(sorted(unknown))} (known: {', '.join(dict.fromkeys(FAULTS))})")
+
+    from bench import chaos_faults as cf
 
     docs = make_corpus(args.docs, args.seed)
     home = Path(tempfile.mkdtemp(prefix="kbwiki-chaos-"))
-    servers = Servers(home)
-    # the broker the bench sends through (submit's triggers, the producer) is built on first import
-    os.environ["REDIS_URL"] = servers.redis_url
-    os.environ.pop("DATABASE_URL", None)
+    mounted = os.geteuid() == 0 and "disk_full" in args.faults
+    if mounted:
+        cf.mount_tmpfs(home, args.tmpfs_mb)
     try:
-        clean_wiki, clean = clean_run(servers, docs, args)
-        redis.Redis.from_url(servers.redis_url).flushall()
-        chaos_wiki, chaos = chaos_run(servers, docs, args)
+        servers = Servers(home)
+        # the broker the bench sends through (submit's triggers, the producer) is built on first import
+        os.environ["REDIS_URL"] = servers.redis_url
+        os.environ.pop("DATABASE_URL", None)
+        try:
+            clean_before, clean_wiki, clean = clean_run(servers, docs, args)
+            redis.Redis.from_url(servers.redis_url).flushall()
+            chaos_before, chaos_wiki, chaos = chaos_run(servers, docs, args)
+        finally:
+            servers.close()
     finally:
-        servers.close()
+        if mounted and not args.keep:
+            cf.unmount(home)
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
-    kills = [e for e in chaos["events"] if e["event"] == "kill -9"]
     report = {
         "command": " ".join(sys.argv),
         "documents": len(docs),
@@ -580,12 +820,16 @@ def main() -> None:
             "lost": len(chaos["lost"]),
             "stuck": len(chaos["stuck"]),
             "dead_letters": len(chaos["dead_letters"]),
-            "kill_claims_taken_back_s": [k["claims_taken_back_s"] for k in kills],
-            "kill_progress_again_s": [k["progress_again_s"] for k in kills],
+            "dead_letters_resolved": len(chaos["dead_letters_resolved"]),
+            "stalls_s": {f"{e['fault']}@{e['at_s']}": e["stall_s"] for e in chaos["faults"]},
+            "pending_at_faults": [e["pending"] for e in chaos["faults"]],
             "clean_s": clean["seconds"],
             "chaos_s": chaos["seconds"],
+            "clean_deletes": clean["deletes"],
+            "chaos_deletes": chaos["deletes"],
         },
-        "compare": compare(clean_wiki, chaos_wiki),
+        "compare_before_deletes": compare(clean_before, chaos_before),
+        "compare_after_deletes": compare(clean_wiki, chaos_wiki),
     }
     print(json.dumps(report, indent=2, default=str))
 

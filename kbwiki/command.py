@@ -11,6 +11,8 @@ import contextlib
 import math
 import os
 import re
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -68,6 +70,33 @@ def click_error(exc: KbwikiError) -> click.ClickException:
     error = (Stopped if isinstance(exc, Interrupted) else click.ClickException)(str(exc))
     error.exit_code = exit_code(exc)
     return error
+
+
+#: The signals that stop a command and that :func:`signals_held` holds: Ctrl-C, ``kill``, a closed terminal.
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold :data:`HELD_SIGNALS` for the block, then act on those that came (their earlier handler
+    runs, or their default action: SIGINT raises ``KeyboardInterrupt``, SIGTERM ends the process).
+
+    For a step that commits and then says what it committed: a stop lands before or after both,
+    so what was printed is what was done. SIGKILL cannot be held (a rerun of an idempotent step
+    says what it had done). Outside the main thread signals cannot be handled: the block runs as is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    earlier = {sig: signal.signal(sig, lambda signum, _frame: came.append(signum)) for sig in HELD_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in earlier.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in dict.fromkeys(came):
+            signal.raise_signal(sig)
 
 
 class KbwikiGroup(click.Group):
@@ -208,8 +237,9 @@ def services(*, migrating: bool = False, waiting: str | None = None) -> Iterator
 
     Raises ``BadSetting`` for bad settings, ``ServiceError`` for local servers that cannot be
     started or a home folder that cannot be made, and ``ServersUnreachable`` for a configured
-    server that does not answer or a server that goes away while the command runs (`kbwiki
-    down`, a crash); the command group prints each as one line. On configured
+    server that does not answer, local servers whose supervisor keeps failing to restart them, or
+    a server that goes away while the command runs (`kbwiki down`, a crash); the command group
+    prints each as one line. On configured
     servers it raises ``SchemaOutdated`` when the database lacks migrations, unless ``migrating``
     (``kbwiki migrate`` itself).
 

@@ -8,6 +8,10 @@ Filters shared by ``list``, ``requeue --all`` and ``purge``: ``--kb NAME`` (a KB
 ``--task-type`` (an actor name, or ``wiki:ingest`` for documents out of retry budget) and
 ``--since`` (an ISO date/time, naive meaning UTC like the logs, or an age such as ``30m``,
 ``2h``, ``3d``, ``1w``).
+
+A dead letter whose document later reached done or was deleted is resolved
+(``repos.dead_letters``): ``list`` and ``requeue --all`` leave it out; ``list --resolved`` shows it
+too, its line ending in ``resolved=<why>``. ``purge`` filters match open and resolved ones alike.
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ def _row_line(row, source_uri: str | None = None) -> str:
     return (
         f"{row.id}\t{row.failed_at.isoformat(timespec='seconds')}\t{row.task_type}\t{scope}\t"
         f"{row.related_id or '-'}\t{source_uri or '-'}\tfails={row.fail_count}\t{error_headline(row.last_error)}"
+        + (f"\tresolved={row.resolution}" if row.resolved_at else "")
     )
 
 
@@ -146,14 +151,21 @@ def _dead_letter_deps(tenant: int):
 @since_filter
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(1, 200), help="Rows per page.")
 @click.option("--cursor", default=None, help="The next-page cursor printed by the previous page.")
-def list_cmd(kb_name, tenant, task_type, since, limit, cursor) -> None:
-    """One line per dead letter, newest first: id, failed at, task type, scope, related id, the
-    source URI of the document it names, fails, error."""
+@click.option(
+    "--resolved",
+    "resolved_too",
+    is_flag=True,
+    help="Also list resolved dead letters (their document reached done or was deleted).",
+)
+def list_cmd(kb_name, tenant, task_type, since, limit, cursor, resolved_too) -> None:
+    """One line per open dead letter (with --resolved: resolved ones too), newest first: id, failed
+    at, task type, scope, related id, the source URI of the document it names, fails, error, and
+    ``resolved=<why>`` for a resolved one."""
     with services():
         deps = _dead_letter_deps(tenant)
         filters = _filters(deps, tenant, kb_name, task_type, since)
         try:
-            rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit)
+            rows = deps.dead_letters.list(**filters.as_kwargs(), cursor=cursor, limit=limit, resolved_too=resolved_too)
         except BadInput as exc:
             raise click.BadParameter(str(exc), param_hint="--cursor") from None
         sources = _source_uris(deps, tenant, rows)
@@ -177,6 +189,9 @@ def show_cmd(dead_letter_id: int, tenant: int) -> None:
     for field in ("id", "failed_at", "task_type", "tenant_id", "scope", "scope_id", "related_id", "fail_count"):
         value = getattr(row, field)
         click.echo(f"{field}: {value.isoformat() if isinstance(value, datetime) else value}")
+    if row.resolved_at:
+        click.echo(f"resolved_at: {row.resolved_at.isoformat()}")
+        click.echo(f"resolution: {row.resolution}")
     click.echo("payload:")
     click.echo(json.dumps(row.payload, indent=2, sort_keys=True, ensure_ascii=False))
     click.echo("last_error:")

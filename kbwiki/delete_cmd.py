@@ -1,8 +1,9 @@
 """``kbwiki delete --kb NAME DOC...`` and ``kbwiki delete-kb --kb NAME --yes``.
 
 A DOC is a knowledge id or the source_uri it was ingested from (``kbwiki ingest`` uses the path
-relative to the KB's root folder, ``kbwiki.source_root``). Deleting queues a retract per
-document; a running worker removes the document's pages and citations (``--wait`` shows it finish).
+relative to the KB's root folder, ``kbwiki.source_root``). Documents are deleted in batches of
+``stages.delete.DELETE_BATCH``, one transaction each, and each batch's lines are printed as it
+commits; a running worker removes the documents' pages and citations (``--wait`` shows it finish).
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from kbwiki.command import (
     lanes_timeout,
     main,
     services,
+    signals_held,
     tenant_option,
     timeout_option,
 )
-from stages.delete import delete_document, delete_knowledge_base
-from wiki.errors import KnowledgeBaseDeleted, UnknownDocument
+from stages.delete import DELETE_BATCH, delete_documents, delete_knowledge_base
+from wiki.errors import Interrupted, KnowledgeBaseDeleted, UnknownDocument
 from wiki.plural import counted
 
 
@@ -42,20 +44,45 @@ def delete(kb_name: str, tenant: int, docs: tuple[str, ...], wait: bool, timeout
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        queued = missing = 0
-        for ref in docs:
-            doc = deps.docs.find(kb.id, ref, deleted_too=True)  # a rerun says "already_deleted", not "unknown"
-            if doc is None:
-                click.echo(f"unknown {ref}")
-                missing += 1
-                continue
-            result = run_stage(delete_document, deps, kb.tenant_id, kb.id, doc.id)
-            queued += result.status == "deleting"
-            click.echo(f"{result.status} {doc.id} {doc.source_uri or doc.title}")
-        if wait and queued and not wait_for_lanes(deps, kb, queued, timeout):
+        tally = {"deleting": 0, "already_deleted": 0, "unknown": 0}
+        try:
+            for start in range(0, len(docs), DELETE_BATCH):
+                _delete_batch(deps, kb, docs[start : start + DELETE_BATCH], tally)
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"delete stopped (Ctrl-C) after {tally['deleting'] + tally['already_deleted'] + tally['unknown']}"
+                f" of {counted(len(docs), 'document')}: the {tally['deleting']} printed as deleting are deleted"
+                " (their pages go on being removed in the workers); run the same command again for the rest"
+                " (those say already_deleted)"
+            ) from None
+        if wait and tally["deleting"] and not wait_for_lanes(deps, kb, tally["deleting"], timeout):
             raise lanes_timeout(deps, kb, kb_name, timeout)
-    if missing:
-        raise UnknownDocument(f"{missing} of {counted(len(docs), 'document')} not found in {kb_name!r}")
+    if tally["unknown"]:
+        raise UnknownDocument(f"{tally['unknown']} of {counted(len(docs), 'document')} not found in {kb_name!r}")
+
+
+def _delete_batch(deps, kb, refs: tuple[str, ...], tally: dict[str, int]) -> None:
+    """Delete the documents ``refs`` name in one transaction (``stages.delete.delete_documents``)
+    and print one line per ref: ``unknown REF``, or ``deleting`` / ``already_deleted``, the
+    knowledge id and the source URI. The commit and its lines are one step for SIGINT, SIGTERM
+    and SIGHUP (:func:`kbwiki.command.signals_held`): a stop never leaves a committed delete
+    unprinted, nor a printed one uncommitted. Counts each status in ``tally``."""
+    found = deps.docs.find_many(kb.id, refs)  # deleted ones too: a rerun says "already_deleted", not "unknown"
+
+    def say(results) -> None:
+        by_id = iter(results)
+        for ref in refs:
+            doc = found.get(ref)
+            if doc is None:
+                status, line = "unknown", f"unknown {ref}"
+            else:
+                status = next(by_id).status
+                line = f"{status} {doc.id} {doc.source_uri or doc.title}"
+            tally[status] += 1
+            click.echo(line)
+
+    with signals_held():
+        run_stage(delete_documents, deps, kb.tenant_id, kb.id, [found[r].id for r in refs if r in found], on_commit=say)
 
 
 @main.command("delete-kb")

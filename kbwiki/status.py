@@ -40,8 +40,9 @@ def no_worker_warning(deps: Deps) -> str | None:
 
 def kb_status(deps: Deps, kb: KnowledgeBase) -> dict:
     """A JSON-ready report of one KB: pages by type, link stats, documents by status, lane rows,
-    dead letters (``dead_letters_spooled``: those waiting in Redis because PostgreSQL was down when
-    they failed; workers and ``kbwiki dead-letters`` move them into the table), live workers
+    open dead letters (resolved ones, whose document finished since, are history;
+    ``dead_letters_spooled``: those waiting in Redis because PostgreSQL was down when they failed;
+    workers and ``kbwiki dead-letters`` move them into the table), live workers
     (``{"alive", "heartbeat_ttl_s"}``: any worker on these servers counts, whichever KB it works on),
     and ``not_written``: up to ``NOT_WRITTEN_SAMPLE`` skipped or failed documents as
     ``[{"status", "source_uri", "title", "reason"}]`` (failed first), with ``not_written_more``

@@ -16,9 +16,9 @@ the embedded servers (``kbwiki.services.attach``) or by ``kbwiki up``. It:
   ``kbwiki.services.why_stopped``), or while restarting fails, since when, how many tries failed,
   the last error and the next try (``kbwiki status`` and ``kbwiki up`` print them:
   ``kbwiki.services.watch_lines``);
-- never dies of its own writes: a full disk that fails a log line or the state file loses that
-  line or that write, and the checks go on (the fault run of issue 27: PostgreSQL shut down on a
-  full disk and stayed down, its supervisor gone with it);
+- never dies of its own writes: on a full disk a log line (``middleware.logging``) or a state
+  file write that fails is lost, and the checks go on (the fault run of issue 27: PostgreSQL shut
+  down on a full disk and stayed down, its supervisor gone with it);
 - stops both servers on SIGTERM/SIGINT (``kbwiki down``: attached commands and workers wait and
   reconnect when servers come back), or once for ``idle`` seconds no command holds
   ``<home>/clients.lock`` and neither server has a client connection (``idle`` 0: never).
@@ -95,16 +95,14 @@ class Supervisor:
             try:
                 self._start()
             except ServiceError as exc:
-                _say(log.error, "supervisor.start_failed", error=str(exc))
+                log.error("supervisor.start_failed", error=str(exc))
                 (self.home / SUPERVISOR_ERROR).write_text(str(exc) + "\n")
                 self._stop_servers()
                 return 1
-            _say(
-                log.info, "supervisor.ready", ports={n: e["port"] for n, e in self.entries.items()}, idle_s=self.idle_s
-            )
+            log.info("supervisor.ready", ports={n: e["port"] for n, e in self.entries.items()}, idle_s=self.idle_s)
             self._watch()  # returns after stopping the servers on idle, or on a stop signal
             self._stop_servers()
-            _say(log.info, "supervisor.stopped")
+            log.info("supervisor.stopped")
             return 0
 
     def _start(self) -> None:
@@ -118,7 +116,7 @@ class Supervisor:
                 old = previous.get(name)
                 if old and self._answers(name, old):
                     self.entries[name] = old  # left answering by a supervisor that was killed
-                    _say(log.info, "supervisor.adopted", server=name, port=old["port"])
+                    log.info("supervisor.adopted", server=name, port=old["port"])
                 else:
                     if old:
                         self._cleanup(name, old)
@@ -155,7 +153,7 @@ class Supervisor:
                 with self._clients_excluded() as excluded:
                     # decided under the exclusive lock: no command can attach until we are down
                     if excluded and services.server_clients(self.home) == 0:
-                        _say(log.info, "supervisor.idle_stop", idle_s=self.idle_s)
+                        log.info("supervisor.idle_stop", idle_s=self.idle_s)
                         self._stop_servers()
                         return
                 idle_since = time.monotonic()
@@ -166,7 +164,7 @@ class Supervisor:
         _, start, *_ = services._SERVICES[name]
         entry = start(self.home, self.builds[name], services.server_port(self.home, name))
         services._record_build(self.home, name, self.builds[name])
-        _say(log.info, "supervisor.started", server=name, port=entry["port"])
+        log.info("supervisor.started", server=name, port=entry["port"])
         return entry
 
     def _restart(self, name: str) -> str | None:
@@ -177,14 +175,14 @@ class Supervisor:
             # read before the cleanup, which may add its own lines to the log
             watch = {"why": services.why_stopped(name, old, MISSES * CHECK_S), "down_since": time.time()}
             self.watch[name] = watch
-            _say(log.warning, "supervisor.server_down", server=name, why=watch["why"])
+            log.warning("supervisor.server_down", server=name, why=watch["why"])
             self._cleanup(name, old)
         self._write_state()
         try:
             with services._locked(self.home):
                 self.entries[name] = self._start_one(name)
         except ServiceError as exc:
-            _say(log.error, "supervisor.restart_failed", server=name, error=str(exc))
+            log.error("supervisor.restart_failed", server=name, error=str(exc))
             return services.short_error(str(exc))  # the whole of it is in the log line above
         self.watch[name] = {"restarted_at": time.time(), "why": watch.get("why", "it stopped")}
         self._write_state()
@@ -222,7 +220,7 @@ class Supervisor:
         try:
             services._write_state(self.home, state)
         except OSError as exc:
-            _say(log.warning, "supervisor.state_not_written", error=str(exc))
+            log.warning("supervisor.state_not_written", error=str(exc))
 
     # -- clients -------------------------------------------------------------------------------
 
@@ -244,13 +242,6 @@ class Supervisor:
                 yield True
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _say(method: Any, event: str, **fields: Any) -> None:
-    """Log ``event`` with ``method`` (``log.info``...), dropping the line when the log cannot be
-    written (a full disk): the supervisor must go on checking its servers."""
-    with contextlib.suppress(OSError):
-        method(event, **fields)
 
 
 def main(argv: list[str] | None = None) -> int:

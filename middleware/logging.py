@@ -21,7 +21,28 @@ log = structlog.get_logger(__name__)
 
 
 #: Files opened by ``configure_logging`` (one handle per path for the life of the process).
-_files: dict[Path, TextIO] = {}
+_files: dict[Path, _LossyFile] = {}
+
+
+class _LossyFile:
+    """A log file whose failed writes are dropped, not raised: on a full disk (or a failing one) a
+    log line cannot be kept, and raising from a log call would stop the process that logs, such as
+    the supervisor that is to restart the servers once space is back."""
+
+    def __init__(self, fh: TextIO) -> None:
+        self._fh = fh
+
+    def write(self, text: str) -> int:
+        try:
+            return self._fh.write(text)
+        except OSError:
+            return 0
+
+    def flush(self) -> None:
+        try:
+            self._fh.flush()
+        except OSError:
+            pass
 
 
 def configure_logging(level: str = "INFO", path: Path | None = None) -> None:
@@ -43,7 +64,7 @@ def configure_logging(level: str = "INFO", path: Path | None = None) -> None:
         path = Path(path).resolve()
         if path not in _files:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _files[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115  (kept open)
+            _files[path] = _LossyFile(open(path, "a", encoding="utf-8", buffering=1))  # noqa: SIM115  (kept open)
         out = _files[path]
         handler = logging.StreamHandler(out)
         handler.setFormatter(_JsonFormatter())

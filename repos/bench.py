@@ -269,10 +269,11 @@ class KbProbe:
             ]
 
     def dead_letters(self) -> list[dict[str, Any]]:
-        """task_type, related_id and the first 200 characters of the error of every dead letter."""
+        """task_type, related_id, resolution ("" while open) and the first 200 characters of the
+        error of every dead letter."""
         with self._conn() as conn:
             return conn.execute(
-                "SELECT task_type, related_id, left(last_error, 200) AS error FROM task_dead_letters"
+                "SELECT task_type, related_id, resolution, left(last_error, 200) AS error FROM task_dead_letters"
             ).fetchall()
 
     def worker_ids(self, pids: Sequence[int]) -> list[str]:

@@ -4,18 +4,23 @@ One ``psycopg_pool.ConnectionPool`` per process; borrow a connection with ``with
 and never hold it across calls. Rows come back as dicts (``psycopg.rows.dict_row``).
 
 The pool is where PostgreSQL's connection failures become kbwiki's: a borrow that cannot get a
-connection, or a statement whose connection is lost, raises ``wiki.errors.DatabaseUnreachable``
-(the driver's error kept as ``__cause__``). Other database errors (a lock timeout, a unique
-violation) are the statement's own answer and pass unchanged.
+connection, or a statement whose connection is lost (the server ended the session, an idle-in-
+transaction timeout included), raises ``wiki.errors.DatabaseUnreachable`` (the driver's error kept
+as ``__cause__``). Other database errors (a lock timeout, a statement timeout, a unique violation)
+are the statement's own answer and pass unchanged.
+
+Every session gets :class:`SessionLimits` (statement, lock and idle-in-transaction timeouts), so a
+frozen or runaway session cannot hold its locks for long.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
@@ -102,6 +107,7 @@ def _live_rows(conn: Connection, table: str) -> int:
 
 def _contents(database_url: str, migrations: int) -> DatabaseContents:
     with psycopg.connect(database_url) as conn:
+        SessionLimits().apply(conn)
         return DatabaseContents(
             migrations=migrations,
             kbs=_live_rows(conn, "knowledge_bases"),
@@ -133,9 +139,57 @@ def rollback_migrations(database_url: str, *, allow_data: bool = False) -> int:
     return len(applied)
 
 
-def _configure(conn: Connection) -> None:
-    """Session settings every pooled connection gets: the trigram threshold of wiki.dedup, and a
-    plan made for each execution's own values (``plan_cache_mode = force_custom_plan``).
+def _default_s(name: str) -> float:
+    return float(Settings.model_fields[name].default)
+
+
+@dataclass(frozen=True)
+class SessionLimits:
+    """PostgreSQL's timeouts for one session, in seconds (0: no limit); defaults are the settings'
+    (``KBWIKI_DB_IDLE_IN_TRANSACTION_TIMEOUT_S``, ``KBWIKI_DB_LOCK_TIMEOUT_S``,
+    ``KBWIKI_DB_STATEMENT_TIMEOUT_S``; ``wiki.settings`` says why those values).
+
+    A session idle in a transaction longer than ``idle_in_transaction_s`` is ended by the server
+    (its next statement raises ``DatabaseUnreachable`` through :class:`Pool`) and its locks are
+    released; a lock wait longer than ``lock_s`` raises ``psycopg.errors.LockNotAvailable``
+    (55P03), a statement longer than ``statement_s`` ``psycopg.errors.QueryCanceled`` (57014): the
+    statement failed, the session lives. A statement that needs more sets its own with ``SET LOCAL``.
+    Migrations run on yoyo's own connection, without these limits.
+    """
+
+    idle_in_transaction_s: float = field(default_factory=lambda: _default_s("db_idle_in_transaction_timeout_s"))
+    lock_s: float = field(default_factory=lambda: _default_s("db_lock_timeout_s"))
+    statement_s: float = field(default_factory=lambda: _default_s("db_statement_timeout_s"))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SessionLimits:
+        """The limits ``settings`` give."""
+        return cls(
+            idle_in_transaction_s=settings.db_idle_in_transaction_timeout_s,
+            lock_s=settings.db_lock_timeout_s,
+            statement_s=settings.db_statement_timeout_s,
+        )
+
+    def apply(self, conn: Connection) -> None:
+        """Set the limits for the rest of ``conn``'s session (one round trip; committed unless autocommit)."""
+        # milliseconds, PostgreSQL's unit; a positive limit never rounds down to 0 ("no limit")
+        ms = [
+            0 if s <= 0 else max(1, round(s * 1000))
+            for s in (self.idle_in_transaction_s, self.lock_s, self.statement_s)
+        ]
+        conn.execute(
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, false),"
+            " set_config('lock_timeout', %s, false), set_config('statement_timeout', %s, false)",
+            [str(v) for v in ms],
+        )
+        if not conn.autocommit:
+            conn.commit()
+
+
+def _configure(conn: Connection, limits: SessionLimits | None = None) -> None:
+    """Session settings every pooled connection gets: ``limits`` (:class:`SessionLimits`, the
+    defaults when None), the trigram threshold of wiki.dedup, and a plan made for each execution's
+    own values (``plan_cache_mode = force_custom_plan``).
 
     psycopg prepares a statement on the server from its 5th execution, and PostgreSQL then tries
     a generic plan, made without the values, and keeps it when its estimate looks no worse. For
@@ -147,22 +201,26 @@ def _configure(conn: Connection) -> None:
 
     conn.execute("SELECT set_config('pg_trgm.similarity_threshold', %s, false)", (str(TRGM_THRESHOLD),))
     conn.execute("SET plan_cache_mode = force_custom_plan")
+    (limits or SessionLimits()).apply(conn)
     conn.commit()
 
 
-#: SQLSTATEs of a lost server: class 08 (connection exception) and the shutdown codes of class 57.
-_LOST_STATES = ("57P01", "57P02", "57P03")
+#: SQLSTATEs of a session the server ended: its shutdown codes (57P01-3), and the timeouts that
+#: end the session, not the statement: idle in transaction (25P03, psycopg raises it as an
+#: InternalError), transaction (25P04, PostgreSQL 17) and idle session (57P05).
+_LOST_STATES = frozenset({"57P01", "57P02", "57P03", "57P05", "25P03", "25P04"})
 
 
 def connection_lost(exc: psycopg.Error) -> bool:
-    """Whether ``exc`` says the server is gone (no SQLSTATE: the client lost it; 08xxx; 57P01-3),
-    not that a statement failed (a lock timeout 55P03 or a cancel 57014 keeps its own error)."""
+    """Whether ``exc`` says the session is gone (no SQLSTATE: the client lost it; 08xxx; the server
+    ended it, see ``_LOST_STATES``), not that a statement failed (a lock timeout 55P03 or a
+    statement timeout or cancel 57014 keeps its own error)."""
     if isinstance(exc, PoolTimeout):
         return True
     state = exc.sqlstate
-    return isinstance(exc, psycopg.OperationalError) and (
-        state is None or state.startswith("08") or state in _LOST_STATES
-    )
+    if state in _LOST_STATES:
+        return True
+    return isinstance(exc, psycopg.OperationalError) and (state is None or state.startswith("08"))
 
 
 class Pool(ConnectionPool):
@@ -180,9 +238,16 @@ class Pool(ConnectionPool):
             raise DatabaseUnreachable(f"PostgreSQL: {type(exc).__name__}: {detail}") from exc
 
 
-def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_s: float = 30) -> Pool:
+def make_pool(
+    database_url: str,
+    min_size: int = 1,
+    max_size: int = 10,
+    timeout_s: float = 30,
+    limits: SessionLimits | None = None,
+) -> Pool:
     """Open a pool of autocommit=False connections returning dict rows, each checked before it is
-    lent; waits until one connects.
+    lent and configured with ``limits`` (:class:`SessionLimits`; the settings' defaults when None);
+    waits until one connects.
 
     ``timeout_s``: how long a borrower waits for a connection before ``DatabaseUnreachable``
     (psycopg_pool's default, 30 s). Raises ``DatabaseUnreachable`` when the server cannot be
@@ -194,7 +259,7 @@ def make_pool(database_url: str, min_size: int = 1, max_size: int = 10, timeout_
         max_size=max(min_size, max_size),
         timeout=timeout_s,
         kwargs={"row_factory": dict_row},
-        configure=_configure,
+        configure=functools.partial(_configure, limits=limits),
         # An empty query before lending a connection (one round trip): connections broken by a
         # server restart (``kbwiki down``/``up``, a crash the supervisor restarts) are replaced
         # instead of failing the next actor that borrows one.
@@ -222,7 +287,11 @@ def get_pool(settings: Settings) -> Pool:
             if not settings.database_url:
                 raise BadSetting("DATABASE_URL is not set (the kbwiki command sets it for embedded servers)")
             _pool = make_pool(
-                settings.database_url, settings.db_pool_min, settings.db_pool_max, settings.db_pool_timeout_s
+                settings.database_url,
+                settings.db_pool_min,
+                settings.db_pool_max,
+                settings.db_pool_timeout_s,
+                SessionLimits.from_settings(settings),
             )
         return _pool
 

@@ -1,5 +1,10 @@
 """The dead-letter archive (``task_dead_letters``): work that failed for good, kept so it can be re-sent.
 
+A letter is open until the document it names (``related_id``, the knowledge id) finishes: reaches
+``done`` or is deleted on purpose. Then it is resolved (``resolved_at``, ``resolution``) and kept as
+history; reads count and list open letters unless asked otherwise. A letter naming no document (a
+KB-wide message) stays open until it is requeued or purged.
+
 Write methods take an optional ``conn`` as ``repos.pending_ops`` does. Limits follow the column
 sizes of ``migrations/0001_task_queue.sql``; values that do not fit raise ``wiki.errors.BadInput``.
 """
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from psycopg import Connection, sql
@@ -19,10 +25,26 @@ from repos.db import borrow
 from repos.pending_ops import PendingOp
 from repos.queue_common import WIDTHS, check_width, int_ids, require, strip_nul, truncate_error
 from wiki.errors import BadInput
+from wiki.lanes import SCOPE_KB
 
 #: Dead letters per page of ``list``: the default and the cap.
 DEFAULT_DEAD_LETTER_PAGE = 50
 MAX_DEAD_LETTER_PAGE = 200
+
+
+class Resolution(StrEnum):
+    """Why a dead letter was resolved (``task_dead_letters.resolution``)."""
+
+    DOCUMENT_DONE = "document_done"
+    DOCUMENT_DELETED = "document_deleted"
+    KB_DELETED = "kb_deleted"  # every letter of a KB deleted whole
+    LANE_DRAINED = "lane_drained"  # a lane trigger's letter once the KB's lanes are empty
+
+
+# A document is finished when done or deleted; the resolution of a finished document's
+# status (``k.status``), as SQL and its parameters.
+_RESOLUTION_SQL = "CASE k.status WHEN 'done' THEN %s ELSE %s END"
+_RESOLUTION_PARAMS = (Resolution.DOCUMENT_DONE.value, Resolution.DOCUMENT_DELETED.value)
 
 
 class DeadLetter(BaseModel):
@@ -38,6 +60,8 @@ class DeadLetter(BaseModel):
     last_error: str
     fail_count: int
     failed_at: datetime
+    resolved_at: datetime | None = None
+    resolution: str = ""
 
 
 class TaskDeadLetterRepository:
@@ -64,18 +88,27 @@ class TaskDeadLetterRepository:
 
         ``last_error`` is cut to 8 KiB of UTF-8 (``truncate_error``); NUL characters are dropped from
         the error and the payload (PostgreSQL refuses them). ``failed_at`` defaults to now (a letter
-        kept elsewhere while the database was down brings its own). Raises ``BadInput`` when
+        kept elsewhere while the database was down brings its own). A letter whose document
+        (``related_id`` of ``tenant_id``) is already done or deleted is stored resolved. Raises ``BadInput`` when
         ``task_type`` or ``scope`` is empty or a field is wider than its column.
         """
         require(task_type=task_type, scope=scope)
         check_width("scope_id", scope_id)
         check_width("related_id", related_id)
+        # Resolved at once when its document has finished already: a letter spooled during an
+        # outage is drained after the document got done another way (one primary-key lookup).
         with borrow(self.pool, conn) as c:
             row = c.execute(
-                "INSERT INTO task_dead_letters"
-                " (tenant_id, task_type, scope, scope_id, related_id, payload, last_error, fail_count, failed_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now())) RETURNING *",
+                "WITH k AS (SELECT status FROM knowledges WHERE id = %s AND tenant_id = %s"
+                " AND status IN ('done', 'deleted'))"
+                " INSERT INTO task_dead_letters (tenant_id, task_type, scope, scope_id, related_id, payload,"
+                " last_error, fail_count, failed_at, resolved_at, resolution)"
+                " SELECT %s, %s, %s, %s, %s, %s, %s, %s, coalesce(%s::timestamptz, now()),"
+                f" (SELECT now() FROM k), coalesce((SELECT {_RESOLUTION_SQL} FROM k), '')"
+                " RETURNING *",
                 (
+                    related_id,
+                    int(tenant_id),
                     int(tenant_id),
                     task_type,
                     scope,
@@ -85,6 +118,7 @@ class TaskDeadLetterRepository:
                     truncate_error(last_error),
                     int(fail_count),
                     failed_at,
+                    *_RESOLUTION_PARAMS,
                 ),
             ).fetchone()
         return DeadLetter.model_validate(row)
@@ -99,8 +133,10 @@ class TaskDeadLetterRepository:
         since: datetime | None = None,
         cursor: int | str | None = None,
         limit: int = DEFAULT_DEAD_LETTER_PAGE,
+        resolved_too: bool = False,
     ) -> list[DeadLetter]:
-        """One page of dead letters, newest first (id descending), filtered by the given fields.
+        """One page of open dead letters (``resolved_too``: resolved ones as well), newest first (id
+        descending), filtered by the given fields.
 
         ``tenant_id`` keeps that tenant's rows only (None: every tenant's, for operators of the
         whole deployment; 0 is the tenant of messages that named none). ``cursor`` is the last id
@@ -110,6 +146,8 @@ class TaskDeadLetterRepository:
         """
         conditions, params = _dead_letter_filters(scope, scope_id, task_type, since)
         _tenant_condition(tenant_id, conditions, params)
+        if not resolved_too:
+            conditions.append(sql.SQL("resolved_at IS NULL"))
         if cursor is not None:
             conditions.append(sql.SQL("id < %s"))
             params.append(_parse_cursor(cursor))
@@ -205,27 +243,80 @@ class TaskDeadLetterRepository:
             ).fetchone()
         return DeadLetter.model_validate(row)
 
+    def resolve_finished(self, knowledge_ids: Sequence[str], *, conn: Connection | None = None) -> int:
+        """Resolve the open dead letters of those of ``knowledge_ids`` whose document is now done or
+        deleted (of the letter's tenant); returns how many were resolved.
+
+        Called where documents reach done or deleted, with that transaction's ``conn``, so the
+        statuses it reads are the ones being committed. Bounded by the ids given (a reduce batch's
+        documents): one statement on the partial index of open letters by related id.
+        """
+        ids = [str(i) for i in knowledge_ids if i]
+        if not ids:
+            return 0
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                f"UPDATE task_dead_letters d SET resolved_at = now(), resolution = {_RESOLUTION_SQL}"
+                " FROM knowledges k WHERE d.resolved_at IS NULL AND d.related_id = ANY(%s)"
+                " AND k.id = d.related_id AND k.tenant_id = d.tenant_id AND k.status IN ('done', 'deleted')",
+                (*_RESOLUTION_PARAMS, ids),
+            ).rowcount
+
+    def resolve_kb(self, kb_id: str, *, conn: Connection | None = None) -> int:
+        """Resolve every open dead letter of KB ``kb_id`` (``kb_deleted``); returns how many.
+
+        Called in the transaction that deletes the KB whole: nothing of it can be sent again. One
+        statement on the index by scope.
+        """
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                "UPDATE task_dead_letters SET resolved_at = now(), resolution = %s"
+                " WHERE resolved_at IS NULL AND scope = %s AND scope_id = %s",
+                (Resolution.KB_DELETED.value, SCOPE_KB, kb_id),
+            ).rowcount
+
+    def resolve_drained_triggers(self, task_types: Sequence[str], limit: int = 100) -> int:
+        """Resolve (``lane_drained``) up to ``limit`` open letters of the lane triggers ``task_types``
+        (messages naming no document) whose KB has no lane row left; returns how many.
+
+        A trigger carries no work: the lane's rows are in PostgreSQL and the recovery sweeper
+        triggers every lane with rows again, so once the KB's lanes are empty the dead trigger cost
+        nothing but time (a fault run ended with one such ``wiki_ingest`` letter counted as open).
+        A trigger that keeps failing while rows wait stays open. Called by the sweeper's pass;
+        bounded by ``limit`` (the index by task type finds the candidates).
+        """
+        with self.pool.connection() as c:
+            return c.execute(
+                "UPDATE task_dead_letters SET resolved_at = now(), resolution = %s WHERE id IN ("
+                " SELECT d.id FROM task_dead_letters d WHERE d.resolved_at IS NULL AND d.related_id = ''"
+                " AND d.task_type = ANY(%s) AND d.scope = %s AND NOT EXISTS ("
+                "  SELECT 1 FROM task_pending_ops o WHERE o.scope = d.scope AND o.scope_id = d.scope_id)"
+                " ORDER BY d.id LIMIT %s)",
+                (Resolution.LANE_DRAINED.value, list(task_types), SCOPE_KB, limit),
+            ).rowcount
+
     def of_error(
         self, tenant_id: int, task_type: str, scope: str, scope_id: str, error_head: str, skip_mark: str, limit: int
     ) -> list[DeadLetter]:
-        """Up to ``limit`` dead letters of one scope whose ``last_error`` starts with ``error_head``
+        """Up to ``limit`` open dead letters of one scope whose ``last_error`` starts with ``error_head``
         (an error class and colon: ``"LLMUnavailable:"``), oldest first, leaving out those whose op
         payload's ``auto_requeued`` is ``skip_mark`` (sent again once already for that reason)."""
         pattern = error_head.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         with self.pool.connection() as conn:
             rows = conn.execute(
                 "SELECT * FROM task_dead_letters WHERE tenant_id = %s AND task_type = %s AND scope = %s"
-                " AND scope_id = %s AND last_error LIKE %s"
+                " AND scope_id = %s AND resolved_at IS NULL AND last_error LIKE %s"
                 " AND COALESCE(payload->'payload'->>'auto_requeued', '') <> %s ORDER BY id LIMIT %s",
                 (tenant_id, task_type, scope, scope_id, pattern, skip_mark, limit),
             ).fetchall()
         return [DeadLetter.model_validate(r) for r in rows]
 
     def count(self, *, tenant_id: int | None, scope: str | None = None, scope_id: str | None = None) -> int:
-        """Dead letters of ``tenant_id`` (None: every tenant), of a scope (and scope_id) when given."""
+        """Open dead letters of ``tenant_id`` (None: every tenant), of a scope (and scope_id) when given."""
         conditions, params = _dead_letter_filters(scope, scope_id, None, None)
         _tenant_condition(tenant_id, conditions, params)
-        where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
+        conditions.append(sql.SQL("resolved_at IS NULL"))
+        where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)
         with self.pool.connection() as conn:
             row = conn.execute(
                 sql.SQL("SELECT count(*) AS n FROM task_dead_letters{}").format(where), params

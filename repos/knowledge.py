@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Sequence
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
@@ -282,6 +283,47 @@ class KnowledgeRepository:
                 (knowledge_id, kb_id),
             ).fetchone()
         return Document.model_validate(row) if row else None
+
+    def find_many(self, kb_id: str, refs: Sequence[str]) -> dict[str, Document]:
+        """``find(kb_id, ref, deleted_too=True)`` for every ref at once, in two statements:
+        {ref: document} for the refs that name a document of the KB (a knowledge id, else a
+        source_uri: the live document, else the last one deleted); unknown refs are absent."""
+        refs = sorted({r for r in refs if r})
+        if not refs:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM knowledges WHERE knowledge_base_id = %s AND id = ANY(%s)", (kb_id, refs)
+            ).fetchall()
+            found = {r["id"]: Document.model_validate(r) for r in rows}
+            rest = [r for r in refs if r not in found]
+            if rest:
+                rows = conn.execute(
+                    "SELECT DISTINCT ON (source_uri) * FROM knowledges"
+                    " WHERE knowledge_base_id = %s AND source_uri = ANY(%s)"
+                    " ORDER BY source_uri, deleted_at IS NULL DESC, deleted_at DESC",
+                    (kb_id, rest),
+                ).fetchall()
+                found.update({r["source_uri"]: Document.model_validate(r) for r in rows})
+        return found
+
+    def mark_deleting_many(self, kb_id: str, ids: Sequence[str], conn: Connection | None = None) -> list[Document]:
+        """``mark_deleting`` for many documents in one statement: those of the KB that were neither
+        deleting nor deleted go to ``deleting`` (``deleted_at`` set now) and are returned, in id order;
+        the others are left as they are."""
+        if not ids:
+            return []
+        with borrow(self.pool, conn) as c:
+            rows = c.execute(
+                # rows locked in id order first: two deletes of overlapping documents wait, not deadlock
+                "UPDATE knowledges k SET status = 'deleting', deleted_at = coalesce(k.deleted_at, now()),"
+                " updated_at = now()"
+                " FROM (SELECT id FROM knowledges WHERE id = ANY(%s) AND knowledge_base_id = %s"
+                "       ORDER BY id FOR UPDATE) AS locked"
+                " WHERE k.id = locked.id AND k.status NOT IN ('deleting', 'deleted') RETURNING k.*",
+                (sorted(set(ids)), kb_id),
+            ).fetchall()
+        return sorted((Document.model_validate(r) for r in rows), key=lambda d: d.id)
 
     def mark_kb_deleted(self, kb_id: str, conn: Connection | None = None) -> int:
         """Every not yet deleted document of the KB becomes ``deleted`` (KB deletion); returns rows changed."""

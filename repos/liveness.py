@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psycopg import Connection
+from psycopg import Connection, errors
 from psycopg_pool import ConnectionPool
 
 from wiki.errors import FenceLost
 
 _LIVE = "SELECT worker_id FROM task_workers WHERE beat_at > now() - make_interval(secs => %(ttl)s)"
+
+#: The longest a heartbeat or a reap waits for a lock (a table lock: row locks are skipped), in
+#: ms: well under the heartbeat interval (2 s) and the worker TTL (10 s), so a beat is never late
+#: behind another session's transaction. Set with SET LOCAL, for this transaction only.
+LIVENESS_LOCK_TIMEOUT_MS = 500
+_SHORT_LOCK_WAIT = f"SET LOCAL lock_timeout = {LIVENESS_LOCK_TIMEOUT_MS}"
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,8 @@ class Reaped:
     workers: int  # dead workers forgotten
     claims: int  # claims released (rows claimable again)
     locks: list[tuple[str, str, str]]  # (task_type, scope_id, Redis lock token) of batches whose worker died
+    #: Why nothing was taken back this time (a lock timeout or a deadlock, its error text); the next beat retries.
+    deferred: str = ""
 
 
 class WorkerRepository:
@@ -34,8 +42,11 @@ class WorkerRepository:
         self.pool = pool
 
     def beat(self, worker_id: str, hostname: str = "", pid: int = 0) -> None:
-        """Insert or refresh the worker's heartbeat row (``beat_at = now()``)."""
+        """Insert or refresh the worker's heartbeat row (``beat_at = now()``), in a transaction of
+        its own that waits at most ``LIVENESS_LOCK_TIMEOUT_MS`` for a lock (then
+        ``psycopg.errors.LockNotAvailable``; the next beat tries again)."""
         with self.pool.connection() as conn:
+            conn.execute(_SHORT_LOCK_WAIT)
             conn.execute(
                 "INSERT INTO task_workers (worker_id, hostname, pid) VALUES (%s, %s, %s)"
                 " ON CONFLICT (worker_id) DO UPDATE SET beat_at = now()",
@@ -77,23 +88,47 @@ class WorkerRepository:
         for more than ``forget_after_s`` seconds are deleted. Taking back a live worker's claim
         (one that lost PostgreSQL for longer than the TTL) is safe: every handler is idempotent and
         reduce writes are fenced.
+
+        Never waits behind a batch: rows another transaction holds locked (a running or frozen
+        batch's claims and fence) are skipped (``FOR UPDATE SKIP LOCKED``) and taken at a later
+        beat, once that transaction ended (PostgreSQL ends a frozen one after
+        ``KBWIKI_DB_IDLE_IN_TRANSACTION_TIMEOUT_S``). Since the reap waits for no row lock it
+        cannot close a deadlock cycle; a lock wait over ``LIVENESS_LOCK_TIMEOUT_MS`` (a table lock)
+        or a deadlock still reported rolls the reap back and returns an empty ``Reaped`` whose
+        ``deferred`` says why.
         """
         params = {"ttl": float(ttl_s), "forget": float(forget_after_s)}
         with self.pool.connection() as conn:
-            claims = conn.execute(
-                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL"
-                f" WHERE claimed_by IS NOT NULL AND claimed_by NOT IN ({_LIVE})",
-                params,
-            ).rowcount
-            locks = conn.execute(
-                "UPDATE task_lane_fences SET holder = NULL"
-                f" WHERE holder IS NOT NULL AND holder NOT IN ({_LIVE})"
-                " RETURNING task_type, scope_id, lock_token",
-                params,
-            ).fetchall()
-            workers = conn.execute(
-                "DELETE FROM task_workers WHERE beat_at <= now() - make_interval(secs => %(forget)s)", params
-            ).rowcount
+            try:
+                return self._reap(conn, params)
+            except (errors.LockNotAvailable, errors.DeadlockDetected) as exc:
+                conn.rollback()
+                return Reaped(0, 0, [], deferred=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0]}")
+
+    @staticmethod
+    def _reap(conn: Connection, params: dict[str, float]) -> Reaped:
+        conn.execute(_SHORT_LOCK_WAIT)
+        claims = conn.execute(
+            "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE id IN ("
+            " SELECT id FROM task_pending_ops"
+            f" WHERE claimed_by IS NOT NULL AND claimed_by NOT IN ({_LIVE})"
+            " FOR UPDATE SKIP LOCKED)",
+            params,
+        ).rowcount
+        locks = conn.execute(
+            "UPDATE task_lane_fences SET holder = NULL WHERE (task_type, scope, scope_id) IN ("
+            " SELECT task_type, scope, scope_id FROM task_lane_fences"
+            f" WHERE holder IS NOT NULL AND holder NOT IN ({_LIVE})"
+            " FOR UPDATE SKIP LOCKED)"
+            " RETURNING task_type, scope_id, lock_token",
+            params,
+        ).fetchall()
+        workers = conn.execute(
+            "DELETE FROM task_workers WHERE worker_id IN ("
+            " SELECT worker_id FROM task_workers WHERE beat_at <= now() - make_interval(secs => %(forget)s)"
+            " FOR UPDATE SKIP LOCKED)",
+            params,
+        ).rowcount
         return Reaped(workers, claims, [(r["task_type"], r["scope_id"], r["lock_token"] or "") for r in locks])
 
 

@@ -45,6 +45,7 @@ class PendingOp(BaseModel):
     enqueued_at: datetime
     claimed_at: datetime | None = None
     claimed_by: str | None = None
+    claimed_msg: str | None = None
     not_before: datetime | None = None
 
 
@@ -112,7 +113,7 @@ targets AS (
     WHERE k.task_type = %(task_type)s AND k.scope = %(scope)s AND k.scope_id = %(scope_id)s
       AND k.dedup_key IN (SELECT dedup_key FROM reps WHERE dedup_key <> '')
 )
-UPDATE task_pending_ops u SET claimed_at = now(), claimed_by = %(owner)s
+UPDATE task_pending_ops u SET claimed_at = now(), claimed_by = %(owner)s, claimed_msg = %(msg)s
 WHERE u.id IN (SELECT id FROM targets)
   AND (u.claimed_at IS NULL OR u.claimed_at <= {_CUTOFF})
 RETURNING u.*
@@ -278,6 +279,7 @@ class TaskPendingOpsRepository:
         stale_after_s: float,
         conn: Connection | None = None,
         owner: str | None = None,
+        msg: str | None = None,
     ) -> list[PendingOp]:
         """Claim up to ``limit`` dedup keys of the lane (oldest key first) and return their rows in id order.
 
@@ -288,7 +290,9 @@ class TaskPendingOpsRepository:
         disjoint sets. ``limit`` <= 0 claims nothing; it is capped at 1000. A key whose rows back off
         after a failure (``not_before`` in the future) is skipped. ``owner`` (a worker id) is stored
         in ``claimed_by``: when that worker stops heartbeating its claims are taken back at once
-        (``repos.liveness``), without waiting ``stale_after_s``.
+        (``repos.liveness``), without waiting ``stale_after_s``. ``msg`` (the claiming message's
+        tag, ``repos.broker_messages.tag``) is stored in ``claimed_msg``: once that message is gone
+        from Redis the owner's heartbeat gives the claim back (``stages.message_claims``).
 
         Known limit: ids come from a sequence, so two enqueues of one key committing out of id order
         while two claimers race can split that key between them; handlers are idempotent and the
@@ -303,6 +307,7 @@ class TaskPendingOpsRepository:
             "limit": min(int(limit), MAX_CLAIM),
             "stale": _stale_s(stale_after_s),
             "owner": owner,
+            "msg": msg,
         }
         with borrow(self.pool, conn) as c:
             rows = c.execute(_CLAIM, params).fetchall()
@@ -330,7 +335,7 @@ class TaskPendingOpsRepository:
         if not ids:
             return 0
         query = (
-            "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL,"
+            "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL,"
             " not_before = CASE WHEN %(delay)s > 0 THEN now() + make_interval(secs => %(delay)s) END"
             " WHERE id = ANY(%(ids)s)"
         )
@@ -351,18 +356,62 @@ class TaskPendingOpsRepository:
                 {"task_type": task_type, "scope": scope, "scope_id": scope_id},
             ).rowcount
 
-    def adopt(self, ids: Sequence[int], owner: str, conn: Connection | None = None) -> int:
+    def adopt(self, ids: Sequence[int], owner: str, conn: Connection | None = None, msg: str | None = None) -> int:
         """Make ``owner`` (a worker id) the holder of these rows' claims, keeping rows that are not
         claimed unclaimed; returns rows changed. For the worker that runs a message another worker's
-        claim sent: liveness then takes the claim back when the runner dies, not its sender."""
+        claim sent: liveness then takes the claim back when the runner dies, not its sender.
+        ``msg`` (the running message's tag) replaces ``claimed_msg`` when given."""
         ids = int_ids(ids)
         if not ids:
             return 0
         with borrow(self.pool, conn) as c:
             return c.execute(
-                "UPDATE task_pending_ops SET claimed_by = %s, claimed_at = now()"
+                "UPDATE task_pending_ops SET claimed_by = %s, claimed_at = now(),"
+                " claimed_msg = coalesce(%s, claimed_msg)"
                 " WHERE id = ANY(%s) AND claimed_at IS NOT NULL",
-                (owner, ids),
+                (owner, msg, ids),
+            ).rowcount
+
+    def hand_on(self, tags: dict[int, str], from_msg: str | None, conn: Connection | None = None) -> int:
+        """Tie the claims of rows ``{op id: message tag}`` to the messages just sent for them (a pump
+        claims ops, then sends one message per op); returns rows changed. Only a claim still tied
+        to ``from_msg`` (the sender's own message, or None) changes: a claim the sent message
+        already adopted, or one released meanwhile, is left as it is."""
+        ids = int_ids(tags)
+        if not ids:
+            return 0
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                "UPDATE task_pending_ops t SET claimed_msg = v.tag"
+                " FROM unnest(%s::bigint[], %s::text[]) AS v(id, tag)"
+                " WHERE t.id = v.id AND t.claimed_at IS NOT NULL AND t.claimed_msg IS NOT DISTINCT FROM %s",
+                (ids, [tags[i] for i in ids], from_msg),
+            ).rowcount
+
+    def message_tags(self, owner: str) -> set[str]:
+        """The distinct ``claimed_msg`` of the claims ``owner`` (a worker id) holds (claims without
+        one are left out). One index scan (``idx_task_pending_ops_claimed_by``): a worker holds a few."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT claimed_msg FROM task_pending_ops"
+                " WHERE claimed_by = %s AND claimed_at IS NOT NULL AND claimed_msg IS NOT NULL",
+                (owner,),
+            ).fetchall()
+        return {r["claimed_msg"] for r in rows}
+
+    def release_messages(self, owner: str, tags: Sequence[str]) -> int:
+        """Clear the claims ``owner`` holds for the messages ``tags`` (gone from Redis); returns rows
+        released. A claim re-taken meanwhile (another owner or message) is left alone, and so is a
+        row another transaction holds locked (``SKIP LOCKED``, as ``release_all``: the heartbeat
+        runs this and must not wait behind a batch; the next beat sees the row again)."""
+        if not tags:
+            return 0
+        with self.pool.connection() as conn:
+            return conn.execute(
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL WHERE id IN ("
+                " SELECT id FROM task_pending_ops WHERE claimed_by = %s AND claimed_msg = ANY(%s)"
+                " AND claimed_at IS NOT NULL FOR UPDATE SKIP LOCKED)",
+                (owner, list(tags)),
             ).rowcount
 
     def delete_by_ids(self, ids: Sequence[int], conn: Connection | None = None) -> int:
@@ -393,7 +442,7 @@ class TaskPendingOpsRepository:
         if not ids:
             return 0
         query = (
-            "UPDATE task_pending_ops SET task_type = %(to)s, claimed_at = NULL, claimed_by = NULL,"
+            "UPDATE task_pending_ops SET task_type = %(to)s, claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL,"
             " fail_count = 0, not_before = NULL, enqueued_at = now(), payload = payload || %(patch)s"
             " WHERE id = ANY(%(ids)s)"
         )
@@ -473,6 +522,67 @@ class TaskPendingOpsRepository:
         with borrow(self.pool, conn) as c:
             return c.execute(query, params).rowcount
 
+    def delete_by_dedup_keys(
+        self,
+        task_types: Sequence[str],
+        scope: str,
+        scope_id: str,
+        dedup_keys: Sequence[str],
+        op: str,
+        conn: Connection | None = None,
+    ) -> int:
+        """``delete_by_dedup_key`` for many keys and lanes of one scope in one statement: the rows
+        of ``op`` whose dedup key is among ``dedup_keys``; returns rows deleted. Raises as
+        ``delete_by_dedup_key`` (an empty key or lane field deletes nothing)."""
+        if not dedup_keys:
+            return 0
+        require(scope=scope, scope_id=scope_id, op=op)
+        for task_type in task_types:
+            require(task_type=task_type)
+        for key in dedup_keys:
+            require(dedup_key=key)
+        with borrow(self.pool, conn) as c:
+            return c.execute(
+                "DELETE FROM task_pending_ops WHERE task_type = ANY(%s) AND scope = %s AND scope_id = %s"
+                " AND dedup_key = ANY(%s) AND op = %s",
+                (list(task_types), scope, scope_id, sorted(set(dedup_keys)), op),
+            ).rowcount
+
+    def enqueue_keys_if_kb_active(
+        self,
+        *,
+        tenant_id: int,
+        task_type: str,
+        scope_id: str,
+        op: str,
+        keys: Sequence[str],
+        payload_key: str,
+        conn: Connection | None = None,
+    ) -> int | None:
+        """Append one op per dedup key of ``keys`` (payload ``{payload_key: key}``) to the KB lane
+        ``task_type``, only into a live KB (id = ``scope_id``) of ``tenant_id``, in one statement
+        that locks the KB row FOR SHARE like ``enqueue_if_kb_active``; returns the ops written, or
+        None when the KB refused them (nothing written). Raises ``BadInput`` as ``enqueue``."""
+        keys = sorted(set(keys))
+        params = self._op_params(tenant_id, task_type, SCOPE_KB, scope_id, op, "", None)
+        for key in keys:
+            require(dedup_key=key)
+        with borrow(self.pool, conn) as c:
+            kb = c.execute(
+                "SELECT id FROM knowledge_bases WHERE id = %(scope_id)s AND tenant_id = %(tenant_id)s"
+                " AND deleted_at IS NULL FOR SHARE",
+                params,
+            ).fetchone()
+            if kb is None:
+                return None
+            return c.execute(
+                "INSERT INTO task_pending_ops (tenant_id, task_type, scope, scope_id, op, dedup_key, payload)"
+                " SELECT %(tenant_id)s, %(task_type)s, %(scope)s, %(scope_id)s, %(op)s, k,"
+                " jsonb_build_object(%(payload_key)s::text, k)"
+                " FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n",
+                {**params, "keys": keys, "payload_key": payload_key},
+            ).rowcount
+
     def delete_by_scope(self, scope: str, scope_id: str, conn: Connection | None = None) -> int:
         """Delete every row of the scope in all lanes (KB deleted); returns rows deleted. ``BadInput`` on empty args."""
         require(scope=scope, scope_id=scope_id)
@@ -496,16 +606,22 @@ class TaskPendingOpsRepository:
         return [Lane.model_validate(r) for r in rows]
 
     def release_all(self) -> int:
-        """Clear every claim of every lane (the messages behind them may be lost); returns rows released."""
+        """Clear every claim of every lane (the messages behind them may be lost); returns rows released.
+
+        Rows another transaction holds locked are skipped (``SKIP LOCKED``): the heartbeat runs
+        this and must not wait behind a batch, and such a row is being settled by that batch, or,
+        when its worker froze, is taken back by the reap once PostgreSQL ended the frozen session."""
         with self.pool.connection() as conn:
             return conn.execute(
-                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_at IS NOT NULL"
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL WHERE id IN ("
+                " SELECT id FROM task_pending_ops WHERE claimed_at IS NOT NULL FOR UPDATE SKIP LOCKED)"
             ).rowcount
 
     def reclaim_stale(self, stale_after_s: float) -> int:
         """Clear claims older than ``stale_after_s`` seconds (their worker died); returns rows released."""
         with self.pool.connection() as conn:
             return conn.execute(
-                f"UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL WHERE claimed_at <= {_CUTOFF}",
+                "UPDATE task_pending_ops SET claimed_at = NULL, claimed_by = NULL, claimed_msg = NULL"
+                f" WHERE claimed_at <= {_CUTOFF}",
                 {"stale": _stale_s(stale_after_s)},
             ).rowcount

@@ -397,22 +397,24 @@ class WebRepository:
         return out
 
     def dead_letter_groups(self, tenant_id: int, limit: int = 50) -> list[DeadLetterGroup]:
-        """The tenant's dead letters grouped by task type and error headline (first line of the
-        error), the largest groups first, at most ``limit`` groups."""
+        """The tenant's open dead letters (resolved ones are history) grouped by task type and error
+        headline (first line of the error), the largest groups first, at most ``limit`` groups."""
         with self.pool.connection() as conn:
             rows = conn.execute(
                 "SELECT task_type, left(split_part(last_error, E'\\n', 1), 300) AS headline, count(*) AS n,"
                 " max(id) AS last_id, max(failed_at) AS last_failed_at FROM task_dead_letters"
-                " WHERE tenant_id = %s GROUP BY 1, 2 ORDER BY n DESC, last_id DESC LIMIT %s",
+                " WHERE tenant_id = %s AND resolved_at IS NULL GROUP BY 1, 2 ORDER BY n DESC, last_id DESC LIMIT %s",
                 (tenant_id, limit),
             ).fetchall()
         return [DeadLetterGroup.model_validate(r) for r in rows]
 
     def dead_letters_by_type(self, tenant_id: int) -> dict[str, int]:
-        """The tenant's dead letters per task type."""
+        """The tenant's open dead letters per task type (resolved ones are history)."""
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "SELECT task_type, count(*) AS n FROM task_dead_letters WHERE tenant_id = %s GROUP BY 1", (tenant_id,)
+                "SELECT task_type, count(*) AS n FROM task_dead_letters WHERE tenant_id = %s AND resolved_at IS NULL"
+                " GROUP BY 1",
+                (tenant_id,),
             ).fetchall()
         return {r["task_type"]: r["n"] for r in rows}
 

@@ -9,8 +9,10 @@ from collections.abc import Iterator, Sequence
 
 import structlog
 from dramatiq.common import compute_backoff
+from dramatiq.middleware import CurrentMessage
 from psycopg import Connection
 
+from repos.broker_messages import tag_of
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from wiki.lanes import SCOPE_KB
 from wiki.settings import Settings
@@ -29,8 +31,25 @@ def claim_lane(
     conn: Connection | None = None,
 ) -> list[PendingOp]:
     """Claim up to ``limit`` dedup keys of the KB's lane ``task_type`` for this worker
-    (``TaskPendingOpsRepository.claim`` with the worker id as owner and ``stale_claim_s``)."""
-    return ops.claim(task_type, SCOPE_KB, kb_id, limit, settings.stale_claim_s, conn=conn, owner=worker_id)
+    (``TaskPendingOpsRepository.claim`` with the worker id as owner, the running message as the
+    claim's message (:func:`current_message_tag`) and ``stale_claim_s``)."""
+    return ops.claim(
+        task_type,
+        SCOPE_KB,
+        kb_id,
+        limit,
+        settings.stale_claim_s,
+        conn=conn,
+        owner=worker_id,
+        msg=current_message_tag(),
+    )
+
+
+def current_message_tag() -> str | None:
+    """The tag (``repos.broker_messages.tag``) of the message this worker thread is processing, from
+    Dramatiq's ``CurrentMessage`` middleware; None outside an actor (commands, tests calling stages)."""
+    message = CurrentMessage.get_current_message()
+    return tag_of(message) if message is not None else None
 
 
 def room_for_another_run(

@@ -1,15 +1,16 @@
 """Stages of deleting documents and knowledge bases, and what every handler does when its KB is gone.
 
-A document delete is one transaction: the document goes to ``deleting``, its pending ingest ops
-leave every lane (scoped by its dedup key), the Redis tombstone is set, and one ``retract`` op
-enters the ingest lane; the pump moves it straight to reduce, which removes the document's
-facts, citations and doc-only pages. A KB delete removes every lane row and page of the KB at
-once; handlers that later find the KB gone drain its lanes and succeed (no retries, no dead
-letters).
+Documents are deleted in batches, one transaction each (``delete_documents``): the documents go
+to ``deleting``, their pending ingest ops leave every lane (scoped by their dedup keys), one
+``retract`` op each enters the reduce lane and the Redis tombstones are set; reduce then removes
+their facts, citations and doc-only pages, ``ingest_batch_size`` documents a batch, each batch
+triggering the next. A KB delete removes every lane row and page of the KB at once; handlers that
+later find the KB gone drain its lanes and succeed (no retries, no dead letters).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import redis as redis_lib
@@ -17,6 +18,7 @@ import structlog
 from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
+from repos.dead_letters import TaskDeadLetterRepository
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
 from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
@@ -51,6 +53,12 @@ class KbDeleteResult:
     documents: int = 0
 
 
+#: Documents a delete marks in one transaction (``kbwiki delete`` sends its documents in batches of
+#: this many): a batch is a handful of statements whatever its size, while its row locks and the
+#: work a Ctrl-C may cut short stay bounded. 1,000 documents are 5 transactions.
+DELETE_BATCH = 200
+
+
 def delete_document(
     tenant_id: int,
     knowledge_base_id: str,
@@ -63,53 +71,84 @@ def delete_document(
     redis: redis_lib.Redis,
     settings: Settings,
 ) -> DeleteResult:
-    """Delete one document of a live KB; the retract then runs in the KB's next reduce batch.
+    """Delete one document of a live KB: :func:`delete_documents` of one id."""
+    deps = {"pool": pool, "kbs": kbs, "docs": docs, "ops": ops, "redis": redis, "settings": settings}
+    [result] = delete_documents(tenant_id, knowledge_base_id, [knowledge_id], **deps)
+    return result
 
-    One transaction: status ``deleting``, its ingest ops removed from the ingest and reduce
-    lanes, the tombstone ``<prefix>:deleted:<kb>:<knowledge id>`` set (``TOMBSTONE_TTL_S``, 1 h:
-    longer than any op waits in a healthy pipeline; the durable status covers the rest), one
-    ``retract`` op enqueued; then the pump is triggered. Idempotent: a document already deleting
-    or deleted gives ``already_deleted`` and queues nothing. Raises
-    ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB, and
-    ``redis.RedisError`` (nothing changed) when the tombstone cannot be set.
+
+def delete_documents(
+    tenant_id: int,
+    knowledge_base_id: str,
+    knowledge_ids: Sequence[str],
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    on_commit: Callable[[list[DeleteResult]], None] | None = None,
+) -> list[DeleteResult]:
+    """Delete documents of a live KB in one transaction; their retracts run in the KB's next reduce
+    batches. Returns one result per id, in the order given (``deleting``, ``already_deleted`` or
+    ``unknown``).
+
+    The transaction, a few statements whatever the number of ids: the documents go to ``deleting``,
+    their ingest ops leave the ingest and reduce lanes, one ``retract`` op each enters the reduce
+    lane (a retract needs no map, and a deleted document's id never gets another op, so nothing
+    can overtake it there), and last the tombstones ``<prefix>:deleted:<kb>:<knowledge id>`` are
+    set (``TOMBSTONE_TTL_S``, 1 h: longer than any op waits in a healthy pipeline; the durable
+    status covers the rest). ``on_commit`` is called with the results right after the commit,
+    before the reduce is triggered (``kbwiki delete`` prints them there). Idempotent: a document
+    already deleting or deleted gives ``already_deleted`` and queues nothing. Keep a call to
+    ``DELETE_BATCH`` ids. Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted
+    or foreign KB, and ``redis.RedisError`` (nothing changed) when the tombstones cannot be set.
     """
     kb = kbs.get_active(tenant_id, knowledge_base_id)
-    key = tombstone_key(settings.key_prefix, kb.id, knowledge_id)
-    tombstoned = False
+    keys: list[str] = []
     try:
         with pool.connection() as conn:
-            doc = docs.mark_deleting(kb.id, knowledge_id, conn=conn)
-            if doc is None:
-                known = docs.find(kb.id, knowledge_id)
-                return DeleteResult(
-                    knowledge_id, "already_deleted" if known and known.id == knowledge_id else "unknown"
+            marked = {doc.id for doc in docs.mark_deleting_many(kb.id, knowledge_ids, conn=conn)}
+            if marked:
+                ops.delete_by_dedup_keys(DOCUMENT_LANES, SCOPE_KB, kb.id, sorted(marked), OP_INGEST, conn=conn)
+                queued = ops.enqueue_keys_if_kb_active(
+                    tenant_id=kb.tenant_id,
+                    task_type=REDUCE,
+                    scope_id=kb.id,
+                    op=OP_RETRACT,
+                    keys=sorted(marked),
+                    payload_key="knowledge_id",
+                    conn=conn,
                 )
-            for lane in DOCUMENT_LANES:
-                ops.delete_by_dedup_key(lane, SCOPE_KB, kb.id, doc.id, op=OP_INGEST, conn=conn)
-            op = ops.enqueue_if_kb_active(
-                tenant_id=kb.tenant_id,
-                task_type=INGEST,
-                scope=SCOPE_KB,
-                scope_id=kb.id,
-                op=OP_RETRACT,
-                dedup_key=doc.id,
-                payload={"knowledge_id": doc.id},
-                conn=conn,
-            )
-            if op is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
-                raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
-            # last, so a Redis failure rolls the transaction back and nothing is half deleted
-            redis.set(key, "1", ex=TOMBSTONE_TTL_S)
-            tombstoned = True
+                if queued is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
+                    raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
+                # last, so a Redis failure rolls the transaction back and nothing is half deleted
+                keys = [tombstone_key(settings.key_prefix, kb.id, kid) for kid in sorted(marked)]
+                pipe = redis.pipeline(transaction=False)
+                for key in keys:
+                    pipe.set(key, "1", ex=TOMBSTONE_TTL_S)
+                pipe.execute()
+            rest = [kid for kid in knowledge_ids if kid not in marked]
+            known = {d.id for d in docs.get_many(rest).values() if d.knowledge_base_id == kb.id}
     except BaseException:
-        if tombstoned:  # the commit failed after the tombstone was set: a live document keeps no tombstone
+        if keys:  # the commit failed after the tombstones were set: a live document keeps none
             try:
-                redis.delete(key)
+                redis.delete(*keys)
             except redis_lib.RedisError:
-                log.warning("document.tombstone_left", knowledge_id=knowledge_id)
+                log.warning("document.tombstones_left", documents=len(keys))
         raise
-    send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id)
-    return DeleteResult(knowledge_id, "deleting")
+    results, seen = [], set()
+    for kid in knowledge_ids:  # an id given twice is deleted once: its second result is already_deleted
+        fresh = kid in marked and kid not in seen
+        seen.add(kid)
+        status = "deleting" if fresh else "already_deleted" if kid in known | marked else "unknown"
+        results.append(DeleteResult(kid, status))
+    if on_commit is not None:
+        on_commit(results)
+    if marked:
+        send_trigger("wiki_reduce", redis=redis, settings=settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id)
+    return results
 
 
 def delete_knowledge_base(
@@ -122,9 +161,11 @@ def delete_knowledge_base(
     ops: TaskPendingOpsRepository,
     pages: WikiPageRepository,
     mentions: MentionRepository,
+    dead_letters: TaskDeadLetterRepository,
 ) -> KbDeleteResult:
     """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
-    and mark its documents deleted. ``deleted=False`` when it was not a live KB of the tenant.
+    mark its documents deleted and resolve its open dead letters (``kb_deleted``).
+    ``deleted=False`` when it was not a live KB of the tenant.
 
     The KB row update waits for writers holding it FOR SHARE (op enqueues, index rebuilds,
     reduce settles), so their rows are removed here or refused afterwards. Work already in
@@ -138,6 +179,7 @@ def delete_knowledge_base(
         n_pages = pages.delete_kb(kb.id, conn=conn)
         mentions.delete_kb(kb.id, conn=conn)
         n_docs = docs.mark_kb_deleted(kb.id, conn=conn)
+        dead_letters.resolve_kb(kb.id, conn=conn)
     return KbDeleteResult(True, n_ops, n_pages, n_docs)
 
 

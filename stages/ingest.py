@@ -12,11 +12,12 @@ import redis as redis_lib
 import structlog
 from psycopg_pool import ConnectionPool
 
+from repos.broker_messages import tag_of
 from repos.db import advisory_xact_lock
 from repos.extractions import ExtractionRepository
 from repos.knowledge import REDO_STATUSES, KnowledgeBaseRepository, KnowledgeRepository
 from repos.pending_ops import TaskPendingOpsRepository
-from stages.claims import claim_lane
+from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
@@ -212,8 +213,16 @@ def pump_ingest_lane(
         retracts = [op for op in last_by_key.values() if op.op == OP_RETRACT]
         ops.move([op.id for op in retracts], REDUCE, conn=conn)
         maps = [op for op in last_by_key.values() if op.op == OP_INGEST]
-    for op in maps:
-        send("wiki_map", tenant_id=tenant_id, knowledge_base_id=kb.id, knowledge_id=op.dedup_key, op_id=op.id)
+    sent: dict[int, str] = {}
+    try:
+        for op in maps:
+            kwargs = {"tenant_id": tenant_id, "knowledge_base_id": kb.id, "knowledge_id": op.dedup_key, "op_id": op.id}
+            message = send("wiki_map", **kwargs)
+            sent[op.id] = tag_of(message) or ""
+    finally:
+        # Each claim now waits on its map message, not on this one: a claim whose send failed
+        # (Redis away) stays tied to this message and comes back once it is acked (stages.message_claims).
+        ops.hand_on({i: t for i, t in sent.items() if t}, from_msg=current_message_tag())
     if retracts:
         kb_ids = {"tenant_id": tenant_id, "knowledge_base_id": kb.id}
         send_trigger("wiki_reduce", redis=redis, settings=settings, **kb_ids)

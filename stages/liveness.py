@@ -67,8 +67,11 @@ def reap(
     *, workers: WorkerRepository, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings
 ) -> int:
     """Take back the claims and batch locks of dead workers and re-trigger the lanes; returns the
-    number of claims released."""
+    number of claims released. What another transaction holds locked is left for a later beat
+    (``WorkerRepository.reap``); a reap that could not run is logged as ``workers.reap_deferred``."""
     reaped = workers.reap(settings.worker_ttl_s, FORGET_AFTER_S)
+    if reaped.deferred:
+        log.warning("workers.reap_deferred", reason=reaped.deferred, retry_in_s=settings.heartbeat_interval_s)
     index = active_index_key(settings.key_prefix)
     freed = 0
     for task_type, kb_id, token in reaped.locks:

@@ -25,7 +25,7 @@ from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate, llm_recovery
-from stages.claims import release_after_failure
+from stages.claims import current_message_tag, release_after_failure
 from stages.ingest import pump_ingest_lane
 from stages.triggers import send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text, fail_budget_spent
@@ -81,7 +81,7 @@ def map_document(
     if worker_id:
         # The pump that claimed the op may run in another worker: the claim follows the message to
         # the worker mapping it, so a kill -9 of this worker frees it at its next missed heartbeat.
-        ops.adopt([op_id], worker_id)
+        ops.adopt([op_id], worker_id, msg=current_message_tag())
     doc = docs.get(knowledge_id)
     tombstoned = redis.exists(tombstone_key(settings.key_prefix, knowledge_base_id, knowledge_id))
     if doc is None or doc.status in ("deleting", "deleted") or tombstoned:

@@ -123,6 +123,33 @@ class Settings(BaseSettings):
     db_pool_timeout_s: float = Field(
         default=30, gt=0, le=600, description="Seconds a borrower waits for a pooled connection."
     )
+    # Every session kbwiki opens for workers and commands gets these (repos.db.SessionLimits; 0 is
+    # PostgreSQL's "no limit"). A frozen process (SIGSTOP, a swap storm) holding a transaction
+    # stalled its KB and starved the other worker's heartbeat behind its row locks: PostgreSQL now
+    # ends such a session. No kbwiki transaction waits on a model or a queue between its
+    # statements (a whole reduce batch takes ~0.3 s at 40,000 documents, median), so 15 s is far
+    # from legitimate work and well inside the 30 s a KB may stall. A lock wait outlasts the idle
+    # timeout, so a waiter behind a frozen holder gets the lock instead of failing first. The
+    # statement limit is about 15 times the longest statement measured at 40,000 documents (lint's
+    # title lookup before its fix, 20.7 s) and above the KB delete's 120 s time limit, which already
+    # bounds its statements; reduce (900 s) and lint (3600 s) get a statement error they retry.
+    db_idle_in_transaction_timeout_s: float = Field(
+        default=15.0,
+        ge=0,
+        le=86_400,
+        allow_inf_nan=False,
+        description="Seconds a session may sit idle in a transaction (0: no limit).",
+    )
+    db_lock_timeout_s: float = Field(
+        default=30.0,
+        ge=0,
+        le=86_400,
+        allow_inf_nan=False,
+        description="Seconds a statement waits for a lock (0: no limit).",
+    )
+    db_statement_timeout_s: float = Field(
+        default=300.0, ge=0, le=86_400, allow_inf_nan=False, description="Seconds one statement may run (0: no limit)."
+    )
 
     # A file is read whole into memory before it is cut to max_document_chars: this bounds that read.
     max_file_mb: int = Field(default=20, ge=1, le=4096, description="Larger files (MiB) are rejected unread.")

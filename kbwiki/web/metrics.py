@@ -67,7 +67,7 @@ class KbwikiCollector(Collector):
                 if kb_id in names:
                     pages.add_metric([names[kb_id], page_type], n)
         dead = GaugeMetricFamily(
-            "kbwiki_dead_letters", "Dead letters of the tenant per task type.", labels=["task_type"]
+            "kbwiki_dead_letters", "Open dead letters of the tenant per task type.", labels=["task_type"]
         )
         for task_type, n in self.repo.dead_letters_by_type(t).items():
             dead.add_metric([task_type], n)

@@ -6,7 +6,8 @@ switches off (connections refused, open ones cut) and on. Its retry settings are
 backoffs, a 0.5 s wait for a pooled connection); the outage lasts until every document has used
 them up and the dead-letter middleware, unable to write ``task_dead_letters``, has spooled them
 in Redis. Once PostgreSQL answers, the worker moves them into the table, ``kbwiki dead-letters``
-lists them and requeue stores every document. A second worker, whose retries last two minutes,
+lists them and requeue stores every document; a spooled letter of a map message whose document
+ends done is resolved, not listed. A second worker, whose retries last two minutes,
 stores documents sent during a shorter outage by itself.
 """
 
@@ -71,6 +72,24 @@ def _submit(kb, i: int) -> None:
     )
 
 
+def _map_letter(kb, knowledge_id: str) -> dict:
+    """The dead letter the middleware spools for a ``wiki_map`` message of one document."""
+    from middleware.dead_letter import probe_scope
+
+    kwargs = {"tenant_id": kb.tenant_id, "knowledge_base_id": kb.id, "knowledge_id": knowledge_id, "op_id": 1}
+    scope = probe_scope((), kwargs)
+    return {
+        "task_type": "wiki_map",
+        "tenant_id": scope.tenant_id,
+        "scope": scope.scope,
+        "scope_id": scope.scope_id,
+        "related_id": scope.knowledge_id,
+        "payload": {"actor_name": "wiki_map", "queue_name": "wiki_map", "args": [], "kwargs": kwargs, "options": {}},
+        "last_error": "PoolTimeout: couldn't get a connection after 0.50 sec",
+        "fail_count": 4,
+    }
+
+
 def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, database_url, tmp_path: Path):
     from actors.retry_policy import data_retries
     from wiki.settings import Settings
@@ -98,9 +117,20 @@ def test_documents_outlive_an_outage_longer_than_their_retries(deps, proxy, data
         assert {row["task_type"] for row in letters} == {"wiki_submit"}
         assert all(row["fail_count"] == retries["max_retries"] + 1 for row in letters)
         assert b'"dead_letter.spooled"' in log_path.read_bytes()
+        # a map message of the stored document that ran out of retries in the outage, as the
+        # middleware spools it: its document ends done, so the letter ends resolved, not open
+        d0 = deps.docs.find(kb.id, "d0.md")
+        spool.put(f"map-{uuid.uuid4().hex}", _map_letter(kb, d0.id))
 
         proxy.up()
         wait_until(lambda: spool.count(tenant_id=None, scope_id=kb.id) == 0, 60, "the worker moving the spool")
+        wait_until(lambda: deps.docs.get(d0.id).status == "done", 90, "the stored document done")
+        [mapped] = deps.dead_letters.list(tenant_id=1, scope_id=kb.id, task_type="wiki_map", resolved_too=True)
+        wait_until(
+            lambda: deps.dead_letters.get(mapped.id, tenant_id=1).resolution == "document_done",
+            60,
+            "the map letter of the done document resolved",
+        )
         runner = CliRunner()
         listed = runner.invoke(main, ["dead-letters", "list", "--kb", kb.name], catch_exceptions=False)
         assert listed.exit_code == 0, listed.output

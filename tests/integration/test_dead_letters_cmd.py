@@ -166,6 +166,34 @@ def test_list_shows_the_source_uri_of_the_document_a_letter_names(run, deps):  #
     }
 
 
+def test_a_done_documents_letter_is_listed_with_resolved_only_and_not_requeued(run, deps, actors_broker):  # noqa: F811
+    kb = _kb(deps)
+    failing, _ = _wiki_dead_letter(deps, kb, "alpha")
+    doc, _ = deps.docs.upsert(kb, title="beta", source_uri="beta.md", content="beta " * 20)
+    deps.docs.set_status([doc.id], "done")
+    # a map message that ran out of retries in an outage, written after its document got done
+    late = deps.dead_letters.insert(
+        task_type="wiki_map", tenant_id=1, scope="knowledge_base", scope_id=kb.id, related_id=doc.id, fail_count=584
+    )
+
+    result = run("dead-letters", "list", "--kb", kb.name)
+    assert [line.split("\t")[0] for line in result.stdout.splitlines()] == [
+        str(failing.id),
+        "1 dead letter, end of list",
+    ]
+    lines = run("dead-letters", "list", "--kb", kb.name, "--resolved").stdout.splitlines()
+    assert [line.split("\t")[0] for line in lines[:-1]] == [str(late.id), str(failing.id)]
+    assert lines[0].endswith("\tresolved=document_done") and "resolved=" not in lines[1]
+    shown = run("dead-letters", "show", str(late.id)).stdout
+    assert "\nresolution: document_done\n" in shown
+
+    result = run("dead-letters", "requeue", "--all", "--kb", kb.name)
+    assert result.stdout.splitlines()[-1] == "requeued 1, failed 0"
+    assert deps.dead_letters.get(failing.id, tenant_id=1) is None
+    assert deps.dead_letters.get(late.id, tenant_id=1) is not None  # history, not work
+    drain(actors_broker, "wiki")
+
+
 def test_list_refuses_a_bad_cursor_and_an_unknown_kb(run):
     result = run("dead-letters", "list", "--cursor", "abc")
     assert result.exit_code == 2 and "cursor" in result.output

@@ -241,3 +241,43 @@ def test_a_kb_from_before_the_source_root_gets_the_folder_of_its_next_ingest():
             assert kbs.claim_source_root("no-such-kb", "/data") is None
         finally:
             pool.close()
+
+
+def test_dead_letters_of_documents_already_finished_are_resolved_by_the_migration():
+    from yoyo import get_backend, read_migrations
+
+    from repos.db import MIGRATIONS_DIR, yoyo_url
+
+    with _scratch_db() as url:
+        apply_migrations(url)
+        backend = get_backend(yoyo_url(url))
+        resolved = read_migrations(str(MIGRATIONS_DIR)).filter(lambda m: m.id == "0180_dead_letters_resolved")
+        with backend.lock():
+            backend.rollback_migrations(resolved)
+        with psycopg.connect(url, autocommit=True) as conn:  # the fault run's letters, as before 0180
+            conn.execute("INSERT INTO knowledge_bases (id, tenant_id, name) VALUES ('kb', 1, 'kb')")
+            conn.execute(
+                "INSERT INTO knowledges (id, tenant_id, knowledge_base_id, title, status) VALUES"
+                " ('done-doc', 1, 'kb', 'D', 'done'), ('gone-doc', 1, 'kb', 'G', 'deleted'),"
+                " ('failed-doc', 1, 'kb', 'F', 'failed')"
+            )
+            conn.execute(
+                "INSERT INTO task_dead_letters (tenant_id, task_type, scope, scope_id, related_id, payload, fail_count)"
+                " VALUES (1, 'wiki_map', 'knowledge_base', 'kb', 'done-doc', '{}', 4),"
+                " (1, 'wiki_map', 'knowledge_base', 'kb', 'gone-doc', '{}', 4),"
+                " (1, 'wiki:ingest', 'knowledge_base', 'kb', 'failed-doc', '{}', 6),"
+                " (2, 'wiki_map', 'knowledge_base', 'kb', 'done-doc', '{}', 4),"
+                " (1, 'wiki_ingest', 'knowledge_base', 'kb', '', '{}', 4)"
+            )
+        assert apply_migrations(url) == 1
+        with psycopg.connect(url) as conn:
+            rows = conn.execute(
+                "SELECT tenant_id, related_id, resolution, resolved_at IS NOT NULL FROM task_dead_letters ORDER BY id"
+            ).fetchall()
+        assert rows == [
+            (1, "done-doc", "document_done", True),
+            (1, "gone-doc", "document_deleted", True),
+            (1, "failed-doc", "", False),
+            (2, "done-doc", "", False),  # another tenant's letter names no document of this one
+            (1, "", "", False),  # a KB-wide message stays open
+        ]

@@ -181,8 +181,7 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
     [mapped] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
 
     assert run_stage(delete_document, deps, kb.tenant_id, kb.id, doomed).status == "deleting"
-    assert deps.ops.peek(REDUCE, SCOPE_KB, kb.id) == []  # the delete took the mapped op out
-    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)  # the retract goes straight to reduce
+    # the delete took the mapped op out and put its retract straight in the reduce lane
     [retract] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
     assert retract.op == OP_RETRACT
     # the racing ingest op in the same batch: a map or a duplicate message moving it in around the delete
@@ -233,6 +232,8 @@ def test_a_claim_full_of_retracts_pumps_the_lane_again_at_once(env, actors_broke
     for kid in ids:
         assert run_stage(delete_document, deps, kb.tenant_id, kb.id, kid).status == "deleting"
     drain(actors_broker, "wiki")
+    # retracts in the ingest lane: a dead letter's requeued, or queued before deletes put them in reduce
+    deps.ops.move([op.id for op in deps.ops.peek(REDUCE, SCOPE_KB, kb.id)], INGEST)
 
     run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
     assert len(deps.ops.peek(REDUCE, SCOPE_KB, kb.id)) == slots

@@ -10,6 +10,7 @@ import pytest
 
 from kbwiki.web.app import create_app
 from repos.dead_letters import TaskDeadLetterRepository
+from repos.knowledge import KnowledgeRepository
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
 from tests.support.web import HOSTILE_TITLE, build_wiki, serving
 
@@ -180,6 +181,25 @@ def test_ops_page_read_only_until_signed_in(client, wiki, clean_db, requeued):
     r = client.post(f"/ops/dead-letters/{wiki.dead_letter_id}/purge", data={"csrf": csrf})
     assert r.status_code == 303 and "purged" in client.get(r.headers["location"]).text
     assert TaskDeadLetterRepository(clean_db).get(wiki.dead_letter_id, tenant_id=1) is None
+
+
+def test_ops_and_metrics_leave_out_a_letter_whose_document_is_done(client, wiki, clean_db):
+    KnowledgeRepository(clean_db).set_status([wiki.doc_id], "done")
+    late = TaskDeadLetterRepository(clean_db).insert(  # a map message that ran out of retries in an outage
+        task_type="wiki_map",
+        tenant_id=1,
+        scope="knowledge_base",
+        scope_id=wiki.kb_id,
+        related_id=wiki.doc_id,
+        last_error="PoolTimeout: couldn't get a connection after 30.00 sec",
+        fail_count=4,
+    )
+    ops = client.get("/ops").text
+    assert "PoolTimeout" not in ops and f'id="dl-{late.id}"' not in ops
+    assert "RuntimeError: extractor exploded" in ops  # the open one still shows
+    assert 'kbwiki_dead_letters{task_type="wiki_map"}' not in client.get("/metrics").text
+    shown = client.get(f"/ops/dead-letters/{late.id}").text
+    assert "<th>resolved</th>" in shown and "document_done" in shown
 
 
 def test_ops_without_token_is_read_only(clean_db, wiki):

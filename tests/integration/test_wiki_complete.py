@@ -72,7 +72,6 @@ def test_a_rebuild_leaves_the_requests_of_later_batches(settings, clean_db):
 
 def test_a_batch_that_only_deletes_pages_queues_a_rebuild(settings, clean_db):
     from stages.delete import delete_document
-    from wiki.lanes import INGEST, REDUCE
 
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
     kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
@@ -82,9 +81,7 @@ def test_a_batch_that_only_deletes_pages_queues_a_rebuild(settings, clean_db):
     _link_all(deps, kb)
     assert "doc-delta" in deps.pages.get(kb.id, INDEX_SLUG).content
 
-    run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
-    [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
-    deps.ops.move([op.id], REDUCE)
+    run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)  # its retract goes straight to reduce
     result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
     assert result.retracted == 1 and deps.ops.pending_count(INDEX, SCOPE_KB, kb.id) == 1
     assert wait_for_lanes(deps, kb, 0, timeout_s=0.2, progress=False) is False

@@ -13,10 +13,11 @@ import threading
 
 
 class TcpProxy:
-    """Forwards ``127.0.0.1:<port>`` to ``(host, port)`` until ``down()``; ``port`` is chosen at ``up()``."""
+    """Forwards ``<listen_host>:<port>`` to ``upstream`` (host, port) until ``down()``; ``port`` is
+    chosen at ``up()``."""
 
-    def __init__(self, upstream: tuple[str, int]) -> None:
-        self.upstream = upstream
+    def __init__(self, upstream: tuple[str, int], listen_host: str = "127.0.0.1") -> None:
+        self.upstream, self.listen_host = upstream, listen_host
         self.port = 0
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
@@ -25,7 +26,7 @@ class TcpProxy:
     def up(self) -> None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", self.port))
+        listener.bind((self.listen_host, self.port))
         listener.listen(64)
         self.port = listener.getsockname()[1]
         self._listener = listener

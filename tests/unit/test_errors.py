@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbwiki.command import EXIT_CODES, KbwikiGroup, click_error, exit_code
-from repos.db import make_pool
+from repos.db import connection_lost, make_pool
 from repos.servers import check_database, check_redis
 from wiki import errors
 
@@ -125,6 +125,22 @@ def test_a_connection_lost_while_idle_in_the_pool_is_replaced_before_it_is_lent(
             assert conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"] != pid
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize(
+    ("error", "lost"),
+    [
+        (psycopg.errors.IdleInTransactionSessionTimeout, True),  # an InternalError, yet the session is gone
+        (psycopg.errors.TransactionTimeout, True),
+        (psycopg.errors.IdleSessionTimeout, True),
+        (psycopg.errors.AdminShutdown, True),
+        (psycopg.errors.LockNotAvailable, False),  # the statement failed; its session goes on
+        (psycopg.errors.QueryCanceled, False),
+        (psycopg.errors.DeadlockDetected, False),
+    ],
+)
+def test_a_session_the_server_ended_is_a_lost_connection_and_a_timed_out_statement_is_not(error, lost):
+    assert connection_lost(error("from the server")) is lost
 
 
 def _terminate(database_url: str, pid: int) -> None:

@@ -466,21 +466,6 @@ def test_a_restart_that_keeps_failing_is_reported_with_its_reason_and_next_try_u
     assert "after it stopped: LOG: received immediate shutdown request" in lines[0]
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
-def test_the_supervisor_outlives_a_full_disk_under_its_own_log(home: Path) -> None:
-    # The fault run of issue 27: PostgreSQL shut down when its disk filled and stayed down, its
-    # supervisor gone with it (a log line it could not write killed it). /dev/full fails every
-    # write with ENOSPC, as a full disk does.
-    home.mkdir(parents=True)
-    (home / "supervisor.log").symlink_to("/dev/full")
-    with local_services(_embedded(home)) as settings:
-        supervisor = _state(home)["supervisor"]["pid"]
-        _pg_ctl_stop_immediate(home)
-        _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the supervisor to restart PostgreSQL")
-        _wait_for(lambda: _pg_answers(settings.database_url), "PostgreSQL to answer again")
-        assert _state(home)["supervisor"]["pid"] == supervisor
-
-
 @pytest.fixture()
 def small_disk() -> Iterator[Path]:
     """A 120 MB tmpfs every account can walk (root and a kernel that lets it mount, else skipped)."""

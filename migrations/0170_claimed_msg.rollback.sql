@@ -1,0 +1,1 @@
+ALTER TABLE task_pending_ops DROP COLUMN IF EXISTS claimed_msg;
