@@ -153,8 +153,8 @@ def test_nul_bytes_in_paths_and_query_parameters_are_400(base, wiki):
         "/?page=%00",
         "/ops?m=%00",
     ]
-    with _client(base) as c:
-        assert {u: c.get(u).status_code for u in urls} == dict.fromkeys(urls, 400)
+    # a connection each: uvicorn closes one whose app raised (a 500 before the fix)
+    assert {u: httpx.get(base + u, timeout=HTTP_TIMEOUT_S).status_code for u in urls} == dict.fromkeys(urls, 400)
 
 
 # -- 6. body limits before auth ---------------------------------------------------------------
@@ -187,14 +187,11 @@ def test_a_chunked_body_over_the_limit_is_refused(base):
 
 # -- 7. failed sign-ins -----------------------------------------------------------------------
 def test_failed_sign_ins_are_limited_and_logged(base, capsys):
-    from kbwiki.web.ops import SIGN_IN_LIMIT
-
-    allowed = int(SIGN_IN_LIMIT.split("/")[0])
     with _client(base) as c:
-        for _ in range(allowed):
-            r = c.post("/ops/login", data={"token": "wrong-token-wrong-token"})
-            assert r.status_code == 303 and "set-cookie" not in r.headers
-        assert c.post("/ops/login", data={"token": "wrong-token-wrong-token"}).status_code == 429
+        statuses = [c.post("/ops/login", data={"token": "wrong-token-wrong-token"}).status_code for _ in range(30)]
+        assert 429 in statuses, statuses
+        allowed = statuses.index(429)
+        assert allowed >= 3 and set(statuses[:allowed]) == {303} and set(statuses[allowed:]) == {429}
         r = c.post("/ops/login", data={"token": TOKEN})  # locked out for now, even with the token
         assert r.status_code == 429 and "set-cookie" not in r.headers
     assert capsys.readouterr().err.count("failed ops sign-in from 127.0.0.1") == allowed
