@@ -32,6 +32,10 @@ SESSION_S = 8 * 3600
 #: Failed sign-ins allowed per client address (a moving window). The audit guessed 223 tokens a
 #: second; at 10 a minute a 16-character random token (KBWIKI_WEB_OPS_TOKEN's minimum) is out of reach.
 SIGN_IN_LIMIT = "10/minute"
+#: Failed sign-ins allowed from all addresses together: ``kbwiki serve`` believes X-Forwarded-For
+#: from a local proxy, so a local client can claim a new address per try; this caps guessing
+#: whatever the claimed addresses (at the price of a minute's lock-out for everyone under attack).
+SIGN_IN_LIMIT_ALL = "60/minute"
 
 
 def _hash(cookie: str) -> bytes:
@@ -50,6 +54,7 @@ class OpsGuard:
         self._fingerprint = hmac.new((token or "").encode(), b"kbwiki-session", hashlib.sha256).digest()
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
         self._limit = parse(SIGN_IN_LIMIT)
+        self._limit_all = parse(SIGN_IN_LIMIT_ALL)
 
     @property
     def enabled(self) -> bool:
@@ -57,12 +62,16 @@ class OpsGuard:
         return self.token is not None
 
     def sign_in_allowed(self, address: str) -> bool:
-        """Whether ``address`` may try a sign-in now (under ``SIGN_IN_LIMIT`` failures)."""
-        return self._limiter.test(self._limit, "ops-sign-in", address)
+        """Whether ``address`` may try a sign-in now (under ``SIGN_IN_LIMIT`` failures of its own and
+        ``SIGN_IN_LIMIT_ALL`` of all addresses)."""
+        return self._limiter.test(self._limit, "ops-sign-in", address) and self._limiter.test(
+            self._limit_all, "ops-sign-in-all"
+        )
 
     def sign_in_failed(self, address: str) -> None:
-        """Count a failed sign-in of ``address`` against ``SIGN_IN_LIMIT``."""
+        """Count a failed sign-in of ``address`` against both limits."""
         self._limiter.hit(self._limit, "ops-sign-in", address)
+        self._limiter.hit(self._limit_all, "ops-sign-in-all")
 
     def token_ok(self, given: str) -> bool:
         """Whether ``given`` is the ops token (compared in constant time)."""

@@ -197,6 +197,20 @@ def test_failed_sign_ins_are_limited_and_logged(base, capsys):
     assert capsys.readouterr().err.count("failed ops sign-in from 127.0.0.1") == allowed
 
 
+def test_sign_ins_claiming_a_new_address_each_are_limited_too(base):
+    # a local client is believed about X-Forwarded-For (a local proxy's header): all together are capped
+    with _client(base) as c:
+        statuses = [
+            c.post(
+                "/ops/login",
+                data={"token": "wrong-token-wrong-token"},
+                headers={"X-Forwarded-For": f"10.0.{i // 250}.{i % 250}"},
+            ).status_code
+            for i in range(100)
+        ]
+    assert 429 in statuses
+
+
 def test_a_too_short_ops_token_is_refused_without_echoing_it(database_url, tmp_path):
     env = {
         **os.environ,
