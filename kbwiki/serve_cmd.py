@@ -50,7 +50,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
             pool,
             settings.web_tenant if tenant is None else tenant,
             settings.web_ops_token,
-            allowed_hosts=allowed_hosts(settings.web_allowed_hosts, exposed),
+            allowed_hosts=allowed_hosts(settings.web_allowed_hosts, host),
             exposed=exposed,
         )
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True))
@@ -93,11 +93,19 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def allowed_hosts(setting: str, exposed: bool) -> list[str] | None:
-    """The Host patterns served: ``KBWIKI_WEB_ALLOWED_HOSTS`` (comma-separated) when set, else
-    None (the app's loopback names) on loopback and ``["*"]`` beyond it."""
+def allowed_hosts(setting: str, host: str) -> list[str]:
+    """The Host patterns served when bound to ``host``: ``KBWIKI_WEB_ALLOWED_HOSTS``
+    (comma-separated) when set, else the loopback names and ``host`` itself on loopback
+    (``127.0.0.2`` is loopback too) and ``["*"]`` beyond it."""
+    from kbwiki.web.app import LOOPBACK_HOSTS
+
     hosts = [h.strip() for h in setting.split(",") if h.strip()]
-    return hosts or (["*"] if exposed else None)
+    if hosts:
+        return hosts
+    if not is_loopback(host):
+        return ["*"]
+    bound = f"[{host}]" if ":" in host else host.lower()
+    return list(dict.fromkeys([*LOOPBACK_HOSTS, bound]))
 
 
 def exposure_warnings(host: str, ops_token: str | None, allowed_hosts_setting: str) -> list[str]:

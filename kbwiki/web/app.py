@@ -67,7 +67,7 @@ MENTIONED_PER_PAGE = 50
 COUNTS_CACHE_S = 10.0
 #: Host names a server bound to loopback answers to (``KBWIKI_WEB_ALLOWED_HOSTS`` unset): any
 #: other Host is a page that rebound its DNS name to this machine, refused with 400.
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # an IPv6 Host is bracketed, as in a URL
 #: What ``/ops?m=CODE&id=N`` may say: fixed texts, so a link cannot put words in the page's mouth.
 MESSAGES = {
     "purged": "Dead letter {id} purged.",
@@ -343,7 +343,9 @@ def create_app(
         address = request.client.host if request.client else "unknown"
         if not guard.sign_in_allowed(address):
             print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
-            raise HTTPException(429, "Too many failed sign-ins from this address: try again in a minute.")
+            raise HTTPException(
+                429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"}
+            )
         form = await request.form()
         if not guard.token_ok(str(form.get("token", ""))):
             guard.sign_in_failed(address)

@@ -103,6 +103,7 @@ def test_a_host_outside_the_allow_list_is_refused(base, clean_db):
         # a page that rebound its DNS name to 127.0.0.1 sends its own name as Host
         assert c.get("/", headers={"Host": f"attacker.example:{port}"}).status_code == 400
         assert c.get("/", headers={"Host": f"localhost:{port}"}).status_code == 200
+        assert c.get("/", headers={"Host": f"[::1]:{port}"}).status_code == 200
         assert c.get("/").status_code == 200  # 127.0.0.1
     with serving(create_app(clean_db, tenant_id=1, allowed_hosts=["wiki.example.org"])) as other, _client(other) as c:
         assert c.get("/", headers={"Host": "wiki.example.org"}).status_code == 200
@@ -112,9 +113,11 @@ def test_a_host_outside_the_allow_list_is_refused(base, clean_db):
 def test_allowed_hosts_setting_defaults():
     from kbwiki.serve_cmd import allowed_hosts
 
-    assert allowed_hosts("", exposed=False) is None  # the app's loopback names
-    assert allowed_hosts("", exposed=True) == ["*"]
-    assert allowed_hosts(" wiki.example.org, *.example.net ", exposed=True) == ["wiki.example.org", "*.example.net"]
+    assert allowed_hosts("", "127.0.0.1") == ["127.0.0.1", "localhost", "[::1]"]
+    assert allowed_hosts("", "127.0.0.2") == ["127.0.0.1", "localhost", "[::1]", "127.0.0.2"]
+    assert allowed_hosts("", "::1") == ["127.0.0.1", "localhost", "[::1]"]
+    assert allowed_hosts("", "0.0.0.0") == ["*"]  # with a warning (exposure_warnings)
+    assert allowed_hosts(" wiki.example.org, *.example.net ", "0.0.0.0") == ["wiki.example.org", "*.example.net"]
 
 
 # -- 4. bound beyond loopback without a token -------------------------------------------------
