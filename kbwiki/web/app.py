@@ -343,9 +343,7 @@ def create_app(
         address = request.client.host if request.client else "unknown"
         if not guard.sign_in_allowed(address):
             print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
-            raise HTTPException(
-                429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"}
-            )
+            raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
         form = await request.form()
         if not guard.token_ok(str(form.get("token", ""))):
             guard.sign_in_failed(address)
