@@ -35,7 +35,7 @@ from wiki.errors import (
     WaitTimedOut,
 )
 from wiki.plural import counted
-from wiki.settings import Settings, get_settings
+from wiki.settings import SECRET_SETTINGS, Settings, get_settings
 
 #: The exit code of a command that ends on each kind of refusal (the most specific class listed in
 #: the error's MRO wins). The line printed is ``Error: <the error's message>``. 2 is click's own
@@ -134,7 +134,8 @@ def checked_settings() -> Settings:
         for err in exc.errors():
             field = str(err["loc"][0]) if err["loc"] else "?"
             var = "DATABASE_URL / REDIS_URL" if field in ("database_url", "redis_url") else f"KBWIKI_{field.upper()}"
-            lines.append(f"bad setting {var}={err.get('input')!r}: {err['msg']}")
+            shown = "(hidden)" if field in SECRET_SETTINGS else repr(err.get("input"))
+            lines.append(f"bad setting {var}={shown}: {err['msg']}")
         raise BadSetting("\n".join(lines)) from None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import ipaddress
 import socket
 import sys
 
@@ -28,6 +29,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
     """Serve the wiki, search, graphs, the operations page and /metrics over HTTP until interrupted.
 
     The operations page's requeue and purge buttons need KBWIKI_WEB_OPS_TOKEN (read-only without it).
+    Requests must name a host of KBWIKI_WEB_ALLOWED_HOSTS (default: the loopback names on loopback).
     """
     import uvicorn
 
@@ -41,7 +43,16 @@ def serve(host: str, port: int, tenant: int | None) -> None:
         pool = get_pool(
             settings.model_copy(update={"db_pool_timeout_s": min(settings.db_pool_timeout_s, POOL_TIMEOUT_S)})
         )
-        app = create_app(pool, settings.web_tenant if tenant is None else tenant, settings.web_ops_token)
+        exposed = not is_loopback(host)
+        for line in exposure_warnings(host, settings.web_ops_token, settings.web_allowed_hosts):
+            click.echo(f"kbwiki: warning: {line}", err=True)
+        app = create_app(
+            pool,
+            settings.web_tenant if tenant is None else tenant,
+            settings.web_ops_token,
+            allowed_hosts=allowed_hosts(settings.web_allowed_hosts, host),
+            exposed=exposed,
+        )
         server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True))
         url_host = f"[{host}]" if ":" in host else host
         click.echo(
@@ -70,3 +81,48 @@ def listening_socket(host: str, port: int) -> socket.socket:
                 f"port {port} on {host} is in use (another server listens there): stop it or choose another --port"
             ) from None
         raise CannotListen(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve beyond loopback
+        return False
+
+
+def allowed_hosts(setting: str, host: str) -> list[str]:
+    """The Host patterns served when bound to ``host``: ``KBWIKI_WEB_ALLOWED_HOSTS``
+    (comma-separated) when set, else the loopback names and ``host`` itself on loopback
+    (``127.0.0.2`` is loopback too) and ``["*"]`` beyond it."""
+    from kbwiki.web.app import LOOPBACK_HOSTS
+
+    hosts = [h.strip() for h in setting.split(",") if h.strip()]
+    if hosts:
+        return hosts
+    if not is_loopback(host):
+        return ["*"]
+    bound = f"[{host}]" if ":" in host else host.lower()
+    return list(dict.fromkeys([*LOOPBACK_HOSTS, bound]))
+
+
+def exposure_warnings(host: str, ops_token: str | None, allowed_hosts_setting: str) -> list[str]:
+    """What ``kbwiki serve`` warns of at start when bound to ``host``, one line each: reachable
+    beyond loopback without an ops token (``/ops`` read-only, error headlines only) or with any
+    Host name accepted."""
+    if is_loopback(host):
+        return []
+    lines = []
+    if not ops_token:
+        lines.append(
+            f"serving on {host}, beyond loopback, without KBWIKI_WEB_OPS_TOKEN: anyone who reaches it"
+            " reads the wiki; /ops is read-only and shows error headlines only"
+        )
+    if not allowed_hosts_setting.strip():
+        lines.append(
+            f"serving on {host} with KBWIKI_WEB_ALLOWED_HOSTS unset: any Host name is answered;"
+            " set it to the names this server is reached by"
+        )
+    return lines

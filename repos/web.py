@@ -111,6 +111,15 @@ ORDER BY r.score DESC, p.slug
 """
 
 
+# A dead letter's error headline for grouping: its first line, UUIDs and hexadecimal ids (8+
+# digits, one of them 0-9) as <id>, other runs of digits as <n>.
+_HEADLINE_SQL = (
+    "regexp_replace(regexp_replace(regexp_replace(left(split_part(last_error, E'\\n', 1), 300),"
+    " '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', '<id>', 'gi'),"
+    " '\\m(?=[0-9a-f]*[0-9])[0-9a-f]{8,}\\M', '<id>', 'gi'), '[0-9]+', '<n>', 'g')"
+)
+
+
 class LaneRow(BaseModel):
     """Rows of one lane of one KB and the age of its oldest row (seconds)."""
 
@@ -148,12 +157,14 @@ class WebRepository:
         self.pool = pool
 
     # -- KBs ----------------------------------------------------------------------------------
-    def kbs(self, tenant_id: int, limit: int = MAX_LIST) -> list[KnowledgeBase]:
-        """The tenant's live KBs by name (at most ``limit``)."""
+    def kbs(self, tenant_id: int, limit: int = MAX_LIST, offset: int = 0) -> list[KnowledgeBase]:
+        """The tenant's live KBs by name (at most ``limit``, after the first ``offset``; ids break
+        ties so pages never overlap)."""
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "SELECT * FROM knowledge_bases WHERE tenant_id = %s AND deleted_at IS NULL ORDER BY name LIMIT %s",
-                (tenant_id, limit),
+                "SELECT * FROM knowledge_bases WHERE tenant_id = %s AND deleted_at IS NULL"
+                " ORDER BY name, id LIMIT %s OFFSET %s",
+                (tenant_id, limit, offset),
             ).fetchall()
         return [KnowledgeBase.model_validate(r) for r in rows]
 
@@ -398,10 +409,12 @@ class WebRepository:
 
     def dead_letter_groups(self, tenant_id: int, limit: int = 50) -> list[DeadLetterGroup]:
         """The tenant's open dead letters (resolved ones are history) grouped by task type and error
-        headline (first line of the error), the largest groups first, at most ``limit`` groups."""
+        headline (first line of the error, its ids and numbers replaced by ``<id>`` and ``<n>``: the
+        same error about two documents is one group), the largest groups first, at most ``limit``
+        groups."""
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "SELECT task_type, left(split_part(last_error, E'\\n', 1), 300) AS headline, count(*) AS n,"
+                f"SELECT task_type, {_HEADLINE_SQL} AS headline, count(*) AS n,"
                 " max(id) AS last_id, max(failed_at) AS last_failed_at FROM task_dead_letters"
                 " WHERE tenant_id = %s AND resolved_at IS NULL GROUP BY 1, 2 ORDER BY n DESC, last_id DESC LIMIT %s",
                 (tenant_id, limit),

@@ -45,6 +45,16 @@ def neutral(text: str) -> str:
     return _LINKISH.sub(lambda m: m.group(0)[0] + "\u200b" + m.group(0)[1], " ".join(text.split()))
 
 
+_MARKDOWN_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as Markdown that renders as that text: every ASCII punctuation character
+    backslash-escaped (CommonMark allows it for all of them), so a name such as
+    ``[x](https://example.com)`` or ``**x**`` is never a link or emphasis; wiki links defused too."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", neutral(text))
+
+
 def link(slug: str, display: str) -> str:
     """A ``[[slug|display]]`` link; ``|`` and brackets in the display text are replaced."""
     clean = display.replace("|", "/").replace("[", "(").replace("]", ")").strip() or slug
@@ -250,7 +260,7 @@ def render_index_page(
     and concept pages cited by the most documents (``most_cited``: page type -> (page, number of
     documents), most first) and the most recent summaries; every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
-    lines = [f"Wiki of **{neutral(kb_name)}**: {counted(total, 'page')}.", ""]
+    lines = [f"Wiki of **{markdown_text(kb_name)}**: {counted(total, 'page')}.", ""]
     if intro:
         lines += [neutral(intro), ""]
     lines += ["## Pages by type", ""]

@@ -27,6 +27,10 @@ DEPRECATED_CROSSLINK_VAR = "KBWIKI_INGEST_REDUCE_PARALLEL"
 OFFLINE_LINK_DEFER_S = 300.0
 
 
+#: Settings whose value a "bad setting" message never repeats (it would land in a terminal or a log).
+SECRET_SETTINGS = frozenset({"web_ops_token"})
+
+
 class Settings(BaseSettings):
     """All tunables, with defaults and bounds. Raises ``pydantic.ValidationError`` on bad values."""
 
@@ -205,6 +209,9 @@ class Settings(BaseSettings):
     # page's actions (unset: the page is read-only).
     web_tenant: int = Field(default=1, ge=0, description="Tenant ``kbwiki serve`` serves.")
     web_ops_token: str | None = Field(default=None, min_length=16, description="Token of the ops page's actions.")
+    # Host names ``kbwiki serve`` answers to, comma-separated (``*.example.org`` matches subdomains);
+    # empty: the loopback names when bound to loopback, any name otherwise (with a warning at start).
+    web_allowed_hosts: str = Field(default="", description="Host names the web face answers to.")
 
     # Dramatiq's Prometheus middleware on the workers (an exposition server on dramatiq_prom_port, 9191).
     dramatiq_prometheus: bool = Field(default=False, description="Add Dramatiq's Prometheus middleware.")

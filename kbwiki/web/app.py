@@ -4,15 +4,18 @@ operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_i
 Every KB-level route first finds the KB among the tenant's live ones and answers 404 otherwise,
 so a URL for another tenant's KB, page, document or dead letter is a 404. Endpoints that read the
 database are plain functions (Starlette runs them in its thread pool; the pool is psycopg's).
-Responses carry a Content-Security-Policy that allows scripts from this server only: page HTML
-is sanitised (``kbwiki.web.markdown``) and the CSP is the second fence.
+Every response carries the headers of ``kbwiki.web.guards`` (a Content-Security-Policy that
+allows scripts from this server only: page HTML is sanitised by ``kbwiki.web.markdown`` and the
+CSP is the second fence), requests naming a Host outside the allow-list are refused (DNS
+rebinding), and a server reachable beyond loopback (``exposed``) shows strangers error headlines
+only: no tracebacks, no payloads.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -23,6 +26,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -31,13 +36,15 @@ from starlette.templating import Jinja2Templates
 
 from actors.deps import run_stage
 from kbwiki.command import command_deps
+from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
 from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
-from repos.web import SEARCH_LIMIT, WebRepository
+from repos.web import MAX_LIST, SEARCH_LIMIT, WebRepository
+from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
 from wiki.dedup import name_key
 from wiki.errors import DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
@@ -58,10 +65,17 @@ HOME_LIST = 20
 MENTIONED_PER_PAGE = 50
 #: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
 COUNTS_CACHE_S = 10.0
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:;"
-    " object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
-)
+#: Host names a server bound to loopback answers to (``KBWIKI_WEB_ALLOWED_HOSTS`` unset): any
+#: other Host is a page that rebound its DNS name to this machine, refused with 400.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # an IPv6 Host is bracketed, as in a URL
+#: What ``/ops?m=CODE&id=N`` may say: fixed texts, so a link cannot put words in the page's mouth.
+MESSAGES = {
+    "purged": "Dead letter {id} purged.",
+    "reinserted": "Dead letter {id} reinserted: its op is back in its lane.",
+    "resent": "Dead letter {id} resent: its message is back on its queue.",
+    "wrong-token": "Wrong token.",
+    "signed-out": "Signed out.",
+}
 
 #: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``actors.requeue.requeue_dead_letter`` on
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
@@ -107,31 +121,54 @@ class TtlCache:
         return hit[1]
 
 
+def headline(error: str | None) -> str:
+    """An error's first line, at most 160 characters: what a stranger may see of it."""
+    return (error or "").split("\n", 1)[0][:160]
+
+
+class WebApp(Starlette):
+    """Starlette with :class:`SecurityHeaders` outside its error middleware, so the 500 page
+    carries the headers too."""
+
+    def build_middleware_stack(self):
+        return SecurityHeaders(super().build_middleware_stack())
+
+
 def create_app(
-    pool: ConnectionPool, tenant_id: int, ops_token: str | None = None, requeue: Requeue | None = None
+    pool: ConnectionPool,
+    tenant_id: int,
+    ops_token: str | None = None,
+    requeue: Requeue | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    exposed: bool = False,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
-    (:func:`default_requeue` when None)."""
+    (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
+    (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). ``exposed``: the server is
+    reachable beyond loopback, so error details (tracebacks, payloads) are shown to signed-in
+    operators only."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
     dead_letters = TaskDeadLetterRepository(pool)
-    guard = OpsGuard(ops_token)
+    guard = OpsGuard(ops_token, tenant_id, WebSessionRepository(pool))
     requeue = requeue or default_requeue()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
-    templates.env.filters.update(counted=counted, noun=noun)  # {{ n | counted("summary") }}: "1 summary"
+    # {{ n | counted("summary") }}: "1 summary"; {{ error | headline }}: its first line
+    templates.env.filters.update(counted=counted, noun=noun, headline=headline)
     counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
-        response = templates.TemplateResponse(request, name, context, status_code=status_code)
-        response.headers["Content-Security-Policy"] = CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "same-origin"
-        return response
+        return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+    def session(request: Request) -> str | None:
+        """The request's session cookie when it is an open session, else None."""
+        cookie = request.cookies.get(COOKIE)
+        return cookie if guard.signed_in(cookie) else None
 
     def the_kb(request: Request) -> KnowledgeBase:
         kb = web.kb(tenant_id, request.path_params["kb_id"])
@@ -145,8 +182,16 @@ def create_app(
 
     # -- reading ------------------------------------------------------------------------------
     def kb_list(request: Request) -> Response:
-        kbs = web.kbs(tenant_id)
-        return render(request, "kbs.html", kbs=kbs, counts=counts.get("tenant", lambda: web.pages_by_type(tenant_id)))
+        page = _int(request.query_params.get("page", "0"))
+        kbs = web.kbs(tenant_id, limit=MAX_LIST + 1, offset=page * MAX_LIST)  # one more: is there a next page?
+        return render(
+            request,
+            "kbs.html",
+            kbs=kbs[:MAX_LIST],
+            page=page,
+            more=len(kbs) > MAX_LIST,
+            counts=counts.get("tenant", lambda: web.pages_by_type(tenant_id)),
+        )
 
     def kb_home(request: Request) -> Response:
         kb = the_kb(request)
@@ -252,6 +297,7 @@ def create_app(
             supports=[p for p in citing if p is not summary],
             evidence_of=evidence_of,
             evidence=evidence,
+            redacted=exposed and session(request) is None,
         )
 
     def lint_view(request: Request) -> Response:
@@ -260,7 +306,8 @@ def create_app(
 
     # -- operations ---------------------------------------------------------------------------
     def ops_view(request: Request) -> Response:
-        signed_in = guard.signed_in(request.cookies.get(COOKIE))
+        cookie = session(request)
+        message = MESSAGES.get(request.query_params.get("m", ""), "")
         kbs = {kb.id: kb for kb in web.kbs(tenant_id, limit=10_000)}
         return render(
             request,
@@ -272,28 +319,41 @@ def create_app(
             groups=web.dead_letter_groups(tenant_id),
             letters=dead_letters.list(tenant_id=tenant_id, limit=50),
             guard=guard,
-            signed_in=signed_in,
-            csrf=guard.csrf_value() if signed_in else "",
-            message=request.query_params.get("m", ""),
+            signed_in=cookie is not None,
+            csrf=guard.csrf_value(cookie) if cookie else "",
+            message=message.format(id=_int(request.query_params.get("id", ""))),
+            redacted=exposed and cookie is None,
         )
 
     def dead_letter_view(request: Request) -> Response:
         row = dead_letters.get(int(request.path_params["id"]), tenant_id=tenant_id)
         if row is None:
             raise HTTPException(404, "no such dead letter")
-        signed_in = guard.signed_in(request.cookies.get(COOKIE))
+        cookie = session(request)
         return render(
-            request, "dead_letter.html", row=row, signed_in=signed_in, csrf=guard.csrf_value() if signed_in else ""
+            request,
+            "dead_letter.html",
+            row=row,
+            signed_in=cookie is not None,
+            csrf=guard.csrf_value(cookie) if cookie else "",
+            redacted=exposed and cookie is None,
         )
 
     async def ops_login(request: Request) -> Response:
+        address = request.client.host if request.client else "unknown"
+        if not guard.sign_in_allowed(address):
+            print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
+            raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
         form = await request.form()
         if not guard.token_ok(str(form.get("token", ""))):
-            return RedirectResponse("/ops?m=wrong+token", status_code=303)
+            guard.sign_in_failed(address)
+            print(f"kbwiki: failed ops sign-in from {address}", file=sys.stderr, flush=True)
+            return RedirectResponse("/ops?m=wrong-token", status_code=303)
+        print(f"kbwiki: ops sign-in from {address}", file=sys.stderr, flush=True)
         response = RedirectResponse("/ops", status_code=303)
         response.set_cookie(
             COOKIE,
-            guard.session_value(),
+            await run_in_threadpool(guard.open_session),
             max_age=SESSION_S,
             path=COOKIE_PATH,
             httponly=True,
@@ -303,14 +363,19 @@ def create_app(
         return response
 
     async def ops_logout(request: Request) -> Response:
-        response = RedirectResponse("/ops", status_code=303)
+        await run_in_threadpool(guard.close_session, request.cookies.get(COOKIE))
+        response = RedirectResponse("/ops?m=signed-out", status_code=303)
         response.delete_cookie(COOKIE, path=COOKIE_PATH)
         return response
 
     async def ops_action(request: Request) -> Response:
+        refused = HTTPException(403, "sign in with the ops token first")
+        cookie = request.cookies.get(COOKIE)
+        if not await run_in_threadpool(guard.signed_in, cookie):  # before a byte of the body is read
+            raise refused
         form = await request.form()
-        if not guard.action_allowed(request.cookies.get(COOKIE), form.get("csrf")):
-            raise HTTPException(403, "sign in with the ops token first")
+        if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
+            raise refused
         dead_letter_id = int(request.path_params["id"])
         action = request.path_params["action"]
         if action not in ("requeue", "purge"):
@@ -321,20 +386,28 @@ def create_app(
             except DeadLetterNotFound:
                 raise HTTPException(404, "no such dead letter") from None
             except RequeueRefused as exc:
-                return RedirectResponse(f"/ops?m={_quote(f'{dead_letter_id} not requeued: {exc}')}", status_code=303)
-            message = f"{dead_letter_id} {outcome}"
+                raise HTTPException(409, f"Dead letter {dead_letter_id} was not requeued: {exc}") from None
+            code = outcome if outcome in MESSAGES else "reinserted"
         else:
             n = await run_in_threadpool(lambda: dead_letters.purge(tenant_id=tenant_id, ids=[dead_letter_id]))
             if not n:
                 raise HTTPException(404, "no such dead letter")
-            message = f"{dead_letter_id} purged"
-        return RedirectResponse(f"/ops?m={_quote(message)}", status_code=303)
+            code = "purged"
+        return RedirectResponse(f"/ops?m={code}&id={dead_letter_id}", status_code=303)
 
     def metrics(request: Request) -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     async def not_found(request: Request, exc: HTTPException) -> Response:
-        return render(request, "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail)
+        response = render(request, "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail)
+        response.headers.update(exc.headers or {})  # a 405's Allow
+        return response
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # the traceback goes to the log (Starlette logs it); the reader sees one line
+        return render(
+            request, "error.html", status_code=500, status=500, detail="Something went wrong on the server's side."
+        )
 
     routes = [
         Route("/", kb_list),
@@ -381,8 +454,17 @@ def create_app(
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
 
-    app = Starlette(
+    return WebApp(
         routes=routes,
-        exception_handlers={HTTPException: not_found, **dict.fromkeys(SERVER_AWAY, unavailable)},
+        # outermost first: the Host is checked, then the URL, then the body's size, before any route
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS), www_redirect=False),
+            Middleware(RejectNul),
+            Middleware(BodyLimit),
+        ],
+        exception_handlers={
+            HTTPException: not_found,
+            500: server_error,
+            **dict.fromkeys(SERVER_AWAY, unavailable),
+        },
     )
-    return app

@@ -1,55 +1,108 @@
 """Who may press the operations page's buttons: the holder of the ops token (``KBWIKI_WEB_OPS_TOKEN``).
 
 Without a token set the page is read-only (no form is shown and every action answers 403). An
-operator signs in once by posting the token; the server answers with a session cookie whose value
-is an HMAC of the token (``HttpOnly``, ``SameSite=Strict``, path ``/ops``), so the token itself is
-never stored in the browser. Every action form carries a CSRF field, another HMAC of the token:
-a cross-site form can neither send the cookie (SameSite) nor know the field. Both are compared in
-constant time.
+operator signs in by posting the token; the server opens a session (``repos.web_sessions``: a
+random cookie value, its SHA-256 stored with an expiry of ``SESSION_S``) and answers with the
+cookie (``HttpOnly``, ``SameSite=Strict``, path ``/ops``). Signing out deletes the session, so a
+copied cookie stops working; changing the token ends every session.
+
+Every action form carries a CSRF token bound to the session: the session's hash signed with
+itsdangerous under a key drawn at random when the server starts (so a restart asks forms to be
+reloaded) and timed to the session's lifetime. A form from another session, an old server or none
+is refused. Failed sign-ins are limited per client address (``SIGN_IN_LIMIT``) and logged.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from limits import parse
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
+
+from repos.web_sessions import WebSessionRepository
 
 COOKIE = "kbwiki_ops"
 COOKIE_PATH = "/ops"
-#: Seconds a sign-in lasts.
+#: Seconds a sign-in lasts (a working day), then the session is gone and the operator signs in again.
 SESSION_S = 8 * 3600
+#: Failed sign-ins allowed per client address (a moving window). The audit guessed 223 tokens a
+#: second; at 10 a minute a 16-character random token (KBWIKI_WEB_OPS_TOKEN's minimum) is out of reach.
+SIGN_IN_LIMIT = "10/minute"
+#: Failed sign-ins allowed from all addresses together: ``kbwiki serve`` believes X-Forwarded-For
+#: from a local proxy, so a local client can claim a new address per try; this caps guessing
+#: whatever the claimed addresses (at the price of a minute's lock-out for everyone under attack).
+SIGN_IN_LIMIT_ALL = "60/minute"
+
+
+def _hash(cookie: str) -> bytes:
+    return hashlib.sha256(cookie.encode()).digest()
 
 
 class OpsGuard:
-    """Checks sessions and CSRF fields against one ops token (None: read-only)."""
+    """Sessions, CSRF tokens and sign-in limits for one ops token (None: read-only) and one tenant."""
 
-    def __init__(self, token: str | None) -> None:
+    def __init__(self, token: str | None, tenant_id: int, sessions: WebSessionRepository) -> None:
         self.token = token or None
+        self.tenant_id = tenant_id
+        self.sessions = sessions
+        self._csrf = URLSafeTimedSerializer(secrets.token_bytes(32), salt="kbwiki-ops-csrf")
+        # a changed token ends the sessions opened with the old one; the token itself is not stored
+        self._fingerprint = hmac.new((token or "").encode(), b"kbwiki-session", hashlib.sha256).digest()
+        self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        self._limit = parse(SIGN_IN_LIMIT)
+        self._limit_all = parse(SIGN_IN_LIMIT_ALL)
 
     @property
     def enabled(self) -> bool:
         """Whether actions exist at all (a token is set)."""
         return self.token is not None
 
-    def _mac(self, purpose: str) -> str:
-        assert self.token is not None
-        return hmac.new(self.token.encode(), purpose.encode(), hashlib.sha256).hexdigest()
+    def sign_in_allowed(self, address: str) -> bool:
+        """Whether ``address`` may try a sign-in now (under ``SIGN_IN_LIMIT`` failures of its own and
+        ``SIGN_IN_LIMIT_ALL`` of all addresses)."""
+        return self._limiter.test(self._limit, "ops-sign-in", address) and self._limiter.test(
+            self._limit_all, "ops-sign-in-all"
+        )
+
+    def sign_in_failed(self, address: str) -> None:
+        """Count a failed sign-in of ``address`` against both limits."""
+        self._limiter.hit(self._limit, "ops-sign-in", address)
+        self._limiter.hit(self._limit_all, "ops-sign-in-all")
 
     def token_ok(self, given: str) -> bool:
-        """Whether ``given`` is the ops token."""
+        """Whether ``given`` is the ops token (compared in constant time)."""
         return self.enabled and hmac.compare_digest(given.encode(), self.token.encode())
 
-    def session_value(self) -> str:
-        """The session cookie's value for a signed-in operator."""
-        return self._mac("session")
+    def open_session(self) -> str:
+        """A new session; returns the cookie's value (random, 256 bits)."""
+        value = secrets.token_urlsafe(32)
+        self.sessions.open(_hash(value), self.tenant_id, self._fingerprint, SESSION_S)
+        return value
 
-    def csrf_value(self) -> str:
-        """The CSRF field every action form carries."""
-        return self._mac("csrf")
+    def close_session(self, cookie: str | None) -> None:
+        """End the session of ``cookie`` (sign-out); an unknown or absent cookie is a no-op."""
+        if cookie:
+            self.sessions.close(_hash(cookie))
 
     def signed_in(self, cookie: str | None) -> bool:
-        """Whether ``cookie`` (the session cookie's value, None when absent) is a valid session."""
-        return self.enabled and cookie is not None and hmac.compare_digest(cookie, self.session_value())
+        """Whether ``cookie`` (the session cookie's value, None when absent) is an open session."""
+        return self.enabled and bool(cookie) and self.sessions.is_open(_hash(cookie), self.tenant_id, self._fingerprint)
 
-    def action_allowed(self, cookie: str | None, csrf: str | None) -> bool:
-        """Whether a POST with this session cookie and CSRF field may act."""
-        return self.signed_in(cookie) and csrf is not None and hmac.compare_digest(csrf, self.csrf_value())
+    def csrf_value(self, cookie: str) -> str:
+        """The CSRF token of the session of ``cookie``, for every action form of its pages."""
+        return self._csrf.dumps(_hash(cookie).hex())
+
+    def action_allowed(self, cookie: str | None, csrf: object) -> bool:
+        """Whether a POST with this session cookie and CSRF field may act: an open session and a
+        token signed by this server for that session within ``SESSION_S``."""
+        if not isinstance(csrf, str) or not csrf or not self.signed_in(cookie):
+            return False
+        try:
+            bound = self._csrf.loads(csrf, max_age=SESSION_S)
+        except BadSignature:  # SignatureExpired is one
+            return False
+        return isinstance(bound, str) and hmac.compare_digest(bound, _hash(cookie).hex())
