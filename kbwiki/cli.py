@@ -195,7 +195,7 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
     from kbwiki.status import kb_status, status_lines
 
     base = checked_settings()  # before services(): its settings carry the local servers' URLs
-    refuse_when_down(base)
+    refuse_when_down(base, err=as_json)
     if kb_name is None:
         from kbwiki.list_cmd import DEFAULT_PAGE, print_kbs
 

@@ -32,15 +32,16 @@ def watched(settings: Settings) -> list[str]:
     return watch_lines(home_folder(settings))
 
 
-def refuse_when_down(settings: Settings) -> list[str]:
-    """:func:`watched`'s lines; raises ``ServersUnreachable`` (after printing them) when the
-    supervisor is failing to restart a server: attaching would wait for nothing."""
+def refuse_when_down(settings: Settings, err: bool = False) -> list[str]:
+    """:func:`watched`'s lines; raises ``ServersUnreachable`` (after printing them, on stderr when
+    ``err``: a ``--json`` output stays JSON) when the supervisor is failing to restart a server:
+    attaching would wait for nothing."""
     from kbwiki.services import home_folder, servers_down
 
     lines = watched(settings)
     if lines and servers_down(home_folder(settings)):
         for line in lines:
-            click.echo(line)
+            click.echo(line, err=err)
         raise ServersUnreachable(
             "the local servers are down (above); their supervisor keeps trying, see supervisor.log in the home"
         )
