@@ -16,8 +16,8 @@ import psutil
 import psycopg
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
+from tests.support.pipeline import submit_all
 
 pytestmark = pytest.mark.e2e
 
@@ -55,7 +55,6 @@ def test_a_worker_frozen_in_a_write_transaction_neither_stalls_the_kb_nor_breaks
 ):
     from kbwiki.ingest import lane_rows
     from kbwiki.workers import start_workers
-    from stages.ingest import submit_document
     from tests.e2e.test_recovery import _documents, _kill_tree
 
     monkeypatch.setenv("KBWIKI_STALE_CLAIM_S", "3600")  # only heartbeats free the frozen worker's claims
@@ -80,16 +79,7 @@ def test_a_worker_frozen_in_a_write_transaction_neither_stalls_the_kb_nor_breaks
     with psycopg.connect(database_url) as graph:
         graph.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"wiki-link-graph:{kb.id}",))
         try:
-            for doc in docs:
-                run_stage(
-                    submit_document,
-                    deps,
-                    tenant_id=1,
-                    knowledge_base_id=kb.id,
-                    title=doc.title,
-                    content=doc.text,
-                    source_uri=doc.source_uri,
-                )
+            submit_all(deps, kb, docs)
             workers = start_workers(2, 2, tmp_path / "workers.log")
             batch = wait_until(lambda: query(_BATCH_IN_WRITE), 120, "a reduce batch in its write transaction")[0]
             frozen = _process_with_port(psutil.Process(workers.pid), batch["client_port"])

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from actors.deps import run_stage
 from kbwiki.cli import main
 from tests.e2e.conftest import wait_until
+from tests.support.pipeline import submit_all
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
 pytestmark = pytest.mark.e2e
@@ -137,7 +138,6 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     when killed" would again be a race.)"""
     from kbwiki.ingest import lane_rows
     from kbwiki.workers import start_workers
-    from stages.ingest import submit_document
     from tests.e2e.test_recovery import _documents, _kill_tree
     from tests.support.llm_deps import scripted_llm_env
     from tests.support.llm_server import AnswerGate, ScriptedLLM
@@ -148,19 +148,7 @@ def test_a_killed_workers_claims_are_taken_back_by_the_other_worker(deps, pipeli
     monkeypatch.setenv("KBWIKI_HEARTBEAT_INTERVAL_S", "1")
     kb = deps.kbs.get_or_create(1, f"kill-{uuid.uuid4().hex[:6]}")
     docs = _documents(deps.extractor, 12)
-    for doc in docs:
-        assert (
-            run_stage(
-                submit_document,
-                deps,
-                tenant_id=1,
-                knowledge_base_id=kb.id,
-                title=doc.title,
-                content=doc.text,
-                source_uri=doc.source_uri,
-            ).status
-            == "queued"
-        )
+    submit_all(deps, kb, docs)
 
     def query(text: str, params) -> list[dict]:
         with deps.pool.connection() as conn:

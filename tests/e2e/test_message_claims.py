@@ -16,8 +16,8 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
+from tests.support.pipeline import submit_all
 from tests.support.tcp_proxy import TcpProxy
 from wiki.lanes import INGEST, REDUCE, SCOPE_KB
 
@@ -44,7 +44,6 @@ def test_claims_whose_map_messages_an_outage_lost_come_back_while_their_worker_l
     deps, pipeline_env, redis_proxy, tmp_path, monkeypatch
 ):
     from kbwiki.ingest import lane_rows
-    from stages.ingest import submit_document
     from stages.liveness import redis_marker_key
     from tests.e2e.test_recovery import _documents, _kill_tree
     from tests.support.llm_deps import scripted_llm_env
@@ -54,17 +53,7 @@ def test_claims_whose_map_messages_an_outage_lost_come_back_while_their_worker_l
     # outage would give every claim back as after a flush, stages.liveness.after_redis_loss)
     deps.redis.set(redis_marker_key(deps.settings.key_prefix), "1")
     kb = deps.kbs.get_or_create(1, f"lost-{uuid.uuid4().hex[:6]}")
-    for doc in _documents(deps.extractor, DOCS):
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=1,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        assert result.status == "queued"
+    submit_all(deps, kb, _documents(deps.extractor, DOCS))
 
     def ingest_claims() -> int:
         return deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600)

@@ -9,6 +9,7 @@ import pytest
 from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_doc, shipped_docs
+from tests.support.pipeline import submit_all
 from wiki.links import parse_links
 
 pytestmark = pytest.mark.e2e
@@ -24,23 +25,10 @@ def _real_docs():
 
 def test_documents_become_a_linked_cited_wiki(deps, worker):
     from kbwiki.ingest import lane_rows
-    from stages.ingest import submit_document
 
     kb = deps.kbs.get_or_create(1, f"e2e-{uuid.uuid4().hex[:6]}")
     docs = _real_docs()
-    ids = {}
-    for doc in docs:
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=1,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        assert result.status == "queued"
-        ids[result.knowledge_id] = doc.title
+    ids = dict(zip(submit_all(deps, kb, docs), (doc.title for doc in docs), strict=True))
 
     def settled():
         counts = deps.docs.count_by_status(kb.id)

@@ -16,9 +16,9 @@ import psutil
 import pytest
 import redis
 
-from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.pipeline import submit_all
 from wiki.extract import ExtractionError
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +88,6 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
     stale here (an hour): a map waiting at the gate keeps its claim, and after the kill only the
     dead workers' heartbeats free theirs."""
     from kbwiki.ingest import lane_rows
-    from stages.ingest import submit_document
     from tests.support.llm_deps import scripted_llm_env
     from tests.support.llm_server import AnswerGate, ScriptedLLM
     from wiki.lanes import SCOPE_KB, WIKI_LANES
@@ -104,19 +103,7 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
     def done() -> int:
         return deps.docs.count_by_status(kb.id).get("done", 0)
 
-    ids = []
-    for doc in _documents(deps.extractor, DOCS):
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=1,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        assert result.status == "queued"
-        ids.append(result.knowledge_id)
+    ids = submit_all(deps, kb, _documents(deps.extractor, DOCS))
 
     gate = AnswerGate(timeout_s=GATE_S)
     with ScriptedLLM(gate) as server:

@@ -7,6 +7,27 @@ import pytest
 from actors.deps import run_stage
 
 
+def submit_all(deps, kb, docs) -> list[str]:
+    """Submit ``docs`` (``kbwiki.corpus.CorpusDoc``: title, text, source_uri) to ``kb`` as a producer
+    does (``stages.ingest.submit_document``), asserting each is queued; returns their knowledge ids."""
+    from stages.ingest import submit_document
+
+    ids = []
+    for doc in docs:
+        result = run_stage(
+            submit_document,
+            deps,
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            title=doc.title,
+            content=doc.text,
+            source_uri=doc.source_uri,
+        )
+        assert result.status == "queued", (doc.source_uri, result.status)
+        ids.append(result.knowledge_id)
+    return ids
+
+
 def settle(deps, kb, max_rounds: int = 50, leads: bool = True) -> None:
     """Pump, map, reduce, write page leads, back-link, cross-link and rebuild the index of ``kb``
     until every lane is empty; fails the test when they never empty. Map runs in the ingest lane's
