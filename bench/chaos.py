@@ -660,13 +660,26 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
     def disk_full() -> dict:
         if not Path(servers.pg["data"]).resolve().is_relative_to(servers.home.resolve()):
             return {"skipped": "PostgreSQL's data is not on the bench's tmpfs"}
+        pg_log = Path(servers.pg["log"])
+        seen = pg_log.stat().st_size
         filler = servers.home / "filler"
         written = cf.fill_disk(filler)
+        t_full = time.monotonic()
+        # hold the disk full until PostgreSQL has felt it (a write refused), then --disk-full-s more
+        try:
+            refused = wait_for(lambda: cf.log_line_since(pg_log, seen, "No space left"), 120, "a refused write")
+        except TimeoutError:
+            refused = None
+        felt_s = round(time.monotonic() - t_full, 1)
         time.sleep(args.disk_full_s)
         filler.unlink()
         # a full disk stops Redis too (its append-only file): wait for both
         wait_for(lambda: servers.pg_answers() and servers.redis_answers(), 300, "the servers after the disk was freed")
-        return {"filled_mib": written >> 20}
+        return {
+            "filled_mib": written >> 20,
+            "postgresql_refused_after_s": felt_s if refused else None,
+            "postgresql_said": refused,
+        }
 
     def pg_outage() -> dict:
         import actors
