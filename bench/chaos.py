@@ -67,6 +67,7 @@ from kbwiki.services import (  # noqa: E402
     _RunAs,
     local_services,
     pg_url,
+    stop_home,
 )
 from kbwiki.workers import worker_command  # noqa: E402
 from repos.bench import KbProbe  # noqa: E402
@@ -244,7 +245,10 @@ class Servers:
             return conn.execute("SELECT 1").fetchone() is not None
 
     def close(self) -> None:
+        """Detach, and stop the home's servers (its supervisor would keep them until idle, and die
+        with its home once the folder is removed, leaving them running)."""
         self._stack.close()
+        stop_home(self.home)
 
 
 def _answers(redis_url: str) -> bool:
