@@ -36,8 +36,12 @@ from stages.requeue import unspool
 from wiki.settings import Settings, get_settings
 
 #: Out of a million broker commands, how many also run Dramatiq's maintenance (requeue the messages
-#: of dead workers): 2 %, so a few seconds of polling after a worker died, not minutes.
-REQUEUE_MAINTENANCE_CHANCE = 20_000
+#: of dead workers): every one. Its cost is two sorted-set range reads while no worker is dead. A
+#: command requeues a dead worker's messages of its own queue only (``dispatch.lua``), and an idle
+#: consumer sends about one command a second per queue: at 2 % a frozen worker's prefetched
+#: messages waited 35 s after its heartbeat timed out (bench/chaos.py, SIGSTOP of a worker while
+#: the other had nothing else left to do).
+REQUEUE_MAINTENANCE_CHANCE = 1_000_000
 
 
 def setup_broker(settings: Settings | None = None) -> RedisBroker:

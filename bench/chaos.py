@@ -560,7 +560,8 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
     events: list[dict] = []
     started = time.monotonic()
     host = None
-    wanted = [f for f in FAULTS if f in args.faults]
+    # the default: every fault of FAULTS in its order; a list given names its own order (and repeats)
+    wanted = list(args.faults) if args.faults_given else list(FAULTS)
     if os.geteuid() != 0:
         wanted = [f for f in wanted if f not in ROOT_ONLY]
 
@@ -717,7 +718,14 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
             print(f"chaos: {fault} at {t0 - started:.0f} s, {pending} documents pending", file=sys.stderr, flush=True)
             info = steps[fault]()
             events.append(
-                {"fault": fault, "at_s": round(t0 - started, 1), "pending": pending, "_t0": t0, "_t1": time.monotonic()}
+                {
+                    "fault": fault,
+                    "at_s": round(t0 - started, 1),
+                    "utc": time.strftime("%H:%M:%S", time.gmtime()),
+                    "pending": pending,
+                    "_t0": t0,
+                    "_t1": time.monotonic(),
+                }
                 | info
             )
         while feed:
@@ -786,7 +794,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=2000)
     parser.add_argument("--pending", type=int, default=300, help="documents still to do when each fault lands")
     parser.add_argument("--deletes", type=int, default=1000, help="documents deleted at the end of each run")
-    parser.add_argument("--faults", default=",".join(dict.fromkeys(FAULTS)), help="comma-separated subset of FAULTS")
+    parser.add_argument(
+        "--faults", default=None, help="comma-separated faults of FAULTS in the order to land them (default: FAULTS)"
+    )
     parser.add_argument("--outage-s", type=float, default=60, help="PostgreSQL outage length")
     parser.add_argument("--redis-outage-s", type=float, default=60, help="Redis stopped this long")
     parser.add_argument("--freeze-s", type=float, default=60, help="SIGSTOP of a worker this long")
@@ -800,7 +810,8 @@ def main() -> None:
     parser.add_argument("--timeout-s", type=float, default=1800, help="longest wait for a run to settle")
     parser.add_argument("--keep", action="store_true", help="keep the servers' folder (logs) afterwards")
     args = parser.parse_args()
-    args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    args.faults_given = args.faults is not None
+    args.faults = [f.strip() for f in (args.faults or ",".join(FAULTS)).split(",") if f.strip()]
     if unknown := set(args.faults) - set(FAULTS):
         parser.error(f"unknown faults: {', '.join(sorted(unknown))} (known: {', '.join(dict.fromkeys(FAULTS))})")
 

@@ -9,6 +9,7 @@ for kbwiki that is what FLUSHALL does, without touching other tests or a demo on
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -30,6 +31,11 @@ ALL_CLAIMS_S = 24 * 3600  # a "stale after" so large that every claim counts
 STEP = DOCS // 6
 #: Longest an answer waits at the gate (seconds); the test opens it long before.
 GATE_S = 120
+#: Seconds the set of claimed rows must stay the same before the kill: longer than it takes a
+#: worker's heartbeat (2 s) to give back a claim whose message a flush took (two checks 3 s apart,
+#: ``stages.message_claims``) and the pump to claim that document again, so the kill lands on claims
+#: that stay, not in between (a run under load once killed in that gap and found no claim held).
+SETTLE_S = 8
 
 
 def _documents(extractor, n: int):
@@ -103,6 +109,23 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
     def done() -> int:
         return deps.docs.count_by_status(kb.id).get("done", 0)
 
+    seen: dict = {"ids": None, "since": 0.0}
+
+    def claims_settled() -> bool:
+        """Rows claimed, the same ones for ``SETTLE_S`` seconds, and Redis holding state again."""
+        with deps.pool.connection() as conn:
+            ids = {
+                r["id"]
+                for r in conn.execute(
+                    "SELECT id FROM task_pending_ops WHERE scope_id = %s AND claimed_at IS NOT NULL", (kb.id,)
+                )
+            }
+        now = time.monotonic()
+        if ids != seen["ids"]:
+            seen.update(ids=ids, since=now)
+            return False
+        return bool(ids) and now - seen["since"] >= SETTLE_S and _has_keys(client, prefix)
+
     ids = submit_all(deps, kb, _documents(deps.extractor, DOCS))
 
     gate = AnswerGate(timeout_s=GATE_S)
@@ -125,7 +148,7 @@ def test_flush_and_kill_mid_run_then_restart_finishes_everything(deps, pipeline_
             # 2. Every worker killed mid-run, Redis flushed again, workers restarted. Redis holds keys
             # again only once a worker has talked to it since the flush (a fetch, an ack or a
             # trigger): kill after that, so the second flush takes state away rather than finding none.
-            wait_until(lambda: claims() > 0 and _has_keys(client, prefix), 30, "work claimed and Redis state rebuilt")
+            wait_until(claims_settled, 60, "work claimed (the same rows for a while) and Redis state rebuilt")
             killed = _kill_tree(workers)
             second_flush = _flush(client, prefix)
         finally:
