@@ -10,7 +10,7 @@ import sys
 import click
 
 from kbwiki.command import TENANT_ID, main, services
-from wiki.errors import CannotListen
+from wiki.errors import BadSetting, CannotListen
 
 #: Seconds a page waits for a pooled connection before answering 503.
 POOL_TIMEOUT_S = 5.0
@@ -30,6 +30,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
 
     The operations page's requeue and purge buttons need KBWIKI_WEB_OPS_TOKEN (read-only without it).
     Requests must name a host of KBWIKI_WEB_ALLOWED_HOSTS (default: the loopback names on loopback).
+    X-Forwarded-For/-Proto are believed from KBWIKI_WEB_TRUSTED_PROXIES only (default: from no one).
     """
     import uvicorn
 
@@ -43,7 +44,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
         pool = get_pool(
             settings.model_copy(update={"db_pool_timeout_s": min(settings.db_pool_timeout_s, POOL_TIMEOUT_S)})
         )
-        exposed = not is_loopback(host)
+        proxies = trusted_proxies(settings.web_trusted_proxies)
         for line in exposure_warnings(host, settings.web_ops_token, settings.web_allowed_hosts):
             click.echo(f"kbwiki: warning: {line}", err=True)
         app = create_app(
@@ -51,9 +52,18 @@ def serve(host: str, port: int, tenant: int | None) -> None:
             settings.web_tenant if tenant is None else tenant,
             settings.web_ops_token,
             allowed_hosts=allowed_hosts(settings.web_allowed_hosts, host),
-            exposed=exposed,
         )
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=True))
+        # uvicorn's default believes X-Forwarded-For from 127.0.0.1: any local client could then
+        # claim a new address per sign-in try (and put any text in the log's "from ADDRESS")
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            proxy_headers=bool(proxies),
+            forwarded_allow_ips=proxies or None,
+        )
+        server = uvicorn.Server(config)
         url_host = f"[{host}]" if ":" in host else host
         click.echo(
             f"kbwiki: serving tenant {settings.web_tenant if tenant is None else tenant} on http://{url_host}:{port}/",
@@ -91,6 +101,23 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:  # a name: it may resolve beyond loopback
         return False
+
+
+def trusted_proxies(setting: str) -> list[str]:
+    """The proxies of ``KBWIKI_WEB_TRUSTED_PROXIES`` (comma-separated addresses or networks such as
+    ``10.0.0.0/8``) whose X-Forwarded-For and X-Forwarded-Proto uvicorn believes; empty: none.
+    Raises ``BadSetting`` naming an entry that is not an address or network (uvicorn would
+    silently never match it)."""
+    proxies = [p.strip() for p in setting.split(",") if p.strip()]
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise BadSetting(
+                f"KBWIKI_WEB_TRUSTED_PROXIES: {proxy!r} is not an IP address or network"
+                " (the proxies whose X-Forwarded-For is believed, comma-separated)"
+            ) from None
+    return proxies
 
 
 def allowed_hosts(setting: str, host: str) -> list[str]:

@@ -212,6 +212,9 @@ class Settings(BaseSettings):
     # Host names ``kbwiki serve`` answers to, comma-separated (``*.example.org`` matches subdomains);
     # empty: the loopback names when bound to loopback, any name otherwise (with a warning at start).
     web_allowed_hosts: str = Field(default="", description="Host names the web face answers to.")
+    # Addresses of the proxies whose X-Forwarded-For/-Proto ``kbwiki serve`` believes, comma-separated
+    # (a proxy on loopback: ``127.0.0.1``); empty: none, the socket's address is the client's.
+    web_trusted_proxies: str = Field(default="", description="Proxies whose X-Forwarded-* are believed.")
 
     # Dramatiq's Prometheus middleware on the workers (an exposition server on dramatiq_prom_port, 9191).
     dramatiq_prometheus: bool = Field(default=False, description="Add Dramatiq's Prometheus middleware.")

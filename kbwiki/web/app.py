@@ -7,8 +7,9 @@ database are plain functions (Starlette runs them in its thread pool; the pool i
 Every response carries the headers of ``kbwiki.web.guards`` (a Content-Security-Policy that
 allows scripts from this server only: page HTML is sanitised by ``kbwiki.web.markdown`` and the
 CSP is the second fence), requests naming a Host outside the allow-list are refused (DNS
-rebinding), and a server reachable beyond loopback (``exposed``) shows strangers error headlines
-only: no tracebacks, no payloads.
+rebinding), and only a signed-in operator sees error details (tracebacks, dead-letter payloads):
+everyone else gets headlines, on any bind address, since a TLS proxy on loopback makes every
+internet visitor a loopback client.
 """
 
 from __future__ import annotations
@@ -121,6 +122,18 @@ class TtlCache:
         return hit[1]
 
 
+#: Characters of client-supplied text a log line keeps (an address is at most 45).
+LOGGED_CHARS = 100
+
+
+def loggable(text: str) -> str:
+    """Client-supplied ``text`` made safe for a log line: every character that is not printable
+    (control and escape characters, C1 controls, line and paragraph separators) becomes ``?``,
+    and at most ``LOGGED_CHARS`` characters are kept, so a client cannot forge lines or drive the
+    operator's terminal."""
+    return "".join(c if c.isprintable() else "?" for c in text[:LOGGED_CHARS])
+
+
 def headline(error: str | None) -> str:
     """An error's first line, at most 160 characters: what a stranger may see of it."""
     return (error or "").split("\n", 1)[0][:160]
@@ -140,14 +153,12 @@ def create_app(
     ops_token: str | None = None,
     requeue: Requeue | None = None,
     allowed_hosts: Sequence[str] | None = None,
-    exposed: bool = False,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
-    (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). ``exposed``: the server is
-    reachable beyond loopback, so error details (tracebacks, payloads) are shown to signed-in
-    operators only."""
+    (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
+    payloads) are shown to signed-in operators only, whatever the bind address."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -297,7 +308,8 @@ def create_app(
             supports=[p for p in citing if p is not summary],
             evidence_of=evidence_of,
             evidence=evidence,
-            redacted=exposed and session(request) is None,
+            # browsers send the session cookie (path /ops) to /ops only: here they get the headline
+            redacted=session(request) is None,
         )
 
     def lint_view(request: Request) -> Response:
@@ -322,7 +334,7 @@ def create_app(
             signed_in=cookie is not None,
             csrf=guard.csrf_value(cookie) if cookie else "",
             message=message.format(id=_int(request.query_params.get("id", ""))),
-            redacted=exposed and cookie is None,
+            redacted=cookie is None,
         )
 
     def dead_letter_view(request: Request) -> Response:
@@ -336,11 +348,12 @@ def create_app(
             row=row,
             signed_in=cookie is not None,
             csrf=guard.csrf_value(cookie) if cookie else "",
-            redacted=exposed and cookie is None,
+            redacted=cookie is None,
         )
 
     async def ops_login(request: Request) -> Response:
-        address = request.client.host if request.client else "unknown"
+        # the socket's address, or X-Forwarded-For's when a KBWIKI_WEB_TRUSTED_PROXIES proxy sent it
+        address = loggable(request.client.host) if request.client else "unknown"
         if not guard.sign_in_allowed(address):
             print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
             raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
@@ -363,7 +376,14 @@ def create_app(
         return response
 
     async def ops_logout(request: Request) -> Response:
-        await run_in_threadpool(guard.close_session, request.cookies.get(COOKIE))
+        cookie = request.cookies.get(COOKIE)
+        # a signed-in session ends only with its own form's CSRF token: another site cannot sign
+        # the operator out; without an open session there is nothing to end, only a cookie to drop
+        if await run_in_threadpool(guard.signed_in, cookie):
+            form = await request.form()
+            if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
+                raise HTTPException(403, "sign out with the page's sign-out button")
+            await run_in_threadpool(guard.close_session, cookie)
         response = RedirectResponse("/ops?m=signed-out", status_code=303)
         response.delete_cookie(COOKIE, path=COOKIE_PATH)
         return response

@@ -9,7 +9,9 @@ copied cookie stops working; changing the token ends every session.
 Every action form carries a CSRF token bound to the session: the session's hash signed with
 itsdangerous under a key drawn at random when the server starts (so a restart asks forms to be
 reloaded) and timed to the session's lifetime. A form from another session, an old server or none
-is refused. Failed sign-ins are limited per client address (``SIGN_IN_LIMIT``) and logged.
+is refused; the sign-out form too. Failed sign-ins are limited per client address
+(``SIGN_IN_LIMIT``; the socket's address unless ``KBWIKI_WEB_TRUSTED_PROXIES`` names the proxy
+that sent X-Forwarded-For) and logged.
 """
 
 from __future__ import annotations
@@ -32,10 +34,6 @@ SESSION_S = 8 * 3600
 #: Failed sign-ins allowed per client address (a moving window). The audit guessed 223 tokens a
 #: second; at 10 a minute a 16-character random token (KBWIKI_WEB_OPS_TOKEN's minimum) is out of reach.
 SIGN_IN_LIMIT = "10/minute"
-#: Failed sign-ins allowed from all addresses together: ``kbwiki serve`` believes X-Forwarded-For
-#: from a local proxy, so a local client can claim a new address per try; this caps guessing
-#: whatever the claimed addresses (at the price of a minute's lock-out for everyone under attack).
-SIGN_IN_LIMIT_ALL = "60/minute"
 
 
 def _hash(cookie: str) -> bytes:
@@ -53,8 +51,9 @@ class OpsGuard:
         # a changed token ends the sessions opened with the old one; the token itself is not stored
         self._fingerprint = hmac.new((token or "").encode(), b"kbwiki-session", hashlib.sha256).digest()
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
+        # per address only: a cap on all addresses together let anyone lock the operators out
+        # (from a few addresses, or from visitors' browsers posting a cross-site form)
         self._limit = parse(SIGN_IN_LIMIT)
-        self._limit_all = parse(SIGN_IN_LIMIT_ALL)
 
     @property
     def enabled(self) -> bool:
@@ -62,16 +61,12 @@ class OpsGuard:
         return self.token is not None
 
     def sign_in_allowed(self, address: str) -> bool:
-        """Whether ``address`` may try a sign-in now (under ``SIGN_IN_LIMIT`` failures of its own and
-        ``SIGN_IN_LIMIT_ALL`` of all addresses)."""
-        return self._limiter.test(self._limit, "ops-sign-in", address) and self._limiter.test(
-            self._limit_all, "ops-sign-in-all"
-        )
+        """Whether ``address`` may try a sign-in now (under ``SIGN_IN_LIMIT`` failures of its own)."""
+        return self._limiter.test(self._limit, "ops-sign-in", address)
 
     def sign_in_failed(self, address: str) -> None:
-        """Count a failed sign-in of ``address`` against both limits."""
+        """Count a failed sign-in of ``address`` against ``SIGN_IN_LIMIT``."""
         self._limiter.hit(self._limit, "ops-sign-in", address)
-        self._limiter.hit(self._limit_all, "ops-sign-in-all")
 
     def token_ok(self, given: str) -> bool:
         """Whether ``given`` is the ops token (compared in constant time)."""

@@ -21,6 +21,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 SHOTS = Path(__file__).resolve().parents[1] / "output" / "screenshots"
 WAIT_S = 15
+OPS_TOKEN = "browser-ops-token-0123456789"
 
 if not (CHROMIUM and CHROMEDRIVER):
     pytest.skip(
@@ -56,7 +57,7 @@ def browser():
 @pytest.fixture()
 def site(clean_db):
     wiki = build_wiki(clean_db)
-    with serving(create_app(clean_db, tenant_id=1, ops_token=None)) as base:
+    with serving(create_app(clean_db, tenant_id=1, ops_token=OPS_TOKEN)) as base:
         yield base, wiki
 
 
@@ -127,8 +128,14 @@ def test_read_search_graph_and_ops(browser, site):
 
     browser.get(f"{base}/ops")
     row = browser.find_element(By.ID, f"dl-{wiki.dead_letter_id}")
-    assert "RuntimeError: extractor exploded" in row.text
-    row.find_element(By.TAG_NAME, "summary").click()  # the error's detail
+    assert "RuntimeError: extractor exploded" in row.text  # a stranger sees the headline only
+    assert row.find_elements(By.TAG_NAME, "summary") == [] and "Traceback" not in row.text
+    assert "kbwiki dead-letters show" in browser.find_element(By.ID, "headlines-only").text
+    browser.find_element(By.NAME, "token").send_keys(OPS_TOKEN)
+    browser.find_element(By.XPATH, "//button[contains(., 'sign in')]").click()
+    wait.until(ec.presence_of_element_located((By.XPATH, "//button[contains(., 'sign out')]")))
+    row = browser.find_element(By.ID, f"dl-{wiki.dead_letter_id}")
+    row.find_element(By.TAG_NAME, "summary").click()  # the error's detail, for a signed-in operator
     assert "Traceback (most recent call last)" in row.find_element(By.CSS_SELECTOR, "pre.error").text
     assert "wiki:ingest" in browser.find_element(By.ID, "lanes").text
     assert "extractor exploded" in browser.find_element(By.ID, "dead-letter-groups").text
@@ -136,3 +143,5 @@ def test_read_search_graph_and_ops(browser, site):
         e.get_attribute("id") for e in browser.find_elements(By.CSS_SELECTOR, "#dead-letters tr")
     ]
     shot(browser, "08-ops")
+    browser.find_element(By.XPATH, "//button[contains(., 'sign out')]").click()  # its form carries the CSRF token
+    wait.until(ec.text_to_be_present_in_element((By.ID, "flash"), "Signed out."))

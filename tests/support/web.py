@@ -153,10 +153,19 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(app, deadline_s: float = 20) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a thread on a free port; yields its base URL."""
+def serving(app, deadline_s: float = 20, trusted_proxies: list[str] | None = None) -> Iterator[str]:
+    """Serve ``app`` with uvicorn in a thread on a free port; yields its base URL. X-Forwarded-For
+    and -Proto are believed from ``trusted_proxies`` only (as ``kbwiki serve`` does; None: no one)."""
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning", lifespan="off")
+        uvicorn.Config(
+            app,
+            host="127.0.0.1",
+            port=free_port(),
+            log_level="warning",
+            lifespan="off",
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=trusted_proxies or None,
+        )
     )
     thread = threading.Thread(target=server.run, name="web-under-test", daemon=True)
     thread.start()
