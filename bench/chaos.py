@@ -473,6 +473,8 @@ def compare(clean: dict, chaos: dict) -> dict:
         "pages_differing": len(changed),
         "links_only_clean": len(cl - xl),
         "links_only_chaos": len(xl - cl),
+        # the index page lists the most recently updated summaries, which depends on ingestion order
+        "differing_links_from_the_index": sum(link[0] == "index" for link in cl ^ xl),
         "examples": {
             "only_clean": only_clean[:5],
             "only_chaos": only_chaos[:5],
