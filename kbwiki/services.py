@@ -245,7 +245,8 @@ def why_stopped(name: str, entry: dict[str, Any], missed_s: float) -> str:
             or [line for line in lines if line.startswith("FATAL:") and not _CLIENT_FATAL.search(line)]
             # "received immediate shutdown request" says more than the "database system is shut down" after it
             or [line for line in lines if re.search(r"shutdown request|terminated by signal", line)]
-            or [line for line in lines if "shut down" in line]
+            # not "database system was shut down at ...": the next start logs that about the last stop
+            or [line for line in lines if "database system is shut down" in line]
         )
     else:
         lines = _log_since(entry.get("log", ""), int(entry.get("log_offset", 0)))
@@ -542,8 +543,18 @@ def _pg_initdb(bindir: Path, data: Path, run_as: _RunAs) -> None:
         conf.write("\n# kbwiki embedded default\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\n")
 
 
+#: Seconds ``pg_ctl stop`` waits for a fast stop, then for an immediate one, before the postmaster
+#: is killed: a hung server (a frozen postmaster, SIGSTOP) ignores both, and while it keeps its port
+#: a restart would have to move to another port, which running workers never learn.
+FAST_STOP_S = 10
+IMMEDIATE_STOP_S = 5
+
+
 def _pg_stop(bindir: Path, data: Path, run_as: _RunAs) -> None:
-    """``pg_ctl stop -m fast``; a server that is not running is not an error."""
+    """Stop the server of ``data``: ``pg_ctl stop -m fast``, then ``-m immediate``, then SIGKILL of
+    the postmaster (named in ``postmaster.pid``; its backends exit when it is gone), each when the
+    one before did not stop it in time. A server that is not running is not an error. Raises
+    :class:`ServiceError` only when even the kill leaves it running."""
     try:
         status = subprocess.run(
             run_as.command([str(bindir / "pg_ctl"), "status", "-D", str(data)]),
@@ -556,7 +567,24 @@ def _pg_stop(bindir: Path, data: Path, run_as: _RunAs) -> None:
         return
     if status.returncode != 0:  # 3: not running, 4: no data dir
         return
-    _run([str(bindir / "pg_ctl"), "stop", "-D", str(data), "-m", "fast", "-w", "-t", "60"], run_as, "pg_ctl stop")
+    for mode, wait_s in (("fast", FAST_STOP_S), ("immediate", IMMEDIATE_STOP_S)):
+        try:
+            cmd = [str(bindir / "pg_ctl"), "stop", "-D", str(data), "-m", mode, "-w", "-t", str(wait_s)]
+            _run(cmd, run_as, "pg_ctl stop")
+            return
+        except ServiceError:
+            continue  # hung: try harder
+    pid = _pg_postmaster_pid({"data": str(data)})
+    if pid <= 0:
+        return
+    try:
+        postmaster = psutil.Process(pid)
+        postmaster.kill()  # SIGKILL: a stopped (SIGSTOP) process dies of it too
+        postmaster.wait(10)
+    except psutil.NoSuchProcess:
+        return
+    except (psutil.Error, OSError) as exc:  # TimeoutExpired, AccessDenied
+        raise ServiceError(f"PostgreSQL (pid {pid}) did not stop, even killed: {exc!r}") from exc
 
 
 def pg_url(port: int, dbname: str = DATABASE_NAME) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -432,6 +433,38 @@ def test_a_postgresql_stopped_behind_the_supervisors_back_is_restarted_and_statu
     status = _kbwiki(home, "status")
     assert status.returncode == 0, status.stderr
     assert "PostgreSQL restarted " in status.stdout
+
+
+def test_a_frozen_postgresql_is_killed_and_restarted_on_its_own_port(home: Path) -> None:
+    """A hung server (its postmaster stopped with SIGSTOP) ignores pg_ctl's stops and keeps its
+    port: the supervisor kills it and starts the server on the same port, which running workers
+    reconnect to (a restart on a new port left them failing for good)."""
+    with local_services(_embedded(home)) as settings:
+        port = _state(home)["postgres"]["port"]
+        postmaster, _ = _pids(home)
+        os.kill(postmaster, signal.SIGSTOP)
+        try:
+            _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the supervisor to restart PostgreSQL")
+            _wait_for(lambda: _pg_answers(settings.database_url), "PostgreSQL to answer again")
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(postmaster, signal.SIGCONT)
+        assert _gone(postmaster)
+        assert _state(home)["postgres"]["port"] == port
+        assert "although its process runs" in _watch(home, "postgres")["why"]
+
+
+def test_a_killed_postgresql_is_said_to_have_stopped_with_nothing_in_its_log(home: Path) -> None:
+    """After a clean stop and start the log's newest lines describe the last stop ("database
+    system was shut down at ..."): a SIGKILL afterwards must not be reported as that stop."""
+    with local_services(_embedded(home)):
+        _pg_ctl_stop_immediate(home)
+        _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the first restart")
+        first = _watch(home, "postgres")["restarted_at"]
+        postmaster, _ = _pids(home)
+        os.kill(postmaster, signal.SIGKILL)
+        _wait_for(lambda: _watch(home, "postgres").get("restarted_at") not in (None, first), "the second restart")
+        assert _watch(home, "postgres")["why"] == "it stopped with nothing in its log (killed?)"
 
 
 def test_a_restart_that_keeps_failing_is_reported_with_its_reason_and_next_try_until_it_works(home: Path) -> None:
