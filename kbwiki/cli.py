@@ -201,8 +201,13 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
 
         given = click.get_current_context().get_parameter_source("tenant") is not click.core.ParameterSource.DEFAULT
         with services():
-            print_kbs(command_deps(), tenant=tenant if given else None, limit=DEFAULT_PAGE, start=None, as_json=as_json)
+            deps = command_deps()
+            print_kbs(deps, tenant=tenant if given else None, limit=DEFAULT_PAGE, start=None, as_json=as_json)
+            # letters of every KB, and of messages naming none (a producer's to a KB that is gone)
+            letters = deps.dead_letters.count(tenant_id=tenant if given else None)
         if not as_json:
+            if letters:
+                click.echo(f"open dead letters: {letters:,} (kbwiki dead-letters list)")
             for line in watched(base):
                 click.echo(line)
         return

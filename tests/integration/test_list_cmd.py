@@ -145,6 +145,16 @@ def test_status_without_kb_prints_the_kb_list(run, deps):  # noqa: F811
     assert [kb["name"] for kb in json.loads(run("status", "--json").stdout)["knowledge_bases"]] == ["one", "two"]
 
 
+def test_status_without_kb_counts_the_open_dead_letters_of_every_kb_and_of_none(run, deps):  # noqa: F811
+    deps.kbs.get_or_create(1, "one")
+    assert "dead letters" not in run("status").stdout
+    deps.dead_letters.insert(  # a producer's message to a KB that does not exist
+        task_type="wiki_submit", tenant_id=1, scope="kb", scope_id=str(uuid.uuid4()), last_error="UnknownKnowledgeBase"
+    )
+    assert "open dead letters: 1 (kbwiki dead-letters list)" in run("status").stdout.splitlines()
+    assert "dead letters" not in run("status", "--tenant", "2").stdout
+
+
 # ---- kbwiki documents --------------------------------------------------------------------------
 
 
