@@ -11,6 +11,7 @@ from actors.deps import run_stage
 from kbwiki.corpus import CorpusDoc
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.pipeline import submit_all
 from wiki.links import parse_links
 from wiki.slugs import summary_slug
 
@@ -28,22 +29,7 @@ def _edited(doc: CorpusDoc) -> CorpusDoc:
 
 
 def _submit_all(deps, kb, docs) -> dict[str, str]:
-    from stages.ingest import submit_document
-
-    ids = {}
-    for doc in docs:
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        assert result.status == "queued", (doc.title, result)
-        ids[doc.source_uri] = result.knowledge_id
-    return ids
+    return dict(zip((doc.source_uri for doc in docs), submit_all(deps, kb, docs), strict=True))
 
 
 def _wait_settled(deps, kb, what: str) -> None:

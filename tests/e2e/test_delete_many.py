@@ -17,6 +17,7 @@ from actors.deps import run_stage
 from middleware.periodic import PeriodicMiddleware
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
+from tests.support.pipeline import submit_all
 
 pytestmark = pytest.mark.e2e
 
@@ -44,21 +45,9 @@ def worker_without_sweeps(actors_broker, deps, monkeypatch):
 def test_deleting_many_documents_finishes_without_the_sweeper(deps, worker_without_sweeps):
     from kbwiki.ingest import lane_rows
     from stages.delete import DELETE_BATCH, delete_documents
-    from stages.ingest import submit_document
 
     kb = deps.kbs.get_or_create(1, f"e2e-delete-many-{uuid.uuid4().hex[:6]}")
-    ids = []
-    for doc in shipped_docs()[:N_DOCS]:
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        ids.append(result.knowledge_id)
+    ids = submit_all(deps, kb, shipped_docs()[:N_DOCS])
 
     def settled():
         counts = deps.docs.count_by_status(kb.id)
