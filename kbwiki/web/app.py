@@ -253,7 +253,9 @@ def create_app(
         q = request.query_params.get("q", "")
         hits = web.search(tenant_id, kb.id, q, SEARCH_LIMIT) if q.strip() else []
         name = "search_results.html" if request.headers.get("HX-Request") else "search.html"
-        return render(request, name, kb=kb, q=q, hits=hits)
+        response = render(request, name, kb=kb, q=q, hits=hits)
+        response.headers["Vary"] = "HX-Request"  # one URL, two bodies: a cache must keep both
+        return response
 
     def backlinks_json(request: Request) -> Response:
         kb = the_kb(request)
@@ -354,6 +356,10 @@ def create_app(
     async def ops_login(request: Request) -> Response:
         # the socket's address, or X-Forwarded-For's when a KBWIKI_WEB_TRUSTED_PROXIES proxy sent it
         address = loggable(request.client.host) if request.client else "unknown"
+        if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            # a form another site's page posts from the operator's own browser: refused before it
+            # counts, or ten of them would lock the operator out for a minute
+            raise HTTPException(403, "Sign in from this site's own page.")
         if not guard.sign_in_allowed(address):
             print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
             raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
@@ -440,10 +446,10 @@ def create_app(
         Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
         Route("/kb/{kb_id}/lint", lint_view),
         Route("/ops", ops_view),
-        Route("/ops/dead-letters/{id:int}", dead_letter_view),
+        Route("/ops/dead-letters/{id:row_id}", dead_letter_view),
         Route("/ops/login", ops_login, methods=["POST"]),
         Route("/ops/logout", ops_logout, methods=["POST"]),
-        Route("/ops/dead-letters/{id:int}/{action:str}", ops_action, methods=["POST"]),
+        Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]

@@ -410,6 +410,36 @@ def test_405_carries_allow(base):
     assert get_login.status_code == 405 and get_login.headers.get("allow") == "POST"
 
 
+def test_cross_site_sign_ins_are_refused_before_they_count(clean_db, wiki):
+    # another site's page can post the sign-in form from the operator's own browser: ten of those
+    # used to lock the operator out for a minute (the per-address limit counts the operator)
+    app = create_app(clean_db, tenant_id=1, ops_token=TOKEN)
+    with serving(app) as url, _client(url) as c:
+        cross = [
+            c.post("/ops/login", data={"token": "wrong-token-wrong-token"}, headers={"Sec-Fetch-Site": "cross-site"})
+            for _ in range(12)
+        ]
+        operator = c.post("/ops/login", data={"token": TOKEN}, headers={"Sec-Fetch-Site": "same-origin"})
+    assert {r.status_code for r in cross} == {403}
+    assert operator.status_code == 303 and "kbwiki_ops=" in operator.headers.get("set-cookie", "")
+
+
+def test_an_id_of_thousands_of_digits_is_404_not_500(base):
+    with _client(base) as c:
+        view = c.get("/ops/dead-letters/" + "9" * 5000)
+        action = c.post("/ops/dead-letters/" + "9" * 5000 + "/purge")
+    assert view.status_code == 404 and action.status_code == 404
+
+
+def test_search_says_its_body_varies_with_hx_request(base, wiki):
+    kb_id = wiki.kb_id
+    with _client(base) as c:
+        page = c.get(f"/kb/{kb_id}/search", params={"q": "anything"})
+        fragment = c.get(f"/kb/{kb_id}/search", params={"q": "anything"}, headers={"HX-Request": "true"})
+    assert page.status_code == fragment.status_code == 200 and page.text != fragment.text
+    assert "HX-Request" in page.headers.get("vary", "") and "HX-Request" in fragment.headers.get("vary", "")
+
+
 # -- 11. KB list paging -----------------------------------------------------------------------
 def test_kb_list_pages_past_200(base, clean_db):
     from repos.web import MAX_LIST
