@@ -10,16 +10,34 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable
 
+import dramatiq
 import structlog
+from dramatiq.brokers.redis import RedisBroker
 
 from actors.deps import Deps
 from stages.liveness import after_redis_loss, reap
 from stages.message_claims import OrphanedClaims
 
 log = structlog.get_logger(__name__)
+
+
+def broker_heartbeat(broker: dramatiq.Broker) -> None:
+    """Refresh this process's heartbeat in Dramatiq's Redis broker (``<namespace>:__heartbeats__``,
+    the sorted set its ``dispatch.lua`` writes on every command, scored in epoch milliseconds).
+
+    Dramatiq beats only when a consumer sends a command, and a consumer whose prefetch is used up
+    sends none: a live worker whose threads all wait (on PostgreSQL away, a slow model) looked dead
+    after ``heartbeat_timeout`` and the maintenance of any other process's command requeued its
+    unacked messages, which then ran twice (duplicate dead letters in an outage test). Beating from
+    the liveness thread ties it to the process being alive, as the PostgreSQL heartbeat is; a
+    frozen or killed process still stops beating. No-op for other brokers (tests' StubBroker).
+    """
+    if isinstance(broker, RedisBroker):
+        broker.client.zadd(f"{broker.namespace}:__heartbeats__", {broker.broker_id: int(time.time() * 1000)})
 
 
 class Liveness:
@@ -49,6 +67,10 @@ class Liveness:
         first lets the others beat again, instead of taking back their claims at once.
         """
         deps = self._deps_factory()
+        try:
+            broker_heartbeat(dramatiq.get_broker())
+        except Exception as exc:  # Redis away: its own outage handling says so
+            log.debug("broker.heartbeat_failed", error=repr(exc))
         try:
             deps.workers.beat(self.worker_id, socket.gethostname(), os.getpid())
         except Exception:
