@@ -96,19 +96,8 @@ def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, wor
 
     for doc in deleted:
         assert run_stage(delete_document, deps, kb.tenant_id, kb.id, ids[doc.source_uri]).status == "deleting"
-    from stages.ingest import submit_document
-
-    for doc in edited.values():
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=doc.title,
-            content=doc.text,
-            source_uri=doc.source_uri,
-        )
-        assert result.status == "queued" and result.knowledge_id == ids[doc.source_uri]
+    # an edit is stored under the document's id
+    assert _submit_all(deps, kb, list(edited.values())) == {uri: ids[uri] for uri in edited}
     _wait_settled(deps, kb, "deletes and edits applied")
 
     fresh = deps.kbs.get_or_create(1, f"e2e-fresh-{uuid.uuid4().hex[:6]}")
