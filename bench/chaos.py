@@ -61,8 +61,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kbwiki.services import (  # noqa: E402
+    _log_since,
+    _pg_answers,
     _pg_cleanup,
     _read_state,
+    _redis_answers,
     _run,
     _RunAs,
     local_services,
@@ -189,6 +192,8 @@ class Servers:
         )
         self.redis_url = settings.redis_url
         self.pg = _read_state(home)["postgres"]  # port, bindir, data and the account it runs as
+        # the supervisor restarts a server on the port it had (kbwiki.services.server_port)
+        self._redis_port = int(_read_state(home)["redis"]["port"])
 
     def database(self, name: str) -> str:
         """Create database ``name`` with every migration applied; returns its URL."""
@@ -229,33 +234,25 @@ class Servers:
         return int(_read_state(self.home)["supervisor"]["pid"])
 
     def redis_port(self) -> int:
-        return int(_read_state(self.home)["redis"]["port"])
+        return self._redis_port
 
     def stop_redis(self) -> None:
         """Stop Redis as a crash or ``systemctl stop`` would (SIGTERM: its append-only file keeps
         the queues), and wait until it no longer answers."""
         os.kill(int(_read_state(self.home)["redis"]["pid"]), signal.SIGTERM)
-        wait_for(lambda: not _answers(self.redis_url), 30, "Redis to stop")
+        wait_for(lambda: not self.redis_answers(), 30, "Redis to stop")
 
     def redis_answers(self) -> bool:
-        return _answers(self.redis_url)
+        return _redis_answers(self.redis_port())
 
     def pg_answers(self) -> bool:
-        with psycopg.connect(self.admin_url(), connect_timeout=3) as conn:
-            return conn.execute("SELECT 1").fetchone() is not None
+        return _pg_answers(int(self.pg["port"]))
 
     def close(self) -> None:
         """Detach, and stop the home's servers (its supervisor would keep them until idle, and die
         with its home once the folder is removed, leaving them running)."""
         self._stack.close()
         stop_home(self.home)
-
-
-def _answers(redis_url: str) -> bool:
-    try:
-        return bool(redis.Redis.from_url(redis_url, socket_connect_timeout=2, socket_timeout=2).ping())
-    except redis.RedisError:
-        return False
 
 
 def wait_for(condition, timeout_s: float, what: str):
@@ -674,7 +671,11 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
         t_full = time.monotonic()
         # hold the disk full until PostgreSQL has felt it (a write refused), then --disk-full-s more
         try:
-            refused = wait_for(lambda: cf.log_line_since(pg_log, seen, "No space left"), 120, "a refused write")
+            refused = wait_for(
+                lambda: next((line for line in _log_since(pg_log, seen) if "No space left" in line), None),
+                120,
+                "a refused write",
+            )
         except TimeoutError:
             refused = None
         felt_s = round(time.monotonic() - t_full, 1)

@@ -129,14 +129,6 @@ def fill_disk(path: Path, chunk_mb: int = 16) -> int:
                 chunk = chunk[: len(chunk) // 4]  # fill the last few MiB too
 
 
-def log_line_since(path: Path, offset: int, needle: str) -> str | None:
-    """The last line of ``path`` after byte ``offset`` that contains ``needle`` (None: none yet)."""
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        lines = [line for line in fh.read().decode(errors="replace").splitlines() if needle in line]
-    return lines[-1][:300] if lines else None
-
-
 # --- connections --------------------------------------------------------------------------------
 
 
