@@ -10,8 +10,6 @@ default 50) and the command for the next one (``--after CURSOR``, keyset paginat
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import shlex
 from datetime import UTC, datetime
@@ -20,6 +18,8 @@ import click
 
 from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
 from repos.listing import LISTED_STATUSES, MAX_LIST_PAGE, DocumentListing, KbListing
+from wiki.cursor import decode_cursor, encode_cursor
+from wiki.errors import BadInput
 
 #: Rows per page unless ``--limit`` says otherwise.
 DEFAULT_PAGE = 50
@@ -31,29 +31,13 @@ after_option = click.option("--after", default=None, help="The cursor the previo
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
-def encode_cursor(kind: str, *keys: int | str) -> str:
-    """An opaque cursor for the row after which the next page starts: ``kind`` and the row's sort
-    keys as URL-safe base64 of JSON (no padding), so any KB name or source URI survives a shell."""
-    raw = json.dumps([kind, *keys], ensure_ascii=False, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str, kind: str, types: tuple[type, ...]) -> tuple:
-    """The sort keys :func:`encode_cursor` put in ``cursor``; ``click.BadParameter`` (a usage error,
-    exit 2) when it is not one of ``kind``'s cursors with keys of ``types``."""
+def decode_after(cursor: str, kind: str, types: tuple[type, ...]) -> tuple:
+    """``--after``'s sort keys (:func:`wiki.cursor.decode_cursor`); ``click.BadParameter`` (a usage
+    error, exit 2) when it is not a cursor this command printed."""
     try:
-        keys = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        keys = None
-    ok = (
-        isinstance(keys, list)
-        and len(keys) == len(types) + 1
-        and keys[0] == kind
-        and all(type(k) is t for k, t in zip(keys[1:], types, strict=True))
-    )
-    if not ok:
-        raise click.BadParameter(f"{cursor!r} is not a cursor this command printed", param_hint="--after")
-    return tuple(keys[1:])
+        return decode_cursor(cursor, kind, types)
+    except BadInput:
+        raise click.BadParameter(f"{cursor!r} is not a cursor this command printed", param_hint="--after") from None
 
 
 def _when(moment: datetime | None) -> str:
@@ -136,7 +120,7 @@ def print_kbs(deps, *, tenant: int | None, limit: int, start: tuple | None, as_j
 def kbs(tenant: int | None, as_json: bool, limit: int, after: str | None) -> None:
     """The live knowledge bases: name, tenant, pages, last activity, paused model work, documents
     by status; in (tenant, name) order, a page at a time."""
-    start = decode_cursor(after, "kbs", (int, str)) if after else None  # a bad one starts no server
+    start = decode_after(after, "kbs", (int, str)) if after else None  # a bad one starts no server
     with services():
         print_kbs(command_deps(), tenant=tenant, limit=limit, start=start, as_json=as_json)
 
@@ -163,7 +147,7 @@ def document_json(doc: DocumentListing) -> dict:
 def documents(kb_name: str, tenant: int, status: str | None, as_json: bool, limit: int, after: str | None) -> None:
     """A KB's documents in source URI order: knowledge id (what `kbwiki delete` takes), status,
     pages citing it, last change, source URI and title; a page at a time."""
-    start = decode_cursor(after, "documents", (str, str)) if after else None
+    start = decode_after(after, "documents", (str, str)) if after else None
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)

@@ -52,6 +52,9 @@ JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = n.other AND p.del
 WHERE p.tenant_id = %(tenant)s AND n.other <> s.slug
 """
 
+# A search of one page type (``%(type)s``) or of all (NULL).
+_OF_TYPE = "(%(type)s::text IS NULL OR p.page_type = %(type)s)"
+
 # Titles and aliases: item pages' keys (wiki_title_keys) and every page's title (wiki_pages).
 # Prefix matches (exact ones included) come from the B-trees (key, KB) and (KB, lower(title)) in
 # key order, so an exact title is found however many titles contain the query; substring matches
@@ -73,12 +76,12 @@ WITH found AS (
 ), hits AS (
     SELECT slug, max(CASE WHEN key = %(q)s THEN 3 WHEN key LIKE %(prefix)s THEN 2 ELSE 1 END
                      + similarity(key, %(q)s)) AS score
-    FROM found GROUP BY slug ORDER BY score DESC, slug LIMIT %(limit)s
+    FROM found GROUP BY slug
 )
 SELECT {_LITE}, h.score FROM hits h
 JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = h.slug AND p.deleted_at IS NULL
-WHERE p.tenant_id = %(tenant)s
-ORDER BY h.score DESC, p.slug
+WHERE p.tenant_id = %(tenant)s AND {_OF_TYPE}
+ORDER BY h.score DESC, p.slug LIMIT %(limit)s
 """
 
 # The start of a page's text for a snippet: wiki links as their display text, heading marks dropped.
@@ -95,7 +98,7 @@ _TSQUERY = (
 _TEXT_SEARCH_SQL = f"""
 WITH q AS MATERIALIZED (SELECT {_TSQUERY} AS query),
 m AS (SELECT p.id FROM wiki_pages p
-      WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL
+      WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL AND {_OF_TYPE}
         AND to_tsvector('simple'::regconfig, wiki_mention_text(p.content)) @@ {_TSQUERY}
       LIMIT %(window)s),
 r AS (SELECT p.id, ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text(p.content)), q.query) AS score
@@ -150,6 +153,17 @@ class SearchHit(BaseModel):
     snippet: str = ""
 
 
+class PageSource(BaseModel):
+    """One source ref of a page: its position among the page's refs (1-based), the document's id
+    and title as cited, and the document's source URI and status now (None when it is gone)."""
+
+    position: int
+    knowledge_id: str
+    title: str
+    source_uri: str | None = None
+    status: str | None = None
+
+
 class WebRepository:
     """Bounded, tenant-scoped reads for the web face."""
 
@@ -199,6 +213,74 @@ class WebRepository:
                 (slug, kb_id, tenant_id, limit),
             ).fetchall()
         return [PageLite.model_validate(r) for r in rows]
+
+    def pages_az(
+        self,
+        tenant_id: int,
+        kb_id: str,
+        *,
+        page_type: str | None = None,
+        after: tuple[str, str] | None = None,
+        limit: int = MAX_LIST,
+    ) -> tuple[list[PageLite], tuple[str, str] | None]:
+        """One page of the KB's live pages A-Z: up to ``limit`` (clamped to 1..``MAX_LIST``) in
+        (lower(title), slug) order after the cursor ``after``, of ``page_type`` only unless it is
+        None; and the cursor of the next page ((lower(title), slug) of this page's last row), None
+        on the last one. One range of migration 0220's indexes, whatever the KB's size."""
+        limit = min(max(int(limit), 1), MAX_LIST)
+        where, params = (
+            ["p.knowledge_base_id = %(kb)s", "p.deleted_at IS NULL", "p.tenant_id = %(tenant)s"],
+            {
+                "kb": kb_id,
+                "tenant": tenant_id,
+                "limit": limit + 1,
+            },
+        )
+        if page_type is not None:
+            where.append("p.page_type = %(type)s")
+            params["type"] = page_type
+        if after is not None:
+            where.append("(lower(p.title), p.slug) > (%(after_title)s, %(after_slug)s)")
+            params["after_title"], params["after_slug"] = after
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_LITE}, lower(p.title) AS title_key FROM wiki_pages p WHERE {' AND '.join(where)}"
+                " ORDER BY lower(p.title), p.slug LIMIT %(limit)s",
+                params,
+            ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        cursor = (rows[-1]["title_key"], rows[-1]["slug"]) if more else None
+        return [PageLite.model_validate(r) for r in rows], cursor
+
+    def sources(
+        self, tenant_id: int, kb_id: str, slug: str, *, after: int = 0, limit: int = MAX_LIST
+    ) -> tuple[list[PageSource], int | None] | None:
+        """The documents a live page cites, in its source refs' order: up to ``limit`` (clamped to
+        1..``MAX_LIST``) after position ``after`` (1-based), each with the document's source URI
+        and status (None for one gone since), and the position to pass for the next page (None on
+        the last). None when ``slug`` is not a live page of the tenant's KB."""
+        limit = min(max(int(limit), 1), MAX_LIST)
+        with self.pool.connection() as conn:
+            page = conn.execute(
+                "SELECT id FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s AND deleted_at IS NULL"
+                " AND tenant_id = %s",
+                (kb_id, slug, tenant_id),
+            ).fetchone()
+            if page is None:
+                return None
+            rows = conn.execute(
+                "SELECT r.n AS position, r.ref->>'knowledge_id' AS knowledge_id, r.ref->>'title' AS title,"
+                " k.source_uri, k.status FROM wiki_pages p"
+                " CROSS JOIN LATERAL jsonb_array_elements(p.source_refs) WITH ORDINALITY AS r(ref, n)"
+                " LEFT JOIN knowledges k ON k.id = r.ref->>'knowledge_id' AND k.knowledge_base_id = p.knowledge_base_id"
+                " AND k.status <> 'deleted'"
+                " WHERE p.id = %s AND r.n > %s ORDER BY r.n LIMIT %s",
+                (page["id"], after, limit + 1),
+            ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return [PageSource.model_validate(r) for r in rows], (rows[-1]["position"] if more else None)
 
     def lite(self, tenant_id: int, kb_id: str, slugs: list[str]) -> dict[str, PageLite]:
         """Narrow rows of the live pages among ``slugs`` (at most ``MAX_LIST`` asked), keyed by slug."""
@@ -252,14 +334,25 @@ class WebRepository:
         return nodes, edges
 
     # -- search -------------------------------------------------------------------------------
-    def search(self, tenant_id: int, kb_id: str, query: str, limit: int = SEARCH_LIMIT) -> list[SearchHit]:
+    def search(
+        self,
+        tenant_id: int,
+        kb_id: str,
+        query: str,
+        limit: int = SEARCH_LIMIT,
+        *,
+        offset: int = 0,
+        page_type: str | None = None,
+    ) -> list[SearchHit]:
         """Pages matching ``query``: title and alias matches first (exact, prefix, then substring,
         by trigram similarity), then pages whose text holds its words (the last one as a prefix,
         for search as you type; CJK text as a phrase of characters), ranked by ``ts_rank_cd``
-        among the first ``RANK_WINDOW`` matches. At most ``limit`` hits, each page once. A query
-        of no word finds nothing."""
+        among the first ``RANK_WINDOW`` matches. Hits ``offset`` to ``offset + limit`` of that
+        list, each page once, of ``page_type`` only unless it is None; paging reaches the first
+        ``RANK_WINDOW`` hits (past them it returns nothing). A query of no word finds nothing."""
         q = " ".join(query.lower().split())[:200]
-        if not q:
+        stop = min(max(offset, 0) + max(limit, 0), RANK_WINDOW)
+        if not q or offset >= stop:
             return []
         like = "%" + _like_escape(q) + "%"
         params = {
@@ -268,9 +361,10 @@ class WebRepository:
             "q": q,
             "like": like,
             "prefix": _like_escape(q) + "%",
-            "limit": limit,
+            "limit": stop,
             "window": RANK_WINDOW,
             "trgm": len(q) >= 3,
+            "type": page_type,
         }
         words = [w for w in (_ts_word(w) for w in q.split()) if w]
         cjk = has_cjk(q)
@@ -291,7 +385,7 @@ class WebRepository:
                                 snippet=_snippet(r["snippet"], cjk),
                             )
                         )
-        return hits[:limit]
+        return hits[offset:stop]
 
     # -- documents ----------------------------------------------------------------------------
     def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> Document | None:

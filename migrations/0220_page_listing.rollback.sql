@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS idx_wiki_pages_kb_type_az;
+DROP INDEX IF EXISTS idx_wiki_pages_kb_az;
