@@ -44,13 +44,14 @@ from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
-from repos.web import MAX_LIST, SEARCH_LIMIT, WebRepository
+from repos.web import MAX_LIST, RANK_WINDOW, SEARCH_LIMIT, WebRepository
 from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
+from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
-from wiki.errors import DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
+from wiki.errors import BadInput, DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
-from wiki.models import ITEM_TYPES, KnowledgeBase
+from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.plural import counted, noun
 
 #: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
@@ -62,6 +63,10 @@ OUTAGE_QUIET_S = 30.0
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
 HOME_LIST = 20
+#: Pages per page of the A-Z list, and the letters of its letter bar (a letter starts the list at
+#: the first title from it, in PostgreSQL's lower(title) order).
+AZ_PAGE = 100
+AZ_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 #: Documents a page's "Mentioned in" list shows per page of the list.
 MENTIONED_PER_PAGE = 50
 #: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
@@ -86,6 +91,14 @@ Requeue = Callable[[int, int], str]
 def _int(value: str) -> int:
     """A query parameter as an integer, 0 when it is none."""
     return int(value) if value.isdigit() and len(value) < 10 else 0
+
+
+def _page_type(request: Request) -> str | None:
+    """The ``type`` query parameter: a page type, None when empty; 400 for another word."""
+    value = request.query_params.get("type", "")
+    if value and value not in PageType.__members__:
+        raise HTTPException(400, f"no page type {value[:40]!r}")
+    return value or None
 
 
 def _quote(value: str) -> str:
@@ -248,14 +261,54 @@ def create_app(
             mentioned_pages=-(-mentioned // MENTIONED_PER_PAGE),
         )
 
+    def page_list(request: Request) -> Response:
+        kb = the_kb(request)
+        page_type = _page_type(request)
+        after_token = request.query_params.get("after")
+        start = request.query_params.get("from", "").strip().lower()[:40]  # the letter bar: titles from here
+        try:
+            after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
+        except BadInput:
+            raise HTTPException(400, "not a cursor of this list") from None
+        rows, next_after = web.pages_az(tenant_id, kb.id, page_type=page_type, after=after, limit=AZ_PAGE)
+        return render(
+            request,
+            "pages.html",
+            kb=kb,
+            rows=rows,
+            page_type=page_type,
+            page_types=[t.value for t in PageType],
+            letters=AZ_LETTERS,
+            start=start,
+            first=after is None,
+            next_cursor=encode_cursor("az", *next_after) if next_after else None,
+        )
+
     def search(request: Request) -> Response:
         kb = the_kb(request)
         q = request.query_params.get("q", "")
-        hits = web.search(tenant_id, kb.id, q, SEARCH_LIMIT) if q.strip() else []
-        name = "search_results.html" if request.headers.get("HX-Request") else "search.html"
-        response = render(request, name, kb=kb, q=q, hits=hits)
+        if request.headers.get("HX-Request"):  # the drop-down under the search box: the first hits of any type
+            response = render(request, "search_results.html", kb=kb, q=q, hits=_hits(kb, q, SEARCH_LIMIT))
+        else:
+            page_type = _page_type(request)
+            page = min(_int(request.query_params.get("page", "0")), RANK_WINDOW // SEARCH_LIMIT)
+            hits = _hits(kb, q, SEARCH_LIMIT + 1, offset=page * SEARCH_LIMIT, page_type=page_type)
+            response = render(
+                request,
+                "search.html",
+                kb=kb,
+                q=q,
+                hits=hits[:SEARCH_LIMIT],
+                page=page,
+                more=len(hits) > SEARCH_LIMIT,
+                page_type=page_type,
+                page_types=[t.value for t in PageType],
+            )
         response.headers["Vary"] = "HX-Request"  # one URL, two bodies: a cache must keep both
         return response
+
+    def _hits(kb: KnowledgeBase, q: str, limit: int, **kw) -> list:
+        return web.search(tenant_id, kb.id, q, limit, **kw) if q.strip() else []
 
     def backlinks_json(request: Request) -> Response:
         kb = the_kb(request)
@@ -443,6 +496,7 @@ def create_app(
         Route("/kb/{kb_id}/graph.json/{slug}", graph_json),
         Route("/kb/{kb_id}/backlinks.json/{slug}", backlinks_json),
         Route("/kb/{kb_id}/search", search),
+        Route("/kb/{kb_id}/pages", page_list),
         Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
         Route("/kb/{kb_id}/lint", lint_view),
         Route("/ops", ops_view),
