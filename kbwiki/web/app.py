@@ -83,7 +83,7 @@ MESSAGES = {
     "signed-out": "Signed out.",
 }
 
-#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``actors.requeue.requeue_dead_letter`` on
+#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``stages.requeue.requeue_dead_letter`` on
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
 Requeue = Callable[[int, int], str]
 
