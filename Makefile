@@ -24,10 +24,11 @@ test: install
 	KBWIKI_PYTHON=$(VENV)/bin/python bash .ci/services.sh
 	$(VENV)/bin/python -m pytest -q $(PYTEST_ARGS)
 
-# The unit tests alone: no server is started, and none is reachable from them (under a minute).
+# The unit tests alone: no server is started, and none is reachable from them (under a minute);
+# the tests whose asserts read a clock (marker `timing`) run in `make test` only.
 test-unit: install
 	KBWIKI_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:1/none KBWIKI_TEST_REDIS_URL=redis://127.0.0.1:1/0 \
-		$(VENV)/bin/python -m pytest -q tests/unit $(PYTEST_ARGS)
+		$(VENV)/bin/python -m pytest -q -m 'not timing' tests/unit $(PYTEST_ARGS)
 
 demo: install
 	$(VENV)/bin/kbwiki demo
