@@ -33,6 +33,15 @@ RANK_WINDOW = 100
 GRAPH_PER_NODE = 12
 GRAPH_MAX_NODES = 80
 
+#: Characters of a document's text its page shows (the beginning), and per part of the full text
+#: (``/kb/<id>/doc/<id>/text?part=N``): 100,000 characters is about 100-400 KB of HTML, which a
+#: browser lays out at once, and a document cut to the default ``KBWIKI_MAX_DOCUMENT_CHARS``
+#: (400,000) reads in 4 parts.
+DOCUMENT_HEAD_CHARS = 2000
+TEXT_PART_CHARS = 100_000
+#: PostgreSQL's ``substr`` takes an ``integer`` offset; no text value holds more characters (1 GB).
+_MAX_TEXT_OFFSET = 2**30
+
 _SPACED_CJK = re.compile(f"(?<=[{CJK_CLASS}>]) (?=[{CJK_CLASS}<])")
 _LITE = ", ".join(f"p.{c.strip()}" for c in LITE_COLUMNS.split(","))
 
@@ -162,6 +171,26 @@ class PageSource(BaseModel):
     title: str
     source_uri: str | None = None
     status: str | None = None
+
+
+class DocumentHead(Document):
+    """A document with the first ``DOCUMENT_HEAD_CHARS`` characters of its text as ``content``
+    and the length of the whole text as ``chars`` (characters, not bytes)."""
+
+    chars: int
+
+
+class DocumentText(BaseModel):
+    """A part of a document's text: ``text`` holds the characters from offset ``start`` (0-based,
+    in characters) on, at most the part size asked; ``chars`` is the whole text's length."""
+
+    id: str
+    title: str
+    source_uri: str = ""
+    status: str = "pending"
+    chars: int
+    start: int
+    text: str
 
 
 class WebRepository:
@@ -388,17 +417,35 @@ class WebRepository:
         return hits[offset:stop]
 
     # -- documents ----------------------------------------------------------------------------
-    def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> Document | None:
-        """The tenant's KB's document ``knowledge_id`` (deleted ones too, content cut to 2,000
-        characters), or None."""
+    def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> DocumentHead | None:
+        """The tenant's KB's document ``knowledge_id`` (deleted ones too), its content cut to
+        ``DOCUMENT_HEAD_CHARS`` characters and the whole text's length, or None."""
         with self.pool.connection() as conn:
             row = conn.execute(
-                "SELECT id, tenant_id, knowledge_base_id, title, source_uri, left(content, 2000) AS content,"
-                " content_hash, status, error FROM knowledges WHERE id = %s AND knowledge_base_id = %s"
-                " AND tenant_id = %s",
-                (knowledge_id, kb_id, tenant_id),
+                "SELECT id, tenant_id, knowledge_base_id, title, source_uri, left(content, %s) AS content,"
+                " length(content) AS chars, content_hash, status, error FROM knowledges"
+                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s",
+                (DOCUMENT_HEAD_CHARS, knowledge_id, kb_id, tenant_id),
             ).fetchone()
-        return Document.model_validate(row) if row else None
+        return DocumentHead.model_validate(row) if row else None
+
+    def document_text(
+        self, tenant_id: int, kb_id: str, knowledge_id: str, start: int = 0, chars: int = TEXT_PART_CHARS
+    ) -> DocumentText | None:
+        """At most ``chars`` characters of the text of the tenant's KB's document ``knowledge_id``
+        (deleted ones too) from character ``start`` on (0-based; past the end: empty), with the
+        whole text's length; None when the document is not the KB's. PostgreSQL reads the whole
+        value to count it (a document is at most ``KBWIKI_MAX_DOCUMENT_CHARS`` when ingested),
+        but only the part is sent."""
+        start = min(max(start, 0), _MAX_TEXT_OFFSET)
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT id, title, source_uri, status, length(content) AS chars, %s::int AS start,"
+                " substr(content, %s::int + 1, %s::int) AS text FROM knowledges"
+                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s",
+                (start, start, chars, knowledge_id, kb_id, tenant_id),
+            ).fetchone()
+        return DocumentText.model_validate(row) if row else None
 
     def pages_citing(self, tenant_id: int, kb_id: str, knowledge_id: str, limit: int = MAX_LIST) -> list[PageLite]:
         """Up to ``limit`` live pages citing the document (source_refs containment, GIN), by type and slug."""

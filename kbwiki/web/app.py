@@ -1,5 +1,5 @@
-"""The web face's routes: KB list and home, page, search, graph, document, lint report,
-operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
+"""The web face's routes: KB list and home, page, search, graph, document and its full text,
+lint report, operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
 
 Every KB-level route first finds the KB among the tenant's live ones and answers 404 otherwise,
 so a URL for another tenant's KB, page, document or dead letter is a 404. Endpoints that read the
@@ -44,7 +44,7 @@ from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
-from repos.web import MAX_LIST, RANK_WINDOW, SEARCH_LIMIT, WebRepository
+from repos.web import MAX_LIST, RANK_WINDOW, SEARCH_LIMIT, TEXT_PART_CHARS, WebRepository
 from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
@@ -367,6 +367,26 @@ def create_app(
             redacted=session(request) is None,
         )
 
+    def document_text(request: Request) -> Response:
+        # the text in parts of TEXT_PART_CHARS characters (?part=N, from 0): a document can be
+        # megabytes; shown escaped in a <pre>, like every value the templates print
+        kb = the_kb(request)
+        part = _int(request.query_params.get("part", "0"))
+        doc = web.document_text(tenant_id, kb.id, request.path_params["knowledge_id"], part * TEXT_PART_CHARS)
+        if doc is None:
+            raise HTTPException(404, "no such document")
+        if part and doc.start >= doc.chars:
+            raise HTTPException(404, "no such part of the text")
+        return render(
+            request,
+            "document_text.html",
+            kb=kb,
+            doc=doc,
+            part=part,
+            parts=max(1, -(-doc.chars // TEXT_PART_CHARS)),
+            part_chars=TEXT_PART_CHARS,
+        )
+
     def lint_view(request: Request) -> Response:
         kb = the_kb(request)
         return render(request, "lint.html", kb=kb, report=lint.latest_report(kb.id))
@@ -498,6 +518,7 @@ def create_app(
         Route("/kb/{kb_id}/search", search),
         Route("/kb/{kb_id}/pages", page_list),
         Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
+        Route("/kb/{kb_id}/doc/{knowledge_id}/text", document_text),
         Route("/kb/{kb_id}/lint", lint_view),
         Route("/ops", ops_view),
         Route("/ops/dead-letters/{id:row_id}", dead_letter_view),
