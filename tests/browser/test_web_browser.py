@@ -1,8 +1,8 @@
 """The web face in headless Chromium (the system's chromium and chromedriver, driven by Selenium):
 KB home, a page, a followed link, search in Latin and CJK, the graph, a hostile page and the
-operations page. Each view is saved as a screenshot under ``tests/output/screenshots/`` (kept as a
-CI artifact). Skipped, saying why, when no chromium is installed (``.ci/services.sh`` installs it
-on CI)."""
+operations page; the graph's legend and caps. Each view is
+saved as a screenshot under ``tests/output/screenshots/`` (kept as a CI artifact). Skipped, saying
+why, when no chromium is installed (``.ci/services.sh`` installs it on CI)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from kbwiki.web.app import create_app
-from tests.support.web import build_wiki, serving
+from tests.support.web import add_hub, build_wiki, serving
 
 pytestmark = pytest.mark.browser
 
@@ -145,3 +145,37 @@ def test_read_search_graph_and_ops(browser, site):
     shot(browser, "08-ops")
     browser.find_element(By.XPATH, "//button[contains(., 'sign out')]").click()  # its form carries the CSRF token
     wait.until(ec.text_to_be_present_in_element((By.ID, "flash"), "Signed out."))
+
+
+def test_graph_legend_and_caps(browser, site, clean_db):
+    base, wiki = site
+    wait = WebDriverWait(browser, WAIT_S)
+    browser.get(f"{base}/kb/{wiki.kb_id}/graph/beta-store")
+    wait.until(lambda d: d.find_element(By.ID, "graph").get_attribute("data-ready") == "1")
+    legend = browser.find_element(By.ID, "graph-legend")
+    assert legend.is_displayed()
+    for page_type in ("summary", "entity", "concept", "index", "disambiguation"):
+        assert legend.find_element(By.CSS_SELECTOR, f'li[data-type="{page_type}"]').is_displayed()
+    assert "A → B: page A links to page B" in legend.text and "centred on" in legend.text
+    assert not browser.find_element(By.ID, "graph-capped-pages").is_displayed()  # a small graph: no cap reached
+    assert not browser.find_element(By.ID, "graph-capped-links").is_displayed()
+    # each node is drawn as its type's legend entry says
+    drawn = browser.execute_script(
+        "const cy = window.kbwikiGraph; return ['alpha-engine', 'hostile', 'index'].map(id =>"
+        " [cy.$id(id).style('shape'), cy.$id(id).style('background-color')]);"
+    )
+    for (shape, colour), page_type in zip(drawn, ("entity", "concept", "index"), strict=True):
+        item = legend.find_element(By.CSS_SELECTOR, f'li[data-type="{page_type}"]')
+        assert shape == item.get_attribute("data-shape")
+        assert colour == "rgb({},{},{})".format(*bytes.fromhex(item.get_attribute("data-colour")[1:]))
+    shot(browser, "22-graph-legend")
+
+    add_hub(clean_db, wiki.kb_id)  # 20 in-links and more than 80 pages within two hops
+    browser.get(f"{base}/kb/{wiki.kb_id}/graph/hub")
+    wait.until(lambda d: d.find_element(By.ID, "graph").get_attribute("data-ready") == "1")
+    assert browser.find_element(By.ID, "graph-capped-pages").is_displayed()
+    assert "80 pages" in browser.find_element(By.ID, "graph-capped-pages").text
+    assert browser.find_element(By.ID, "graph-capped-links").is_displayed()
+    assert browser.execute_script("return window.kbwikiGraph.$id('hub').style('border-style');") == "dashed"
+    assert browser.execute_script("return window.kbwikiGraph.$id('spoke-00').style('border-style');") == "solid"
+    shot(browser, "23-graph-capped")

@@ -1,5 +1,5 @@
 """The web face's reading aids over real HTTP and a real PostgreSQL database: a document's full
-text in parts."""
+text in parts, the graph's legend and the caps its JSON reports."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import httpx
 import pytest
 
 from kbwiki.web.app import create_app
+from kbwiki.web.graph_style import NODE_STYLES
 from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
-from repos.web import TEXT_PART_CHARS
-from tests.support.web import build_wiki, serving
+from repos.web import GRAPH_MAX_NODES, GRAPH_PER_NODE, TEXT_PART_CHARS
+from tests.support.web import add_hub, build_wiki, serving
+from wiki.models import PageType
 
 HTTP_TIMEOUT_S = 60.0
 
@@ -90,3 +92,41 @@ def test_another_tenants_or_kbs_document_text_is_404(client, wiki, clean_db):
     assert client.get(f"/kb/{wiki.kb_id}/doc/{elsewhere}/text").status_code == 404  # another KB of ours
     assert client.get(f"/kb/{wiki.kb_id}/doc/no-such-doc/text").status_code == 404
     assert "secret" not in client.get(f"/kb/{wiki.kb_id}/doc/{secret}/text").text
+
+
+def test_graph_json_says_where_its_caps_cut(client, wiki, clean_db):
+    small = client.get(f"/kb/{wiki.kb_id}/graph.json/beta-store").json()
+    assert small["capped"] == {"pages": False, "links": False}
+    assert not any(n["links_capped"] for n in small["nodes"])
+    assert small["limits"] == {"hops": 2, "per_node": GRAPH_PER_NODE, "max_nodes": GRAPH_MAX_NODES}
+
+    add_hub(clean_db, wiki.kb_id, spokes=20, leaves=8)  # 1 + 12 spokes + 96 leaves > 80 pages
+    hub = client.get(f"/kb/{wiki.kb_id}/graph.json/hub").json()
+    assert hub["capped"] == {"pages": True, "links": True}
+    assert len(hub["nodes"]) == GRAPH_MAX_NODES
+    capped = {n["id"] for n in hub["nodes"] if n["links_capped"]}
+    assert capped == {"hub"}  # 20 in-links, 12 read; a spoke's 9 out-links all fit
+    assert sorted(e["source"] for e in hub["edges"] if e["target"] == "hub") == [f"spoke-{i:02d}" for i in range(12)]
+
+
+def test_exactly_per_node_links_is_not_capped(client, wiki, clean_db):
+    add_hub(clean_db, wiki.kb_id, spokes=GRAPH_PER_NODE, leaves=0)
+    graph = client.get(f"/kb/{wiki.kb_id}/graph.json/hub").json()
+    assert graph["capped"] == {"pages": False, "links": False}
+    assert sum(e["target"] == "hub" for e in graph["edges"]) == GRAPH_PER_NODE
+
+
+def test_graph_view_has_a_legend_of_types_marks_and_caps(client, wiki):
+    r = client.get(f"/kb/{wiki.kb_id}/graph/beta-store")
+    legend = r.text.split('id="graph-legend"')[1].split("</aside>")[0]
+    for page_type in PageType:  # every type the wiki makes, with what graph.js draws it as
+        style = NODE_STYLES[page_type.value]
+        assert f'data-type="{page_type.value}" data-colour="{style.colour}" data-shape="{style.shape}"' in legend
+    assert len({s.shape for s in NODE_STYLES.values()}) == len(NODE_STYLES)  # not by colour alone
+    assert "A → B: page A links to page B" in legend and "the page this graph is centred on" in legend
+    assert f"at most {GRAPH_PER_NODE} out-links and {GRAPH_PER_NODE} in-links" in legend
+    assert f"at most {GRAPH_MAX_NODES} pages" in legend
+    # the cap notes are there, hidden until graph.js reads "capped" from the JSON
+    assert re.search(r'<p id="graph-capped-links" class="cap-note" hidden>', legend)
+    assert re.search(r'<p id="graph-capped-pages" class="cap-note" hidden>', legend)
+    assert "#graph-legend li[data-type]" in client.get("/static/graph.js").text  # drawn as the legend says
