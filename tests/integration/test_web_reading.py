@@ -1,5 +1,5 @@
 """The web face's reading aids over real HTTP and a real PostgreSQL database: a document's full
-text in parts, the graph's legend and the caps its JSON reports."""
+text in parts, the graph's legend and the caps its JSON reports, the search drop-down's script."""
 
 from __future__ import annotations
 
@@ -130,3 +130,11 @@ def test_graph_view_has_a_legend_of_types_marks_and_caps(client, wiki):
     assert re.search(r'<p id="graph-capped-links" class="cap-note" hidden>', legend)
     assert re.search(r'<p id="graph-capped-pages" class="cap-note" hidden>', legend)
     assert "#graph-legend li[data-type]" in client.get("/static/graph.js").text  # drawn as the legend says
+
+
+def test_every_page_loads_the_search_script_from_this_server(client, wiki):
+    page = client.get(f"/kb/{wiki.kb_id}/page/alpha-engine").text
+    assert '<script src="/static/search.js" defer></script>' in page
+    script = client.get("/static/search.js")
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert "aria-activedescendant" in script.text
