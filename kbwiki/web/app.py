@@ -1,5 +1,5 @@
-"""The web face's routes: KB list and home, page, search, graph, document, lint report,
-operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
+"""The web face's routes: KB list and home, page, search, graph, document and its full text,
+lint report, operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
 
 Every KB-level route first finds the KB among the tenant's live ones and answers 404 otherwise,
 so a URL for another tenant's KB, page, document or dead letter is a 404. Endpoints that read the
@@ -37,6 +37,7 @@ from starlette.templating import Jinja2Templates
 
 from actors.deps import run_stage
 from kbwiki.command import command_deps
+from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
@@ -44,7 +45,16 @@ from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
-from repos.web import MAX_LIST, RANK_WINDOW, SEARCH_LIMIT, WebRepository
+from repos.web import (
+    GRAPH_HOPS,
+    GRAPH_MAX_NODES,
+    GRAPH_PER_NODE,
+    MAX_LIST,
+    RANK_WINDOW,
+    SEARCH_LIMIT,
+    TEXT_PART_CHARS,
+    WebRepository,
+)
 from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
@@ -324,22 +334,40 @@ def create_app(
         page = web.page(tenant_id, kb.id, request.path_params["slug"])
         if page is None:
             raise HTTPException(404, "no such page")
-        return render(request, "graph.html", kb=kb, page=page)
+        return render(
+            request,
+            "graph.html",
+            kb=kb,
+            page=page,
+            styles=NODE_STYLES,
+            hops=GRAPH_HOPS,
+            per_node=GRAPH_PER_NODE,
+            max_nodes=GRAPH_MAX_NODES,
+        )
 
     def graph_json(request: Request) -> Response:
         kb = the_kb(request)
         slug = request.path_params["slug"]
-        nodes, edges = web.neighbourhood(tenant_id, kb.id, slug)
-        if not nodes:
+        graph = web.graph(tenant_id, kb.id, slug)
+        if not graph.nodes:
             raise HTTPException(404, "no such page")
         return JSONResponse(
             {
                 "center": slug,
                 "nodes": [
-                    {"id": p.slug, "title": p.title, "type": p.page_type, "url": kb_url(kb.id, "page", p.slug)}
-                    for p in nodes.values()
+                    {
+                        "id": p.slug,
+                        "title": p.title,
+                        "type": p.page_type,
+                        "url": kb_url(kb.id, "page", p.slug),
+                        "links_capped": p.slug in graph.links_capped,
+                    }
+                    for p in graph.nodes.values()
                 ],
-                "edges": [{"source": a, "target": b} for a, b in sorted(edges)],
+                "edges": [{"source": a, "target": b} for a, b in sorted(graph.edges)],
+                # where the caps cut, for the legend: pages left out, pages with links left out
+                "capped": {"pages": graph.pages_capped, "links": bool(graph.links_capped)},
+                "limits": {"hops": GRAPH_HOPS, "per_node": GRAPH_PER_NODE, "max_nodes": GRAPH_MAX_NODES},
             }
         )
 
@@ -365,6 +393,26 @@ def create_app(
             evidence=evidence,
             # browsers send the session cookie (path /ops) to /ops only: here they get the headline
             redacted=session(request) is None,
+        )
+
+    def document_text(request: Request) -> Response:
+        # the text in parts of TEXT_PART_CHARS characters (?part=N, from 0): a document can be
+        # megabytes; shown escaped in a <pre>, like every value the templates print
+        kb = the_kb(request)
+        part = _int(request.query_params.get("part", "0"))
+        doc = web.document_text(tenant_id, kb.id, request.path_params["knowledge_id"], part * TEXT_PART_CHARS)
+        if doc is None:
+            raise HTTPException(404, "no such document")
+        if part and doc.start >= doc.chars:
+            raise HTTPException(404, "no such part of the text")
+        return render(
+            request,
+            "document_text.html",
+            kb=kb,
+            doc=doc,
+            part=part,
+            parts=max(1, -(-doc.chars // TEXT_PART_CHARS)),
+            part_chars=TEXT_PART_CHARS,
         )
 
     def lint_view(request: Request) -> Response:
@@ -498,6 +546,7 @@ def create_app(
         Route("/kb/{kb_id}/search", search),
         Route("/kb/{kb_id}/pages", page_list),
         Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
+        Route("/kb/{kb_id}/doc/{knowledge_id}/text", document_text),
         Route("/kb/{kb_id}/lint", lint_view),
         Route("/ops", ops_view),
         Route("/ops/dead-letters/{id:row_id}", dead_letter_view),
