@@ -32,6 +32,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
     The operations page's requeue and purge buttons need KBWIKI_WEB_OPS_TOKEN (read-only without it).
     Requests must name a host of KBWIKI_WEB_ALLOWED_HOSTS (default: the loopback names on loopback).
     X-Forwarded-For/-Proto are believed from KBWIKI_WEB_TRUSTED_PROXIES only (default: from no one).
+    The read API under /api/v1 needs a bearer token when KBWIKI_API_TOKEN is set (open without).
     """
     require("web", *WEB_MODULES)
     import uvicorn
@@ -54,6 +55,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
             settings.web_tenant if tenant is None else tenant,
             settings.web_ops_token,
             allowed_hosts=allowed_hosts(settings.web_allowed_hosts, host),
+            api_token=settings.api_token,
         )
         # uvicorn's default believes X-Forwarded-For from 127.0.0.1: any local client could then
         # claim a new address per sign-in try (and put any text in the log's "from ADDRESS")

@@ -4,7 +4,7 @@ text installs the core alone (``pip install kbwiki``), and each extra adds what 
 - ``cjk``: Chinese and Japanese text in the offline extractor (rjieba's tagger, MeCab through
   fugashi with IPADIC, and Python jieba, which wordfreq's Chinese module imports);
 - ``llm``: the language-model extractor (the openai SDK, JSON repair, token counts, nh3);
-- ``web``: ``kbwiki serve`` (the web view, read API and MCP) and ``kbwiki mcp``.
+- ``web``: ``kbwiki serve`` (the web view, the read API and MCP) and ``kbwiki mcp``.
 
 ``make install`` installs them all (the ``all`` extra). A feature calls :func:`require` before its
 first import of an extra's module, so a missing one is a ``MissingExtra`` naming the extra, never a
@@ -26,7 +26,7 @@ EXTRAS = {
 }
 
 #: The modules ``kbwiki serve`` imports from the ``web`` extra (checked before it starts).
-WEB_MODULES = ("starlette", "uvicorn", "jinja2", "markdown_it", "nh3", "itsdangerous", "limits")
+WEB_MODULES = ("starlette", "uvicorn", "jinja2", "markdown_it", "nh3", "itsdangerous", "limits", "fastapi")
 
 
 @functools.cache

@@ -36,6 +36,8 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from actors.deps import run_stage
+from kbwiki.api.app import PREFIX as API_PREFIX
+from kbwiki.api.app import create_api
 from kbwiki.command import command_deps
 from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
@@ -176,12 +178,15 @@ def create_app(
     ops_token: str | None = None,
     requeue: Requeue | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    api_token: str | None = None,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
     (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
-    payloads) are shown to signed-in operators only, whatever the bind address."""
+    payloads) are shown to signed-in operators only, whatever the bind address. The read API
+    (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware; ``api_token`` is the
+    bearer token it requires (None: open, as the pages are)."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -555,6 +560,7 @@ def create_app(
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+        Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
 
     outage = {"last": float("-inf")}  # when a request last found the database away (monotonic s)
