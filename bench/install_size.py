@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,11 +52,24 @@ def _venv(base: Path, name: str, spec: str) -> tuple[Path, float, float]:
     return python, took, _size_mib(site)
 
 
+def _source_copy(base: Path) -> Path:
+    """The checkout's tracked files as they are in the working tree, copied under ``base``: pip's
+    build of a folder writes build/ into it, which must not land in the checkout."""
+    src = base / "src"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        if (REPO / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, src / name)
+    return src
+
+
 def main() -> int:
     results, problems = {}, []
     with tempfile.TemporaryDirectory(prefix="kbwiki-install-") as tmp:
         base = Path(tmp)
-        for name, spec in (("core", str(REPO)), ("all", f"{REPO}[all]")):
+        src = _source_copy(base)
+        for name, spec in (("core", str(src)), ("all", f"{src}[all]")):
             python, took, mib = _venv(base, name, spec)
             results[name] = {"site_packages_mib": round(mib, 1), "pip_s": round(took, 1)}
             print(json.dumps({"install": name, **results[name]}), flush=True)
