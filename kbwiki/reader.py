@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from repos.lint import LintRepository
 from repos.listing import DocumentListing, ListingRepository
-from repos.web import GRAPH_MAX_NODES, GRAPH_PER_NODE, MAX_LIST, RANK_WINDOW, PageSource, SearchHit, WebRepository
+from repos.web import MAX_LIST, RANK_WINDOW, PageSource, SearchHit, WebRepository
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.errors import BadInput, UnknownDocument, UnknownKnowledgeBase, UnknownPage
 from wiki.links import out_link_slugs
@@ -141,8 +141,8 @@ class Edge(BaseModel):
 
 class GraphOut(BaseModel):
     """The pages within ``hops`` links of ``centre`` (either direction) and the links among them.
-    ``capped``: a cap was reached (``GRAPH_MAX_NODES`` pages, or ``GRAPH_PER_NODE`` links of one
-    page in one direction), so pages or links farther out may be missing."""
+    ``capped``: a cap cut the graph (a page left out at ``GRAPH_MAX_NODES`` pages, or a page with
+    more than ``GRAPH_PER_NODE`` links in one direction), so pages or links farther out are missing."""
 
     centre: str
     hops: int
@@ -301,23 +301,15 @@ class Reader:
         ``UnknownKnowledgeBase``, ``UnknownPage``."""
         kb = self._kb(kb_id)
         hops = _clamp(hops, MAX_HOPS)
-        nodes, edges = self.web.neighbourhood(self.tenant_id, kb.id, slug, hops=hops)
-        if not nodes:
+        graph = self.web.graph(self.tenant_id, kb.id, slug, hops=hops)
+        if not graph.nodes:
             raise UnknownPage(f"no page {slug!r} in knowledge base {kb.id!r}")
-        out_degree: dict[str, int] = {}
-        in_degree: dict[str, int] = {}
-        for a, b in edges:
-            out_degree[a] = out_degree.get(a, 0) + 1
-            in_degree[b] = in_degree.get(b, 0) + 1
-        capped = len(nodes) >= GRAPH_MAX_NODES or any(
-            n >= GRAPH_PER_NODE for n in (*out_degree.values(), *in_degree.values())
-        )
         return GraphOut(
             centre=slug,
             hops=hops,
-            nodes=sorted(nodes.values(), key=lambda p: p.slug),
-            edges=[Edge(from_=a, to=b) for a, b in sorted(edges)],
-            capped=capped,
+            nodes=sorted(graph.nodes.values(), key=lambda p: p.slug),
+            edges=[Edge(from_=a, to=b) for a, b in sorted(graph.edges)],
+            capped=graph.pages_capped or bool(graph.links_capped),
         )
 
     # -- search and lint ----------------------------------------------------------------------

@@ -343,20 +343,6 @@ class WebRepository:
             ).fetchall()
         return {r["slug"]: PageLite.model_validate(r) for r in rows}
 
-    def neighbourhood(
-        self,
-        tenant_id: int,
-        kb_id: str,
-        slug: str,
-        hops: int = GRAPH_HOPS,
-        per_node: int = GRAPH_PER_NODE,
-        max_nodes: int = GRAPH_MAX_NODES,
-    ) -> tuple[dict[str, PageLite], set[tuple[str, str]]]:
-        """The pages within ``hops`` links of ``slug`` and the links among them:
-        ({slug: page}, {(from, to)}); :meth:`graph` with the caps' report left out."""
-        graph = self.graph(tenant_id, kb_id, slug, hops, per_node, max_nodes)
-        return graph.nodes, graph.edges
-
     def graph(
         self,
         tenant_id: int,
