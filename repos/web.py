@@ -251,7 +251,8 @@ class WebRepository:
         self, tenant_id: int, kb_id: str, slug: str, limit: int = MAX_LIST, *, after: str | None = None
     ) -> list[PageLite]:
         """Up to ``limit`` live pages linking to ``slug`` (not itself), by slug, those after the
-        slug ``after`` only unless it is None (a keyset cursor: a range of ``idx_wiki_links_to_slug``)."""
+        slug ``after`` only unless it is None (a keyset cursor: a range of migration 0220's
+        ``idx_wiki_links_kb_to_from``, so a hub's page of backlinks sorts nothing)."""
         with self.pool.connection() as conn:
             rows = conn.execute(
                 f"SELECT {_LITE} FROM wiki_links l JOIN wiki_pages p ON p.knowledge_base_id = l.knowledge_base_id"
