@@ -37,6 +37,7 @@ from starlette.templating import Jinja2Templates
 
 from actors.deps import run_stage
 from kbwiki.command import command_deps
+from kbwiki.mcp_server import McpEndpoint, build_server
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
@@ -153,12 +154,15 @@ def create_app(
     ops_token: str | None = None,
     requeue: Requeue | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    api_token: str | None = None,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
     (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
-    payloads) are shown to signed-in operators only, whatever the bind address."""
+    payloads) are shown to signed-in operators only, whatever the bind address. ``/mcp`` is the
+    MCP server (``kbwiki.mcp_server``; ``api_token`` set: its bearer token is required there);
+    the app's lifespan runs its session manager, so a server must run the lifespan."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -172,6 +176,7 @@ def create_app(
     counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
+    mcp = McpEndpoint(build_server(pool, tenant_id), api_token, allowed_hosts or LOOPBACK_HOSTS)
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
         return templates.TemplateResponse(request, name, context, status_code=status_code)
@@ -451,6 +456,7 @@ def create_app(
         Route("/ops/logout", ops_logout, methods=["POST"]),
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
+        Route("/mcp", mcp),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
 
@@ -482,6 +488,7 @@ def create_app(
 
     return WebApp(
         routes=routes,
+        lifespan=lambda app: mcp.lifespan(),
         # outermost first: the Host is checked, then the URL, then the body's size, before any route
         middleware=[
             Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS), www_redirect=False),
