@@ -202,15 +202,18 @@ class WebRepository:
             ).fetchone()
         return Page.model_validate(row) if row else None
 
-    def backlinks(self, tenant_id: int, kb_id: str, slug: str, limit: int = MAX_LIST) -> list[PageLite]:
-        """Up to ``limit`` live pages linking to ``slug`` (not itself), by slug."""
+    def backlinks(
+        self, tenant_id: int, kb_id: str, slug: str, limit: int = MAX_LIST, *, after: str | None = None
+    ) -> list[PageLite]:
+        """Up to ``limit`` live pages linking to ``slug`` (not itself), by slug, those after the
+        slug ``after`` only unless it is None (a keyset cursor: a range of ``idx_wiki_links_to_slug``)."""
         with self.pool.connection() as conn:
             rows = conn.execute(
                 f"SELECT {_LITE} FROM wiki_links l JOIN wiki_pages p ON p.knowledge_base_id = l.knowledge_base_id"
                 " AND p.slug = l.from_slug AND p.deleted_at IS NULL"
                 " WHERE l.to_slug = %s AND l.knowledge_base_id = %s AND l.from_slug <> l.to_slug AND p.tenant_id = %s"
-                " ORDER BY l.from_slug LIMIT %s",
-                (slug, kb_id, tenant_id, limit),
+                " AND (%s::text IS NULL OR l.from_slug > %s) ORDER BY l.from_slug LIMIT %s",
+                (slug, kb_id, tenant_id, after, after, limit),
             ).fetchall()
         return [PageLite.model_validate(r) for r in rows]
 

@@ -8,7 +8,7 @@ Importable from every layer (it imports nothing of kbwiki). The rules:
   keeping the driver error as ``__cause__``, so callers catch these, not psycopg's or redis's (the
   Redis calls the actors make on their own client still raise redis errors).
 - Errors that callers already catch by a builtin kind keep it as a second base (``BadInput`` is a
-  ``ValueError``, ``UnknownKnowledgeBase`` a ``LookupError``), so ``except ValueError`` still works.
+  ``ValueError``, ``NotFound`` and its kinds a ``LookupError``), so ``except ValueError`` still works.
 - The ``kbwiki`` command maps each kind to one line and an exit code in one place
   (``kbwiki.command.EXIT_CODES``).
 
@@ -106,7 +106,12 @@ class BadSetting(KbwikiError, RuntimeError):
 # --- knowledge bases and dead letters ---------------------------------------------------------
 
 
-class UnknownKnowledgeBase(KbwikiError, LookupError):
+class NotFound(KbwikiError, LookupError):
+    """What a read names does not exist for the caller: an unknown, deleted or other tenant's KB,
+    page or document look alike on purpose. The read API answers it 404."""
+
+
+class UnknownKnowledgeBase(NotFound):
     """The KB does not exist, is deleted, or belongs to another tenant (the three look alike to a
     caller on purpose: a tenant learns nothing of another's KBs)."""
 
@@ -115,11 +120,15 @@ class KnowledgeBaseDeleted(UnknownKnowledgeBase):
     """The KB was live when the work started and was deleted meanwhile (or was already deleted)."""
 
 
-class UnknownDocument(KbwikiError, LookupError):
+class UnknownDocument(NotFound):
     """No document with this knowledge id or source URI in the KB."""
 
 
-class DeadLetterNotFound(KbwikiError, LookupError):
+class UnknownPage(NotFound):
+    """No live page with this slug in the KB."""
+
+
+class DeadLetterNotFound(NotFound):
     """No dead letter with this id (of this tenant)."""
 
 
