@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import hmac
+import inspect
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
@@ -48,7 +49,7 @@ from starlette.types import Receive, Scope, Send
 
 from kbwiki.reader import Reader
 from repos.web import WebRepository
-from wiki.errors import BadInput, ServersUnreachable, UnknownKnowledgeBase
+from wiki.errors import BadInput, NotFound, ServersUnreachable, UnknownKnowledgeBase
 
 #: The server's name in the MCP handshake (``serverInfo``).
 SERVER_NAME = "kbwiki"
@@ -119,8 +120,8 @@ class PageList(BaseModel):
 
 
 class Hit(PageRef):
-    """A search hit: the page, whether its title (or an alias) or its text matched, and for a
-    text match a snippet with the matched words between ``<<`` and ``>>``."""
+    """A search hit: the page, whether its title (or an alias) or its text matched ("title" or
+    "text"), and for a text match a snippet with the matched words between << and >>."""
 
     matched: str
     snippet: str = ""
@@ -135,7 +136,7 @@ class SearchResult(BaseModel):
 
 class SourceDoc(BaseModel):
     """A document a page cites: its id, title as cited, and source URI (its path in the KB's
-    folder; None when the document was deleted since)."""
+    folder; null when the document was deleted since)."""
 
     knowledge_id: str
     title: str
@@ -143,8 +144,8 @@ class SourceDoc(BaseModel):
 
 
 class Source(SourceDoc):
-    """A page's source: the document (its ``position`` among the page's sources, from 1, and its
-    status now) and ``evidence``, up to ``EVIDENCE_SENTENCES`` sentences the page quotes from it."""
+    """A page's source: the document (its position among the page's sources, from 1, and its
+    status now) and its evidence: up to 5 sentences of it the page quotes."""
 
     position: int
     status: str | None = None
@@ -152,10 +153,9 @@ class Source(SourceDoc):
 
 
 class PageRead(BaseModel):
-    """Part of a page: ``content[offset:offset + READ_CHARS]`` of its Markdown (``content_chars``
-    in all; ``next_offset`` where the next read starts, None once it is all read), its out-links
-    (slugs, first ``OUT_LINKS``) and its sources (the first ``kbwiki.reader.PAGE_SOURCES``;
-    ``sources_cursor`` pages on through the ``sources`` tool)."""
+    """Part of a page: up to 12,000 characters of its Markdown from offset (content_chars in
+    all; next_offset: where the next read starts, null once it is all read), its out-links (slugs,
+    the first 100) and its sources (the first 50; sources_cursor pages on through the sources tool)."""
 
     kb: str
     slug: str
@@ -197,7 +197,7 @@ def tool_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except UnknownKnowledgeBase as exc:
             raise ToolError(f"not found: {exc} (list_kbs gives the KB ids)") from None
-        except LookupError as exc:
+        except NotFound as exc:
             raise ToolError(f"not found: {exc}") from None
         except BadInput as exc:
             raise ToolError(f"bad input: {exc}") from None
@@ -226,11 +226,9 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
     module, each a sync function the SDK runs in a worker thread."""
     reader = Reader(pool, tenant_id)
     web = WebRepository(pool)
+    # WARNING: the SDK calls logging.basicConfig at this level in a process that set none up
     server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
-    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=read_only)
-    @tool_errors
     def list_kbs(cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT) -> KbList:
         """List the knowledge bases (KBs) of this wiki, by name: each one's id (what the other
         tools take as kb), name, pages per type and documents per status."""
@@ -241,8 +239,6 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
         ]
         return KbList(items=items, next_cursor=found.next_cursor)
 
-    @server.tool(annotations=read_only)
-    @tool_errors
     def search(
         kb: KbId,
         query: Annotated[str, Field(description="Words to find (the last one may be a prefix).", max_length=200)],
@@ -260,8 +256,6 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
         ]
         return SearchResult(kb=kb, query=query, items=items, next_cursor=found.next_cursor)
 
-    @server.tool(annotations=read_only)
-    @tool_errors
     def read_page(
         kb: KbId,
         slug: Slug,
@@ -294,30 +288,26 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
             next_offset=next_offset,
             out_links=page.out_links[:OUT_LINKS],
             out_links_total=len(page.out_links),
-            sources=[SourceDoc(knowledge_id=s.knowledge_id, title=s.title, source_uri=s.source_uri) for s in page.sources],
+            sources=[
+                SourceDoc(knowledge_id=s.knowledge_id, title=s.title, source_uri=s.source_uri) for s in page.sources
+            ],
             sources_total=page.sources_total,
             sources_cursor=page.sources_cursor,
             note=note,
         )
 
-    @server.tool(annotations=read_only)
-    @tool_errors
     def list_pages(kb: KbId, page_type: OfType = None, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT) -> PageList:
         """List a KB's pages A-Z by title (of one type, or all): slug, title and type of each."""
         found = reader.pages(kb, page_type=page_type, after=cursor, limit=limit)
         items = [PageRef(slug=p.slug, title=p.title, page_type=p.page_type) for p in found.items]
         return PageList(kb=kb, items=items, next_cursor=found.next_cursor)
 
-    @server.tool(annotations=read_only)
-    @tool_errors
     def backlinks(kb: KbId, slug: Slug, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT) -> PageList:
         """List the pages that link to a page (its backlinks), by slug: slug, title and type of each."""
         found = reader.backlinks(kb, slug, after=cursor, limit=limit)
         items = [PageRef(slug=p.slug, title=p.title, page_type=p.page_type) for p in found.items]
         return PageList(kb=kb, items=items, next_cursor=found.next_cursor)
 
-    @server.tool(annotations=read_only)
-    @tool_errors
     def sources(kb: KbId, slug: Slug, cursor: Cursor = None, limit: Limit = DEFAULT_LIMIT) -> SourceList:
         """List the documents a page cites, in its order, with its evidence from each: the
         document's id, title, source URI (its path in the KB; null when deleted since), status,
@@ -341,6 +331,10 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
         ]
         return SourceList(kb=kb, slug=slug, items=items, next_cursor=found.next_cursor)
 
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    for tool in (list_kbs, search, read_page, list_pages, backlinks, sources):
+        # the docstring without its indentation is what the agent reads
+        server.add_tool(tool_errors(tool), description=inspect.cleandoc(tool.__doc__ or ""), annotations=read_only)
     return server
 
 
