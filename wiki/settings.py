@@ -28,7 +28,7 @@ OFFLINE_LINK_DEFER_S = 300.0
 
 
 #: Settings whose value a "bad setting" message never repeats (it would land in a terminal or a log).
-SECRET_SETTINGS = frozenset({"web_ops_token"})
+SECRET_SETTINGS = frozenset({"web_ops_token", "api_token"})
 
 
 class Settings(BaseSettings):
@@ -215,6 +215,9 @@ class Settings(BaseSettings):
     # Addresses of the proxies whose X-Forwarded-For/-Proto ``kbwiki serve`` believes, comma-separated
     # (a proxy on loopback: ``127.0.0.1``); empty: none, the socket's address is the client's.
     web_trusted_proxies: str = Field(default="", description="Proxies whose X-Forwarded-* are believed.")
+    # The read API under /api/v1 of ``kbwiki serve`` (``kbwiki.api``): the bearer token its routes
+    # require; unset: open, as the web face's pages are (they show the same data).
+    api_token: str | None = Field(default=None, min_length=16, description="Bearer token of the read API.")
 
     # Dramatiq's Prometheus middleware on the workers (an exposition server on dramatiq_prom_port, 9191).
     dramatiq_prometheus: bool = Field(default=False, description="Add Dramatiq's Prometheus middleware.")
