@@ -10,6 +10,7 @@ Logs go where every command's go (``commands.log`` in the home, else stderr).
 from __future__ import annotations
 
 import os
+import sys
 
 import click
 
@@ -41,6 +42,10 @@ def mcp_command(tenant: int | None) -> None:
             server = build_server(get_pool(settings), tenant_id)
             click.echo(f"kbwiki: serving tenant {tenant_id} over MCP on stdio", err=True)
             os.dup2(wire, 1)  # the SDK's stdio transport claims it now
-            server.run("stdio")
+            try:
+                server.run("stdio")
+            except KeyboardInterrupt:  # Ctrl-C in a terminal: one line, as `kbwiki serve` says it
+                click.echo("kbwiki: stopped serving MCP", err=True)
+                sys.exit(130)
     finally:
         os.close(wire)

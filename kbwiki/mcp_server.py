@@ -372,9 +372,10 @@ class McpEndpoint:
       the names the app's Host check allows), else 403, so a page of another site cannot drive
       a tool from a visitor's browser.
 
-    The SDK's own Host/Origin check is off: the app's ``TrustedHostMiddleware`` checks Host with
-    the same list (the SDK's takes exact names only, not ``*.example.org``). :meth:`lifespan`
-    must run for as long as the app serves (``create_app``'s lifespan)."""
+    Only POST is served (405 otherwise). The SDK's own Host/Origin check is off: the app's
+    ``TrustedHostMiddleware`` checks Host with the same list (the SDK's takes exact names only,
+    not ``*.example.org``). :meth:`lifespan` must run for as long as the app serves
+    (``create_app``'s lifespan)."""
 
     def __init__(self, server: MCPServer, token: str | None, allowed_hosts: Sequence[str]) -> None:
         server.streamable_http_app(
@@ -401,6 +402,13 @@ class McpEndpoint:
         origin = headers.get("origin")
         if origin is not None and not origin_allowed(origin, self.allowed_hosts):
             await _refusal(403, "requests from this origin are not allowed")(scope, receive, send)
+            return
+        if scope["method"] != "POST":
+            # stateless: no stream for the server to speak first on (GET would hold one open
+            # forever) and no session to end (DELETE); the protocol allows 405 for both
+            refused = _refusal(405, "only POST: this server keeps no session and opens no event stream")
+            refused.headers["Allow"] = "POST"
+            await refused(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, send)
 

@@ -256,14 +256,17 @@ def test_http_needs_the_api_token_when_it_is_set(token_server, wiki):
     assert "KBWIKI_API_TOKEN" in r.json()["error"]["message"]
 
 
-def test_http_refuses_other_origins_and_hosts(clean_db, wiki):
+def test_http_refuses_other_origins_hosts_and_streams(clean_db, wiki):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     accept = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
     with serving(create_app(clean_db, tenant_id=1)) as base:
         evil = httpx.post(f"{base}/mcp", json=body, headers={**accept, "Origin": "https://evil.example"})
         rebound = httpx.post(f"{base}/mcp", json=body, headers={**accept, "Host": "evil.example"})
         local = httpx.post(f"{base}/mcp", json=body, headers={**accept, "Origin": "http://localhost:6274"})
+        stream = httpx.get(f"{base}/mcp", headers={"Accept": "text/event-stream"}, timeout=30)
     assert evil.status_code == 403 and rebound.status_code == 400
+    # stateless: no event stream is opened (it would stay open for nothing), no session to delete
+    assert stream.status_code == 405 and stream.headers["allow"] == "POST"
     assert local.status_code == 200 and {t["name"] for t in local.json()["result"]["tools"]} == TOOLS
 
 
