@@ -133,7 +133,10 @@ def test_paging_with_cursors_and_offsets(connect, wiki, clean_db):
     grow(clean_db, wiki, pages=57, documents=0)
     long = "\n".join(f"Line {i} of a long page about [[beta-store|Beta Store]]." for i in range(700))
     assert len(long) > 2 * READ_CHARS
-    kb = KnowledgeBaseRepository(clean_db).get_or_create(1, "web-demo")
+    kbs = KnowledgeBaseRepository(clean_db)
+    kb = kbs.get_or_create(1, "web-demo")
+    for name in ("a-kb", "z-kb"):
+        kbs.get_or_create(1, name)
     WikiPageRepository(clean_db).save_many(
         [
             Page(
@@ -159,6 +162,8 @@ def test_paging_with_cursors_and_offsets(connect, wiki, clean_db):
                 if not (cursor := got["next_cursor"]):
                     return items, calls
 
+        listed = await every("list_kbs", {}, 1)
+        linking = await every("backlinks", {"kb": wiki.kb_id, "slug": "beta-store"}, 2)
         pages, page_calls = await every("list_pages", {"kb": wiki.kb_id}, 10)
         hits, hit_calls = await every("search", {"kb": wiki.kb_id, "query": "thing"}, 7)
         cited, source_calls = await every("sources", {"kb": wiki.kb_id, "slug": "long-page"}, 25)
@@ -171,9 +176,12 @@ def test_paging_with_cursors_and_offsets(connect, wiki, clean_db):
             assert (got["note"] != "") == (got["next_offset"] is not None)
             chunks.append(got)
             offset = got["next_offset"]
-        return pages, page_calls, hits, hit_calls, cited, source_calls, chunks
+        return listed, linking, pages, page_calls, hits, hit_calls, cited, source_calls, chunks
 
-    pages, page_calls, hits, hit_calls, cited, source_calls, chunks = run(connect, scenario)
+    listed, linking, pages, page_calls, hits, hit_calls, cited, source_calls, chunks = run(connect, scenario)
+    assert [k["name"] for k in listed[0]] == ["a-kb", "web-demo", "z-kb"] and listed[1] == 3
+    assert [p["slug"] for p in linking[0]] == ["alpha-engine", "doc-storage-engines-guide", "long-page", "北京大兴"]
+    assert linking[1] == 2
     slugs = [p["slug"] for p in pages]
     assert len(slugs) == 6 + 57 + 1 == len(set(slugs)) and page_calls == 7  # every page once, A-Z
     assert [p["title"].lower() for p in pages] == sorted(p["title"].lower() for p in pages)
