@@ -93,7 +93,7 @@ prepare_wheelhouse() {  # every wheel `make install` needs, for the root's own P
     [[ -f "$ca" ]] && cp "$ca" "$BASE/tmp/ca.crt"
     in_root "$BASE" PIP_CERT=/tmp/ca.crt ${PIP_INDEX_URL:+PIP_INDEX_URL="$PIP_INDEX_URL"} \
         ${HTTPS_PROXY:+HTTPS_PROXY="$HTTPS_PROXY"} sh -c "python3 -m venv /tmp/dl && /tmp/dl/bin/pip download -q \
-        -d /tmp/wheelhouse '/tmp/src[test,embedded]' 'setuptools>=68' wheel" >"$WORK/pip-download.log" 2>&1 \
+        -d /tmp/wheelhouse '/tmp/src[all,test,embedded]' 'setuptools>=68' wheel" >"$WORK/pip-download.log" 2>&1 \
         || { tail -n 20 "$WORK/pip-download.log" >&2; die "pip download failed"; }
     rm -rf "$WHEELHOUSE" && mkdir -p "$WHEELHOUSE"
     mv "$BASE/tmp/wheelhouse"/* "$WHEELHOUSE/"

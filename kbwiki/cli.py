@@ -114,7 +114,8 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     read. PATH may be that folder or anything under it; PATH elsewhere is refused (see --set-root).
     """
     from kbwiki.corpus import iter_folder_docs
-    from kbwiki.ingest import estimate_docs, ingest_docs, lane_rows, wait_for_lanes
+    from kbwiki.estimate import estimate_docs
+    from kbwiki.ingest import ingest_docs, lane_rows, wait_for_lanes
     from kbwiki.source_root import new_root, path_under_root
     from kbwiki.status import no_worker_warning, status_command
 

@@ -15,6 +15,7 @@ import sys
 import click
 
 from kbwiki.command import TENANT_ID, main, services
+from wiki.extras import MCP_MODULES, require
 
 
 @main.command("mcp")
@@ -31,6 +32,7 @@ def mcp_command(tenant: int | None) -> None:
     agent's MCP servers as the command `kbwiki mcp` (with DATABASE_URL and REDIS_URL in its
     environment when the wiki is not in the home's local servers). Messages go to stderr only.
     """
+    require("web", *MCP_MODULES)
     from kbwiki.mcp_server import build_server
     from repos.db import get_pool
 

@@ -11,6 +11,7 @@ import click
 
 from kbwiki.command import TENANT_ID, main, services
 from wiki.errors import BadSetting, CannotListen
+from wiki.extras import WEB_MODULES, require
 
 #: Seconds a page waits for a pooled connection before answering 503.
 POOL_TIMEOUT_S = 5.0
@@ -31,7 +32,9 @@ def serve(host: str, port: int, tenant: int | None) -> None:
     The operations page's requeue and purge buttons need KBWIKI_WEB_OPS_TOKEN (read-only without it).
     Requests must name a host of KBWIKI_WEB_ALLOWED_HOSTS (default: the loopback names on loopback).
     X-Forwarded-For/-Proto are believed from KBWIKI_WEB_TRUSTED_PROXIES only (default: from no one).
+    The read API under /api/v1 needs a bearer token when KBWIKI_API_TOKEN is set (open without).
     """
+    require("web", *WEB_MODULES)
     import uvicorn
 
     from kbwiki.web.app import create_app

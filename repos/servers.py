@@ -106,15 +106,6 @@ def create_database(admin_url: str, name: str, *, replace: bool = False) -> bool
     return True
 
 
-def drop_database(admin_url: str, name: str) -> None:
-    """Drop database ``name`` if it exists, closing its sessions (``WITH (FORCE)``)."""
-    try:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-    except psycopg.OperationalError as exc:
-        raise DatabaseUnreachable(_first_line(exc)) from exc
-
-
 def extension_available(url: str, name: str) -> bool:
     """Whether the server at ``url`` can install extension ``name`` (``pg_available_extensions``)."""
     try:

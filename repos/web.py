@@ -29,27 +29,40 @@ SEARCH_LIMIT = 20
 #: Full-text matches ranked per search: the GIN index returns them unordered, so ranking reads
 #: (and ranks) at most this many, never every page of a common word.
 RANK_WINDOW = 100
-#: Neighbours read per node of the graph (each direction), and nodes in the graph at most.
+#: Neighbours read per node of the graph (each direction), nodes in the graph at most, and the
+#: links followed from the centre.
 GRAPH_PER_NODE = 12
 GRAPH_MAX_NODES = 80
+GRAPH_HOPS = 2
+#: Characters of a document's text its page shows (the beginning), and per part of the full text
+#: (``/kb/<id>/doc/<id>/text?part=N``): 100,000 characters is about 100-400 KB of HTML, which a
+#: browser lays out at once, and a document cut to the default ``KBWIKI_MAX_DOCUMENT_CHARS``
+#: (400,000) reads in 4 parts.
+DOCUMENT_HEAD_CHARS = 2000
+TEXT_PART_CHARS = 100_000
+#: PostgreSQL's ``substr`` takes an ``integer`` offset; no text value holds more characters (1 GB).
+_MAX_TEXT_OFFSET = 2**30
 
 _SPACED_CJK = re.compile(f"(?<=[{CJK_CLASS}>]) (?=[{CJK_CLASS}<])")
 _LITE = ", ".join(f"p.{c.strip()}" for c in LITE_COLUMNS.split(","))
 
 # For each slug, up to %(per)s out-links to live pages and %(per)s in-links (only live pages have
-# out-links), with the other page's narrow row: the PK, the to_slug index and the live-slug index.
+# out-links), not to itself, with the other page's narrow row: the PK, the to_slug index and the
+# live-slug index. The caller asks one row more than it draws, to know where the cap cut.
 _NEIGHBOURS_SQL = f"""
 SELECT s.slug AS node, n.outgoing, {_LITE} FROM unnest(%(slugs)s::text[]) AS s(slug)
 CROSS JOIN LATERAL (
     (SELECT l.to_slug AS other, true AS outgoing FROM wiki_links l
      JOIN wiki_pages t ON t.knowledge_base_id = l.knowledge_base_id AND t.slug = l.to_slug AND t.deleted_at IS NULL
-     WHERE l.knowledge_base_id = %(kb)s AND l.from_slug = s.slug ORDER BY l.to_slug LIMIT %(per)s)
+     WHERE l.knowledge_base_id = %(kb)s AND l.from_slug = s.slug AND l.to_slug <> s.slug
+     ORDER BY l.to_slug LIMIT %(per)s)
     UNION ALL
     (SELECT l.from_slug, false FROM wiki_links l
-     WHERE l.to_slug = s.slug AND l.knowledge_base_id = %(kb)s ORDER BY l.from_slug LIMIT %(per)s)
+     WHERE l.to_slug = s.slug AND l.knowledge_base_id = %(kb)s AND l.from_slug <> s.slug
+     ORDER BY l.from_slug LIMIT %(per)s)
 ) n
 JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = n.other AND p.deleted_at IS NULL
-WHERE p.tenant_id = %(tenant)s AND n.other <> s.slug
+WHERE p.tenant_id = %(tenant)s
 """
 
 # A search of one page type (``%(type)s``) or of all (NULL).
@@ -162,6 +175,38 @@ class PageSource(BaseModel):
     title: str
     source_uri: str | None = None
     status: str | None = None
+
+
+class Neighbourhood(BaseModel):
+    """A page's link neighbourhood as drawn: ``nodes`` {slug: page} (the centre among them),
+    ``edges`` {(from slug, to slug)} among them, and where the caps cut: ``links_capped`` the
+    slugs of the pages with more out-links or more in-links than were read (``per_node``),
+    ``pages_capped`` whether a page was left out because the graph had ``max_nodes`` pages."""
+
+    nodes: dict[str, PageLite]
+    edges: set[tuple[str, str]]
+    links_capped: set[str] = set()
+    pages_capped: bool = False
+
+
+class DocumentHead(Document):
+    """A document with the first ``DOCUMENT_HEAD_CHARS`` characters of its text as ``content``
+    and the length of the whole text as ``chars`` (characters, not bytes)."""
+
+    chars: int
+
+
+class DocumentText(BaseModel):
+    """A part of a document's text: ``text`` holds the characters from offset ``start`` (0-based,
+    in characters) on, at most the part size asked; ``chars`` is the whole text's length."""
+
+    id: str
+    title: str
+    source_uri: str = ""
+    status: str = "pending"
+    chars: int
+    start: int
+    text: str
 
 
 class WebRepository:
@@ -303,38 +348,63 @@ class WebRepository:
         tenant_id: int,
         kb_id: str,
         slug: str,
-        hops: int = 2,
+        hops: int = GRAPH_HOPS,
         per_node: int = GRAPH_PER_NODE,
         max_nodes: int = GRAPH_MAX_NODES,
     ) -> tuple[dict[str, PageLite], set[tuple[str, str]]]:
-        """The pages within ``hops`` links of ``slug`` (either direction) and the links among them:
-        ({slug: page}, {(from, to)}). Each node contributes at most ``per_node`` out-links and as many
-        in-links, and the graph stops growing at ``max_nodes`` pages (nearest first), so a hub costs
-        the same as a leaf; links to no live page are skipped before the caps count. One statement
-        for the page and one per hop (the neighbours' rows come with their links); empty when
-        ``slug`` is not a live page of the tenant's KB."""
+        """The pages within ``hops`` links of ``slug`` and the links among them:
+        ({slug: page}, {(from, to)}); :meth:`graph` with the caps' report left out."""
+        graph = self.graph(tenant_id, kb_id, slug, hops, per_node, max_nodes)
+        return graph.nodes, graph.edges
+
+    def graph(
+        self,
+        tenant_id: int,
+        kb_id: str,
+        slug: str,
+        hops: int = GRAPH_HOPS,
+        per_node: int = GRAPH_PER_NODE,
+        max_nodes: int = GRAPH_MAX_NODES,
+    ) -> Neighbourhood:
+        """The pages within ``hops`` links of ``slug`` (either direction) and the links among them.
+        Each node contributes at most ``per_node`` out-links and as many in-links (the first by
+        the other page's slug), and the graph stops growing at ``max_nodes`` pages (nearest
+        first), so a hub costs the same as a leaf; links to no live page and to the page itself
+        are skipped before the caps count. The answer says which pages had links cut and whether
+        pages were left out. One statement for the page and one per hop (the neighbours' rows
+        come with their links, one more per node and direction than drawn, to see the cut); no
+        nodes when ``slug`` is not a live page of the tenant's KB."""
         centre = self.lite(tenant_id, kb_id, [slug])
         if not centre:
-            return {}, set()
-        nodes: dict[str, PageLite] = dict(centre)
-        edges: set[tuple[str, str]] = set()
+            return Neighbourhood(nodes={}, edges=set())
+        graph = Neighbourhood(nodes=dict(centre), edges=set())
         frontier = [slug]
         with self.pool.connection() as conn:
             for _ in range(hops):
                 rows = conn.execute(
-                    _NEIGHBOURS_SQL, {"slugs": frontier, "kb": kb_id, "per": per_node, "tenant": tenant_id}
+                    _NEIGHBOURS_SQL, {"slugs": frontier, "kb": kb_id, "per": per_node + 1, "tenant": tenant_id}
                 ).fetchall()
                 frontier = []
+                # one order whatever the plan: by node, out-links first, then the slugs LIMIT kept
+                rows.sort(key=lambda r: (r["node"], not r["outgoing"], r["slug"]))
+                drawn: dict[tuple[str, bool], int] = {}
                 for r in rows:
                     node, outgoing, other = r.pop("node"), r.pop("outgoing"), r["slug"]
-                    if other not in nodes and len(nodes) < max_nodes:
-                        nodes[other] = PageLite.model_validate(r)
-                        frontier.append(other)
-                    if other in nodes:
-                        edges.add((node, other) if outgoing else (other, node))
+                    if drawn.get((node, outgoing), 0) == per_node:
+                        graph.links_capped.add(node)  # the extra row: this node has more
+                        continue
+                    drawn[(node, outgoing)] = drawn.get((node, outgoing), 0) + 1
+                    if other not in graph.nodes:
+                        if len(graph.nodes) < max_nodes:
+                            graph.nodes[other] = PageLite.model_validate(r)
+                            frontier.append(other)
+                        else:
+                            graph.pages_capped = True
+                    if other in graph.nodes:
+                        graph.edges.add((node, other) if outgoing else (other, node))
                 if not frontier:
                     break
-        return nodes, edges
+        return graph
 
     # -- search -------------------------------------------------------------------------------
     def search(
@@ -391,17 +461,35 @@ class WebRepository:
         return hits[offset:stop]
 
     # -- documents ----------------------------------------------------------------------------
-    def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> Document | None:
-        """The tenant's KB's document ``knowledge_id`` (deleted ones too, content cut to 2,000
-        characters), or None."""
+    def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> DocumentHead | None:
+        """The tenant's KB's document ``knowledge_id`` (deleted ones too), its content cut to
+        ``DOCUMENT_HEAD_CHARS`` characters and the whole text's length, or None."""
         with self.pool.connection() as conn:
             row = conn.execute(
-                "SELECT id, tenant_id, knowledge_base_id, title, source_uri, left(content, 2000) AS content,"
-                " content_hash, status, error FROM knowledges WHERE id = %s AND knowledge_base_id = %s"
-                " AND tenant_id = %s",
-                (knowledge_id, kb_id, tenant_id),
+                "SELECT id, tenant_id, knowledge_base_id, title, source_uri, left(content, %s) AS content,"
+                " length(content) AS chars, content_hash, status, error FROM knowledges"
+                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s",
+                (DOCUMENT_HEAD_CHARS, knowledge_id, kb_id, tenant_id),
             ).fetchone()
-        return Document.model_validate(row) if row else None
+        return DocumentHead.model_validate(row) if row else None
+
+    def document_text(
+        self, tenant_id: int, kb_id: str, knowledge_id: str, start: int = 0, chars: int = TEXT_PART_CHARS
+    ) -> DocumentText | None:
+        """At most ``chars`` characters of the text of the tenant's KB's document ``knowledge_id``
+        (deleted ones too) from character ``start`` on (0-based; past the end: empty), with the
+        whole text's length; None when the document is not the KB's. PostgreSQL reads the whole
+        value to count it (a document is at most ``KBWIKI_MAX_DOCUMENT_CHARS`` when ingested),
+        but only the part is sent."""
+        start = min(max(start, 0), _MAX_TEXT_OFFSET)
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT id, title, source_uri, status, length(content) AS chars, %s::int AS start,"
+                " substr(content, %s::int + 1, %s::int) AS text FROM knowledges"
+                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s",
+                (start, start, chars, knowledge_id, kb_id, tenant_id),
+            ).fetchone()
+        return DocumentText.model_validate(row) if row else None
 
     def pages_citing(self, tenant_id: int, kb_id: str, knowledge_id: str, limit: int = MAX_LIST) -> list[PageLite]:
         """Up to ``limit`` live pages citing the document (source_refs containment, GIN), by type and slug."""

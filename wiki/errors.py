@@ -215,6 +215,14 @@ class ExtractionUnavailable(KbwikiError):
     is tried again after a backoff."""
 
 
+class MissingExtra(ExtractionUnavailable, ImportError):
+    """A part of kbwiki installed apart (an extra: ``cjk``, ``llm``, ``web``) is not installed; the
+    message names the extra and the ``pip install`` that adds it (``wiki.extras``). A command ends
+    on it; a document whose extraction needs it waits as for any unavailable extractor (its
+    failure counted, tried again after a backoff, a dead letter past its budget), so nothing is
+    lost before the extra is installed and the worker restarted."""
+
+
 # --- the language model (the LLM extractor) ---------------------------------------------------
 
 #: Characters of a raw answer kept in an error for triage (dead letters keep 8 KiB of the error).

@@ -233,13 +233,6 @@ def block_spans(text: str) -> list[Span]:
     return spans
 
 
-def inline_spans(text: str, start: int = 0, end: int | None = None) -> Iterator[Span]:
-    """The inline spans of ``text[start:end]`` in order (see the module's rules); the caller
-    passes a stretch outside blocks."""
-    for m in _INLINE_RE.finditer(text, start, len(text) if end is None else end):
-        yield Span(_KIND_OF_GROUP[m.lastgroup], m.start(), m.end())  # type: ignore[index]
-
-
 def _spans(text: str, code_only: bool) -> list[tuple[str, int, int]]:
     """:func:`spans` as plain (kind, start, end) tuples: linkify scans every page it links, and
     building a :class:`Span` per inline match made the scan a quarter slower."""

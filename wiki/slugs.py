@@ -79,12 +79,6 @@ _HASH_SUFFIX_LEN = 8
 _MIN_MAX_LEN = 20
 
 
-def is_cjk(ch: str) -> bool:
-    """True when the one-character string ``ch`` is in :data:`CJK_RANGES`."""
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
-
-
 def has_cjk(text: str) -> bool:
     """True when ``text`` contains at least one CJK character."""
     return _CJK_RE.search(text) is not None

@@ -1,5 +1,5 @@
-"""The web face's routes: KB list and home, page, search, graph, document, lint report,
-operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
+"""The web face's routes: KB list and home, page, search, graph, document and its full text,
+lint report, operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
 
 Every KB-level route first finds the KB among the tenant's live ones and answers 404 otherwise,
 so a URL for another tenant's KB, page, document or dead letter is a 404. Endpoints that read the
@@ -36,8 +36,11 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from actors.deps import run_stage
+from kbwiki.api.app import PREFIX as API_PREFIX
+from kbwiki.api.app import create_api
 from kbwiki.command import command_deps
 from kbwiki.mcp_server import McpEndpoint, build_server
+from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
@@ -45,13 +48,23 @@ from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
-from repos.web import MAX_LIST, SEARCH_LIMIT, WebRepository
+from repos.web import (
+    GRAPH_HOPS,
+    GRAPH_MAX_NODES,
+    GRAPH_PER_NODE,
+    MAX_LIST,
+    RANK_WINDOW,
+    SEARCH_LIMIT,
+    TEXT_PART_CHARS,
+    WebRepository,
+)
 from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
+from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
-from wiki.errors import DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
+from wiki.errors import BadInput, DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
-from wiki.models import ITEM_TYPES, KnowledgeBase
+from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.plural import counted, noun
 
 #: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
@@ -63,6 +76,10 @@ OUTAGE_QUIET_S = 30.0
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
 HOME_LIST = 20
+#: Pages per page of the A-Z list, and the letters of its letter bar (a letter starts the list at
+#: the first title from it, in PostgreSQL's lower(title) order).
+AZ_PAGE = 100
+AZ_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 #: Documents a page's "Mentioned in" list shows per page of the list.
 MENTIONED_PER_PAGE = 50
 #: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
@@ -79,7 +96,7 @@ MESSAGES = {
     "signed-out": "Signed out.",
 }
 
-#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``actors.requeue.requeue_dead_letter`` on
+#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``stages.requeue.requeue_dead_letter`` on
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
 Requeue = Callable[[int, int], str]
 
@@ -87,6 +104,14 @@ Requeue = Callable[[int, int], str]
 def _int(value: str) -> int:
     """A query parameter as an integer, 0 when it is none."""
     return int(value) if value.isdigit() and len(value) < 10 else 0
+
+
+def _page_type(request: Request) -> str | None:
+    """The ``type`` query parameter: a page type, None when empty; 400 for another word."""
+    value = request.query_params.get("type", "")
+    if value and value not in PageType.__members__:
+        raise HTTPException(400, f"no page type {value[:40]!r}")
+    return value or None
 
 
 def _quote(value: str) -> str:
@@ -160,9 +185,10 @@ def create_app(
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
     (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
-    payloads) are shown to signed-in operators only, whatever the bind address. ``/mcp`` is the
-    MCP server (``kbwiki.mcp_server``; ``api_token`` set: its bearer token is required there);
-    the app's lifespan runs its session manager, so a server must run the lifespan."""
+    payloads) are shown to signed-in operators only, whatever the bind address. The read API
+    (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware, and ``/mcp`` is the MCP
+    server (``kbwiki.mcp_server``); ``api_token`` is the bearer token both require (None: open, as
+    the pages are). The app's lifespan runs the MCP session manager: a server must run it."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -253,14 +279,54 @@ def create_app(
             mentioned_pages=-(-mentioned // MENTIONED_PER_PAGE),
         )
 
+    def page_list(request: Request) -> Response:
+        kb = the_kb(request)
+        page_type = _page_type(request)
+        after_token = request.query_params.get("after")
+        start = request.query_params.get("from", "").strip().lower()[:40]  # the letter bar: titles from here
+        try:
+            after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
+        except BadInput:
+            raise HTTPException(400, "not a cursor of this list") from None
+        rows, next_after = web.pages_az(tenant_id, kb.id, page_type=page_type, after=after, limit=AZ_PAGE)
+        return render(
+            request,
+            "pages.html",
+            kb=kb,
+            rows=rows,
+            page_type=page_type,
+            page_types=[t.value for t in PageType],
+            letters=AZ_LETTERS,
+            start=start,
+            first=after is None,
+            next_cursor=encode_cursor("az", *next_after) if next_after else None,
+        )
+
     def search(request: Request) -> Response:
         kb = the_kb(request)
         q = request.query_params.get("q", "")
-        hits = web.search(tenant_id, kb.id, q, SEARCH_LIMIT) if q.strip() else []
-        name = "search_results.html" if request.headers.get("HX-Request") else "search.html"
-        response = render(request, name, kb=kb, q=q, hits=hits)
+        if request.headers.get("HX-Request"):  # the drop-down under the search box: the first hits of any type
+            response = render(request, "search_results.html", kb=kb, q=q, hits=_hits(kb, q, SEARCH_LIMIT))
+        else:
+            page_type = _page_type(request)
+            page = min(_int(request.query_params.get("page", "0")), RANK_WINDOW // SEARCH_LIMIT)
+            hits = _hits(kb, q, SEARCH_LIMIT + 1, offset=page * SEARCH_LIMIT, page_type=page_type)
+            response = render(
+                request,
+                "search.html",
+                kb=kb,
+                q=q,
+                hits=hits[:SEARCH_LIMIT],
+                page=page,
+                more=len(hits) > SEARCH_LIMIT,
+                page_type=page_type,
+                page_types=[t.value for t in PageType],
+            )
         response.headers["Vary"] = "HX-Request"  # one URL, two bodies: a cache must keep both
         return response
+
+    def _hits(kb: KnowledgeBase, q: str, limit: int, **kw) -> list:
+        return web.search(tenant_id, kb.id, q, limit, **kw) if q.strip() else []
 
     def backlinks_json(request: Request) -> Response:
         kb = the_kb(request)
@@ -276,22 +342,40 @@ def create_app(
         page = web.page(tenant_id, kb.id, request.path_params["slug"])
         if page is None:
             raise HTTPException(404, "no such page")
-        return render(request, "graph.html", kb=kb, page=page)
+        return render(
+            request,
+            "graph.html",
+            kb=kb,
+            page=page,
+            styles=NODE_STYLES,
+            hops=GRAPH_HOPS,
+            per_node=GRAPH_PER_NODE,
+            max_nodes=GRAPH_MAX_NODES,
+        )
 
     def graph_json(request: Request) -> Response:
         kb = the_kb(request)
         slug = request.path_params["slug"]
-        nodes, edges = web.neighbourhood(tenant_id, kb.id, slug)
-        if not nodes:
+        graph = web.graph(tenant_id, kb.id, slug)
+        if not graph.nodes:
             raise HTTPException(404, "no such page")
         return JSONResponse(
             {
                 "center": slug,
                 "nodes": [
-                    {"id": p.slug, "title": p.title, "type": p.page_type, "url": kb_url(kb.id, "page", p.slug)}
-                    for p in nodes.values()
+                    {
+                        "id": p.slug,
+                        "title": p.title,
+                        "type": p.page_type,
+                        "url": kb_url(kb.id, "page", p.slug),
+                        "links_capped": p.slug in graph.links_capped,
+                    }
+                    for p in graph.nodes.values()
                 ],
-                "edges": [{"source": a, "target": b} for a, b in sorted(edges)],
+                "edges": [{"source": a, "target": b} for a, b in sorted(graph.edges)],
+                # where the caps cut, for the legend: pages left out, pages with links left out
+                "capped": {"pages": graph.pages_capped, "links": bool(graph.links_capped)},
+                "limits": {"hops": GRAPH_HOPS, "per_node": GRAPH_PER_NODE, "max_nodes": GRAPH_MAX_NODES},
             }
         )
 
@@ -317,6 +401,26 @@ def create_app(
             evidence=evidence,
             # browsers send the session cookie (path /ops) to /ops only: here they get the headline
             redacted=session(request) is None,
+        )
+
+    def document_text(request: Request) -> Response:
+        # the text in parts of TEXT_PART_CHARS characters (?part=N, from 0): a document can be
+        # megabytes; shown escaped in a <pre>, like every value the templates print
+        kb = the_kb(request)
+        part = _int(request.query_params.get("part", "0"))
+        doc = web.document_text(tenant_id, kb.id, request.path_params["knowledge_id"], part * TEXT_PART_CHARS)
+        if doc is None:
+            raise HTTPException(404, "no such document")
+        if part and doc.start >= doc.chars:
+            raise HTTPException(404, "no such part of the text")
+        return render(
+            request,
+            "document_text.html",
+            kb=kb,
+            doc=doc,
+            part=part,
+            parts=max(1, -(-doc.chars // TEXT_PART_CHARS)),
+            part_chars=TEXT_PART_CHARS,
         )
 
     def lint_view(request: Request) -> Response:
@@ -448,7 +552,9 @@ def create_app(
         Route("/kb/{kb_id}/graph.json/{slug}", graph_json),
         Route("/kb/{kb_id}/backlinks.json/{slug}", backlinks_json),
         Route("/kb/{kb_id}/search", search),
+        Route("/kb/{kb_id}/pages", page_list),
         Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
+        Route("/kb/{kb_id}/doc/{knowledge_id}/text", document_text),
         Route("/kb/{kb_id}/lint", lint_view),
         Route("/ops", ops_view),
         Route("/ops/dead-letters/{id:row_id}", dead_letter_view),
@@ -458,6 +564,7 @@ def create_app(
         Route("/metrics", metrics),
         Route("/mcp", mcp),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+        Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
 
     outage = {"last": float("-inf")}  # when a request last found the database away (monotonic s)

@@ -1,8 +1,8 @@
 """The web face in headless Chromium (the system's chromium and chromedriver, driven by Selenium):
 KB home, a page, a followed link, search in Latin and CJK, the graph, a hostile page and the
-operations page. Each view is saved as a screenshot under ``tests/output/screenshots/`` (kept as a
-CI artifact). Skipped, saying why, when no chromium is installed (``.ci/services.sh`` installs it
-on CI)."""
+operations page; the search drop-down by keyboard; the graph's legend and caps. Each view is
+saved as a screenshot under ``tests/output/screenshots/`` (kept as a CI artifact). Skipped, saying
+why, when no chromium is installed (``.ci/services.sh`` installs it on CI)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from kbwiki.web.app import create_app
-from tests.support.web import build_wiki, serving
+from tests.support.web import add_hub, build_wiki, serving
 
 pytestmark = pytest.mark.browser
 
@@ -32,6 +32,7 @@ from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
@@ -145,3 +146,93 @@ def test_read_search_graph_and_ops(browser, site):
     shot(browser, "08-ops")
     browser.find_element(By.XPATH, "//button[contains(., 'sign out')]").click()  # its form carries the CSRF token
     wait.until(ec.text_to_be_present_in_element((By.ID, "flash"), "Signed out."))
+
+
+def highlighted(driver) -> str | None:
+    """The id the search box says is highlighted (aria-activedescendant), None when none is."""
+    return driver.find_element(By.ID, "q").get_attribute("aria-activedescendant")
+
+
+def options(driver) -> list:
+    return driver.find_elements(By.CSS_SELECTOR, '#search-results [role="option"]')
+
+
+def test_search_drop_down_by_keyboard(browser, site):
+    base, wiki = site
+    wait = WebDriverWait(browser, WAIT_S)
+    browser.get(f"{base}/kb/{wiki.kb_id}/page/alpha-engine")
+    box = browser.find_element(By.ID, "q")
+    assert box.get_attribute("role") == "combobox" and box.get_attribute("aria-expanded") == "false"
+    search(browser, wait, "beta", "beta-store")
+    assert box.get_attribute("aria-expanded") == "true" and highlighted(browser) is None
+    listbox = browser.find_element(By.ID, box.get_attribute("aria-controls"))
+    assert listbox.get_attribute("role") == "listbox"
+    found = options(browser)
+    assert len(found) >= 2 and all(o.get_attribute("aria-selected") == "false" for o in found)
+
+    box.send_keys(Keys.ARROW_DOWN)
+    assert highlighted(browser) == found[0].get_attribute("id") and found[0].get_attribute("aria-selected") == "true"
+    box.send_keys(Keys.ARROW_DOWN)
+    assert highlighted(browser) == found[1].get_attribute("id") and found[0].get_attribute("aria-selected") == "false"
+    box.send_keys(Keys.ARROW_UP)
+    assert highlighted(browser) == found[0].get_attribute("id")
+    box.send_keys(Keys.ARROW_UP)  # the cycle passes through "none" (the box itself)...
+    assert highlighted(browser) is None
+    box.send_keys(Keys.ARROW_UP)  # ...and on to the last result
+    assert highlighted(browser) == found[-1].get_attribute("id")
+    box.send_keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN)  # past the last: none, then the first again
+    assert highlighted(browser) == found[0].get_attribute("id")
+    assert "/page/beta-store" in found[0].find_element(By.TAG_NAME, "a").get_attribute("href")
+    shot(browser, "20-search-keyboard-highlight")
+    box.send_keys(Keys.ENTER)  # opens the highlighted page
+    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Beta Store"))
+    assert browser.current_url.endswith("/page/beta-store")
+
+    box = browser.find_element(By.ID, "q")
+    search(browser, wait, "alpha", "alpha-engine")
+    box.send_keys(Keys.ESCAPE)  # closes the drop-down, keeps the text
+    wait.until(ec.invisibility_of_element_located((By.ID, "search-results")))
+    assert box.get_attribute("aria-expanded") == "false" and box.get_attribute("value") == "alpha"
+    assert highlighted(browser) is None
+    shot(browser, "21-search-escape-closed")
+    box.send_keys(Keys.ARROW_DOWN)  # opens it again, on the first result
+    assert browser.find_element(By.ID, "search-results").is_displayed()
+    assert highlighted(browser) == options(browser)[0].get_attribute("id")
+    box.send_keys(Keys.ARROW_UP, Keys.ENTER)  # none highlighted: the full search page
+    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Search"))
+    assert "/search?q=alpha" in browser.current_url
+    assert browser.find_element(By.CSS_SELECTOR, 'main a[href$="/page/alpha-engine"]')
+
+
+def test_graph_legend_and_caps(browser, site, clean_db):
+    base, wiki = site
+    wait = WebDriverWait(browser, WAIT_S)
+    browser.get(f"{base}/kb/{wiki.kb_id}/graph/beta-store")
+    wait.until(lambda d: d.find_element(By.ID, "graph").get_attribute("data-ready") == "1")
+    legend = browser.find_element(By.ID, "graph-legend")
+    assert legend.is_displayed()
+    for page_type in ("summary", "entity", "concept", "index", "disambiguation"):
+        assert legend.find_element(By.CSS_SELECTOR, f'li[data-type="{page_type}"]').is_displayed()
+    assert "A → B: page A links to page B" in legend.text and "centred on" in legend.text
+    assert not browser.find_element(By.ID, "graph-capped-pages").is_displayed()  # a small graph: no cap reached
+    assert not browser.find_element(By.ID, "graph-capped-links").is_displayed()
+    # each node is drawn as its type's legend entry says
+    drawn = browser.execute_script(
+        "const cy = window.kbwikiGraph; return ['alpha-engine', 'hostile', 'index'].map(id =>"
+        " [cy.$id(id).style('shape'), cy.$id(id).style('background-color')]);"
+    )
+    for (shape, colour), page_type in zip(drawn, ("entity", "concept", "index"), strict=True):
+        item = legend.find_element(By.CSS_SELECTOR, f'li[data-type="{page_type}"]')
+        assert shape == item.get_attribute("data-shape")
+        assert colour == "rgb({},{},{})".format(*bytes.fromhex(item.get_attribute("data-colour")[1:]))
+    shot(browser, "22-graph-legend")
+
+    add_hub(clean_db, wiki.kb_id)  # 20 in-links and more than 80 pages within two hops
+    browser.get(f"{base}/kb/{wiki.kb_id}/graph/hub")
+    wait.until(lambda d: d.find_element(By.ID, "graph").get_attribute("data-ready") == "1")
+    assert browser.find_element(By.ID, "graph-capped-pages").is_displayed()
+    assert "80 pages" in browser.find_element(By.ID, "graph-capped-pages").text
+    assert browser.find_element(By.ID, "graph-capped-links").is_displayed()
+    assert browser.execute_script("return window.kbwikiGraph.$id('hub').style('border-style');") == "dashed"
+    assert browser.execute_script("return window.kbwikiGraph.$id('spoke-00').style('border-style');") == "solid"
+    shot(browser, "23-graph-capped")

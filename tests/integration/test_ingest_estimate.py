@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from actors.deps import get_deps, run_stage, set_deps
 from kbwiki.cli import main
 from kbwiki.corpus import CorpusDoc
-from kbwiki.ingest import LEAD_CALLS_PER_DOCUMENT, MERGE_CALLS_PER_DOCUMENT, estimate_docs, intro_call_sizes
+from kbwiki.estimate import LEAD_CALLS_PER_DOCUMENT, MERGE_CALLS_PER_DOCUMENT, estimate_docs, intro_call_sizes
 from stages.ingest import submit_document
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures)
 from tests.support.llm_deps import scripted_llm_env

@@ -293,6 +293,7 @@ def test_a_context_length_refusal_halves_the_section_instead_of_pausing(server):
     assert len(extraction.items) == 3
 
 
+@pytest.mark.timing
 def test_a_document_never_takes_longer_than_its_time_budget(server):
     server.responder = lambda request: stall(5.0)
     started = time.monotonic()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from actors.deps import run_stage
 from kbwiki.status import kb_status, status_lines
 from stages import llm_recovery
@@ -31,6 +33,7 @@ def _map_claimed(deps, kb) -> list[str]:
     return [run_stage(map_document, deps, 1, kb.id, op.dedup_key, op.id) for op in claimed]
 
 
+@pytest.mark.timing
 def test_a_trickling_server_fails_the_try_in_bounded_time_with_the_cause_in_status(settings, clean_db, server):  # noqa: F811
     """One byte every 0.05 s never trips a 1 s read timeout: without a total deadline the try took
     the whole answer's trickle (minutes for a real one) and status said only "pending"."""

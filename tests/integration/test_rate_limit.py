@@ -104,6 +104,7 @@ def test_requests_per_minute_hold_at_the_server(redis_client, redis_prefix):
     assert times[-1] - times[0] >= (40 - burst - 1) / 10
 
 
+@pytest.mark.timing
 def test_tokens_per_minute_reserve_an_estimate_and_give_back_the_rest(redis_client, redis_prefix):
     """6,000 tokens a minute (100 a second, 200 saved up at most). A call reserves its prompt
     chars / 4 + max_tokens (74) and really uses 15: 30 calls pass in about (30 x 15 - 200) / 100
@@ -185,6 +186,7 @@ def test_deleting_the_limiters_keys_mid_run_only_resets_it(redis_client, redis_p
     assert server.max_in_flight <= 4  # at most the flushed holders beside a fresh cap
 
 
+@pytest.mark.timing
 def test_a_429_storm_halves_the_window_and_every_call_gets_through(redis_client, redis_prefix, monkeypatch):
     """The server takes 3 requests at once and answers 429 (retry in 0.2 s) to any more; 12
     threads under a cap of 12 make 60 calls of 0.1 s. The window halves on the first 429s and

@@ -179,3 +179,19 @@ def serving(app, deadline_s: float = 20, trusted_proxies: list[str] | None = Non
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def add_hub(pool, kb_id: str, spokes: int = 20, leaves: int = 8) -> None:
+    """Tenant 1's pages ``hub``, ``spoke-<i>`` (each linking the hub and its ``leaves`` pages) and
+    ``leaf-<i>-<j>`` in the KB: the hub has ``spokes`` in-links, and its graph holds more than
+    ``GRAPH_MAX_NODES`` pages when ``spokes`` and ``leaves`` are the defaults."""
+
+    def page(slug: str, title: str, page_type: str, content: str) -> Page:
+        return Page(tenant_id=1, knowledge_base_id=kb_id, slug=slug, title=title, page_type=page_type, content=content)
+
+    pages = [page("hub", "Hub", "concept", "The hub.\n")]
+    for i in range(spokes):
+        links = " ".join(f"[[leaf-{i}-{j}|leaf {j}]]" for j in range(leaves))
+        pages.append(page(f"spoke-{i:02d}", f"Spoke {i}", "entity", f"[[hub|Hub]] {links}\n"))
+        pages += [page(f"leaf-{i}-{j}", f"Leaf {i}.{j}", "summary", "A leaf.\n") for j in range(leaves)]
+    WikiPageRepository(pool).bulk_insert(pages)

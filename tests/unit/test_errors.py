@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kbwiki.command import EXIT_CODES, KbwikiGroup, click_error, exit_code
-from repos.db import connection_lost, make_pool
+from repos.db import connection_lost
 from repos.servers import check_database, check_redis
 from wiki import errors
 
@@ -99,34 +99,6 @@ def test_unreachable_servers_are_named_errors():
         check_redis("redis://127.0.0.1:1/0", timeout_s=1)
 
 
-def test_a_lost_connection_is_translated_at_the_pool_and_a_statement_error_is_not(database_url):
-    pool = make_pool(database_url, 1, 2)
-    try:
-        with pytest.raises(errors.DatabaseUnreachable) as caught, pool.connection() as conn:
-            pid = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
-            _terminate(database_url, pid)  # lost while borrowed
-            conn.execute("SELECT 1")
-        assert isinstance(caught.value.__cause__, psycopg.OperationalError)
-        with pytest.raises(psycopg.errors.DivisionByZero), pool.connection() as conn:
-            conn.execute("SELECT 1 / 0")
-    finally:
-        pool.close()
-
-
-def test_a_connection_lost_while_idle_in_the_pool_is_replaced_before_it_is_lent(database_url):
-    # A server restart (`kbwiki down` and `up`) breaks every idle pooled connection: the next
-    # borrower gets a working one, not the broken one's error.
-    pool = make_pool(database_url, 1, 1)
-    try:
-        with pool.connection() as conn:
-            pid = conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"]
-        _terminate(database_url, pid)
-        with pool.connection() as conn:
-            assert conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"] != pid
-    finally:
-        pool.close()
-
-
 @pytest.mark.parametrize(
     ("error", "lost"),
     [
@@ -141,11 +113,6 @@ def test_a_connection_lost_while_idle_in_the_pool_is_replaced_before_it_is_lent(
 )
 def test_a_session_the_server_ended_is_a_lost_connection_and_a_timed_out_statement_is_not(error, lost):
     assert connection_lost(error("from the server")) is lost
-
-
-def _terminate(database_url: str, pid: int) -> None:
-    with psycopg.connect(database_url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
 def test_an_error_text_opens_with_its_exception_line_whatever_the_traceback_length():

@@ -67,6 +67,7 @@ def test_inline_code_at_line_start_is_not_a_fence() -> None:
     assert _code("```x``` is inline\n\ntext\n```") == [3]  # the bare run opens a fence
 
 
+@pytest.mark.timing
 def test_many_fences_stay_linear() -> None:
     # Openers with an info string cannot close each other: a naive look-ahead is quadratic here.
     lines = ["```python", "text"] * 20_000

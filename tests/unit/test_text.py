@@ -206,6 +206,7 @@ def test_rst_to_text() -> None:
     assert "The end." in lines
 
 
+@pytest.mark.timing
 def test_rst_fast_on_large_file() -> None:
     big = RST * (200_000 // len(RST) + 1)
     start = time.perf_counter()

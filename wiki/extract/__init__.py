@@ -13,6 +13,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from wiki.errors import ExtractionError, ExtractionUnavailable
+from wiki.extras import require
 from wiki.models import Extraction
 from wiki.stopwords import is_stopword
 
@@ -65,6 +66,7 @@ def get_extractor(settings: Settings) -> Extractor:
 
         return OfflineExtractor()
     if settings.extractor == "llm":
+        require("llm", "openai", "json_repair", "tiktoken", "nh3")
         from wiki.extract.llm import LLMExtractor
         from wiki.llm_config import config_from_settings
 

@@ -20,6 +20,7 @@ import re
 import threading
 from collections import Counter
 
+from wiki.extras import require
 from wiki.slugs import CJK_CLASS
 
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
@@ -82,6 +83,7 @@ def _ja_words(sentence: str) -> list[tuple[str, tuple[str, ...]]]:
     global _ja_tagger
     with _ja_lock:
         if _ja_tagger is None:
+            require("cjk", "fugashi", "ipadic")
             import fugashi
             import ipadic
 
@@ -102,6 +104,7 @@ def _zh_runs(sentence: str) -> list[tuple[str, bool, int]]:
             runs.append((name, any(f in _ZH_PROPER for _, f in current), len(current)))
         current.clear()
 
+    require("cjk", "rjieba")
     import rjieba
 
     # hmm=False: the HMM guesses words the dictionary lacks, at ~30x the cost (8 s for one

@@ -20,6 +20,7 @@ import math
 from functools import lru_cache
 
 from wiki.extract import wordtables
+from wiki.extras import require
 
 #: Words each lookup below remembers per process: words are Zipf-distributed, so 16,384 keep ~95 %
 #: of the hits of an unbounded cache, and a worker's memory stays flat over a 40,000-document KB
@@ -178,6 +179,7 @@ def _zh_frequency(word: str) -> float:
     decision at ``CJK_COMMON_ZIPF`` as ``zipf_frequency`` on all 6,862 names of linux-doc's zh_CN
     translation. 0.0 when no cut into listed words exists (wordfreq's estimate for digits is left
     out: names with digits read as rare)."""
+    require("cjk", "jieba")  # wordfreq's Chinese module imports it
     from wordfreq.chinese import simplify_chinese
 
     text = simplify_chinese(word)

@@ -1,0 +1,550 @@
+"""The web face's routes: KB list and home, page, search, graph, document, lint report,
+operations and ``/metrics``. One tenant per app (:func:`create_app`'s ``tenant_id``).
+
+Every KB-level route first finds the KB among the tenant's live ones and answers 404 otherwise,
+so a URL for another tenant's KB, page, document or dead letter is a 404. Endpoints that read the
+database are plain functions (Starlette runs them in its thread pool; the pool is psycopg's).
+Every response carries the headers of ``kbwiki.web.guards`` (a Content-Security-Policy that
+allows scripts from this server only: page HTML is sanitised by ``kbwiki.web.markdown`` and the
+CSP is the second fence), requests naming a Host outside the allow-list are refused (DNS
+rebinding), and only a signed-in operator sees error details (tracebacks, dead-letter payloads):
+everyone else gets headlines, on any bind address, since a TLS proxy on loopback makes every
+internet visitor a loopback client.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from psycopg import OperationalError
+from psycopg_pool import ConnectionPool, PoolTimeout
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from actors.deps import run_stage
+from kbwiki.command import command_deps
+from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
+from kbwiki.web.markdown import render_markdown
+from kbwiki.web.metrics import KbwikiCollector
+from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.lint import LintRepository
+from repos.pages import WikiPageRepository
+from repos.web import MAX_LIST, RANK_WINDOW, SEARCH_LIMIT, WebRepository
+from repos.web_sessions import WebSessionRepository
+from stages.requeue import requeue_dead_letter
+from wiki.cursor import decode_cursor, encode_cursor
+from wiki.dedup import name_key
+from wiki.errors import BadInput, DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
+from wiki.links import out_link_slugs
+from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
+from wiki.plural import counted, noun
+
+#: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
+SERVER_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
+RETRY_AFTER_S = 5
+#: Seconds without a request finding the database away after which the next one logs again.
+OUTAGE_QUIET_S = 30.0
+
+HERE = Path(__file__).parent
+#: Recent summaries and most-cited pages per type on a KB's home.
+HOME_LIST = 20
+#: Pages per page of the A-Z list, and the letters of its letter bar (a letter starts the list at
+#: the first title from it, in PostgreSQL's lower(title) order).
+AZ_PAGE = 100
+AZ_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+#: Documents a page's "Mentioned in" list shows per page of the list.
+MENTIONED_PER_PAGE = 50
+#: Seconds page counts (a count over a KB's pages) are reused by the KB list and home.
+COUNTS_CACHE_S = 10.0
+#: Host names a server bound to loopback answers to (``KBWIKI_WEB_ALLOWED_HOSTS`` unset): any
+#: other Host is a page that rebound its DNS name to this machine, refused with 400.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")  # an IPv6 Host is bracketed, as in a URL
+#: What ``/ops?m=CODE&id=N`` may say: fixed texts, so a link cannot put words in the page's mouth.
+MESSAGES = {
+    "purged": "Dead letter {id} purged.",
+    "reinserted": "Dead letter {id} reinserted: its op is back in its lane.",
+    "resent": "Dead letter {id} resent: its message is back on its queue.",
+    "wrong-token": "Wrong token.",
+    "signed-out": "Signed out.",
+}
+
+#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``stages.requeue.requeue_dead_letter`` on
+#: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
+Requeue = Callable[[int, int], str]
+
+
+def _int(value: str) -> int:
+    """A query parameter as an integer, 0 when it is none."""
+    return int(value) if value.isdigit() and len(value) < 10 else 0
+
+
+def _page_type(request: Request) -> str | None:
+    """The ``type`` query parameter: a page type, None when empty; 400 for another word."""
+    value = request.query_params.get("type", "")
+    if value and value not in PageType.__members__:
+        raise HTTPException(400, f"no page type {value[:40]!r}")
+    return value or None
+
+
+def _quote(value: str) -> str:
+    return quote(value, safe="")
+
+
+def kb_url(kb_id: str, *parts: str) -> str:
+    """The path of a KB's view: ``/kb/<id>/<part>/...`` with each part percent-encoded."""
+    return "/".join([f"/kb/{_quote(kb_id)}", *(_quote(p) for p in parts)])
+
+
+def default_requeue() -> Requeue:
+    """Requeue through the process-wide deps (builds the broker on first use)."""
+
+    def requeue(dead_letter_id: int, tenant_id: int) -> str:
+        return run_stage(requeue_dead_letter, command_deps(), dead_letter_id, tenant_id=tenant_id)
+
+    return requeue
+
+
+class TtlCache:
+    """Values computed at most once per ``ttl_s`` seconds per key (thread-safe enough: two
+    threads may both compute a missing value; the last one is kept)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self._values: dict[object, tuple[float, object]] = {}
+
+    def get(self, key: object, compute: Callable[[], object]):
+        hit = self._values.get(key)
+        if hit is None or time.monotonic() - hit[0] > self.ttl_s:
+            hit = (time.monotonic(), compute())
+            self._values[key] = hit
+        return hit[1]
+
+
+#: Characters of client-supplied text a log line keeps (an address is at most 45).
+LOGGED_CHARS = 100
+
+
+def loggable(text: str) -> str:
+    """Client-supplied ``text`` made safe for a log line: every character that is not printable
+    (control and escape characters, C1 controls, line and paragraph separators) becomes ``?``,
+    and at most ``LOGGED_CHARS`` characters are kept, so a client cannot forge lines or drive the
+    operator's terminal."""
+    return "".join(c if c.isprintable() else "?" for c in text[:LOGGED_CHARS])
+
+
+def headline(error: str | None) -> str:
+    """An error's first line, at most 160 characters: what a stranger may see of it."""
+    return (error or "").split("\n", 1)[0][:160]
+
+
+class WebApp(Starlette):
+    """Starlette with :class:`SecurityHeaders` outside its error middleware, so the 500 page
+    carries the headers too."""
+
+    def build_middleware_stack(self):
+        return SecurityHeaders(super().build_middleware_stack())
+
+
+def create_app(
+    pool: ConnectionPool,
+    tenant_id: int,
+    ops_token: str | None = None,
+    requeue: Requeue | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+) -> Starlette:
+    """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
+    page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
+    (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
+    (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
+    payloads) are shown to signed-in operators only, whatever the bind address."""
+    web = WebRepository(pool)
+    pages = WikiPageRepository(pool)
+    lint = LintRepository(pool)
+    dead_letters = TaskDeadLetterRepository(pool)
+    guard = OpsGuard(ops_token, tenant_id, WebSessionRepository(pool))
+    requeue = requeue or default_requeue()
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
+    # {{ n | counted("summary") }}: "1 summary"; {{ error | headline }}: its first line
+    templates.env.filters.update(counted=counted, noun=noun, headline=headline)
+    counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(KbwikiCollector(web, tenant_id))
+
+    def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
+        return templates.TemplateResponse(request, name, context, status_code=status_code)
+
+    def session(request: Request) -> str | None:
+        """The request's session cookie when it is an open session, else None."""
+        cookie = request.cookies.get(COOKIE)
+        return cookie if guard.signed_in(cookie) else None
+
+    def the_kb(request: Request) -> KnowledgeBase:
+        kb = web.kb(tenant_id, request.path_params["kb_id"])
+        if kb is None:
+            raise HTTPException(404, "no such knowledge base")
+        return kb
+
+    def page_html(kb: KnowledgeBase, content: str) -> str:
+        live = pages.existing_slugs(kb.id, out_link_slugs(content))  # kb is the tenant's (the_kb)
+        return render_markdown(content, lambda slug: kb_url(kb.id, "page", slug), lambda slug: slug in live)
+
+    # -- reading ------------------------------------------------------------------------------
+    def kb_list(request: Request) -> Response:
+        page = _int(request.query_params.get("page", "0"))
+        kbs = web.kbs(tenant_id, limit=MAX_LIST + 1, offset=page * MAX_LIST)  # one more: is there a next page?
+        return render(
+            request,
+            "kbs.html",
+            kbs=kbs[:MAX_LIST],
+            page=page,
+            more=len(kbs) > MAX_LIST,
+            counts=counts.get("tenant", lambda: web.pages_by_type(tenant_id)),
+        )
+
+    def kb_home(request: Request) -> Response:
+        kb = the_kb(request)
+        index = web.page(tenant_id, kb.id, "index")
+        return render(
+            request,
+            "kb_home.html",
+            kb=kb,
+            counts=counts.get(kb.id, lambda: pages.counts_by_type(kb.id)),
+            index_html=page_html(kb, index.content) if index else "",
+            recent=pages.recent(kb.id, "summary", HOME_LIST),
+            most_cited={t: pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")},
+        )
+
+    def page_view(request: Request) -> Response:
+        kb = the_kb(request)
+        page = web.page(tenant_id, kb.id, request.path_params["slug"])
+        if page is None:
+            raise HTTPException(404, "no such page")
+        sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
+        backlinks = web.backlinks(tenant_id, kb.id, page.slug)
+        mentioned, mentioned_page, mentions = 0, 0, []
+        if page.page_type in ITEM_TYPES:
+            mentioned_page = max(0, _int(request.query_params.get("mentioned", "0")))
+            mentioned, mentions = web.mentioned_in(
+                tenant_id, kb.id, name_key(page.title), MENTIONED_PER_PAGE, mentioned_page * MENTIONED_PER_PAGE
+            )
+        elif page.page_type == "summary" and page.source_refs:  # the pages listing it under "Mentioned in"
+            listing = web.pages_naming(tenant_id, kb.id, page.source_refs[0].knowledge_id)
+            backlinks = sorted({p.slug: p for p in [*backlinks, *listing]}.values(), key=lambda p: p.slug)
+        return render(
+            request,
+            "page.html",
+            kb=kb,
+            page=page,
+            html=page_html(kb, page.content),
+            backlinks=backlinks,
+            sources=sources,
+            more_sources=max(0, len(page.source_refs) - len(sources)),
+            mentioned=mentioned,
+            mentions=mentions,
+            mentioned_page=mentioned_page,
+            mentioned_pages=-(-mentioned // MENTIONED_PER_PAGE),
+        )
+
+    def page_list(request: Request) -> Response:
+        kb = the_kb(request)
+        page_type = _page_type(request)
+        after_token = request.query_params.get("after")
+        start = request.query_params.get("from", "").strip().lower()[:40]  # the letter bar: titles from here
+        try:
+            after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
+        except BadInput:
+            raise HTTPException(400, "not a cursor of this list") from None
+        rows, next_after = web.pages_az(tenant_id, kb.id, page_type=page_type, after=after, limit=AZ_PAGE)
+        return render(
+            request,
+            "pages.html",
+            kb=kb,
+            rows=rows,
+            page_type=page_type,
+            page_types=[t.value for t in PageType],
+            letters=AZ_LETTERS,
+            start=start,
+            first=after is None,
+            next_cursor=encode_cursor("az", *next_after) if next_after else None,
+        )
+
+    def search(request: Request) -> Response:
+        kb = the_kb(request)
+        q = request.query_params.get("q", "")
+        if request.headers.get("HX-Request"):  # the drop-down under the search box: the first hits of any type
+            response = render(request, "search_results.html", kb=kb, q=q, hits=_hits(kb, q, SEARCH_LIMIT))
+        else:
+            page_type = _page_type(request)
+            page = min(_int(request.query_params.get("page", "0")), RANK_WINDOW // SEARCH_LIMIT)
+            hits = _hits(kb, q, SEARCH_LIMIT + 1, offset=page * SEARCH_LIMIT, page_type=page_type)
+            response = render(
+                request,
+                "search.html",
+                kb=kb,
+                q=q,
+                hits=hits[:SEARCH_LIMIT],
+                page=page,
+                more=len(hits) > SEARCH_LIMIT,
+                page_type=page_type,
+                page_types=[t.value for t in PageType],
+            )
+        response.headers["Vary"] = "HX-Request"  # one URL, two bodies: a cache must keep both
+        return response
+
+    def _hits(kb: KnowledgeBase, q: str, limit: int, **kw) -> list:
+        return web.search(tenant_id, kb.id, q, limit, **kw) if q.strip() else []
+
+    def backlinks_json(request: Request) -> Response:
+        kb = the_kb(request)
+        slug = request.path_params["slug"]
+        if web.page(tenant_id, kb.id, slug) is None:
+            raise HTTPException(404, "no such page")
+        return JSONResponse(
+            [{"slug": p.slug, "title": p.title, "type": p.page_type} for p in web.backlinks(tenant_id, kb.id, slug)]
+        )
+
+    def graph_view(request: Request) -> Response:
+        kb = the_kb(request)
+        page = web.page(tenant_id, kb.id, request.path_params["slug"])
+        if page is None:
+            raise HTTPException(404, "no such page")
+        return render(request, "graph.html", kb=kb, page=page)
+
+    def graph_json(request: Request) -> Response:
+        kb = the_kb(request)
+        slug = request.path_params["slug"]
+        nodes, edges = web.neighbourhood(tenant_id, kb.id, slug)
+        if not nodes:
+            raise HTTPException(404, "no such page")
+        return JSONResponse(
+            {
+                "center": slug,
+                "nodes": [
+                    {"id": p.slug, "title": p.title, "type": p.page_type, "url": kb_url(kb.id, "page", p.slug)}
+                    for p in nodes.values()
+                ],
+                "edges": [{"source": a, "target": b} for a, b in sorted(edges)],
+            }
+        )
+
+    def document_view(request: Request) -> Response:
+        kb = the_kb(request)
+        doc = web.document(tenant_id, kb.id, request.path_params["knowledge_id"])
+        if doc is None:
+            raise HTTPException(404, "no such document")
+        citing = web.pages_citing(tenant_id, kb.id, doc.id)
+        summary = next((p for p in citing if p.page_type == "summary"), None)
+        evidence_of = request.query_params.get("page")
+        evidence = []
+        if evidence_of and (cited := web.page(tenant_id, kb.id, evidence_of)) is not None:
+            evidence = list(cited.facts.get(doc.id, {}).get("evidence", []))
+        return render(
+            request,
+            "document.html",
+            kb=kb,
+            doc=doc,
+            summary=summary,
+            supports=[p for p in citing if p is not summary],
+            evidence_of=evidence_of,
+            evidence=evidence,
+            # browsers send the session cookie (path /ops) to /ops only: here they get the headline
+            redacted=session(request) is None,
+        )
+
+    def lint_view(request: Request) -> Response:
+        kb = the_kb(request)
+        return render(request, "lint.html", kb=kb, report=lint.latest_report(kb.id))
+
+    # -- operations ---------------------------------------------------------------------------
+    def ops_view(request: Request) -> Response:
+        cookie = session(request)
+        message = MESSAGES.get(request.query_params.get("m", ""), "")
+        kbs = {kb.id: kb for kb in web.kbs(tenant_id, limit=10_000)}
+        return render(
+            request,
+            "ops.html",
+            kbs=kbs,
+            lanes=web.lanes(tenant_id),
+            active=web.active_batches(tenant_id),
+            documents=web.documents_by_status(tenant_id),
+            groups=web.dead_letter_groups(tenant_id),
+            letters=dead_letters.list(tenant_id=tenant_id, limit=50),
+            guard=guard,
+            signed_in=cookie is not None,
+            csrf=guard.csrf_value(cookie) if cookie else "",
+            message=message.format(id=_int(request.query_params.get("id", ""))),
+            redacted=cookie is None,
+        )
+
+    def dead_letter_view(request: Request) -> Response:
+        row = dead_letters.get(int(request.path_params["id"]), tenant_id=tenant_id)
+        if row is None:
+            raise HTTPException(404, "no such dead letter")
+        cookie = session(request)
+        return render(
+            request,
+            "dead_letter.html",
+            row=row,
+            signed_in=cookie is not None,
+            csrf=guard.csrf_value(cookie) if cookie else "",
+            redacted=cookie is None,
+        )
+
+    async def ops_login(request: Request) -> Response:
+        # the socket's address, or X-Forwarded-For's when a KBWIKI_WEB_TRUSTED_PROXIES proxy sent it
+        address = loggable(request.client.host) if request.client else "unknown"
+        if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            # a form another site's page posts from the operator's own browser: refused before it
+            # counts, or ten of them would lock the operator out for a minute
+            raise HTTPException(403, "Sign in from this site's own page.")
+        if not guard.sign_in_allowed(address):
+            print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
+            raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
+        form = await request.form()
+        if not guard.token_ok(str(form.get("token", ""))):
+            guard.sign_in_failed(address)
+            print(f"kbwiki: failed ops sign-in from {address}", file=sys.stderr, flush=True)
+            return RedirectResponse("/ops?m=wrong-token", status_code=303)
+        print(f"kbwiki: ops sign-in from {address}", file=sys.stderr, flush=True)
+        response = RedirectResponse("/ops", status_code=303)
+        response.set_cookie(
+            COOKIE,
+            await run_in_threadpool(guard.open_session),
+            max_age=SESSION_S,
+            path=COOKIE_PATH,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    async def ops_logout(request: Request) -> Response:
+        cookie = request.cookies.get(COOKIE)
+        # a signed-in session ends only with its own form's CSRF token: another site cannot sign
+        # the operator out; without an open session there is nothing to end, only a cookie to drop
+        if await run_in_threadpool(guard.signed_in, cookie):
+            form = await request.form()
+            if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
+                raise HTTPException(403, "sign out with the page's sign-out button")
+            await run_in_threadpool(guard.close_session, cookie)
+        response = RedirectResponse("/ops?m=signed-out", status_code=303)
+        response.delete_cookie(COOKIE, path=COOKIE_PATH)
+        return response
+
+    async def ops_action(request: Request) -> Response:
+        refused = HTTPException(403, "sign in with the ops token first")
+        cookie = request.cookies.get(COOKIE)
+        if not await run_in_threadpool(guard.signed_in, cookie):  # before a byte of the body is read
+            raise refused
+        form = await request.form()
+        if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
+            raise refused
+        dead_letter_id = int(request.path_params["id"])
+        action = request.path_params["action"]
+        if action not in ("requeue", "purge"):
+            raise HTTPException(404, "no such action")
+        if action == "requeue":
+            try:
+                outcome = await run_in_threadpool(requeue, dead_letter_id, tenant_id)
+            except DeadLetterNotFound:
+                raise HTTPException(404, "no such dead letter") from None
+            except RequeueRefused as exc:
+                raise HTTPException(409, f"Dead letter {dead_letter_id} was not requeued: {exc}") from None
+            code = outcome if outcome in MESSAGES else "reinserted"
+        else:
+            n = await run_in_threadpool(lambda: dead_letters.purge(tenant_id=tenant_id, ids=[dead_letter_id]))
+            if not n:
+                raise HTTPException(404, "no such dead letter")
+            code = "purged"
+        return RedirectResponse(f"/ops?m={code}&id={dead_letter_id}", status_code=303)
+
+    def metrics(request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def not_found(request: Request, exc: HTTPException) -> Response:
+        response = render(request, "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail)
+        response.headers.update(exc.headers or {})  # a 405's Allow
+        return response
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        # the traceback goes to the log (Starlette logs it); the reader sees one line
+        return render(
+            request, "error.html", status_code=500, status=500, detail="Something went wrong on the server's side."
+        )
+
+    routes = [
+        Route("/", kb_list),
+        Route("/kb/{kb_id}", kb_home),
+        Route("/kb/{kb_id}/page/{slug}", page_view),
+        Route("/kb/{kb_id}/graph/{slug}", graph_view),
+        Route("/kb/{kb_id}/graph.json/{slug}", graph_json),
+        Route("/kb/{kb_id}/backlinks.json/{slug}", backlinks_json),
+        Route("/kb/{kb_id}/search", search),
+        Route("/kb/{kb_id}/pages", page_list),
+        Route("/kb/{kb_id}/doc/{knowledge_id}", document_view),
+        Route("/kb/{kb_id}/lint", lint_view),
+        Route("/ops", ops_view),
+        Route("/ops/dead-letters/{id:row_id}", dead_letter_view),
+        Route("/ops/login", ops_login, methods=["POST"]),
+        Route("/ops/logout", ops_logout, methods=["POST"]),
+        Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
+        Route("/metrics", metrics),
+        Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
+    ]
+
+    outage = {"last": float("-inf")}  # when a request last found the database away (monotonic s)
+
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        # The database went away (``kbwiki down``, a restart): the pool reconnects when it is
+        # back, so the reader is told to retry rather than shown a server error. Said once per
+        # outage in the log, not once per request.
+        now = time.monotonic()
+        if now - outage["last"] > OUTAGE_QUIET_S:  # on stderr: serve's own log, beside "serving on"
+            said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            print(
+                f"kbwiki: the database is not answering ({type(exc).__name__}: {said});"
+                " pages answer 503 until it is back",
+                file=sys.stderr,
+                flush=True,
+            )
+        outage["last"] = now
+        response = render(
+            request,
+            "error.html",
+            status_code=503,
+            status=503,
+            detail="The wiki's database is not answering right now; try again in a few seconds.",
+        )
+        response.headers["Retry-After"] = str(RETRY_AFTER_S)
+        return response
+
+    return WebApp(
+        routes=routes,
+        # outermost first: the Host is checked, then the URL, then the body's size, before any route
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS), www_redirect=False),
+            Middleware(RejectNul),
+            Middleware(BodyLimit),
+        ],
+        exception_handlers={
+            HTTPException: not_found,
+            500: server_error,
+            **dict.fromkeys(SERVER_AWAY, unavailable),
+        },
+    )

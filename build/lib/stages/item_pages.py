@@ -1,0 +1,283 @@
+"""The entity and concept pages of the name keys a reduce batch touched, made from the mention index.
+
+A batch changes the mention rows of its documents (``wiki.coverage.rows_of``: the rows they give
+now, in place of the rows they gave before). Every name key whose rows change is planned again
+from what the index holds once the batch is written: whether it has a page
+(``wiki.coverage.has_page`` on its counters, title and best rows), its title and aliases (the names its rows give),
+its lead and quotes (its best rows, the batch's documents merged with the stored ones), what it is
+a member of, its members, and its related pages (the items of the documents it quotes). Each of
+these is a bounded read per key (a counter row, a few names, at most ``MAX_QUOTES`` rows), never a
+scan of the KB, and a function of the key's rows only, so the pages are the same whatever order
+the documents came in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import islice
+
+from repos.mentions import MentionRepository
+from stages.batch_context import BatchContext
+from wiki.coverage import (
+    DISAMBIGUATION_MIN,
+    MAX_QUOTES,
+    KeyStats,
+    MentionRow,
+    bare_name,
+    best,
+    disambiguation_slug,
+    facts_of,
+    has_page,
+    may_have_page,
+    name_deltas,
+    stats_after,
+)
+from wiki.dedup import name_key
+from wiki.merge import item_summary, item_type, new_page_slugs, title_and_aliases
+from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType, SourceRef
+from wiki.render import MEMBER_OF, MEMBERS, RELATED, SEE_ALSO, LinkSection, render_disambiguation_page, render_item_page
+from wiki.slugs import RESERVED_SLUGS
+
+#: Members an entity page lists (a module's classes, a class's methods); the rest are counted.
+MAX_MEMBERS = 40
+#: Related pages an entity or concept page lists: the items of the documents it quotes that are no
+#: member of a class or module, the most shared first (a short list, not a count of the rest).
+MAX_RELATED = 12
+
+
+@dataclass
+class ItemPlan:
+    """What a batch does to entity and concept pages, and to the mention index.
+
+    ``pages``: slug -> the page as the batch leaves it (without a stored model lead: the writer
+    keeps it, ``wiki.merge.keep_lead``); ``deleted``: slugs of item pages that have no name key
+    with a page any more; ``slug_of``: name key -> slug of every key with a page after the batch
+    that the batch knows of; and the index's changes (rows, counters, names)."""
+
+    pages: dict[str, Page] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    slug_of: dict[str, str] = field(default_factory=dict)
+    dropped: list[MentionRow] = field(default_factory=list)
+    added: list[MentionRow] = field(default_factory=list)
+    stat_deltas: dict[str, KeyStats] = field(default_factory=dict)
+    name_deltas: dict[tuple[str, str, bool], int] = field(default_factory=dict)
+
+
+def plan_item_pages(
+    kb: KnowledgeBase,
+    new_rows: dict[str, dict[str, MentionRow]],
+    batch_ids: set[str],
+    *,
+    ctx: BatchContext,
+    mentions: MentionRepository,
+    taken: set[str],
+) -> ItemPlan:
+    """Plan the item pages of every name key the batch's documents named before or name now.
+
+    ``new_rows``: knowledge id -> {key: row} of the documents the batch ingests (retracted ones
+    give none); ``batch_ids``: every document of the batch (ingested and retracted); ``taken``:
+    slugs new pages must not take (the batch's summaries). Reads only the keys concerned."""
+    plan = ItemPlan()
+    plan.dropped = mentions.rows_of_docs(kb.id, batch_ids)
+    plan.added = [row for rows in new_rows.values() for row in rows.values()]
+    # pages citing the batch's documents (their quotes come from them): pages written before the
+    # mention index are found this way too, and planned again from it
+    citing = ctx.lite(s for slugs in ctx.slugs_citing_many(batch_ids).values() for s in slugs)
+    legacy = {s: p for s, p in citing.items() if p.page_type in ITEM_TYPES}
+    touched = {r.key for r in [*plan.dropped, *plan.added]}
+    touched |= {r.parent for r in [*plan.dropped, *plan.added] if r.parent}
+    touched |= {name_key(p.title) for p in legacy.values()}
+    by_key = ctx.by_name_keys(touched)
+    found = {p.slug for pages in by_key.values() for p in pages}
+    plan.deleted |= {slug for slug in legacy if slug not in found}  # keyed by an older rule: planned again
+    stats = stats_after(mentions.stats(kb.id, touched), plan.dropped, plan.added)
+    plan.stat_deltas = stats_after({}, plan.dropped, plan.added)
+    plan.name_deltas = name_deltas(plan.dropped, plan.added)
+    worthy = {key for key in touched if may_have_page(stats.get(key, KeyStats()))}
+    # a key whose page appears or goes changes its members' "Member of": they are planned again
+    changed = {k for k in touched if (k in worthy) != bool(by_key.get(k))}
+    members = _members(kb, mentions, worthy | changed, batch_ids, plan.added)
+    for parent in changed:
+        touched |= set(members.get(parent, ()))
+    # the pages a touched code name shares its bare name with ("Queue": queue.Queue and
+    # asyncio.queues.Queue) are planned again with it: their "See also" and their disambiguation page
+    sharing = _sharing(kb, mentions, touched, plan.name_deltas)
+    touched |= {k for keys in sharing.values() for k in keys}
+    extra = touched - stats.keys()
+    if extra:
+        stats.update(mentions.stats(kb.id, extra))
+        by_key.update(ctx.by_name_keys(extra))
+        worthy |= {key for key in extra if may_have_page(stats.get(key, KeyStats()))}
+
+    names = mentions.names(kb.id, worthy)
+    for (key, name, alias), delta in plan.name_deltas.items():
+        if key in worthy:
+            bucket = names.setdefault(key, {})
+            bucket[(name, alias)] = bucket.get((name, alias), 0) + delta
+    stored = mentions.best_rows(kb.id, worthy, exclude=batch_ids, limit=MAX_QUOTES)
+    added_by_key: dict[str, list[MentionRow]] = {}
+    for row in plan.added:
+        added_by_key.setdefault(row.key, []).append(row)
+    chosen = {key: best([*stored.get(key, []), *added_by_key.get(key, [])]) for key in worthy}
+    titled = {key: title_and_aliases(names.get(key, {})) for key in worthy if names.get(key)}
+    # a key with rows always has names; none only for a key being emptied
+    worthy = {k for k in worthy & titled.keys() if has_page(stats[k], titled[k][0], chosen[k])}
+    ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
+    ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
+
+    # slugs: a key's live page keeps its slug (wiki.merge renames it to its title's later); a new
+    # page takes its title's slug, suffixed with its kind while another page holds that
+    for key in sorted(touched - worthy):
+        plan.deleted.update(p.slug for p in by_key.get(key, []))
+    for key in sorted(worthy):
+        live = by_key.get(key, [])
+        if live:
+            plan.slug_of[key] = live[0].slug
+            plan.deleted.update(p.slug for p in live[1:])  # written under an older rule: one page per key
+    fresh = sorted(worthy - plan.slug_of.keys(), key=lambda k: (titled[k][0], k))
+    # every slug a new page may try, asked once: the first two of new_page_slugs for each
+    ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "entity"), 2))
+    ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "concept"), 2))
+    for key in fresh:
+        kind = _page_type(stats[key], chosen[key])
+        plan.slug_of[key] = next(
+            s
+            for s in new_page_slugs(titled[key][0], kind)
+            if s not in RESERVED_SLUGS and s not in taken and not _held(s, plan, ctx)
+        )
+        taken.add(plan.slug_of[key])
+
+    related = _related(kb, mentions, chosen, new_rows, batch_ids)
+    linked = {k for ks in [*related.values(), *members.values()] for k in ks} | {
+        r.parent for rows in chosen.values() for r in rows if r.parent
+    }
+    titles = _titles(ctx, linked - plan.slug_of.keys() - touched)  # a touched key has a page only if worthy
+    titles.update({key: (plan.slug_of[key], titled[key][0]) for key in worthy})
+    for key in sorted(worthy):
+        title, aliases = titled[key]
+        slug, rows = plan.slug_of[key], chosen[key]
+        facts = facts_of(rows)
+        parent = next((r.parent for r in rows if r.parent), "")
+        bare = bare_name(key)
+        see_also = [(disambiguation_slug(bare), f"{bare} (disambiguation)")] if bare in ambiguous else []
+        sections = [
+            LinkSection(MEMBER_OF, [titles[parent]] if parent in titles and parent != key else []),
+            _section(MEMBERS, [titles[m] for m in members.get(key, []) if m in titles and m != key], MAX_MEMBERS),
+            # a member's family is its "Member of" and its module's members, not pages related to it
+            LinkSection(
+                RELATED,
+                [] if parent else [titles[r] for r in related.get(key, []) if r in titles and r != key][:MAX_RELATED],
+            ),
+            LinkSection(SEE_ALSO, see_also),
+        ]
+        plan.pages[slug] = Page(
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            slug=slug,
+            title=title,
+            page_type=_page_type(stats[key], rows),
+            content=render_item_page(title, facts, aliases, sections=sections),
+            summary=item_summary(facts, ""),
+            aliases=aliases,
+            source_refs=[SourceRef(knowledge_id=r.knowledge_id, title=r.doc_title) for r in rows],
+            facts=facts,
+        )
+    ctx.lite(disambiguation_slug(bare) for bare in sharing)
+    for bare in sorted(sharing):
+        slug, title = disambiguation_slug(bare), f"{bare} (disambiguation)"
+        if bare not in ambiguous or slug in plan.pages:
+            live = ctx.lite([slug]).get(slug)
+            if live is not None and live.title == title and slug not in plan.pages:
+                plan.deleted.add(slug)  # "queue" and "Queue" share the slug: only this name's page goes
+            continue
+        entries = [(p.slug, p.title, p.summary) for p in (plan.pages[plan.slug_of[k]] for k in ambiguous[bare])]
+        plan.pages[slug] = Page(
+            tenant_id=kb.tenant_id,
+            knowledge_base_id=kb.id,
+            slug=slug,
+            title=title,
+            page_type=PageType.disambiguation,
+            content=render_disambiguation_page(bare, entries),
+            summary=f"{bare} is the name of {len(entries)} pages.",
+            source_refs=[ref for k in ambiguous[bare] for ref in plan.pages[plan.slug_of[k]].source_refs[:1]],
+        )
+    plan.deleted -= plan.pages.keys()
+    return plan
+
+
+def _sharing(
+    kb: KnowledgeBase, mentions: MentionRepository, keys: set[str], deltas: dict[tuple[str, str, bool], int]
+) -> dict[str, set[str]]:
+    """{bare name: the code keys going by it (``wiki.coverage.bare_name``)} for the bare names of
+    ``keys``, once the batch's name changes (``deltas``) are counted."""
+    bares = {bare for key in keys if (bare := bare_name(key))}
+    counts = mentions.keys_aliased(kb.id, bares)
+    for (key, name, alias), delta in deltas.items():
+        if alias and name in bares:
+            bucket = counts.setdefault(name, {})
+            bucket[key] = bucket.get(key, 0) + delta
+    return {
+        bare: {k for k, docs in counts.get(bare, {}).items() if docs > 0 and bare_name(k) == bare} for bare in bares
+    }
+
+
+def _page_type(stats: KeyStats, rows: list[MentionRow]) -> str:
+    """The type of a key's page (``wiki.merge.item_type``) from its counters and best rows."""
+    return item_type(stats.entity, stats.docs, rows[0].kind if rows else "")
+
+
+def _held(slug: str, plan: ItemPlan, ctx: BatchContext) -> bool:
+    """Whether ``slug`` belongs to a page that stays: planned in this batch, or live and not being
+    deleted by it."""
+    if slug in plan.pages or slug in plan.slug_of.values():
+        return True
+    return bool(ctx.lite([slug])) and slug not in plan.deleted
+
+
+def _section(heading: str, links: list[tuple[str, str]], limit: int) -> LinkSection:
+    unique = list(dict.fromkeys(links))
+    return LinkSection(heading, unique[:limit], max(0, len(unique) - limit))
+
+
+def _titles(ctx: BatchContext, keys: set[str]) -> dict[str, tuple[str, str]]:
+    """{key: (slug, title)} of the live item pages of ``keys`` (keys without one are left out)."""
+    return {key: (found[0].slug, found[0].title) for key, found in ctx.by_name_keys(keys).items() if found}
+
+
+def _members(
+    kb: KnowledgeBase,
+    mentions: MentionRepository,
+    keys: set[str],
+    batch_ids: set[str],
+    added: list[MentionRow],
+) -> dict[str, list[str]]:
+    """{key: keys of its members} once the batch is written: rows naming it as their parent,
+    the batch's documents' stored rows replaced by their new ones."""
+    stored = mentions.children(kb.id, keys, exclude=batch_ids)
+    out = {key: set(found) for key, found in stored.items()}
+    for row in added:
+        if row.parent in keys:
+            out.setdefault(row.parent, set()).add(row.key)
+    return {key: sorted(found) for key, found in out.items()}
+
+
+def _related(
+    kb: KnowledgeBase,
+    mentions: MentionRepository,
+    chosen: dict[str, list[MentionRow]],
+    new_rows: dict[str, dict[str, MentionRow]],
+    batch_ids: set[str],
+) -> dict[str, list[str]]:
+    """{key: related keys}: the items (earned keys) of the documents the key's page quotes that
+    are no member of a class or module, most shared first, then by key: what the summaries of its
+    documents connect it to, without a module's every method (its own page lists those)."""
+    docs = {r.knowledge_id for rows in chosen.values() for r in rows}
+    earned = mentions.earned_keys(kb.id, docs - batch_ids)
+    for kid, rows in new_rows.items():
+        earned[kid] = sorted(k for k, r in rows.items() if r.earned and not r.parent)
+    out: dict[str, list[str]] = {}
+    for key, rows in chosen.items():
+        counts = Counter(k for r in rows for k in earned.get(r.knowledge_id, []) if k != key)
+        out[key] = [k for k, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return out

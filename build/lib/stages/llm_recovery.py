@@ -1,0 +1,120 @@
+"""After a model outage: the documents it dead-lettered are sent again by the system.
+
+A document whose op ran out of tries because the model endpoint did not answer (``LLMUnavailable``:
+connection refused, 5xx, timeouts, 429 through every transport retry) says nothing about the
+document; once the endpoint answers again it would pass. Such a dead letter used to wait for a
+manual ``kbwiki dead-letters requeue``. Now:
+
+- when the map stage writes one, :func:`note_outage` marks the KB as in an outage: a Redis key
+  ``<prefix>:llm-outage:<kb>`` holding the outage's id, set once (``SET NX``), kept
+  ``OUTAGE_KEPT_S`` at most;
+- when a document of the KB is then mapped by a model call (the endpoint answers again),
+  :func:`requeue_after_outage` requeues at most ``REQUEUE_MAX`` of those letters, oldest first,
+  one pass per KB at a time (a ``PASS_LOCK_S`` lock). Each requeued op carries the outage's id
+  (``auto_requeued``), so a document that fails again in the same outage is not sent a second
+  time; a pass that found fewer than ``REQUEUE_MAX`` ends the outage (the key is deleted), and the
+  next mapped document sends the next ones otherwise.
+
+Only letters of ``wiki:ingest`` ops whose error starts ``LLMUnavailable:`` are requeued: a refused
+configuration pauses the KB instead (``stages.llm_gate``), and an invalid answer or a content
+filter's refusal would fail again. Redis unreachable: nothing is requeued (logged), a manual
+requeue still works. The one Redis read per mapped document is the cost outside an outage.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import redis as redis_lib
+import structlog
+from psycopg_pool import ConnectionPool
+
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.knowledge import KnowledgeRepository
+from repos.pending_ops import TaskPendingOpsRepository
+from stages.requeue import requeue_dead_letter
+from wiki.errors import DeadLetterNotFound, LLMUnavailable, RequeueRefused
+from wiki.lanes import INGEST, SCOPE_KB
+from wiki.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+#: Dead letters one pass requeues at most: an outage of a large KB must not send thousands of
+#: documents back at an endpoint that has just come back.
+REQUEUE_MAX = 20
+#: How long an outage's mark is kept without a recovery (a KB that never maps again forgets it).
+OUTAGE_KEPT_S = 7 * 86_400
+#: How long one KB's requeue pass may hold its lock (a pass takes a transaction per letter).
+PASS_LOCK_S = 30
+#: The error class that marks a transient model failure in ``last_error`` (``wiki.errors.error_text``).
+TRANSIENT_HEAD = f"{LLMUnavailable.__name__}:"
+
+
+def _key(settings: Settings, kb_id: str) -> str:
+    return f"{settings.key_prefix}:llm-outage:{kb_id}"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a failure is the endpoint's, not the document's: ``LLMUnavailable``."""
+    return isinstance(exc, LLMUnavailable)
+
+
+def note_outage(kb_id: str, *, redis: redis_lib.Redis, settings: Settings) -> None:
+    """Mark the KB as in a model outage (a document was dead-lettered for one); never raises."""
+    try:
+        redis.set(_key(settings, kb_id), uuid.uuid4().hex, nx=True, ex=OUTAGE_KEPT_S)
+    except redis_lib.RedisError as exc:
+        log.warning("llm.outage_not_noted", knowledge_base_id=kb_id, error=repr(exc))
+
+
+def requeue_after_outage(
+    tenant_id: int,
+    kb_id: str,
+    *,
+    pool: ConnectionPool,
+    dead_letters: TaskDeadLetterRepository,
+    ops: TaskPendingOpsRepository,
+    docs: KnowledgeRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+) -> int:
+    """After a document of the KB was mapped by a model call: when the KB is in an outage, requeue
+    up to ``REQUEUE_MAX`` of its dead letters for transient model errors (module docstring);
+    returns how many. Never raises for Redis; database errors propagate."""
+    key = _key(settings, kb_id)
+    try:
+        outage = redis.get(key)
+        if outage is None or not redis.set(f"{key}:pass", "1", nx=True, ex=PASS_LOCK_S):
+            return 0
+    except redis_lib.RedisError as exc:
+        log.warning("llm.outage_unknown", knowledge_base_id=kb_id, error=repr(exc))
+        return 0
+    outage_id = outage.decode() if isinstance(outage, bytes) else str(outage)
+    try:
+        letters = dead_letters.of_error(tenant_id, INGEST, SCOPE_KB, kb_id, TRANSIENT_HEAD, outage_id, REQUEUE_MAX)
+        requeued = 0
+        for letter in letters:
+            try:
+                requeue_dead_letter(
+                    letter.id,
+                    tenant_id=tenant_id,
+                    pool=pool,
+                    dead_letters=dead_letters,
+                    ops=ops,
+                    docs=docs,
+                    redis=redis,
+                    settings=settings,
+                    mark={"auto_requeued": outage_id},
+                )
+                requeued += 1
+            except (DeadLetterNotFound, RequeueRefused):  # requeued by hand meanwhile, or its KB is gone
+                continue
+        if len(letters) < REQUEUE_MAX:
+            redis.delete(key)  # every letter of the outage is back: the next one is a new outage
+        log.info("llm.outage_requeued", knowledge_base_id=kb_id, outage=outage_id, requeued=requeued)
+        return requeued
+    finally:
+        try:
+            redis.delete(f"{key}:pass")
+        except redis_lib.RedisError:
+            pass  # the lock expires after PASS_LOCK_S

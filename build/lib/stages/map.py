@@ -1,0 +1,301 @@
+"""Map: one document -> a validated extraction in ``wiki_extractions``, op moved to the reduce lane.
+
+Runs on any worker, one message per document. Unchanged content hits the extraction cache and
+costs no extractor call. A failing document is counted against its in-batch retry budget; past
+``wiki_max_fail_retries`` it becomes a ``wiki:ingest`` dead letter and the others go on. A
+deterministic failure spends the budget at once: a content filter's refusal (``for_good``), or a
+model answer invalid for the same reason as the try before (``LLMOutputInvalid.signature``, kept
+in the op's payload): asking again would pay for the same answer up to 5 more times.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import redis as redis_lib
+import structlog
+from psycopg_pool import ConnectionPool
+
+from repos.coordination import tombstone_key
+from repos.dead_letters import TaskDeadLetterRepository
+from repos.extractions import ExtractionRepository
+from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.llm_errors import LLMConfigErrorRepository
+from repos.llm_usage import LLMUsageRepository
+from repos.pages import WikiPageRepository
+from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from stages import llm_gate, llm_recovery
+from stages.claims import current_message_tag, release_after_failure
+from stages.ingest import pump_ingest_lane
+from stages.triggers import send_trigger
+from wiki.errors import ExtractionError, LLMConfigError, error_text, fail_budget_spent
+from wiki.extract import Extractor
+from wiki.lanes import INGEST, REDUCE
+from wiki.plural import counted
+from wiki.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+#: The op payload's key for the signature of its last invalid answer (``LLMOutputInvalid.signature``).
+_LAST_INVALID = "last_invalid_answer"
+#: Said first by the dead letter and the document's status when an answer failed the same way twice.
+REPEATED = "the same invalid answer twice, not asked again"
+
+
+def map_document(
+    tenant_id: int,
+    knowledge_base_id: str,
+    knowledge_id: str,
+    op_id: int,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    extractions: ExtractionRepository,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
+    extractor: Extractor,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> str:
+    """Extract one document for the op ``op_id``; returns the outcome.
+
+    Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
+    ``skipped`` (the extractor found nothing to write: status and reason on the document),
+    ``gone`` also when the op was handled by another worker while this one mapped it (the
+    document's status is then left as that handler set it),
+    ``deleted`` (document deleted or tombstoned: the op is dropped), ``retry`` (failure counted,
+    op released), ``dead`` (budget exhausted, or a failure marked ``for_good``: dead-lettered) and
+    ``paused`` (the KB's model endpoint refused its configuration, its account is out of credit or
+    its token budget is spent: op released uncounted, see ``stages.llm_gate``).
+    """
+    op = ops.get(op_id)
+    # An op id names another document's op when ids were reused (a restored or truncated table): a
+    # stale message must neither map nor delete it.
+    if op is None or op.task_type != INGEST or op.dedup_key != knowledge_id:
+        return "gone"
+    if worker_id:
+        # The pump that claimed the op may run in another worker: the claim follows the message to
+        # the worker mapping it, so a kill -9 of this worker frees it at its next missed heartbeat.
+        ops.adopt([op_id], worker_id, msg=current_message_tag())
+    doc = docs.get(knowledge_id)
+    tombstoned = redis.exists(tombstone_key(settings.key_prefix, knowledge_base_id, knowledge_id))
+    if doc is None or doc.status in ("deleting", "deleted") or tombstoned:
+        ops.delete_by_ids([op_id])
+        return "deleted"
+    extractor = llm_gate.extractor_for(extractor, knowledge_base_id, kbs=kbs)
+    outcome = "cached"
+    paused = {"ops": ops, "settings": settings, "worker_id": worker_id}
+    try:
+        found = llm_gate.cached(extractor, knowledge_base_id, doc, extractions=extractions, llm_usage=llm_usage)
+        if found is None:
+            if llm_gate.paused(
+                extractor, knowledge_base_id, llm_errors=llm_errors, llm_usage=llm_usage, probe_s=settings.llm_pause_s
+            ):
+                return llm_gate.pause(op, **paused)
+            found = llm_gate.extract(
+                extractor,
+                knowledge_base_id,
+                doc,
+                pages=pages,
+                llm_errors=llm_errors,
+                llm_usage=llm_usage,
+                extractions=extractions,
+            )
+            outcome = "mapped"
+        extraction, name = found
+    except LLMConfigError as exc:  # the endpoint refused the configuration: no document can pass
+        llm_gate.record_config_error(extractor, knowledge_base_id, exc, llm_errors=llm_errors)
+        return llm_gate.pause(op, **paused)
+    except ExtractionError as exc:  # the document itself is unusable: retrying cannot help
+        with pool.connection() as conn:
+            if not ops.delete_by_ids([op_id], conn=conn):
+                return "gone"  # handled meanwhile: its outcome, not this one, is the document's status
+            docs.set_status([doc.id], "skipped", f"no wiki content: {exc}", conn=conn)
+        return "skipped"
+    except Exception as exc:
+        return _count_failure(
+            op,
+            exc,
+            pool=pool,
+            docs=docs,
+            ops=ops,
+            dead_letters=dead_letters,
+            redis=redis,
+            settings=settings,
+            worker_id=worker_id,
+        )
+    with pool.connection() as conn:
+        extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
+        # Only an op still waiting for its map moves on: when another worker mapped it already (its
+        # claim was taken back) and reduce may have finished it, the document keeps its status.
+        if not ops.move(
+            [op_id],
+            REDUCE,
+            payload_patch={"content_hash": doc.content_hash, "extractor": name},
+            conn=conn,
+            from_task_type=INGEST,
+        ):
+            return "gone"
+        docs.set_status([doc.id], "mapped", conn=conn)
+    return outcome
+
+
+def _count_failure(
+    op: PendingOp,
+    exc: Exception,
+    *,
+    pool: ConnectionPool,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> str:
+    error = error_text(exc)
+    # The invalid answer's signature is kept on the op: the next failure compares with it.
+    signature = getattr(exc, "signature", None)
+    repeated = signature is not None and op.payload.get(_LAST_INVALID) == signature
+    fails = ops.incr_fail_count(op.id, payload_patch={_LAST_INVALID: signature})
+    if fails is None:
+        return "gone"
+    # A failure retrying cannot help (a content filter's refusal, an answer invalid the same way
+    # twice: the model is deterministic enough) spends the whole budget at once.
+    if fail_budget_spent(fails, settings.wiki_max_fail_retries) or getattr(exc, "for_good", False) or repeated:
+        reason = f"extraction failed {counted(fails, 'time')}: {exc!r}"
+        if repeated:
+            kind, _, message = error.partition(": ")
+            error = f"{kind}: {REPEATED}: {message}"
+            reason = f"{REPEATED}: {str(exc).splitlines()[0]}"
+        with pool.connection() as conn:
+            op = op.model_copy(update={"fail_count": fails})
+            dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
+            docs.set_status([op.dedup_key], "failed", reason, conn=conn)
+        log.error(
+            "document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, repeated=repeated, error=repr(exc)
+        )
+        if llm_recovery.is_transient(exc):  # the endpoint's failure: requeued when it answers again
+            llm_recovery.note_outage(op.scope_id, redis=redis, settings=settings)
+        return "dead"
+    delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)
+    log.warning(
+        "document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc), retry_in_s=round(delay, 1)
+    )
+    return "retry"
+
+
+def refill_slots(
+    tenant_id: int,
+    knowledge_base_id: str,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    ops: TaskPendingOpsRepository,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> int:
+    """Fill the KB's free map slots from this thread (``stages.ingest.pump_ingest_lane``); returns
+    the map messages sent.
+
+    Not through a ``wiki_ingest`` message: that hop waited for a worker thread and for the default
+    queue's consumer, which sleeps up to the worker timeout (1 s) when its queue was idle, and at a
+    model latency of 200 ms a slot spent about as long waiting for its next document as on the
+    document (bench/llm_pipeline.py, docs/decisions.md). When the pump fails (PostgreSQL went
+    away), the trigger is sent instead so that its actor retries.
+    """
+    try:
+        return pump_ingest_lane(
+            tenant_id,
+            knowledge_base_id,
+            pool=pool,
+            kbs=kbs,
+            ops=ops,
+            redis=redis,
+            settings=settings,
+            worker_id=worker_id,
+        )
+    except Exception as exc:
+        log.warning("ingest.refill_failed", knowledge_base_id=knowledge_base_id, error=repr(exc))
+        send_trigger(
+            "wiki_ingest",
+            redis=redis,
+            settings=settings,
+            tenant_id=tenant_id,
+            knowledge_base_id=knowledge_base_id,
+            debounce=False,
+        )
+        return 0
+
+
+def map_step(
+    tenant_id: int,
+    knowledge_base_id: str,
+    knowledge_id: str,
+    op_id: int,
+    *,
+    pool: ConnectionPool,
+    kbs: KnowledgeBaseRepository,
+    docs: KnowledgeRepository,
+    ops: TaskPendingOpsRepository,
+    dead_letters: TaskDeadLetterRepository,
+    extractions: ExtractionRepository,
+    pages: WikiPageRepository,
+    llm_errors: LLMConfigErrorRepository,
+    llm_usage: LLMUsageRepository,
+    extractor: Extractor,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    worker_id: str | None,
+) -> str:
+    """What ``wiki_map`` does with a message: map the document (:func:`map_document`), then keep the
+    pipeline moving (refill map slots, come back after a failed op's backoff, trigger the reduce);
+    returns the outcome."""
+    outcome = map_document(
+        tenant_id,
+        knowledge_base_id,
+        knowledge_id,
+        op_id,
+        pool=pool,
+        kbs=kbs,
+        docs=docs,
+        ops=ops,
+        dead_letters=dead_letters,
+        extractions=extractions,
+        pages=pages,
+        llm_errors=llm_errors,
+        llm_usage=llm_usage,
+        extractor=extractor,
+        redis=redis,
+        settings=settings,
+        worker_id=worker_id,
+    )
+    log.info("document.mapped", knowledge_id=knowledge_id, outcome=outcome)
+    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    refill_slots(
+        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
+    )
+    if outcome in ("retry", "paused"):  # the pump skips the op until its backoff ends: come back then
+        op = ops.get(op_id)
+        if op is not None and op.not_before is not None:
+            wait_s = (op.not_before - datetime.now(UTC)).total_seconds()
+            send_trigger("wiki_ingest", debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
+    if outcome in ("mapped", "cached"):
+        send_trigger("wiki_reduce", **kb)
+    if outcome == "mapped" and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
+        llm_recovery.requeue_after_outage(
+            tenant_id,
+            knowledge_base_id,
+            pool=pool,
+            dead_letters=dead_letters,
+            ops=ops,
+            docs=docs,
+            redis=redis,
+            settings=settings,
+        )
+    return outcome

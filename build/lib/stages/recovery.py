@@ -1,0 +1,51 @@
+"""The recovery sweeper: after a Redis flush or killed workers, every lane with rows drains again.
+
+Runs on worker boot and every ``sweep_interval_s`` (``middleware.periodic.PeriodicMiddleware``):
+clears abandoned claims (older than ``stale_claim_s``) and sends a trigger for every lane that has
+rows. Triggers are debounced, so several workers sweeping at once send one message per lane.
+"""
+
+from __future__ import annotations
+
+import redis as redis_lib
+import structlog
+
+from repos.pending_ops import TaskPendingOpsRepository
+from stages.triggers import send_trigger
+from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB
+from wiki.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+LANE_ACTORS = {
+    INGEST: "wiki_ingest",
+    REDUCE: "wiki_reduce",
+    FINALIZE: "wiki_crosslink",
+    BACKLINK: "wiki_backlink",
+    INDEX: "wiki_rebuild_index",
+    LEAD: "wiki_write_leads",
+}
+
+
+def sweep(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings, debounce: bool = True) -> int:
+    """Reclaim stale claims and re-trigger lanes with rows; returns the number of triggers sent.
+
+    ``debounce=False`` sends even where a debounce marker says a trigger is queued: after a worker
+    died, that trigger may be one the dead worker had fetched and will never run.
+    """
+    reclaimed = ops.reclaim_stale(settings.stale_claim_s)
+    sent = 0
+    for lane in ops.lanes_with_rows():
+        actor = LANE_ACTORS.get(lane.task_type)
+        if actor and lane.scope == SCOPE_KB:
+            sent += send_trigger(
+                actor,
+                redis=redis,
+                settings=settings,
+                tenant_id=lane.tenant_id,
+                knowledge_base_id=lane.scope_id,
+                debounce=debounce,
+            )
+    if reclaimed or sent:
+        log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
+    return sent

@@ -1,0 +1,78 @@
+"""Sending messages by actor name, and the "drain this lane of this KB" triggers, debounced with a
+Redis marker.
+
+A trigger carries no work, only (tenant_id, knowledge_base_id). The debounce marker means "a
+trigger for this actor and KB is queued"; the actor clears it when it starts, so work that
+arrives while it runs gets a trigger of its own. Markers expire, and the sweeper re-triggers
+every lane with rows, so a lost marker or message delays work but never loses it.
+
+Messages go through Dramatiq's global broker, which ``actors.setup_broker()`` sets; stages name
+actors instead of importing them, so this layer never imports ``actors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dramatiq
+import dramatiq.broker
+import redis as redis_lib
+
+from repos.coordination import trigger_key
+from wiki.settings import Settings
+
+MARKER_GRACE_MS = 60_000
+
+
+class BrokerNotSet(RuntimeError):
+    """A message was sent before ``actors.setup_broker()`` built the broker."""
+
+
+def get_actor(actor_name: str) -> dramatiq.Actor:
+    """The actor ``actor_name`` on the broker ``actors.setup_broker()`` set.
+
+    Raises ``BrokerNotSet`` before that (``dramatiq.get_broker()`` would quietly build a broker
+    on localhost instead) and ``dramatiq.errors.ActorNotFound`` for an undeclared name.
+    """
+    broker = dramatiq.broker.global_broker
+    if broker is None:
+        raise BrokerNotSet(f"{actor_name}: call actors.setup_broker() before sending messages")
+    return broker.get_actor(actor_name)
+
+
+def send(actor_name: str, **kwargs: Any) -> dramatiq.Message:
+    """Send ``actor_name(**kwargs)`` at once."""
+    return get_actor(actor_name).send(**kwargs)
+
+
+def send_trigger(
+    actor_name: str,
+    *,
+    redis: redis_lib.Redis,
+    settings: Settings,
+    tenant_id: int,
+    knowledge_base_id: str,
+    debounce: bool = True,
+    delay_s: float = 0.0,
+) -> bool:
+    """Send ``actor_name(tenant_id, knowledge_base_id)``; returns False when one is already queued.
+
+    Debounced triggers are delayed by ``settings.debounce_ms`` so a burst becomes one message;
+    ``debounce=False`` sends at once (follow-ups of a batch that left rows behind), or after
+    ``delay_s`` seconds (the turn of an op backing off after a failure).
+    """
+    actor = get_actor(actor_name)
+    kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
+    if not debounce:
+        actor.send_with_options(kwargs=kwargs, delay=int(delay_s * 1000) or None)
+        return True
+    key = trigger_key(settings.key_prefix, actor_name, knowledge_base_id)
+    if not redis.set(key, "1", nx=True, px=settings.debounce_ms + MARKER_GRACE_MS):
+        return False
+    actor.send_with_options(kwargs=kwargs, delay=settings.debounce_ms or None)
+    return True
+
+
+def clear_trigger(actor_name: str, knowledge_base_id: str, *, redis: redis_lib.Redis, settings: Settings) -> None:
+    """Called by a trigger actor as it starts: later work needs a new trigger."""
+    redis.delete(trigger_key(settings.key_prefix, actor_name, knowledge_base_id))

@@ -1,0 +1,62 @@
+"""One structured call beside the extraction (a merge decision, page leads): the output-mode ladder
+of the extractor, and the answer's JSON envelope or nothing.
+
+The mode starts at the one the extractor remembered for the endpoint and model and moves down the
+same ladder (``extractor.MODES``) on a 400; a prompt refused as too long for the model's context
+gives no answer (such a call refines the wiki: it must not pause the KB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from wiki.errors import LLMOutputInvalid
+from wiki.extract.llm.client import ChatAnswer, ChatClient, ModeRejected
+from wiki.extract.llm.extractor import MODES, _parse, _remember, next_mode, remembered_mode
+
+E = TypeVar("E", bound=BaseModel)
+
+
+def ask(
+    client: ChatClient,
+    messages_for: Callable[[bool, bool], list[dict[str, str]]],
+    schema: dict[str, Any],
+    *,
+    deadline: float | None,
+    rejected: list[str],
+) -> tuple[ChatAnswer | None, str]:
+    """One completion in the first output mode the endpoint takes; returns (answer, mode), or
+    (None, mode) when the prompt is too long for the model's context.
+
+    ``messages_for(with_schema, fenced)`` builds the prompt for a mode; modes the endpoint refused
+    are appended to ``rejected``. Raises ``LLMConfigError`` (a 400 in every mode, or 401, 402, 403,
+    404, 422) and ``LLMUnavailable`` (transport retries or ``deadline`` spent)."""
+    c = client.config
+    mode = remembered_mode(c.base_url, c.model) or MODES[0]
+    while True:
+        try:
+            answer = client.complete(
+                messages_for(mode != "json_schema", mode == "fenced"), mode, schema, deadline=deadline
+            )
+        except ModeRejected as exc:
+            if exc.too_long:
+                return None, mode
+            mode = next_mode(mode, exc, c, rejected)
+            continue
+        _remember(c.base_url, c.model, mode)
+        return answer, mode
+
+
+def envelope(answer: ChatAnswer, mode: str, shape: type[E]) -> E | None:
+    """The answer's JSON object validated as ``shape``; None when the answer was cut, filtered or
+    empty, or is not that JSON."""
+    if answer.finish_reason != "stop" or not answer.content.strip():
+        return None
+    try:
+        data, _ = _parse(answer.content, mode)
+        return shape.model_validate(data)
+    except (LLMOutputInvalid, ValidationError):
+        return None

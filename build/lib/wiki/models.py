@@ -1,0 +1,254 @@
+"""Pydantic models shared by every layer: documents, extractions, pages and tunables.
+
+These are the boundary types: repositories return them, actors parse message arguments into
+them, extractors must produce an ``Extraction`` that validates.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+)
+
+from wiki.llm_config import LLMOverride
+
+# Limits on titles and names, each defined once here (the columns are TEXT: the limits keep pages
+# and listings readable, and a runaway extractor or file from filling them).
+MAX_TITLE_CHARS = 500  # a document's title as stored: ``stages.ingest.submit_document`` cuts a longer one
+MAX_SOURCE_TITLE_CHARS = 200  # a title read from a file, its front matter or first heading (corpus, wiki.text)
+MAX_ITEM_NAME_CHARS = 200  # an extracted entity or concept name (``ExtractedItem.name``)
+MAX_SUMMARY_CHARS = 500  # a page's one-line summary (``wiki_pages.summary``)
+#: Items one extraction holds at most (``Extraction.items``): a module's reference may document
+#: this many classes and functions; the LLM extractor's own schema asks for at most 40.
+MAX_ITEMS = 80
+#: Names one document may mention beyond its items (``Extraction.mentions``): a row each in the
+#: mention index, so it bounds the index at this many rows per document.
+MAX_MENTIONS = 250
+
+
+class PageType(StrEnum):
+    """``wiki_pages.page_type``. A str enum: its members are the stored strings, and compare
+    equal to them. Members are named as their values (a member is what PostgreSQL holds)."""
+
+    summary = "summary"  # one per document
+    entity = "entity"  # an entity page merged from the documents naming it
+    concept = "concept"  # a concept page, likewise
+    index = "index"  # the KB's index page
+    disambiguation = "disambiguation"  # the pages of code names sharing a bare name ("Queue")
+
+
+#: The page types an extracted item (``ExtractedItem.kind``) makes: merged by name, link targets of mentions.
+ITEM_TYPES = (PageType.entity, PageType.concept)
+
+
+class PageStatus(StrEnum):
+    """``wiki_pages.status``: lint's fix archives a near-empty page (no longer a link target)."""
+
+    draft = "draft"
+    published = "published"
+    archived = "archived"
+
+
+ItemKind = Literal["entity", "concept"]
+
+
+class WikiConfig(BaseModel):
+    """Per-KB overrides of the ingest tunables (``knowledge_bases.wiki_config``).
+
+    ``None`` means "use the process setting". Bounds match ``wiki.settings.Settings``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    ingest_batch_size: int | None = Field(default=None, ge=1, le=1000)
+    ingest_map_parallel: int | None = Field(default=None, ge=1, le=256)
+    #: Stored as ``ingest_reduce_parallel`` before it was named for what it bounds: still read.
+    crosslink_parallel: int | None = Field(
+        default=None, ge=1, le=64, validation_alias=AliasChoices("crosslink_parallel", "ingest_reduce_parallel")
+    )
+    #: Seconds cross-link and back-link runs wait for the ingest to end (``stages.pacing``), whichever
+    #: the extractor; 0 links after every batch.
+    link_defer_s: float | None = Field(default=None, ge=0, le=86_400, allow_inf_nan=False)
+    #: The KB's own model endpoint, model, key... over the ``KBWIKI_LLM_*`` settings.
+    llm: LLMOverride | None = None
+
+
+#: Unicode categories a KB name may not contain: controls (newline, tab, NUL, ESC...), line and
+#: paragraph separators, lone surrogates (undecodable command-line bytes), private use.
+_REFUSED_CATEGORIES = {
+    "Cc": "a control character",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+    "Cs": "an undecodable character",
+    "Co": "a private-use character",
+}
+#: Bidirectional controls: they make a name display as another (the rest of category Cf, e.g.
+#: the zero-width joiner of emoji sequences, is allowed).
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+KB_NAME_MAX = 255  # knowledge_bases.name VARCHAR(255)
+
+
+def unprintable(text: str) -> str | None:
+    """What makes ``text`` unprintable on one line, e.g. "a control character (\\n)", or None.
+
+    Names that show to a reader (KB names, document file names) may not hold these: a newline
+    splits a listed row in two, a bidirectional control makes one name display as another."""
+    for ch in text:
+        what = _REFUSED_CATEGORIES.get(unicodedata.category(ch)) or (
+            "a bidirectional control" if ch in _BIDI_CONTROLS else None
+        )
+        if what:
+            return f"{what} ({ch.encode('unicode_escape').decode()})"
+    return None
+
+
+def _check_kb_name(name: str) -> str:
+    if not name:
+        raise ValueError("a knowledge base name cannot be empty")
+    if len(name) > KB_NAME_MAX:
+        raise ValueError(f"a knowledge base name has at most {KB_NAME_MAX} characters (got {len(name)})")
+    if what := unprintable(name):
+        raise ValueError(f"a knowledge base name cannot contain {what}")
+    return name
+
+
+#: A KB name as stored: surrounding whitespace stripped, 1-255 characters, printable on one line.
+KnowledgeBaseName = Annotated[
+    str,
+    BeforeValidator(lambda v: v.strip() if isinstance(v, str) else v),
+    AfterValidator(_check_kb_name),
+]
+_KB_NAME = TypeAdapter(KnowledgeBaseName)
+
+
+def valid_kb_name(name: object) -> str:
+    """``name`` as a KB is stored under it (stripped). Raises ``pydantic.ValidationError`` (a
+    ValueError) when it is empty, longer than 255 characters, or holds a character that is not
+    printable on one line (newline, tab, other controls, line separators, bidirectional controls)."""
+    return _KB_NAME.validate_python(name)
+
+
+class KnowledgeBase(BaseModel):
+    """One knowledge base (``knowledge_bases`` row). ``source_root``: the real path of the folder
+    its source URIs are relative to (``kbwiki.source_root``), None until its first ingest."""
+
+    id: str
+    tenant_id: int
+    name: str
+    wiki_config: WikiConfig = Field(default_factory=WikiConfig)
+    source_root: str | None = None
+    deleted_at: datetime | None = None
+
+
+class Document(BaseModel):
+    """One document of a KB (``knowledges`` row). ``content`` is clean UTF-8 without NUL bytes."""
+
+    id: str
+    tenant_id: int
+    knowledge_base_id: str
+    title: str
+    source_uri: str = ""
+    content: str = ""
+    content_hash: str = ""
+    status: str = "pending"
+    error: str = ""
+
+
+class ExtractedItem(BaseModel):
+    """An entity or concept found in one document.
+
+    ``description`` is one sentence saying what the thing is; ``evidence`` are sentences quoted
+    from the document (at most 3) that the page cites.
+
+    The statistics say how much the document says of it, so a page can be chosen and led across
+    the corpus (``wiki.coverage``): ``sentences`` naming it, ``subject`` of them with it as their
+    subject, ``rank`` how well ``description`` says what it is (``wiki.coverage.RANKS``: 3 a
+    definition, 2 what it does, 1 a central fact, 0 none; None: ranked from the description by
+    ``wiki.render.lead_rank``), ``named`` whether it is a proper name, an acronym or a code name
+    (not a lower-case term), ``titled`` whether the document's title or a heading names it,
+    ``parent`` the qualified name of the class or module it is a member of ("queue.Queue" for
+    "queue.Queue.get").
+    """
+
+    name: str = Field(min_length=1, max_length=MAX_ITEM_NAME_CHARS)
+    kind: ItemKind
+    aliases: list[str] = Field(default_factory=list)
+    description: str = ""
+    evidence: list[str] = Field(default_factory=list, max_length=3)
+    sentences: int = Field(default=1, ge=0, le=32767)
+    subject: int = Field(default=0, ge=0, le=32767)
+    rank: int | None = Field(default=None, ge=0, le=3)
+    named: bool = False
+    titled: bool = False
+    parent: str = Field(default="", max_length=MAX_ITEM_NAME_CHARS)
+
+
+class Extraction(BaseModel):
+    """The map stage's result for one document (cached in ``wiki_extractions``).
+
+    ``summary`` is one line (the page's summary column); ``body`` is Markdown paragraphs for the
+    summary page. ``items`` holds the entities and concepts the document alone makes pages of, at
+    most ``MAX_ITEMS`` in all; ``mentions`` the other names it names, at most ``MAX_MENTIONS``.
+    """
+
+    summary: str = Field(min_length=1)
+    body: str = Field(min_length=1)
+    items: list[ExtractedItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    #: The other names the document names that may have a page once the corpus supports them
+    #: (``wiki.coverage.page_worthy``): a name other documents name too, a term another defines.
+    mentions: list[ExtractedItem] = Field(default_factory=list, max_length=MAX_MENTIONS)
+
+    @field_validator("summary")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        return " ".join(value.split())
+
+
+class SourceRef(BaseModel):
+    """A citation of one document by a page."""
+
+    knowledge_id: str
+    title: str
+
+
+class PageLite(BaseModel):
+    """The narrow view of a page used for link resolution and dedup (no content)."""
+
+    # validated against the enums, held as their plain strings (what PostgreSQL, JSON and YAML see)
+    model_config = ConfigDict(use_enum_values=True)
+
+    slug: str
+    title: str
+    page_type: PageType
+    status: PageStatus = PageStatus.published.value
+    aliases: list[str] = Field(default_factory=list)
+
+
+class Page(PageLite):
+    """A whole wiki page (``wiki_pages`` row)."""
+
+    id: int | None = None
+    tenant_id: int
+    knowledge_base_id: str
+    content: str
+    summary: str = ""
+    source_refs: list[SourceRef] = Field(default_factory=list)
+    facts: dict[str, dict] = Field(default_factory=dict)
+    #: The lead a model wrote from the page's first contributions, and their ``wiki.render.lead_key``
+    #: ("" and "": none; the page opens with ``wiki.render.best_lead``).
+    lead: str = ""
+    lead_key: str = ""
+    version: int = 1
+    updated_at: datetime | None = None

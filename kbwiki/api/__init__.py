@@ -1,0 +1,1 @@
+"""The read API under ``/api/v1`` of ``kbwiki serve`` (:func:`kbwiki.api.app.create_api`)."""
