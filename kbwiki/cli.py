@@ -1,5 +1,5 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb, lint, resume, serve, up, down, kbs and documents live in their own ``*_cmd`` modules,
+delete-kb, lint, mcp, resume, serve, up, down, kbs and documents live in their own ``*_cmd`` modules,
 registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it uses
@@ -279,6 +279,7 @@ from kbwiki import (  # noqa: E402,F401
     delete_cmd,
     lint_cmd,
     list_cmd,
+    mcp_cmd,
     resume_cmd,
     serve_cmd,
     servers_cmd,

@@ -39,6 +39,7 @@ from actors.deps import run_stage
 from kbwiki.api.app import PREFIX as API_PREFIX
 from kbwiki.api.app import create_api
 from kbwiki.command import command_deps
+from kbwiki.mcp_server import McpEndpoint, build_server
 from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
@@ -185,8 +186,9 @@ def create_app(
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
     (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
     payloads) are shown to signed-in operators only, whatever the bind address. The read API
-    (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware; ``api_token`` is the
-    bearer token it requires (None: open, as the pages are)."""
+    (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware, and ``/mcp`` is the MCP
+    server (``kbwiki.mcp_server``); ``api_token`` is the bearer token both require (None: open, as
+    the pages are). The app's lifespan runs the MCP session manager: a server must run it."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -200,6 +202,7 @@ def create_app(
     counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
+    mcp = McpEndpoint(build_server(pool, tenant_id), api_token, allowed_hosts or LOOPBACK_HOSTS)
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
         return templates.TemplateResponse(request, name, context, status_code=status_code)
@@ -559,6 +562,7 @@ def create_app(
         Route("/ops/logout", ops_logout, methods=["POST"]),
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
+        Route("/mcp", mcp),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
@@ -591,6 +595,7 @@ def create_app(
 
     return WebApp(
         routes=routes,
+        lifespan=lambda app: mcp.lifespan(),
         # outermost first: the Host is checked, then the URL, then the body's size, before any route
         middleware=[
             Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS), www_redirect=False),
