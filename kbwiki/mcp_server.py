@@ -40,16 +40,16 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import ToolAnnotations
-from psycopg import OperationalError
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 from pydantic import BaseModel, Field
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from kbwiki.outage import RETRY_TEXT, SERVER_AWAY
 from kbwiki.reader import Reader
 from repos.web import WebRepository
-from wiki.errors import BadInput, NotFound, ServersUnreachable, UnknownKnowledgeBase
+from wiki.errors import BadInput, NotFound, UnknownKnowledgeBase
 
 #: The server's name in the MCP handshake (``serverInfo``).
 SERVER_NAME = "kbwiki"
@@ -67,8 +67,6 @@ EVIDENCE_CHARS = 500
 #: Bytes of a request body ``/mcp`` reads (a tool call's arguments are a query, a slug, a cursor).
 MAX_BODY_BYTES = 64 * 1024
 
-#: A database that is away (``kbwiki down``, a restart): said as such, to be tried again.
-SERVER_AWAY = (OperationalError, PoolTimeout, ServersUnreachable)
 
 INSTRUCTIONS = (
     "kbwiki: a wiki built from a knowledge base (KB) of documents; every page cites the documents"
@@ -202,7 +200,7 @@ def tool_errors(fn: F) -> F:
         except BadInput as exc:
             raise ToolError(f"bad input: {exc}") from None
         except SERVER_AWAY:
-            raise ToolError("the wiki's database is not answering right now; try again in a few seconds") from None
+            raise ToolError(RETRY_TEXT) from None
 
     return answer  # type: ignore[return-value]
 

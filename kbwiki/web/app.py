@@ -22,8 +22,7 @@ from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from psycopg import OperationalError
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -40,6 +39,7 @@ from kbwiki.api.app import PREFIX as API_PREFIX
 from kbwiki.api.app import create_api
 from kbwiki.command import command_deps
 from kbwiki.mcp_server import McpEndpoint, build_server
+from kbwiki.outage import RETRY_AFTER_S, RETRY_TEXT, SERVER_AWAY, OutageLog
 from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
@@ -62,16 +62,10 @@ from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
-from wiki.errors import BadInput, DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
+from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.plural import counted, noun
-
-#: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
-SERVER_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
-RETRY_AFTER_S = 5
-#: Seconds without a request finding the database away after which the next one logs again.
-OUTAGE_QUIET_S = 30.0
 
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
@@ -567,28 +561,16 @@ def create_app(
         Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
 
-    outage = {"last": float("-inf")}  # when a request last found the database away (monotonic s)
+    outage = OutageLog("pages answer 503")
 
     async def unavailable(request: Request, exc: Exception) -> Response:
-        # The database went away (``kbwiki down``, a restart): the pool reconnects when it is
-        # back, so the reader is told to retry rather than shown a server error. Said once per
-        # outage in the log, not once per request.
-        now = time.monotonic()
-        if now - outage["last"] > OUTAGE_QUIET_S:  # on stderr: serve's own log, beside "serving on"
-            said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            print(
-                f"kbwiki: the database is not answering ({type(exc).__name__}: {said});"
-                " pages answer 503 until it is back",
-                file=sys.stderr,
-                flush=True,
-            )
-        outage["last"] = now
+        outage.seen(exc)
         response = render(
             request,
             "error.html",
             status_code=503,
             status=503,
-            detail="The wiki's database is not answering right now; try again in a few seconds.",
+            detail=RETRY_TEXT[0].upper() + RETRY_TEXT[1:] + ".",
         )
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
