@@ -119,6 +119,15 @@ class UnknownDocument(KbwikiError, LookupError):
     """No document with this knowledge id or source URI in the KB."""
 
 
+class UnknownPage(KbwikiError, LookupError):
+    """No live page with this slug in the KB, or no kept version of it with this number."""
+
+
+class RevertRefused(KbwikiError):
+    """A page cannot be reverted to the version asked: it is the current one, its content and
+    sources are the current ones, its sources were not kept, or it cites documents deleted since."""
+
+
 class DeadLetterNotFound(KbwikiError, LookupError):
     """No dead letter with this id (of this tenant)."""
 
