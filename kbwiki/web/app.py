@@ -41,9 +41,10 @@ from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
 from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
+from kbwiki.web.revisions import revision_routes, store_revert
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
-from repos.pages import WikiPageRepository
+from repos.pages import DEFAULT_REVISIONS_KEEP, WikiPageRepository
 from repos.web import MAX_LIST, SEARCH_LIMIT, WebRepository
 from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
@@ -153,12 +154,14 @@ def create_app(
     ops_token: str | None = None,
     requeue: Requeue | None = None,
     allowed_hosts: Sequence[str] | None = None,
+    revisions_keep: int = DEFAULT_REVISIONS_KEEP,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
     (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
-    payloads) are shown to signed-in operators only, whatever the bind address."""
+    payloads) are shown to signed-in operators only, whatever the bind address.
+    ``revisions_keep``: the revisions a page reverted here keeps (``Settings.page_revisions_keep``)."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -451,6 +454,16 @@ def create_app(
         Route("/ops/logout", ops_logout, methods=["POST"]),
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
+        # a page's history, diffs and revert (kbwiki.web.revisions)
+        *revision_routes(
+            pool,
+            tenant_id,
+            guard=guard,
+            render=render,
+            the_kb=the_kb,
+            session=session,
+            revert=store_revert(pool, revisions_keep),
+        ),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
     ]
 
