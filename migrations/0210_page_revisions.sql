@@ -10,7 +10,8 @@
 -- wiki_pages.written_by says who wrote the current version ('batch:<reduce fencing token>',
 -- 'document:<knowledge id>', 'crosslink', 'lead', 'index', 'lint', 'revert:<version>'; '' unknown).
 -- A revision belongs to a page row: a page moved to another slug starts a new row and history, a
--- soft-deleted row keeps its revisions, and deleting a KB deletes them with its pages.
+-- soft-deleted row keeps its revisions, and deleting a KB deletes them with its pages. Deleting a
+-- document deletes the revisions that cite it (the reduce batch that retracts it).
 -- depends: 0200_web_sessions
 
 ALTER TABLE wiki_pages ADD COLUMN IF NOT EXISTS written_by VARCHAR(100) NOT NULL DEFAULT '';
@@ -32,6 +33,10 @@ CREATE TABLE IF NOT EXISTS wiki_page_revisions (
     replaced_at       TIMESTAMPTZ NOT NULL DEFAULT now(),
     UNIQUE (page_id, version)
 );
+-- The revisions that stop citing a document: how a document's delete finds the earlier versions
+-- quoting it (repos/revisions.py, FORGET_CANDIDATES_SQL).
+CREATE INDEX IF NOT EXISTS idx_wiki_page_revisions_refs_only_here
+    ON wiki_page_revisions USING GIN (refs_only_here jsonb_path_ops);
 COMMENT ON TABLE wiki_page_revisions IS 'Earlier versions of a page row (content and a delta of its source refs), the newest KBWIKI_PAGE_REVISIONS_KEEP per page.';
 COMMENT ON COLUMN wiki_page_revisions.sources IS 'How many source refs the page had at this version.';
 COMMENT ON COLUMN wiki_page_revisions.refs_only_here IS '[[position, ref], ...]: refs this version had (at that position) that the next version lacks; NULL: not kept (too many).';

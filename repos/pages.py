@@ -14,7 +14,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock, borrow
-from repos.revisions import LOCK_PAGES_SQL, SAVE_PAGES_SQL, SAVE_PARAMS
+from repos.revisions import LOCK_PAGES_SQL, SAVE_PAGES_SQL, SAVE_PARAMS, PageRevisionRepository
 from wiki.dedup import link_phrases, name_key
 from wiki.errors import BadInput
 from wiki.links import out_link_slugs
@@ -511,6 +511,12 @@ class WikiPageRepository:
                     (kb_id, [s for s, _ in keys], [k for _, k in keys]),
                 )
         return versions
+
+    def forget_documents(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> int:
+        """Delete the kept revisions of the KB's pages that cite one of ``knowledge_ids``
+        (``repos.revisions.PageRevisionRepository.forget_documents``): a deleted document's text
+        stays in no page's history. Returns the revisions deleted."""
+        return PageRevisionRepository(self.pool).forget_documents(kb_id, knowledge_ids, conn=conn)
 
     def delete(self, kb_id: str, slug: str, conn: Connection | None = None) -> bool:
         """Soft-delete the live page (:meth:`delete_many`); returns whether a page was deleted."""

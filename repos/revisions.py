@@ -20,8 +20,8 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
-from wiki.models import Page
-from wiki.revisions import MAX_REF_CHANGES, Revision, RevisionInfo
+from wiki.models import Page, SourceRef
+from wiki.revisions import MAX_REF_CHANGES, RefChanges, Revision, RevisionInfo, versions_citing
 
 #: Most revisions a read returns: the largest retention ``Settings.page_revisions_keep`` allows,
 #: and the current version.
@@ -126,6 +126,26 @@ UNION ALL (
 """
 
 
+#: The page rows of a KB (live or not) whose current version or one of whose revisions cites one of
+#: the newline-joined knowledge ids: containment on the source-ref GIN indexes of wiki_pages and
+#: of refs_only_here (a kept range of versions citing a document ends with a revision whose next
+#: version lacks it). Each probe is fenced (OFFSET 0) from the KB's filter, as SLUGS_BY_SOURCE_SQL's.
+FORGET_CANDIDATES_SQL = """
+SELECT DISTINCT c.id FROM unnest(string_to_array(%(kids)s, E'\\n')) AS k(kid)
+CROSS JOIN LATERAL (
+    SELECT p.id, p.knowledge_base_id FROM (
+        SELECT id, knowledge_base_id FROM wiki_pages
+        WHERE source_refs @> jsonb_build_array(jsonb_build_object('knowledge_id', k.kid)) OFFSET 0) p
+    UNION
+    SELECT v.page_id, v.knowledge_base_id FROM (
+        SELECT page_id, knowledge_base_id FROM wiki_page_revisions
+        WHERE refs_only_here @> jsonb_build_array(jsonb_build_array(jsonb_build_object('knowledge_id', k.kid)))
+        OFFSET 0) v
+) c
+WHERE c.knowledge_base_id = %(kb)s
+"""
+
+
 class PageRevisionRepository:
     """Reads of ``wiki_page_revisions``: a page's history, and versions with their content."""
 
@@ -168,6 +188,44 @@ class PageRevisionRepository:
                 (kb_id, slug, tenant_id),
             ).fetchone()
         return Page.model_validate(row) if row else None
+
+    def forget_documents(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> int:
+        """Delete every kept revision of the KB whose sources cite one of ``knowledge_ids`` (or are
+        unknown on a page that cites one), so no earlier version quotes a deleted document; the
+        reduce batch that retracts documents calls it. Three statements: the page rows citing
+        them now or in a revision (GIN probes), those rows' ref changes (at most ``keep`` each),
+        the delete. Returns the revisions deleted."""
+        ids = sorted(set(knowledge_ids))
+        if not ids:
+            return 0
+        with borrow(self.pool, conn) as c:
+            pages = [r["id"] for r in c.execute(FORGET_CANDIDATES_SQL, {"kids": "\n".join(ids), "kb": kb_id})]
+            if not pages:
+                return 0
+            current = {
+                r["id"]: [SourceRef.model_validate(ref) for ref in r["source_refs"]]
+                for r in c.execute("SELECT id, source_refs FROM wiki_pages WHERE id = ANY(%s)", (pages,))
+            }
+            changes: dict[int, list[RefChanges]] = {}
+            for r in c.execute(
+                "SELECT page_id, version, refs_only_here, refs_only_next FROM wiki_page_revisions"
+                " WHERE page_id = ANY(%s) ORDER BY page_id, version DESC",
+                (pages,),
+            ):
+                changes.setdefault(r["page_id"], []).append(RefChanges.model_validate(r))
+            doomed = [
+                (page_id, version)
+                for page_id, newer_first in changes.items()
+                for version in versions_citing(current.get(page_id, []), newer_first, set(ids))
+            ]
+            if not doomed:
+                return 0
+            c.execute(
+                "DELETE FROM wiki_page_revisions v USING unnest(%s::bigint[], %s::int[]) AS d(page_id, version)"
+                " WHERE v.page_id = d.page_id AND v.version = d.version",
+                ([p for p, _ in doomed], [v for _, v in doomed]),
+            )
+        return len(doomed)
 
     def documents_gone(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``knowledge_ids`` are no live document of the KB (missing, ``deleted_at`` set

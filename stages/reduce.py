@@ -251,6 +251,8 @@ def _reduce_claimed(
             request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
         docs.set_status([d.id for d, _ in ingested], "done", conn=conn)
         docs.mark_deleted(retracts, conn=conn)
+        # the versions the batch just replaced quote them too: no page's history keeps a deleted document
+        pages.forget_documents(kb.id, retracts, conn=conn)
         # their dead letters (a map message that ran out of retries in an outage) mean nothing now
         dead_letters.resolve_finished([*(d.id for d, _ in ingested), *retracts], conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents

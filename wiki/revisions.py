@@ -81,23 +81,27 @@ class RevisionInfo(BaseModel):
     current: bool = False
 
 
-class Revision(RevisionInfo):
-    """One version with its content and its source-ref changes to the next version
-    (``refs_only_here``: (position, ref) of refs it had that the next lacks; ``refs_only_next``:
-    refs the next has that it lacked; both None when the write changed more than
-    ``MAX_REF_CHANGES``). The current version has its refs whole in ``refs``."""
+class RefChanges(BaseModel):
+    """A kept version's source-ref changes to the next version: ``refs_only_here`` the (position,
+    ref) of refs it had that the next lacks, ``refs_only_next`` the refs the next has that it
+    lacked; both None when the write changed more than ``MAX_REF_CHANGES``."""
 
-    content: str
+    version: int
     refs_only_here: list[tuple[int, SourceRef]] | None = None
     refs_only_next: list[SourceRef] | None = None
-    refs: list[SourceRef] | None = None
+
+
+class Revision(RevisionInfo, RefChanges):
+    """One kept version with its content and its source-ref changes to the next version."""
+
+    content: str
 
 
 def _key(ref: SourceRef) -> tuple[str, str]:
     return ref.knowledge_id, ref.title
 
 
-def sources_at(current: Sequence[SourceRef], newer_first: Sequence[Revision], version: int) -> list[SourceRef] | None:
+def sources_at(current: Sequence[SourceRef], newer_first: Sequence[RefChanges], version: int) -> list[SourceRef] | None:
     """The source refs of ``version``: ``current`` (the live version's) with the changes of each
     revision from the newest down to ``version`` undone. ``newer_first``: the page's revisions,
     newest first, at least every one at or above ``version``. Returns None when one of them did
@@ -119,6 +123,26 @@ def sources_at(current: Sequence[SourceRef], newer_first: Sequence[Revision], ve
         if rev.version == version:
             return refs
     return None
+
+
+def versions_citing(
+    current: Sequence[SourceRef], newer_first: Sequence[RefChanges], knowledge_ids: set[str]
+) -> list[int]:
+    """The versions among ``newer_first`` (a page's revisions, newest first, every one kept) whose
+    sources cite one of ``knowledge_ids``, given the live version's ``current`` refs; a version
+    whose sources are unknown (a write on the way did not keep its changes) counts as citing."""
+    cited: set[str] | None = {r.knowledge_id for r in current} & knowledge_ids
+    found = []
+    for rev in newer_first:
+        if cited is None or rev.refs_only_here is None or rev.refs_only_next is None:
+            cited = None  # unknown from here down
+        else:
+            gained = {r.knowledge_id for r in rev.refs_only_next}
+            had = {r.knowledge_id for _, r in rev.refs_only_here}
+            cited = (cited - gained) | (had & knowledge_ids)
+        if cited is None or cited:
+            found.append(rev.version)
+    return found
 
 
 class DiffLine(NamedTuple):

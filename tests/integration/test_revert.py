@@ -112,6 +112,30 @@ def test_reduce_labels_its_writes_and_lint_reports_a_revert_an_ingest_wrote_over
     assert _lint(deps, kb).counts["overwritten_revert"] == 0
 
 
+def test_deleting_a_document_deletes_the_kept_versions_that_cite_it(deps, kb):
+    _ingest(deps, kb, "First", "Widget is a small part that holds the frame.")
+    _reduce(deps, kb)
+    second = _ingest(deps, kb, "Second", "Widget is a part the second guide describes at length.")
+    _reduce(deps, kb)
+    _ingest(deps, kb, "Third", "Widget is a part the third guide names twice.")
+    _reduce(deps, kb)
+    assert [h.version for h in deps.revisions.history(1, kb.id, "widget")] == [3, 2, 1]
+
+    deps.docs.mark_deleting(kb.id, second)
+    deps.ops.enqueue(
+        tenant_id=kb.tenant_id, task_type=REDUCE, scope=SCOPE_KB, scope_id=kb.id, op="retract", dedup_key=second
+    )
+    _reduce(deps, kb)
+
+    page = deps.pages.get(kb.id, "widget")
+    assert second not in {r.knowledge_id for r in page.source_refs}
+    # versions 2 and 3 cited the deleted document (3 was replaced by this very batch): gone
+    assert [h.version for h in deps.revisions.history(1, kb.id, "widget")] == [4, 1]
+    kept = deps.revisions.since(1, kb.id, page.id, 1)
+    assert "second guide" not in kept[0].content and [r.version for r in kept] == [1]
+    assert "holds the frame" in page.content
+
+
 def _saved(deps, kb, content: str, refs: list[SourceRef], slug: str = "gadget") -> Page:
     return deps.pages.save(
         Page(
