@@ -222,6 +222,8 @@ def _fix_stale_sources(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue]
             ctx.wiki_pages.save(mended, conn=conn, written_by=LINT)
             content = mended.content
             ctx.relink_due = ctx.relink_due or content != full.content
+        # the version just replaced cites them too: the page's history keeps no deleted document
+        ctx.wiki_pages.forget_documents(kb_id, {r.knowledge_id for r in full.source_refs} - live, conn=conn)
     mended = Mended(fixed=min(removed, n_stale), written=1)
     if deleted:
         mended.written += ctx.relink_in_links()

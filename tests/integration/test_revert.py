@@ -234,3 +234,27 @@ def test_a_revert_waits_for_a_writer_holding_the_page_and_keeps_its_version(deps
     page = deps.pages.get(kb.id, "gadget")
     assert page.content == "One.\n"
     assert deps.revisions.since(1, kb.id, page.id, 3)[0].content == "Three, by the writer.\n"
+
+
+def test_lint_mending_stale_sources_keeps_no_version_citing_them(deps, kb):
+    a, b = _doc_ref(deps, kb, "A"), _doc_ref(deps, kb, "B")
+    _saved(deps, kb, "Gadget, as A says, and a long enough sentence for lint to keep it.\n", [a])
+    _saved(deps, kb, "Gadget, as A and B say, and a long enough sentence for lint to keep it.\n", [a, b])
+    deps.docs.mark_deleting(kb.id, b.knowledge_id)  # deleted, its retract not run yet: a stale source
+
+    report = run_lint(
+        kb.tenant_id,
+        kb.id,
+        kbs=deps.kbs,
+        pages=deps.pages,
+        lint=LintRepository(deps.pool),
+        pool=deps.pool,
+        min_chars=deps.settings.min_document_chars,
+        fix=True,
+    )
+
+    assert report.fixed["stale_source"] == 1
+    page = deps.pages.get(kb.id, "gadget")
+    assert [r.knowledge_id for r in page.source_refs] == [a.knowledge_id]
+    history = deps.revisions.history(1, kb.id, "gadget")
+    assert [(h.version, h.written_by) for h in history] == [(3, "lint"), (1, "")]  # version 2 cited B
