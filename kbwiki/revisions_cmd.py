@@ -32,14 +32,14 @@ def _when(moment: datetime | None) -> str:
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
+    """The history's lines: columns padded to their widest cell, two spaces apart, numbers (size,
+    sources) to the right."""
     header = ("VERSION", "WRITTEN AT", "WRITTEN BY", "SIZE", "SOURCES")
     lines = [header, *rows]
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
-    right = {3, 4}  # numbers
+    right = {3, 4}
     return [
-        "  ".join(
-            c.rjust(w) if i in right and r is not header else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))
-        ).rstrip()
+        "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
         for r in lines
     ]
 
