@@ -45,9 +45,10 @@ from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
 from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
+from kbwiki.web.revisions import revision_routes, store_revert
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
-from repos.pages import WikiPageRepository
+from repos.pages import DEFAULT_REVISIONS_KEEP, WikiPageRepository
 from repos.web import (
     GRAPH_HOPS,
     GRAPH_MAX_NODES,
@@ -174,6 +175,7 @@ def create_app(
     requeue: Requeue | None = None,
     allowed_hosts: Sequence[str] | None = None,
     api_token: str | None = None,
+    revisions_keep: int = DEFAULT_REVISIONS_KEEP,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
@@ -182,7 +184,8 @@ def create_app(
     payloads) are shown to signed-in operators only, whatever the bind address. The read API
     (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware, and ``/mcp`` is the MCP
     server (``kbwiki.mcp_server``); ``api_token`` is the bearer token both require (None: open, as
-    the pages are). The app's lifespan runs the MCP session manager: a server must run it."""
+    the pages are). The app's lifespan runs the MCP session manager: a server must run it.
+    ``revisions_keep``: the revisions a page reverted here keeps (``Settings.page_revisions_keep``)."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -557,6 +560,16 @@ def create_app(
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
         Route("/mcp", mcp),
+        # a page's history, diffs and revert (kbwiki.web.revisions)
+        *revision_routes(
+            pool,
+            tenant_id,
+            guard=guard,
+            render=render,
+            the_kb=the_kb,
+            session=session,
+            revert=store_revert(pool, revisions_keep),
+        ),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
