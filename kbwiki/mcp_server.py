@@ -245,7 +245,7 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
         limit: Limit = DEFAULT_LIMIT,
     ) -> SearchResult:
         """Search a KB's pages: titles and aliases first (exact, prefix, then substring), then
-        pages whose text holds the words, ranked; the first 100 hits can be paged through. Each
+        pages whose text holds the words, ranked (100 of each kind at most; next_cursor pages on). Each
         hit gives the page's slug (for read_page), title, type, and for a text match a snippet."""
         found = reader.search(kb, query, page_type=page_type, after=cursor, limit=limit)
         items = [

@@ -322,19 +322,20 @@ class Reader:
         limit: int = SEARCH_DEFAULT_LIMIT,
     ) -> Paged[SearchHit]:
         """Pages matching ``q`` (``repos.web.WebRepository.search``: titles and aliases first, then
-        page text, CJK too), of ``page_type`` only unless it is None. The cursor is an offset into
-        the ranked hits of the same query: paging ends after the first ``RANK_WINDOW`` hits. A
-        query of no word finds nothing. Raises ``UnknownKnowledgeBase``; ``BadInput`` for an
-        unknown page type or a bad cursor."""
+        page text, CJK too), of ``page_type`` only unless it is None. The cursor is the last hit's
+        place in the ranked order (a keyset: no hit comes twice in a walk); the ranking reads at
+        most ``RANK_WINDOW`` title and ``RANK_WINDOW`` text matches. A query of no word finds
+        nothing. Raises ``UnknownKnowledgeBase``; ``BadInput`` for an unknown page type or a bad
+        cursor."""
         page_type = _page_type(page_type)
         kb = self._kb(kb_id)
         limit = _clamp(limit, RANK_WINDOW)
-        (offset,) = decode_cursor(after, "search", (int,)) if after else (0,)
-        if offset < 0:
-            raise BadInput("a search cursor never holds a negative offset")
-        hits = self.web.search(self.tenant_id, kb.id, q, limit + 1, offset=offset, page_type=page_type)
+        start = decode_cursor(after, "search", (int, float, str)) if after else None
+        if start is not None and start[0] not in (0, 1):
+            raise BadInput("not a cursor of this listing")
+        hits = self.web.search(self.tenant_id, kb.id, q, limit + 1, after=start, page_type=page_type)
         more, hits = len(hits) > limit, hits[:limit]
-        return Paged[SearchHit](items=hits, next_cursor=encode_cursor("search", offset + limit) if more else None)
+        return Paged[SearchHit](items=hits, next_cursor=encode_cursor("search", *hits[-1].key) if more else None)
 
     def lint(self, kb_id: str) -> LintOut:
         """The KB's latest lint report (None when none is stored). Raises ``UnknownKnowledgeBase``."""

@@ -94,7 +94,7 @@ WITH found AS (
 SELECT {_LITE}, h.score FROM hits h
 JOIN wiki_pages p ON p.knowledge_base_id = %(kb)s AND p.slug = h.slug AND p.deleted_at IS NULL
 WHERE p.tenant_id = %(tenant)s AND {_OF_TYPE}
-ORDER BY h.score DESC, p.slug LIMIT %(limit)s
+ORDER BY h.score DESC, p.slug LIMIT %(window)s
 """
 
 # The start of a page's text for a snippet: wiki links as their display text, heading marks dropped.
@@ -107,23 +107,32 @@ _TSQUERY = (
     " ELSE to_tsquery('simple'::regconfig, %(tsq)s) END)"
 )
 # Page text: migration 0051's index (CJK characters spaced out by wiki_mention_text, so a CJK
-# query is a phrase of characters). The first RANK_WINDOW matches are ranked.
+# query is a phrase of characters). The first RANK_WINDOW matches the scan meets are ranked (which
+# ones can change with the plan: a page of hits is read after its key, never by offset, so a walk
+# never sees a hit twice); title hits (%(titles)s) are left out, then the hits after the key
+# (%(after_score)s, %(after_slug)s) in (score DESC, slug by code point) order, %(limit)s of them, get
+# a snippet.
 _TEXT_SEARCH_SQL = f"""
 WITH q AS MATERIALIZED (SELECT {_TSQUERY} AS query),
 m AS (SELECT p.id FROM wiki_pages p
       WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL AND {_OF_TYPE}
         AND to_tsvector('simple'::regconfig, wiki_mention_text(p.content)) @@ {_TSQUERY}
       LIMIT %(window)s),
-r AS (SELECT p.id, ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text(p.content)), q.query) AS score
-      FROM m JOIN wiki_pages p ON p.id = m.id, q
-      ORDER BY score DESC, p.slug LIMIT %(limit)s)
+ranked AS (SELECT p.id, p.slug,
+                 ts_rank_cd(to_tsvector('simple'::regconfig, wiki_mention_text(p.content)), q.query)::float8 AS score
+           FROM m JOIN wiki_pages p ON p.id = m.id, q
+           WHERE p.slug <> ALL(%(titles)s)),
+r AS (SELECT id, score FROM ranked
+      WHERE %(after_score)s::float8 IS NULL OR score < %(after_score)s
+         OR (score = %(after_score)s AND slug COLLATE "C" > %(after_slug)s)
+      ORDER BY score DESC, slug COLLATE "C" LIMIT %(limit)s)
 SELECT {_LITE}, r.score,
        ts_headline('simple'::regconfig,
                    CASE WHEN %(phrase)s THEN wiki_mention_text({_PLAIN}) ELSE {_PLAIN} END, q.query,
                    'MaxWords=18, MinWords=6, StartSel=<<, StopSel=>>, HighlightAll=false') AS snippet
 FROM r JOIN wiki_pages p ON p.id = r.id, q
 WHERE p.tenant_id = %(tenant)s
-ORDER BY r.score DESC, p.slug
+ORDER BY r.score DESC, p.slug COLLATE "C"
 """
 
 
@@ -156,6 +165,10 @@ class DeadLetterGroup(BaseModel):
     last_failed_at: datetime
 
 
+#: A search hit's place in the ranked order (:attr:`SearchHit.key`): a keyset cursor of search.
+SearchKey = tuple[int, float, str]
+
+
 class SearchHit(BaseModel):
     """A search result: the page, how it matched (``title`` or ``text``), its score and a snippet
     (``<<`` and ``>>`` around the matched words, plain text otherwise)."""
@@ -164,6 +177,12 @@ class SearchHit(BaseModel):
     kind: str
     score: float
     snippet: str = ""
+
+    @property
+    def key(self) -> SearchKey:
+        """Its place in the ranked order, ascending: (0 for a title hit, 1 for a text hit, minus
+        its score, its slug)."""
+        return (0 if self.kind == "title" else 1, -self.score, self.page.slug)
 
 
 class PageSource(BaseModel):
@@ -401,27 +420,26 @@ class WebRepository:
         query: str,
         limit: int = SEARCH_LIMIT,
         *,
-        offset: int = 0,
+        after: SearchKey | None = None,
         page_type: str | None = None,
     ) -> list[SearchHit]:
-        """Pages matching ``query``: title and alias matches first (exact, prefix, then substring,
-        by trigram similarity), then pages whose text holds its words (the last one as a prefix,
-        for search as you type; CJK text as a phrase of characters), ranked by ``ts_rank_cd``
-        among the first ``RANK_WINDOW`` matches. Hits ``offset`` to ``offset + limit`` of that
-        list, each page once, of ``page_type`` only unless it is None; paging reaches the first
-        ``RANK_WINDOW`` hits (past them it returns nothing). A query of no word finds nothing."""
+        """Pages matching ``query``, at most ``limit``, in one ranked order: title and alias
+        matches first (exact, prefix, then substring, by trigram similarity; at most
+        ``RANK_WINDOW``), then pages whose text holds its words (the last one as a prefix, for
+        search as you type; CJK text as a phrase of characters) ranked by ``ts_rank_cd`` among the
+        first ``RANK_WINDOW`` matches; each page once, of ``page_type`` only unless it is None.
+        ``after``: the :attr:`SearchHit.key` of the previous page's last hit (a keyset: a walk of
+        the pages sees no hit twice, whatever plan each call gets). A query of no word finds nothing.
+        Three statements at most (titles, text ranks with snippets), each over bounded windows."""
         q = " ".join(query.lower().split())[:200]
-        stop = min(max(offset, 0) + max(limit, 0), RANK_WINDOW)
-        if not q or offset >= stop:
+        if not q or limit <= 0:
             return []
-        like = "%" + _like_escape(q) + "%"
         params = {
             "kb": kb_id,
             "tenant": tenant_id,
             "q": q,
-            "like": like,
+            "like": "%" + _like_escape(q) + "%",
             "prefix": _like_escape(q) + "%",
-            "limit": stop,
             "window": RANK_WINDOW,
             "trgm": len(q) >= 3,
             "type": page_type,
@@ -432,20 +450,30 @@ class WebRepository:
         params["tsq"] = " & ".join(words[:-1] + [words[-1] + ":*"]) if words else ""
         with self.pool.connection() as conn:
             rows = conn.execute(_TITLE_SEARCH_SQL, params).fetchall()
-            hits = [SearchHit(page=PageLite.model_validate(r), kind="title", score=float(r["score"])) for r in rows]
-            if cjk or words:
-                seen = {h.page.slug for h in hits}
-                for r in conn.execute(_TEXT_SEARCH_SQL, params).fetchall():
-                    if r["slug"] not in seen:
-                        hits.append(
-                            SearchHit(
-                                page=PageLite.model_validate(r),
-                                kind="text",
-                                score=float(r["score"]),
-                                snippet=_snippet(r["snippet"], cjk),
-                            )
-                        )
-        return hits[offset:stop]
+            # in key order (the slug's code points break ties, as the keyset compares them here)
+            titles = sorted(
+                (SearchHit(page=PageLite.model_validate(r), kind="title", score=float(r["score"])) for r in rows),
+                key=lambda h: h.key,
+            )
+            hits = [h for h in titles if after is None or h.key > after][:limit]
+            if len(hits) < limit and (cjk or words):
+                text_after = after if after is not None and after[0] == 1 else None
+                params.update(
+                    titles=[h.page.slug for h in titles],
+                    after_score=-text_after[1] if text_after else None,
+                    after_slug=text_after[2] if text_after else None,
+                    limit=limit - len(hits),
+                )
+                hits += [
+                    SearchHit(
+                        page=PageLite.model_validate(r),
+                        kind="text",
+                        score=float(r["score"]),
+                        snippet=_snippet(r["snippet"], cjk),
+                    )
+                    for r in conn.execute(_TEXT_SEARCH_SQL, params).fetchall()
+                ]
+        return hits
 
     # -- documents ----------------------------------------------------------------------------
     def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> DocumentHead | None:

@@ -54,7 +54,6 @@ from repos.web import (
     GRAPH_MAX_NODES,
     GRAPH_PER_NODE,
     MAX_LIST,
-    RANK_WINDOW,
     SEARCH_LIMIT,
     TEXT_PART_CHARS,
     WebRepository,
@@ -306,16 +305,21 @@ def create_app(
             response = render(request, "search_results.html", kb=kb, q=q, hits=_hits(kb, q, SEARCH_LIMIT))
         else:
             page_type = _page_type(request)
-            page = min(_int(request.query_params.get("page", "0")), RANK_WINDOW // SEARCH_LIMIT)
-            hits = _hits(kb, q, SEARCH_LIMIT + 1, offset=page * SEARCH_LIMIT, page_type=page_type)
+            after_token = request.query_params.get("after")
+            try:
+                after = decode_cursor(after_token, "search", (int, float, str)) if after_token else None
+            except BadInput:
+                raise HTTPException(400, "not a cursor of this search") from None
+            hits = _hits(kb, q, SEARCH_LIMIT + 1, after=after, page_type=page_type)
+            more, hits = len(hits) > SEARCH_LIMIT, hits[:SEARCH_LIMIT]
             response = render(
                 request,
                 "search.html",
                 kb=kb,
                 q=q,
-                hits=hits[:SEARCH_LIMIT],
-                page=page,
-                more=len(hits) > SEARCH_LIMIT,
+                hits=hits,
+                first=after is None,
+                next_cursor=encode_cursor("search", *hits[-1].key) if more else None,
                 page_type=page_type,
                 page_types=[t.value for t in PageType],
             )

