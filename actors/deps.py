@@ -28,6 +28,7 @@ from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from repos.rate_limit import RedisRateLimiter
+from repos.revisions import PageRevisionRepository
 from wiki.extract import Extractor, get_extractor
 from wiki.extract.llm.ratelimit import UNLIMITED
 from wiki.settings import Settings, get_settings
@@ -56,6 +57,7 @@ class Deps:
     llm_usage: LLMUsageRepository
     index_intros: IndexIntroRepository
     listing: ListingRepository
+    revisions: PageRevisionRepository
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
     worker_id: str | None = None
@@ -92,7 +94,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         docs=KnowledgeRepository(pool),
         ops=TaskPendingOpsRepository(pool),
         dead_letters=TaskDeadLetterRepository(pool),
-        pages=WikiPageRepository(pool),
+        pages=WikiPageRepository(pool, revisions_keep=settings.page_revisions_keep),
         mentions=MentionRepository(pool),
         extractions=ExtractionRepository(pool),
         make_extractor=make_extractor,
@@ -102,6 +104,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         llm_usage=LLMUsageRepository(pool),
         index_intros=IndexIntroRepository(pool),
         listing=ListingRepository(pool),
+        revisions=PageRevisionRepository(pool),
     )
 
 

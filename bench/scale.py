@@ -184,7 +184,7 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
                 slug=slug,
                 title=e["title"],
                 page_type=e["type"],
-                content=render_item_page(e["title"], e["facts"], [], len(e["refs"])),
+                content=render_item_page(e["title"], e["facts"], []),
                 facts=e["facts"],
                 source_refs=[SourceRef(knowledge_id=k, title=t) for k, t in e["refs"].items()],
             )

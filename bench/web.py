@@ -17,6 +17,12 @@ the KB; an unlinked page's graph is a single node and would flatter the numbers)
 per kind are not counted; requests to the KBs of every size alternate, so load on the machine
 weighs on each alike. Prints p50/p95/max per kind and size, the mean pages per graph, and the
 ratio of p95 at the largest size to p95 at the smallest.
+
+MCP (``/mcp`` of the same server, streamable HTTP): the SDK's own client (``mcp.Client``, one
+connection) calls ``search`` (the same queries as the web search) and ``read_page`` (the same
+pages) ``--requests`` times each, timed around ``call_tool`` (the JSON-RPC round trip, the tool's
+reads in the server's thread pool, the client's check of the answer against the tool's output
+schema): "mcp search" and "mcp read_page" in the table. Target: p95 <= 50 ms at 40,000 documents.
 """
 
 from __future__ import annotations
@@ -90,6 +96,55 @@ def _requests(kb_id: str, pages: list[dict], n: int) -> dict[str, list[str]]:
     }
 
 
+def _mcp_calls(kb_id: str, pages: list[dict], n: int) -> dict[str, list[tuple[str, dict]]]:
+    words = []
+    for p in pages:
+        found = re.findall(r"[A-Za-z]{5,}", p["title"])
+        if found:
+            words.append(found[0].lower())
+    searches = [("search", {"kb": kb_id, "query": w[:4] if i % 2 == 0 else w}) for i, w in enumerate(words)]
+    reads = [("read_page", {"kb": kb_id, "slug": p["slug"]}) for p in pages]
+    cycle = lambda xs: [xs[i % len(xs)] for i in range(n + WARMUP)]  # noqa: E731
+    return {"mcp search": cycle(searches), "mcp read_page": cycle(reads)}
+
+
+def measure_mcp(base: str, kbs: dict[int, tuple[str, list[dict]]], n: int) -> dict[int, dict[str, list[float]]]:
+    """Milliseconds per MCP tool call, per size and kind, through the SDK's client over one
+    streamable-HTTP connection to ``base``/mcp; sizes alternate as in :func:`measure`."""
+    import anyio
+
+    from tests.support.mcp_client import http_client
+
+    plans = {size: _mcp_calls(kb_id, pages, n) for size, (kb_id, pages) in kbs.items()}
+    times: dict[int, dict[str, list[float]]] = {size: {} for size in kbs}
+
+    async def run() -> None:
+        async with http_client(f"{base}/mcp") as client:
+            for kind in next(iter(plans.values())):
+                for i in range(n + WARMUP):
+                    for size, plan in plans.items():
+                        tool, args = plan[kind][i]
+                        t0 = time.perf_counter()
+                        result = await client.call_tool(tool, args)
+                        ms = (time.perf_counter() - t0) * 1000
+                        if result.is_error:
+                            raise RuntimeError(f"{tool} {args}: {result.content[0].text}")
+                        if i >= WARMUP:
+                            times[size].setdefault(kind, []).append(ms)
+
+    anyio.run(run)
+    return times
+
+
+def _summary(ts: list[float]) -> dict:
+    ts = sorted(ts)
+    return {
+        "p50_ms": round(statistics.median(ts), 1),
+        "p95_ms": round(ts[int(len(ts) * 0.95) - 1], 1),
+        "max_ms": round(ts[-1], 1),
+    }
+
+
 def measure(base: str, kbs: dict[int, tuple[str, list[dict]]], n: int) -> dict[int, dict[str, dict]]:
     """p50/p95/max (ms) per size and kind of request, and the mean nodes per graph. Requests to the
     KBs of every size alternate (1k, 40k, 1k, ...), so a busy moment of the machine weighs on
@@ -113,16 +168,11 @@ def measure(base: str, kbs: dict[int, tuple[str, list[dict]]], n: int) -> dict[i
                         times[size].setdefault(kind, []).append(ms)
                         if kind == "graph":
                             nodes[size].append(len(r.json()["nodes"]))
+    for size, kinds in measure_mcp(base, kbs, n).items():
+        times[size].update(kinds)
     out: dict[int, dict[str, dict]] = {}
     for size, kinds in times.items():
-        out[size] = {}
-        for kind, ts in kinds.items():
-            ts.sort()
-            out[size][kind] = {
-                "p50_ms": round(statistics.median(ts), 1),
-                "p95_ms": round(ts[int(len(ts) * 0.95) - 1], 1),
-                "max_ms": round(ts[-1], 1),
-            }
+        out[size] = {kind: _summary(ts) for kind, ts in kinds.items()}
         out[size]["graph"]["mean_nodes"] = round(statistics.mean(nodes[size]), 1)
         out[size]["graph"]["max_nodes"] = max(nodes[size])
     return out
@@ -169,10 +219,10 @@ def main() -> None:
         proc.wait(10)
     for n, kb_id in kbs.items():
         print(json.dumps({"documents": n, "pages": BenchKbRepository(pool).live_page_count(kb_id), **results[n]}))
-    print(f"\n{'docs':>6} {'kind':>10} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
+    print(f"\n{'docs':>6} {'kind':>13} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
     for n, rows in results.items():
         for kind, r in rows.items():
-            print(f"{n:>6} {kind:>10} {r['p50_ms']:>7} {r['p95_ms']:>7} {r['max_ms']:>7}")
+            print(f"{n:>6} {kind:>13} {r['p50_ms']:>7} {r['p95_ms']:>7} {r['max_ms']:>7}")
     if len(sizes) > 1:
         lo, hi = results[sizes[0]], results[sizes[-1]]
         print("\np95 ratio " + ", ".join(f"{k}: {hi[k]['p95_ms'] / max(lo[k]['p95_ms'], 0.01):.2f}" for k in lo))

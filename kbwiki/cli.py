@@ -1,6 +1,6 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb, lint, resume, serve, up, down, kbs and documents live in their own ``*_cmd`` modules,
-registered at the end of this one.
+delete-kb, lint, mcp, resume, serve, up, down, kbs, documents, history and revert live in their own
+``*_cmd`` modules, registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it uses
 the local servers that the home's supervisor runs (``kbwiki.supervisor``, started when none runs)
@@ -279,7 +279,9 @@ from kbwiki import (  # noqa: E402,F401
     delete_cmd,
     lint_cmd,
     list_cmd,
+    mcp_cmd,
     resume_cmd,
+    revisions_cmd,
     serve_cmd,
     servers_cmd,
 )

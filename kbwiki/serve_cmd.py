@@ -56,6 +56,7 @@ def serve(host: str, port: int, tenant: int | None) -> None:
             settings.web_ops_token,
             allowed_hosts=allowed_hosts(settings.web_allowed_hosts, host),
             api_token=settings.api_token,
+            revisions_keep=settings.page_revisions_keep,
         )
         # uvicorn's default believes X-Forwarded-For from 127.0.0.1: any local client could then
         # claim a new address per sign-in try (and put any text in the log's "from ADDRESS")

@@ -24,7 +24,15 @@ from psycopg_pool import ConnectionPool
 from wiki.errors import DatabaseUnreachable
 
 #: Tables holding a KB's rows by ``knowledge_base_id`` (``task_pending_ops`` holds them by ``scope_id``).
-_KB_TABLES = ("wiki_links", "wiki_title_keys", "wiki_pages", "wiki_extractions", "wiki_lint_reports", "knowledges")
+_KB_TABLES = (
+    "wiki_links",
+    "wiki_title_keys",
+    "wiki_page_revisions",
+    "wiki_pages",
+    "wiki_extractions",
+    "wiki_lint_reports",
+    "knowledges",
+)
 
 # Raw COPY bypasses WikiPageRepository: derive the title/alias keys it would have written.
 _TITLE_KEYS = (
@@ -99,6 +107,35 @@ class BenchKbRepository:
                     "SELECT DISTINCT key FROM wiki_title_keys WHERE knowledge_base_id = %s ORDER BY key", (kb_id,)
                 )
             ]
+
+    def revision_sizes(self, kb_id: str, slug: str) -> list[dict[str, Any]]:
+        """The kept revisions of the live page ``slug``, oldest first: version, written_by, sources
+        (refs the version had), refs_changed (refs kept of its change to the next version) and the
+        bytes stored: ``content`` and ``refs`` (the two ref deltas) as ``pg_column_size`` gives
+        them (after TOAST compression) and ``row`` (the whole row)."""
+        with self.pool.connection() as conn:
+            return conn.execute(
+                "SELECT v.version, v.written_by, v.sources,"
+                " coalesce(jsonb_array_length(v.refs_only_here), 0) + coalesce(jsonb_array_length(v.refs_only_next), 0)"
+                " AS refs_changed, pg_column_size(v.content) AS content,"
+                " coalesce(pg_column_size(v.refs_only_here), 0) + coalesce(pg_column_size(v.refs_only_next), 0)"
+                " AS refs,"
+                " pg_column_size(v.*) AS row FROM wiki_page_revisions v JOIN wiki_pages p ON p.id = v.page_id"
+                " WHERE p.knowledge_base_id = %s AND p.slug = %s AND p.deleted_at IS NULL ORDER BY v.version",
+                (kb_id, slug),
+            ).fetchall()
+
+    def revision_totals(self, kb_id: str) -> dict[str, Any]:
+        """Of the KB's revisions: rows, and the stored bytes of a row (``pg_column_size``) in sum,
+        max and mean."""
+        with self.pool.connection() as conn:
+            return conn.execute(
+                "SELECT count(*) AS rows, coalesce(sum(pg_column_size(v.*)), 0) AS bytes,"
+                " coalesce(max(pg_column_size(v.*)), 0) AS max_bytes,"
+                " coalesce(avg(pg_column_size(v.*)), 0) AS mean_bytes"
+                " FROM wiki_page_revisions v WHERE v.knowledge_base_id = %s",
+                (kb_id,),
+            ).fetchone()
 
     def drop_kb(self, kb_id: str) -> None:
         """Delete the KB and every row of it, in one transaction."""

@@ -17,8 +17,9 @@ from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
 from repos.pages import LITE_COLUMNS, WikiPageRepository
-from wiki.lint import STALE_SAMPLE_PER_PAGE, LintPage, LintReport
+from wiki.lint import STALE_SAMPLE_PER_PAGE, LintPage, LintReport, RevertOverwritten
 from wiki.models import PageLite
+from wiki.revisions import INGEST_WRITERS, Writer
 
 #: Pages per keyset window of the lint walk (the issue's figure).
 WINDOW = 200
@@ -116,6 +117,47 @@ class LintRepository:
                 {"kb": kb_id, "ids": page_ids, "k": STALE_SAMPLE_PER_PAGE},
             ).fetchall()
         return {r["slug"]: (r["n"], list(zip(r["kids"], r["titles"]))) for r in rows}
+
+    def overwritten_reverts(self, kb_id: str, page_ids: Iterable[int]) -> dict[str, RevertOverwritten]:
+        """Per page slug among ``page_ids`` whose latest revert an ingest wrote over since: the
+        revert's version, the version it went back to, and the first later version a reduce batch
+        wrote (``wiki.revisions.INGEST_WRITERS``) with its label. A page whose current version is
+        a revert, or whose revert is no longer among its kept revisions, is absent.
+
+        Each page reads its own revisions only (at most ``page_revisions_keep``, through the
+        unique index on (page_id, version)).
+        """
+        page_ids = list(set(page_ids))
+        if not page_ids:
+            return {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                """
+                SELECT p.slug, rv.version AS revert, split_part(rv.written_by, ':', 2) AS reverted_to,
+                       w.version AS rewritten, w.written_by AS by
+                FROM wiki_pages p
+                CROSS JOIN LATERAL (
+                    SELECT version, written_by FROM wiki_page_revisions v
+                    WHERE v.page_id = p.id AND split_part(v.written_by, ':', 1) = %(revert)s
+                    ORDER BY version DESC LIMIT 1) rv
+                CROSS JOIN LATERAL (
+                    SELECT version, written_by FROM (
+                        SELECT v.version, v.written_by FROM wiki_page_revisions v
+                        WHERE v.page_id = p.id AND v.version > rv.version
+                        UNION ALL SELECT p.version, p.written_by) later
+                    WHERE split_part(written_by, ':', 1) = ANY(%(ingest)s)
+                    ORDER BY version LIMIT 1) w
+                WHERE p.knowledge_base_id = %(kb)s AND p.id = ANY(%(ids)s) AND p.deleted_at IS NULL
+                  AND split_part(p.written_by, ':', 1) <> %(revert)s
+                """,
+                {
+                    "kb": kb_id,
+                    "ids": page_ids,
+                    "revert": Writer.revert.value,
+                    "ingest": [w.value for w in INGEST_WRITERS],
+                },
+            ).fetchall()
+        return {r["slug"]: RevertOverwritten(r["revert"], r["reverted_to"], r["rewritten"], r["by"]) for r in rows}
 
     def live_documents(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``knowledge_ids`` are documents of the KB that still exist (the complement of stale)."""

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock, borrow
+from repos.revisions import LOCK_PAGES_SQL, SAVE_PAGES_SQL, SAVE_PARAMS, PageRevisionRepository
 from wiki.dedup import link_phrases, name_key
 from wiki.errors import BadInput
 from wiki.links import out_link_slugs
@@ -99,22 +100,6 @@ SLUGS_BY_SOURCE_SQL = (
     " WHERE p.knowledge_base_id = %(kb)s AND p.deleted_at IS NULL"
     " ORDER BY k.kid, p.slug"
 )
-# One upsert for many pages of a KB (one row per slug), from a JSON array of page objects.
-UPSERT_PAGES_SQL = """
-INSERT INTO wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases,
-                        source_refs, facts, name_key, lead, lead_key)
-SELECT tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases, source_refs, facts,
-       name_key, lead, lead_key
-FROM jsonb_to_recordset(%s) AS r(tenant_id bigint, knowledge_base_id text, slug text, title text, page_type text,
-                                 status text, content text, summary text, aliases jsonb, source_refs jsonb, facts jsonb,
-                                 name_key text, lead text, lead_key text)
-ON CONFLICT (knowledge_base_id, slug) WHERE deleted_at IS NULL DO UPDATE SET
-    title = EXCLUDED.title, page_type = EXCLUDED.page_type, status = EXCLUDED.status, name_key = EXCLUDED.name_key,
-    content = EXCLUDED.content, summary = EXCLUDED.summary, aliases = EXCLUDED.aliases,
-    source_refs = EXCLUDED.source_refs, facts = EXCLUDED.facts, lead = EXCLUDED.lead, lead_key = EXCLUDED.lead_key,
-    version = wiki_pages.version + 1, updated_at = now()
-RETURNING slug, version
-"""
 BY_NAME_KEYS_SQL = (
     f"SELECT name_key, {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %(kb)s"
     " AND name_key = ANY(%(keys)s) AND deleted_at IS NULL AND status <> 'archived'"
@@ -138,11 +123,17 @@ def page_name_key(page: Page) -> str | None:
     return name_key(page.title) if page.page_type in ITEM_TYPES else None
 
 
-class WikiPageRepository:
-    """Reads and writes live pages of a KB and their out-links."""
+#: Earlier versions kept per page unless the repository is told otherwise (``Settings.page_revisions_keep``).
+DEFAULT_REVISIONS_KEEP = 20
 
-    def __init__(self, pool: ConnectionPool) -> None:
+
+class WikiPageRepository:
+    """Reads and writes live pages of a KB and their out-links; every write keeps the version it
+    replaces (``repos.revisions``), the newest ``revisions_keep`` per page."""
+
+    def __init__(self, pool: ConnectionPool, revisions_keep: int = DEFAULT_REVISIONS_KEEP) -> None:
         self.pool = pool
+        self.revisions_keep = revisions_keep
 
     # -- the link graph's writer lock -----------------------------------------------------------
     @staticmethod
@@ -436,17 +427,29 @@ class WikiPageRepository:
             after = rows[-1]["id"]
 
     # -- writes --------------------------------------------------------------------------------
-    def save(self, page: Page, conn: Connection | None = None) -> Page:
+    def save(self, page: Page, conn: Connection | None = None, written_by: str = "") -> Page:
         """Insert or update one live page: :meth:`save_many`; returns it with its stored version."""
-        return page.model_copy(update={"version": self.save_many([page], conn=conn)[page.slug]})
+        saved = self.save_many([page], conn=conn, written_by=written_by)[page.slug]
+        return page.model_copy(update={"version": saved})
 
     def save_many(
-        self, pages: Iterable[Page], conn: Connection | None = None, out_links: Mapping[str, set[str]] | None = None
+        self,
+        pages: Iterable[Page],
+        conn: Connection | None = None,
+        out_links: Mapping[str, set[str]] | None = None,
+        written_by: str = "",
+        writers: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         """Insert or update the live pages of one KB at their slugs (version + 1 on update) and
-        rewrite their out-links and title keys, in one transaction and five statements whatever
+        rewrite their out-links and title keys, in one transaction and six statements whatever
         their number. Returns {slug: stored version}. ``out_links``: {slug: ``out_link_slugs`` of
         its content} for pages whose links the caller already parsed (the others are parsed here).
+
+        Each replaced version whose content or source refs change is kept as a revision, and the
+        page's revisions beyond ``revisions_keep`` go, in the same statement as the upsert
+        (``repos.revisions.SAVE_PAGES_SQL``). ``written_by``: who writes them (a
+        ``wiki.revisions.written_by`` label, stored with the version); ``writers``: {slug: label}
+        for pages written by someone else than ``written_by``.
 
         Raises ``BadInput`` (a ValueError) when the pages belong to several KBs or two share a slug.
         """
@@ -474,6 +477,7 @@ class WikiPageRepository:
                 "name_key": page_name_key(p),
                 "lead": p.lead,
                 "lead_key": p.lead_key,
+                "written_by": (writers or {}).get(p.slug, written_by),
             }
             for p in pages
         ]
@@ -488,7 +492,10 @@ class WikiPageRepository:
         )
         keys = sorted({(p.slug, key) for p in pages for key in title_keys(p)})
         with borrow(self.pool, conn) as c:
-            versions = {r["slug"]: r["version"] for r in c.execute(UPSERT_PAGES_SQL, (Jsonb(rows),)).fetchall()}
+            if self.revisions_keep:
+                c.execute(LOCK_PAGES_SQL, (kb_id, sorted(slugs)))
+            params = {"rows": Jsonb(rows), "keep": self.revisions_keep, **SAVE_PARAMS}
+            versions = {r["slug"]: r["version"] for r in c.execute(SAVE_PAGES_SQL, params).fetchall()}
             c.execute(DELETE_LINKS_SQL, (kb_id, slugs))
             if links:
                 c.execute(
@@ -504,6 +511,12 @@ class WikiPageRepository:
                     (kb_id, [s for s, _ in keys], [k for _, k in keys]),
                 )
         return versions
+
+    def forget_documents(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> int:
+        """Delete the kept revisions of the KB's pages that cite one of ``knowledge_ids``
+        (``repos.revisions.PageRevisionRepository.forget_documents``): a deleted document's text
+        stays in no page's history. Returns the revisions deleted."""
+        return PageRevisionRepository(self.pool).forget_documents(kb_id, knowledge_ids, conn=conn)
 
     def delete(self, kb_id: str, slug: str, conn: Connection | None = None) -> bool:
         """Soft-delete the live page (:meth:`delete_many`); returns whether a page was deleted."""
@@ -526,8 +539,8 @@ class WikiPageRepository:
         return sorted(r["slug"] for r in rows)
 
     def delete_kb(self, kb_id: str, conn: Connection | None = None) -> int:
-        """Delete every page and link of a KB (KB deletion); returns the live pages deleted (rows of
-        earlier deleted versions go too, uncounted, as ``status`` never counted them)."""
+        """Delete every page, revision and link of a KB (KB deletion); returns the live pages
+        deleted (rows of earlier deleted versions go too, uncounted, as ``status`` never counted them)."""
         with borrow(self.pool, conn) as c:
             # pages first, in id order: a concurrent save() locks its page row before its links,
             # so taking links first deadlocked against it (seen: delete-kb while workers ran)
@@ -535,6 +548,13 @@ class WikiPageRepository:
                 "SELECT deleted_at IS NULL AS live FROM wiki_pages WHERE knowledge_base_id = %s ORDER BY id FOR UPDATE",
                 (kb_id,),
             ).fetchall()
+            # in one statement through (page_id, version), before the pages: the foreign key's
+            # cascade would delete them one page at a time
+            c.execute(
+                "DELETE FROM wiki_page_revisions v USING wiki_pages p"
+                " WHERE p.knowledge_base_id = %s AND v.page_id = p.id",
+                (kb_id,),
+            )
             c.execute("DELETE FROM wiki_pages WHERE knowledge_base_id = %s", (kb_id,))
             n = sum(r["live"] for r in rows)
             c.execute("DELETE FROM wiki_title_keys WHERE knowledge_base_id = %s", (kb_id,))

@@ -36,6 +36,7 @@ from wiki.lint import mention_targets
 from wiki.mentions import mentions_by_page
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.render import listed_link_starts
+from wiki.revisions import Writer, written_by
 from wiki.settings import Settings, kb_tunables
 
 log = structlog.get_logger(__name__)
@@ -193,7 +194,7 @@ def link_pages(
             if slug in held and held[slug].version == page.version and targets[slug] <= live
         ]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
-        pages.save_many(fresh, conn=conn, out_links=targets)
+        pages.save_many(fresh, conn=conn, out_links=targets, written_by=written_by(Writer.crosslink))
         enqueue_touched(kb, busy, ops=ops, conn=conn)
     result.rewritten, result.busy = len(fresh), len(busy)
     return result

@@ -32,6 +32,7 @@ from wiki.extract import Extractor
 from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB
 from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType
 from wiki.render import render_index_page
+from wiki.revisions import Writer, written_by
 from wiki.settings import Settings
 from wiki.slugs import INDEX_SLUG
 
@@ -93,7 +94,7 @@ def rebuild_index(
         )
         if not kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
             return None
-        saved = pages.save(page, conn=conn)
+        saved = pages.save(page, conn=conn, written_by=written_by(Writer.index))
         ops.delete_by_ids(seen, conn=conn)
     return saved
 

@@ -47,6 +47,7 @@ from wiki.extract import Extractor
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB
 from wiki.merge import keep_lead, lead_due
 from wiki.models import KnowledgeBase, Page
+from wiki.revisions import Writer, written_by
 from wiki.settings import Settings, kb_tunables
 
 log = structlog.get_logger(__name__)
@@ -220,7 +221,7 @@ def _write_leads(
                 result.stale += 1
                 continue
             fresh.append(kept)
-        pages.save_many(fresh, conn=conn)
+        pages.save_many(fresh, conn=conn, written_by=written_by(Writer.lead))
         enqueue_touched(kb, sorted(p.slug for p in fresh), ops=ops, conn=conn)
         ops.delete_by_ids([op.id for op in claimed], conn=conn)
     result.written = len(fresh)

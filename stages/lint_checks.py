@@ -36,6 +36,10 @@ from wiki.mentions import mentions_by_page
 from wiki.merge import item_summary, keep_lead
 from wiki.models import KnowledgeBase, PageLite
 from wiki.render import link_sections, render_item_page
+from wiki.revisions import Writer, written_by
+
+#: Who the fixes' page versions are written by (``wiki.revisions``).
+LINT = written_by(Writer.lint)
 
 
 @dataclass
@@ -169,7 +173,7 @@ def relink_page(
         content, linked = rules.link_mentions(content, slug, lookup(candidate_phrases(content)), lookup)
         if content == page.content:
             return set(), set()
-        wiki_pages.save(page.model_copy(update={"content": content}), conn=conn)
+        wiki_pages.save(page.model_copy(update={"content": content}), conn=conn, written_by=LINT)
     return set(linked), dead
 
 
@@ -215,9 +219,11 @@ def _fix_stale_sources(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue]
                 content = render_item_page(full.title, facts, full.aliases, sections=link_sections(full.content))
                 update = {"content": content, "lead": "", "lead_key": "", "summary": item_summary(facts, "")}
                 mended = keep_lead(mended.model_copy(update=update), full)
-            ctx.wiki_pages.save(mended, conn=conn)
+            ctx.wiki_pages.save(mended, conn=conn, written_by=LINT)
             content = mended.content
             ctx.relink_due = ctx.relink_due or content != full.content
+        # the version just replaced cites them too: the page's history keeps no deleted document
+        ctx.wiki_pages.forget_documents(kb_id, {r.knowledge_id for r in full.source_refs} - live, conn=conn)
     mended = Mended(fixed=min(removed, n_stale), written=1)
     if deleted:
         mended.written += ctx.relink_in_links()
@@ -253,7 +259,7 @@ def _fix_empty_page(ctx: PageFix, page: LintPage, issues: Sequence[LintIssue], n
         )
         if not rules.empty_page(lite, ctx.min_chars):
             return Mended()
-        ctx.wiki_pages.save(full.model_copy(update={"status": "archived"}), conn=conn)
+        ctx.wiki_pages.save(full.model_copy(update={"status": "archived"}), conn=conn, written_by=LINT)
     mended = Mended(fixed=1, written=1, done=True)
     if page.page_type in ITEM_TYPES:
         mended.written += ctx.relink_in_links()
@@ -302,8 +308,9 @@ def _find_unlinked_mentions(page: LintPage, facts, window: Window) -> list[Findi
     return rules.unlinked_mentions(page, first, _matching_pages(window.lint, window.kb.id))
 
 
-#: Every lint check, in report order. Weights are relative (they sum to 100 here, so each reads as
-#: a percentage): the two errors weigh most, the missed link least.
+#: Every lint check, in report order. Weights are relative (the first six sum to 100, so each reads
+#: as a percentage; the seventh, added later, rescales them: ``wiki.lint.score_version``): the two
+#: errors weigh most, an overwritten revert least (it tells the operator, the wiki is no worse).
 CHECKS: tuple[LintCheck, ...] = (
     LintCheck(
         name="broken_link",
@@ -369,6 +376,16 @@ CHECKS: tuple[LintCheck, ...] = (
         find=_find_unlinked_mentions,
         fix=_fix_unlinked_mentions,
         fix_rank=4,
+    ),
+    # Whether the operator's revert or the ingest's page is right is the operator's call: no fix.
+    LintCheck(
+        name="overwritten_revert",
+        label="overwritten revert",
+        severity="warning",
+        weight=5,
+        fixable=False,
+        gather=lambda w: w.lint.overwritten_reverts(w.kb.id, [p.id for p in w.pages]),
+        find=lambda page, found, w: rules.overwritten_revert(page, found.get(page.slug)),
     ),
 )
 

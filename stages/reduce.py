@@ -53,6 +53,7 @@ from wiki.merge import keep_lead, lead_due
 from wiki.models import ITEM_TYPES, Document, Extraction, Page, PageType, SourceRef
 from wiki.plural import counted
 from wiki.render import render_summary_page
+from wiki.revisions import Writer, written_by
 from wiki.settings import Settings, Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
 
@@ -222,7 +223,8 @@ def _reduce_claimed(
         pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
         leads = settings.extractor == "llm" and settings.llm_page_leads
         mentions.write(kb.id, items.dropped, items.added, items.stat_deltas, items.name_deltas, conn)
-        writes = _write_plan(kb, planned, conn, pages=pages, leads=leads)
+        batch, writers = _page_writers(token, summary_of, [*items.dropped, *items.added], items.slug_of)
+        writes = _write_plan(kb, planned, conn, pages=pages, leads=leads, writer=batch, writers=writers)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
         touched += [s for s in pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
@@ -249,6 +251,8 @@ def _reduce_claimed(
             request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
         docs.set_status([d.id for d, _ in ingested], "done", conn=conn)
         docs.mark_deleted(retracts, conn=conn)
+        # the versions the batch just replaced quote them too: no page's history keeps a deleted document
+        pages.forget_documents(kb.id, retracts, conn=conn)
         # their dead letters (a map message that ran out of retries in an outage) mean nothing now
         dead_letters.resolve_finished([*(d.id for d, _ in ingested), *retracts], conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
@@ -331,8 +335,34 @@ class _Writes:
     leads: list[str] = field(default_factory=list)  # slugs written whose lead a model is to write
 
 
+def _page_writers(
+    token: int, summary_of: dict[str, str], rows: list[MentionRow], slug_of: dict[str, str]
+) -> tuple[str, dict[str, str]]:
+    """Who a batch's page versions are written by (``wiki.revisions.written_by``): the batch
+    (``batch:<fencing token>``, the token counting the KB's reduce batches), and {slug:
+    ``document:<knowledge id>``} for each page whose change comes from one document alone: a
+    summary, or an entity/concept page whose name key's rows (or whose members' rows) only that
+    document of the batch changed. ``rows``: the batch's dropped and added mention rows."""
+    docs: dict[str, set[str]] = {}
+    for kid, slug in summary_of.items():
+        docs.setdefault(slug, set()).add(kid)
+    for row in rows:
+        for key in (row.key, row.parent):
+            if key and key in slug_of:
+                docs.setdefault(slug_of[key], set()).add(row.knowledge_id)
+    alone = {slug: written_by(Writer.document, kid) for slug, (kid, *more) in docs.items() if not more}
+    return written_by(Writer.batch, token), alone
+
+
 def _write_plan(
-    kb, planned: dict[str, Page | None], conn: Connection, *, pages: WikiPageRepository, leads: bool = False
+    kb,
+    planned: dict[str, Page | None],
+    conn: Connection,
+    *,
+    pages: WikiPageRepository,
+    leads: bool = False,
+    writer: str = "",
+    writers: dict[str, str] | None = None,
 ) -> _Writes:
     """Apply the batch's planned pages (slug -> page, or None: delete it) in the caller's
     transaction, in a handful of statements.
@@ -346,6 +376,8 @@ def _write_plan(
     A page moves only when its target is free once the batch is written (not a live page of the
     KB, nor taken by an earlier move in slug order); otherwise it keeps its slug. With ``leads``
     (a model writes page leads), the written pages whose lead is due are returned too.
+    ``writer`` / ``writers``: who writes the versions (``WikiPageRepository.save_many``'s
+    ``written_by`` / ``writers``); a moved page keeps its writer at its new slug.
     """
     current = pages.get_many(kb.id, planned, conn=conn, for_update=True)
     after: dict[str, Page] = {}  # slug -> live page as the batch leaves it
@@ -387,7 +419,9 @@ def _write_plan(
                 after[slug] = page.model_copy(update={"content": content})
                 changed.add(slug)
     pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
-    pages.save_many([after[s] for s in sorted(changed)], conn=conn)
+    writers = dict(writers or {})
+    writers.update({new: writers[old] for old, new in renames.items() if old in writers})
+    pages.save_many([after[s] for s in sorted(changed)], conn=conn, written_by=writer, writers=writers)
     before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
     after_keys = {
         (slug, key) for slug in {*planned, *renames.values()} if slug in after for key in title_keys(after[slug])

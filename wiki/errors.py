@@ -125,7 +125,12 @@ class UnknownDocument(NotFound):
 
 
 class UnknownPage(NotFound):
-    """No live page with this slug in the KB."""
+    """No live page with this slug in the KB, or no kept version of it with this number."""
+
+
+class RevertRefused(KbwikiError):
+    """A page cannot be reverted to the version asked: it is the current one, its content and
+    sources are the current ones, its sources were not kept, or it cites documents deleted since."""
 
 
 class DeadLetterNotFound(NotFound):

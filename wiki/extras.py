@@ -26,7 +26,9 @@ EXTRAS = {
 }
 
 #: The modules ``kbwiki serve`` imports from the ``web`` extra (checked before it starts).
-WEB_MODULES = ("starlette", "uvicorn", "jinja2", "markdown_it", "nh3", "itsdangerous", "limits", "fastapi")
+WEB_MODULES = ("starlette", "uvicorn", "jinja2", "markdown_it", "nh3", "itsdangerous", "limits", "fastapi", "mcp")
+#: The modules ``kbwiki mcp`` imports from the ``web`` extra.
+MCP_MODULES = ("starlette", "mcp")
 
 
 @functools.cache

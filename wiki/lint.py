@@ -201,6 +201,35 @@ def stale_sources(page: LintPage, count: int, sample: Sequence[tuple[str, str]])
     return issues
 
 
+class RevertOverwritten(NamedTuple):
+    """A page's latest revert and the ingest write after it (``LintRepository.overwritten_reverts``):
+    ``revert`` the version the revert wrote, ``reverted_to`` the version it went back to,
+    ``rewritten`` the first later version an ingest wrote and ``by`` its ``written_by`` label."""
+
+    revert: int
+    reverted_to: str
+    rewritten: int
+    by: str
+
+
+def overwritten_revert(page: LintPage, found: RevertOverwritten | None) -> list[Finding]:
+    """A finding when the page's latest revert (``kbwiki revert`` or the web view's) was written
+    over by an ingest since: the reduce batch rendered the page again from its sources, so the
+    text the operator chose is gone (``kbwiki history`` shows both; reverting again restores it
+    until the next such write). Not fixable: whether the revert or the ingest is right is a
+    person's call."""
+    if found is None:
+        return []
+    return [
+        Finding(
+            page.slug,
+            f"version {found.revert} reverted it to version {found.reverted_to}; an ingest ({found.by})"
+            f" wrote version {found.rewritten} over it",
+            found.by,
+        )
+    ]
+
+
 #: Pages that take part in one page's mention matching, as returned by a title-key lookup: the
 #: live entity/concept pages one of whose keys (lower(title), lower(alias)) is among the phrases.
 MentionLookup = Callable[[Sequence[str]], Iterable[PageLite]]

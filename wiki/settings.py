@@ -159,6 +159,11 @@ class Settings(BaseSettings):
     max_file_mb: int = Field(default=20, ge=1, le=4096, description="Larger files (MiB) are rejected unread.")
     max_document_chars: int = Field(default=400_000, ge=1000, description="Longer documents are cut.")
     min_document_chars: int = Field(default=40, ge=0, description="Shorter documents are skipped.")
+    # Earlier versions kept per page (wiki_page_revisions): a hub page rewritten by every batch keeps
+    # the newest ones only, so the table grows with the pages, not with the writes.
+    page_revisions_keep: int = Field(
+        default=20, ge=0, le=1000, description="Earlier versions of a page kept for its history (0: none)."
+    )
 
     extractor: Literal["offline", "llm"] = "offline"
     llm_base_url: str | None = Field(

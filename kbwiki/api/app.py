@@ -20,8 +20,6 @@ refuses.
 from __future__ import annotations
 
 import hmac
-import sys
-import time
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request
@@ -29,11 +27,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from psycopg import OperationalError
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 from starlette.exceptions import HTTPException
 
 from kbwiki.api.models import ErrorBody, ErrorOut
+from kbwiki.outage import RETRY_AFTER_S, RETRY_TEXT, SERVER_AWAY, OutageLog
 from kbwiki.reader import (
     DEFAULT_LIMIT,
     MAX_HOPS,
@@ -52,17 +50,11 @@ from kbwiki.reader import (
 )
 from repos.listing import LISTED_STATUSES
 from repos.web import RANK_WINDOW
-from wiki.errors import BadInput, DatabaseUnreachable, NotFound
+from wiki.errors import BadInput, NotFound
 from wiki.models import PageLite, PageType
 
 #: Where ``create_app`` mounts the API.
 PREFIX = "/api/v1"
-#: The errors of a database that is away (the kinds ``kbwiki.web.app.SERVER_AWAY`` names, kept
-#: apart so this package does not import the web face): 503 with ``Retry-After: RETRY_AFTER_S``.
-DATABASE_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
-RETRY_AFTER_S = 5
-#: Seconds without a request finding the database away after which the next one logs again.
-OUTAGE_QUIET_S = 30.0
 #: The ``code`` of an error answer per HTTP status.
 CODES = {
     400: "bad_input",
@@ -231,21 +223,10 @@ async def _http(request: Request, exc: HTTPException) -> JSONResponse:
 
 
 async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
-    # as kbwiki.web.app does: said once per outage in serve's log, and the client told to retry
-    state = request.app.state
-    now = time.monotonic()
-    if now - state.outage_at > OUTAGE_QUIET_S:
-        said = (str(exc).strip().splitlines() or [""])[0]
-        print(
-            f"kbwiki: the database is not answering ({type(exc).__name__}: {said});"
-            " the API answers 503 until it is back",
-            file=sys.stderr,
-            flush=True,
-        )
-    state.outage_at = now
+    request.app.state.outage.seen(exc)
     return error(
         503,
-        "the wiki's database is not answering right now; try again in a few seconds",
+        RETRY_TEXT,
         {"Retry-After": str(RETRY_AFTER_S)},
     )
 
@@ -282,13 +263,13 @@ def create_api(pool: ConnectionPool, tenant_id: int, api_token: str | None = Non
             BadInput: _bad_input,
             RequestValidationError: _invalid,
             HTTPException: _http,
-            **dict.fromkeys(DATABASE_AWAY, _unavailable),
+            **dict.fromkeys(SERVER_AWAY, _unavailable),
             500: _internal,
         },
     )
     app.state.reader = Reader(pool, tenant_id)
     app.state.api_token = api_token
-    app.state.outage_at = float("-inf")
+    app.state.outage = OutageLog("the API answers 503")
     app.include_router(
         router,
         dependencies=[Depends(require_token)] if api_token else [],

@@ -22,8 +22,7 @@ from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
-from psycopg import OperationalError
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -39,14 +38,17 @@ from actors.deps import run_stage
 from kbwiki.api.app import PREFIX as API_PREFIX
 from kbwiki.api.app import create_api
 from kbwiki.command import command_deps
+from kbwiki.mcp_server import McpEndpoint, build_server
+from kbwiki.outage import RETRY_AFTER_S, RETRY_TEXT, SERVER_AWAY, OutageLog
 from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
 from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
+from kbwiki.web.revisions import revision_routes, store_revert
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
-from repos.pages import WikiPageRepository
+from repos.pages import DEFAULT_REVISIONS_KEEP, WikiPageRepository
 from repos.web import (
     GRAPH_HOPS,
     GRAPH_MAX_NODES,
@@ -61,16 +63,10 @@ from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
-from wiki.errors import BadInput, DatabaseUnreachable, DeadLetterNotFound, RequeueRefused
+from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
 from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.plural import counted, noun
-
-#: The errors of a database that is away: answered 503 with ``Retry-After: RETRY_AFTER_S``.
-SERVER_AWAY = (OperationalError, PoolTimeout, DatabaseUnreachable)
-RETRY_AFTER_S = 5
-#: Seconds without a request finding the database away after which the next one logs again.
-OUTAGE_QUIET_S = 30.0
 
 HERE = Path(__file__).parent
 #: Recent summaries and most-cited pages per type on a KB's home.
@@ -179,14 +175,17 @@ def create_app(
     requeue: Requeue | None = None,
     allowed_hosts: Sequence[str] | None = None,
     api_token: str | None = None,
+    revisions_keep: int = DEFAULT_REVISIONS_KEEP,
 ) -> Starlette:
     """The app serving ``tenant_id``'s KBs from ``pool``. ``ops_token`` enables the operations
     page's actions (None: read-only); ``requeue`` is how a dead letter is requeued
     (:func:`default_requeue` when None). ``allowed_hosts``: the Host names answered
     (``TrustedHostMiddleware`` patterns; None: ``LOOPBACK_HOSTS``). Error details (tracebacks,
     payloads) are shown to signed-in operators only, whatever the bind address. The read API
-    (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware; ``api_token`` is the
-    bearer token it requires (None: open, as the pages are)."""
+    (``kbwiki.api``) is mounted at ``/api/v1`` behind the same middleware, and ``/mcp`` is the MCP
+    server (``kbwiki.mcp_server``); ``api_token`` is the bearer token both require (None: open, as
+    the pages are). The app's lifespan runs the MCP session manager: a server must run it.
+    ``revisions_keep``: the revisions a page reverted here keeps (``Settings.page_revisions_keep``)."""
     web = WebRepository(pool)
     pages = WikiPageRepository(pool)
     lint = LintRepository(pool)
@@ -200,6 +199,7 @@ def create_app(
     counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
+    mcp = McpEndpoint(build_server(pool, tenant_id), api_token, allowed_hosts or LOOPBACK_HOSTS)
 
     def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
         return templates.TemplateResponse(request, name, context, status_code=status_code)
@@ -559,38 +559,38 @@ def create_app(
         Route("/ops/logout", ops_logout, methods=["POST"]),
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
+        Route("/mcp", mcp),
+        # a page's history, diffs and revert (kbwiki.web.revisions)
+        *revision_routes(
+            pool,
+            tenant_id,
+            guard=guard,
+            render=render,
+            the_kb=the_kb,
+            session=session,
+            revert=store_revert(pool, revisions_keep),
+        ),
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
 
-    outage = {"last": float("-inf")}  # when a request last found the database away (monotonic s)
+    outage = OutageLog("pages answer 503")
 
     async def unavailable(request: Request, exc: Exception) -> Response:
-        # The database went away (``kbwiki down``, a restart): the pool reconnects when it is
-        # back, so the reader is told to retry rather than shown a server error. Said once per
-        # outage in the log, not once per request.
-        now = time.monotonic()
-        if now - outage["last"] > OUTAGE_QUIET_S:  # on stderr: serve's own log, beside "serving on"
-            said = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            print(
-                f"kbwiki: the database is not answering ({type(exc).__name__}: {said});"
-                " pages answer 503 until it is back",
-                file=sys.stderr,
-                flush=True,
-            )
-        outage["last"] = now
+        outage.seen(exc)
         response = render(
             request,
             "error.html",
             status_code=503,
             status=503,
-            detail="The wiki's database is not answering right now; try again in a few seconds.",
+            detail=RETRY_TEXT[0].upper() + RETRY_TEXT[1:] + ".",
         )
         response.headers["Retry-After"] = str(RETRY_AFTER_S)
         return response
 
     return WebApp(
         routes=routes,
+        lifespan=lambda app: mcp.lifespan(),
         # outermost first: the Host is checked, then the URL, then the body's size, before any route
         middleware=[
             Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts or LOOPBACK_HOSTS), www_redirect=False),

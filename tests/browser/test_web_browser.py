@@ -236,3 +236,53 @@ def test_graph_legend_and_caps(browser, site, clean_db):
     assert browser.execute_script("return window.kbwikiGraph.$id('hub').style('border-style');") == "dashed"
     assert browser.execute_script("return window.kbwikiGraph.$id('spoke-00').style('border-style');") == "solid"
     shot(browser, "23-graph-capped")
+
+
+def test_history_diff_and_revert(browser, site, clean_db):
+    from repos.pages import WikiPageRepository
+
+    base, wiki = site
+    pages = WikiPageRepository(clean_db)
+    page = pages.get(wiki.kb_id, "alpha-engine")
+    pages.save(
+        page.model_copy(
+            update={"content": page.content.replace("storage engine", "storage engine, <b>rewritten</b>,")}
+        ),
+        written_by="batch:2",
+    )
+    wait = WebDriverWait(browser, WAIT_S)
+
+    browser.get(f"{base}/kb/{wiki.kb_id}/page/alpha-engine")
+    browser.find_element(By.ID, "history-link").click()
+    wait.until(ec.presence_of_element_located((By.ID, "history")))
+    versions = [row.get_attribute("id") for row in browser.find_elements(By.CSS_SELECTOR, "#history tbody tr")]
+    assert versions == ["v2", "v1"] and "batch:2" in browser.find_element(By.ID, "v2").text
+    shot(browser, "09-history")
+
+    browser.find_element(By.ID, "compare-button").click()  # version 1 to 2, picked by default
+    wait.until(ec.presence_of_element_located((By.ID, "diff")))
+    added = browser.find_element(By.CSS_SELECTOR, "#diff tr.added").text
+    assert "<b>rewritten</b>" in added  # the page's raw HTML, shown as text
+    assert browser.find_elements(By.CSS_SELECTOR, "#diff b") == []
+    assert "storage engine that writes" in browser.find_element(By.CSS_SELECTOR, "#diff tr.removed").text
+    shot(browser, "10-diff")
+
+    browser.find_element(By.CSS_SELECTOR, "a.revert").click()  # revert to version 1: signed out, no button
+    wait.until(ec.presence_of_element_located((By.ID, "sign-in-first")))
+    assert browser.find_elements(By.ID, "revert-button") == []
+    browser.get(f"{base}/ops")
+    browser.find_element(By.NAME, "token").send_keys(OPS_TOKEN)
+    browser.find_element(By.XPATH, "//button[contains(., 'sign in')]").click()
+    wait.until(ec.presence_of_element_located((By.XPATH, "//button[contains(., 'sign out')]")))
+    browser.get(f"{base}/ops/kb/{wiki.kb_id}/revert/alpha-engine?version=1")
+    assert "version 2 (current) → 1" in browser.find_element(By.TAG_NAME, "main").text
+    shot(browser, "11-revert-confirm")
+    browser.find_element(By.ID, "revert-button").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "flash"), "Reverted to version 1: the page is version 3 now."))
+    assert "revert:1" in browser.find_element(By.ID, "v3").text
+    shot(browser, "12-reverted-history")
+    assert "rewritten" not in pages.get(wiki.kb_id, "alpha-engine").content
+
+    browser.find_element(By.CSS_SELECTOR, "#history-title a").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Alpha Engine"))
+    assert "version 3" in browser.find_element(By.CLASS_NAME, "meta").text

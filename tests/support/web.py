@@ -162,7 +162,7 @@ def serving(app, deadline_s: float = 20, trusted_proxies: list[str] | None = Non
             host="127.0.0.1",
             port=free_port(),
             log_level="warning",
-            lifespan="off",
+            lifespan="on",  # create_app's lifespan runs the MCP session manager (/mcp)
             proxy_headers=bool(trusted_proxies),
             forwarded_allow_ips=trusted_proxies or None,
         )

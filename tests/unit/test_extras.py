@@ -53,3 +53,13 @@ def test_serve_without_the_web_extra_is_one_line_naming_it(missing, tmp_path):
         "Error: the web face (kbwiki serve, kbwiki mcp) needs kbwiki's web extra: pip install 'kbwiki[web]'"
         " (module uvicorn is missing: import of uvicorn halted; None in sys.modules)"
     ]
+
+
+def test_mcp_without_the_web_extra_is_one_line_naming_it(missing, tmp_path):
+    missing("mcp")
+    result = CliRunner().invoke(main, ["mcp"], env={"KBWIKI_HOME": str(tmp_path)})
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: the web face (kbwiki serve, kbwiki mcp) needs kbwiki's web extra: pip install 'kbwiki[web]'"
+        " (module mcp is missing: import of mcp halted; None in sys.modules)"
+    ]
