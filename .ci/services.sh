@@ -21,8 +21,8 @@ wheel_path() {  # the embedded wheels' PostgreSQL bin folder (pg) or valkey-serv
     [[ -x "$PYTHON_BIN" ]] || return 0
     "$PYTHON_BIN" - "$1" 2>/dev/null <<'EOF' || true
 import sys
-from kbwiki.services import pg_builds, redis_builds
-builds = pg_builds() if sys.argv[1] == "pg" else redis_builds()
+from kbwiki.services import postgres, valkey
+builds = (postgres if sys.argv[1] == "pg" else valkey).builds()
 print(next((b.path for b in builds if b.origin.endswith("wheel")), ""))
 EOF
 }

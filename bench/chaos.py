@@ -60,18 +60,11 @@ from actors.deps import run_stage
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbwiki.services import (  # noqa: E402
-    _log_since,
-    _pg_answers,
-    _pg_cleanup,
-    _read_state,
-    _redis_answers,
-    _run,
-    _RunAs,
-    local_services,
-    pg_url,
-    stop_home,
-)
+from kbwiki.services import postgres, valkey  # noqa: E402
+from kbwiki.services.client import local_services, stop_home  # noqa: E402
+from kbwiki.services.logs import log_since  # noqa: E402
+from kbwiki.services.run_as import RunAs  # noqa: E402
+from kbwiki.services.state import read_state  # noqa: E402
 from kbwiki.workers import worker_command  # noqa: E402
 from repos.bench import KbProbe  # noqa: E402
 from repos.db import apply_migrations, make_pool  # noqa: E402
@@ -179,7 +172,7 @@ def make_corpus(n: int, seed: int) -> list[dict]:
 
 class Servers:
     """A private PostgreSQL cluster and Redis under ``home``, started the way the embedded default
-    starts them (``kbwiki.services.local_services`` on that home: free ports, a non-root account or
+    starts them (``kbwiki.services.client.local_services`` on that home: free ports, a non-root account or
     user namespace when run as root); PostgreSQL restart and outage on demand."""
 
     def __init__(self, home: Path) -> None:
@@ -191,20 +184,20 @@ class Servers:
             local_services(Settings(home=str(home), database_url=None, redis_url=None))
         )
         self.redis_url = settings.redis_url
-        self.pg = _read_state(home)["postgres"]  # port, bindir, data and the account it runs as
-        # the supervisor restarts a server on the port it had (kbwiki.services.server_port)
-        self._redis_port = int(_read_state(home)["redis"]["port"])
+        self.pg = read_state(home)["postgres"]  # port, bindir, data and the account it runs as
+        # the supervisor restarts a server on the port it had (kbwiki.services.state.server_port)
+        self._redis_port = int(read_state(home)["redis"]["port"])
 
     def database(self, name: str) -> str:
         """Create database ``name`` with every migration applied; returns its URL."""
-        create_database(pg_url(self.pg["port"], "postgres"), name, replace=True)
-        url = pg_url(self.pg["port"], name)
+        create_database(postgres.url(self.pg["port"], "postgres"), name, replace=True)
+        url = postgres.url(self.pg["port"], name)
         apply_migrations(url)
         return url
 
     def start_pg(self) -> None:
-        log = Path(self.pg["log"])  # <home>/pg.log, or where it links to (kbwiki.system_account)
-        _run(
+        log = Path(self.pg["log"])  # <home>/pg.log, or where it links to (kbwiki.services.system_account)
+        RunAs.from_entry(self.pg).run(
             [
                 str(Path(self.pg["bindir"]) / "pg_ctl"),
                 "start",
@@ -218,20 +211,19 @@ class Servers:
                 "-o",
                 f"-p {self.pg['port']}",
             ],
-            _RunAs.from_entry(self.pg),
             "pg_ctl start",
             timeout=70,
             log=log,
         )
 
     def stop_pg(self) -> None:
-        _pg_cleanup(self.pg)
+        postgres.cleanup(self.pg)
 
     def admin_url(self) -> str:
-        return pg_url(self.pg["port"], "postgres")
+        return postgres.url(self.pg["port"], "postgres")
 
     def supervisor_pid(self) -> int:
-        return int(_read_state(self.home)["supervisor"]["pid"])
+        return int(read_state(self.home)["supervisor"]["pid"])
 
     def redis_port(self) -> int:
         return self._redis_port
@@ -239,14 +231,14 @@ class Servers:
     def stop_redis(self) -> None:
         """Stop Redis as a crash or ``systemctl stop`` would (SIGTERM: its append-only file keeps
         the queues), and wait until it no longer answers."""
-        os.kill(int(_read_state(self.home)["redis"]["pid"]), signal.SIGTERM)
+        os.kill(int(read_state(self.home)["redis"]["pid"]), signal.SIGTERM)
         wait_for(lambda: not self.redis_answers(), 30, "Redis to stop")
 
     def redis_answers(self) -> bool:
-        return _redis_answers(self.redis_port())
+        return valkey.answers(self.redis_port())
 
     def pg_answers(self) -> bool:
-        return _pg_answers(int(self.pg["port"]))
+        return postgres.answers(int(self.pg["port"]))
 
     def close(self) -> None:
         """Detach, and stop the home's servers (its supervisor would keep them until idle, and die
@@ -672,7 +664,7 @@ def chaos_run(servers: Servers, docs: list[dict], args) -> tuple[dict, dict, dic
         # hold the disk full until PostgreSQL has felt it (a write refused), then --disk-full-s more
         try:
             refused = wait_for(
-                lambda: next((line for line in _log_since(pg_log, seen) if "No space left" in line), None),
+                lambda: next((line for line in log_since(pg_log, seen) if "No space left" in line), None),
                 120,
                 "a refused write",
             )

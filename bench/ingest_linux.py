@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psutil
 
-from kbwiki.services import home_folder
+from kbwiki.services.state import home_folder
 from wiki.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

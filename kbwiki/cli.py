@@ -5,8 +5,8 @@ delete-kb, lint, mcp, resume, serve, up, down, kbs, documents, history and rever
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it uses
 the local servers that the home's supervisor runs (``kbwiki.supervisor``, started when none runs)
 under the home (``KBWIKI_HOME``, else ``~/.local/share/kbwiki``; see
-``kbwiki.services.home_folder``), says which on stderr, and applies migrations; with them set it
-uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's release line).
+``kbwiki.services.state.home_folder``), says which on stderr, and applies migrations; with them set
+it uses those servers and leaves migrations to ``kbwiki migrate`` (the Procfile's release line).
 """
 
 from __future__ import annotations

@@ -169,10 +169,10 @@ COMMAND_LOG = "commands.log"
 
 def command_logs(settings: Settings) -> None:
     """Send this process's logs (JSON lines) to ``commands.log`` in the home
-    (``kbwiki.services.home_folder``, also with both URLs set) instead of stderr, so they never
+    (``kbwiki.services.state.home_folder``, also with both URLs set) instead of stderr, so they never
     land among the lines a command prints; stderr is kept when that file cannot be opened. The
     ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
-    from kbwiki.services import home_folder
+    from kbwiki.services.state import home_folder
     from middleware.logging import configure_logging
 
     with contextlib.suppress(OSError, ServiceError):
@@ -249,7 +249,8 @@ def services(*, migrating: bool = False, waiting: str | None = None) -> Iterator
     stderr per try (:func:`_until_connected`), instead of ending the command: a worker started
     before its servers can take it is there when they can.
     """
-    from kbwiki.services import describe_home, local_services
+    from kbwiki.services.builds import describe_home
+    from kbwiki.services.client import local_services
     from repos.db import apply_migrations, pending_migrations
 
     base = checked_settings()

@@ -12,7 +12,7 @@ from actors.deps import Deps
 from kbwiki.corpus import iter_stdlib_docs
 from kbwiki.export import edited_files, edited_message, export_vault, read_marker
 from kbwiki.ingest import ingest_docs, wait_for_lanes
-from kbwiki.services import home_folder
+from kbwiki.services.state import home_folder
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers

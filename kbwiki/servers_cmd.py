@@ -23,9 +23,10 @@ def idle_line(idle_s: float) -> str:
 
 
 def watched(settings: Settings) -> list[str]:
-    """What the home's supervisor did about its servers (``kbwiki.services.watch_lines``: a
+    """What the home's supervisor did about its servers (``kbwiki.services.client.watch_lines``: a
     restart and why, or a restart that keeps failing and the next try); [] with both URLs set."""
-    from kbwiki.services import home_folder, watch_lines
+    from kbwiki.services.client import watch_lines
+    from kbwiki.services.state import home_folder
 
     if settings.database_url and settings.redis_url:
         return []
@@ -36,7 +37,8 @@ def refuse_when_down(settings: Settings, err: bool = False) -> list[str]:
     """:func:`watched`'s lines; raises ``ServersUnreachable`` (after printing them, on stderr when
     ``err``: a ``--json`` output stays JSON) when the supervisor is failing to restart a server:
     attaching would wait for nothing."""
-    from kbwiki.services import home_folder, servers_down
+    from kbwiki.services.client import servers_down
+    from kbwiki.services.state import home_folder
 
     lines = watched(settings)
     if lines and servers_down(home_folder(settings)):
@@ -69,7 +71,8 @@ def up() -> None:
 def down() -> None:
     """Stop the local PostgreSQL and Redis of the home. Workers and `serve` still running wait and
     reconnect when the servers start again (`kbwiki up`, or any command)."""
-    from kbwiki.services import home_folder, server_clients, stop_home
+    from kbwiki.services.client import server_clients, stop_home
+    from kbwiki.services.state import home_folder
 
     settings = checked_settings()
     home = home_folder(settings)

@@ -1,21 +1,21 @@
 """The supervisor of a home's local servers: one process per home that no user command owns.
 
 ``python -m kbwiki.supervisor HOME --idle S [--detach]`` is started by the first command that needs
-the embedded servers (``kbwiki.services.attach``) or by ``kbwiki up``. It:
+the embedded servers (``kbwiki.services.client.attach``) or by ``kbwiki up``. It:
 
 - holds ``<home>/supervisor.lock`` (``flock``) for its life, so a home has one supervisor; a second
   one exits 0 at once (two commands may start one at the same moment);
-- starts PostgreSQL and Redis (or adopts the ones a killed supervisor left answering), each on the
-  port it had before (``kbwiki.services.server_port``), and records itself and them in
-  ``<home>/services.json``; when it cannot, it writes the one-line reason to
+- starts PostgreSQL and Redis (``kbwiki.services.builds.SERVERS``; or adopts the ones a killed
+  supervisor left answering), each on the port it had before (``state.server_port``), and records
+  itself and them in ``<home>/services.json``; when it cannot, it writes the one-line reason to
   ``<home>/supervisor.error`` (the waiting command prints it) and exits 1;
 - checks every ``CHECK_S`` seconds that each server answers, and restarts one that missed
   ``MISSES`` checks in a row on the same port, with a backoff doubling from ``CHECK_S`` up to
   ``MAX_BACKOFF_S`` while starting fails (a full disk); it records under ``watch`` in the state
   file, per server, when it last restarted it and why it had stopped (its log's line,
-  ``kbwiki.services.why_stopped``), or while restarting fails, since when, how many tries failed,
-  the last error and the next try (``kbwiki status`` and ``kbwiki up`` print them:
-  ``kbwiki.services.watch_lines``);
+  ``Server.why_stopped``), or while restarting fails, since when, how many tries failed, the last
+  error and the next try (``kbwiki status`` and ``kbwiki up`` print them:
+  ``kbwiki.services.client.watch_lines``);
 - never dies of its own writes: on a full disk a log line (``middleware.logging``) or a state
   file write that fails is lost, and the checks go on (the fault run of issue 27: PostgreSQL shut
   down on a full disk and stayed down, its supervisor gone with it);
@@ -43,16 +43,13 @@ from typing import Any
 
 import structlog
 
-from kbwiki import services
-from kbwiki.services import (
-    CLIENTS_LOCK,
-    SUPERVISOR_ERROR,
-    SUPERVISOR_LOCK,
-    SUPERVISOR_LOG,
-    Build,
-    ServiceError,
-)
+from kbwiki.services import state
+from kbwiki.services.builds import SERVERS, choose_build, record_build
+from kbwiki.services.client import server_clients
+from kbwiki.services.logs import short_error
+from kbwiki.services.server import Build
 from middleware.logging import configure_logging
+from wiki.errors import ServiceError
 
 log = structlog.get_logger(__name__)
 
@@ -62,8 +59,6 @@ CHECK_S = 2.0
 MISSES = 3
 #: Longest wait between two restarts of a server that fails to start (a full disk, a port taken).
 MAX_BACKOFF_S = 60.0
-#: The order servers start in (and stop in reverse): the queue after the database it feeds.
-SERVERS = ("postgres", "redis")
 
 
 class Supervisor:
@@ -84,19 +79,19 @@ class Supervisor:
 
     def run(self) -> int:
         """Serve until stopped; returns the exit code (0, or 1 when the servers could not start)."""
-        with open(self.home / SUPERVISOR_LOCK, "a") as lock:
+        with open(self.home / state.SUPERVISOR_LOCK, "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return 0  # another supervisor runs this home
-            (self.home / SUPERVISOR_ERROR).unlink(missing_ok=True)
+            (self.home / state.SUPERVISOR_ERROR).unlink(missing_ok=True)
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, lambda *_: self.stopping.set())
             try:
                 self._start()
             except ServiceError as exc:
                 log.error("supervisor.start_failed", error=str(exc))
-                (self.home / SUPERVISOR_ERROR).write_text(str(exc) + "\n")
+                (self.home / state.SUPERVISOR_ERROR).write_text(str(exc) + "\n")
                 self._stop_servers()
                 return 1
             log.info("supervisor.ready", ports={n: e["port"] for n, e in self.entries.items()}, idle_s=self.idle_s)
@@ -106,11 +101,11 @@ class Supervisor:
             return 0
 
     def _start(self) -> None:
-        with services._locked(self.home):
+        with state.start_lock(self.home):
             # Every build is chosen before any server starts: a home that cannot run is refused
             # whole, never half-started.
-            self.builds = {name: services.choose_build(self.home, name) for name in SERVERS}
-            previous = services._read_state(self.home)
+            self.builds = {name: choose_build(self.home, name) for name in SERVERS}
+            previous = state.read_state(self.home)
             self._write_state()
             for name in SERVERS:
                 old = previous.get(name)
@@ -152,7 +147,7 @@ class Supervisor:
             elif time.monotonic() - idle_since >= self.idle_s:
                 with self._clients_excluded() as excluded:
                     # decided under the exclusive lock: no command can attach until we are down
-                    if excluded and services.server_clients(self.home) == 0:
+                    if excluded and server_clients(self.home) == 0:
                         log.info("supervisor.idle_stop", idle_s=self.idle_s)
                         self._stop_servers()
                         return
@@ -161,9 +156,8 @@ class Supervisor:
     # -- servers -------------------------------------------------------------------------------
 
     def _start_one(self, name: str) -> dict[str, Any]:
-        _, start, *_ = services._SERVICES[name]
-        entry = start(self.home, self.builds[name], services.server_port(self.home, name))
-        services._record_build(self.home, name, self.builds[name])
+        entry = SERVERS[name].start(self.home, self.builds[name], state.server_port(self.home, name))
+        record_build(self.home, name, self.builds[name])
         log.info("supervisor.started", server=name, port=entry["port"])
         return entry
 
@@ -173,17 +167,17 @@ class Supervisor:
         watch = self.watch.get(name) or {}
         if (old := self.entries.pop(name, None)) is not None:
             # read before the cleanup, which may add its own lines to the log
-            watch = {"why": services.why_stopped(name, old, MISSES * CHECK_S), "down_since": time.time()}
+            watch = {"why": SERVERS[name].why_stopped(old, MISSES * CHECK_S), "down_since": time.time()}
             self.watch[name] = watch
             log.warning("supervisor.server_down", server=name, why=watch["why"])
             self._cleanup(name, old)
         self._write_state()
         try:
-            with services._locked(self.home):
+            with state.start_lock(self.home):
                 self.entries[name] = self._start_one(name)
         except ServiceError as exc:
             log.error("supervisor.restart_failed", server=name, error=str(exc))
-            return services.short_error(str(exc))  # the whole of it is in the log line above
+            return short_error(str(exc))  # the whole of it is in the log line above
         self.watch[name] = {"restarted_at": time.time(), "why": watch.get("why", "it stopped")}
         self._write_state()
         return None
@@ -199,26 +193,26 @@ class Supervisor:
 
     @staticmethod
     def _answers(name: str, entry: dict[str, Any]) -> bool:
-        return bool(services._SERVICES[name][2](int(entry["port"])))
+        return SERVERS[name].answers(int(entry["port"]))
 
     @staticmethod
     def _cleanup(name: str, entry: dict[str, Any]) -> None:
         with contextlib.suppress(ServiceError):
-            services._SERVICES[name][3](entry)
+            SERVERS[name].cleanup(entry)
 
     def _stop_servers(self) -> None:
         for name in reversed(SERVERS):
             if (entry := self.entries.pop(name, None)) is not None:
                 self._cleanup(name, entry)
-        services._write_state(self.home, {})
+        state.write_state(self.home, {})
 
     def _write_state(self) -> None:
         """Write ``services.json``; a failed write (a full disk) is logged when it can be, and the
         next write tries again."""
-        token = services._process_token(os.getpid())
-        state = {"supervisor": {"pid": os.getpid(), "started": token}, **self.entries, "watch": self.watch}
+        token = state.process_token(os.getpid())
+        record = {"supervisor": {"pid": os.getpid(), "started": token}, **self.entries, "watch": self.watch}
         try:
-            services._write_state(self.home, state)
+            state.write_state(self.home, record)
         except OSError as exc:
             log.warning("supervisor.state_not_written", error=str(exc))
 
@@ -227,12 +221,12 @@ class Supervisor:
     def _busy(self) -> bool:
         """Whether a command is attached (holds the shared client lock) or a server has a client."""
         with self._clients_excluded() as excluded:
-            return not excluded or services.server_clients(self.home) > 0
+            return not excluded or server_clients(self.home) > 0
 
     @contextlib.contextmanager
     def _clients_excluded(self):
         """Hold ``clients.lock`` exclusively (yields True), or yield False when a command holds it."""
-        with open(self.home / CLIENTS_LOCK, "a") as fh:
+        with open(self.home / state.CLIENTS_LOCK, "a") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -256,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.fork() > 0:
             return 0
         os.setsid()
-    configure_logging("INFO", home / SUPERVISOR_LOG)
+    configure_logging("INFO", home / state.SUPERVISOR_LOG)
     return Supervisor(home, args.idle).run()
 
 

@@ -21,7 +21,8 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from kbwiki import services
+from kbwiki.services import valkey
+from kbwiki.services.state import free_port
 from repos.db import apply_migrations
 from tests.conftest import ADMIN_URL
 from tests.e2e.conftest import wait_until
@@ -58,12 +59,12 @@ def _connection_limit(role: str, limit: int) -> None:
 def test_a_worker_refused_at_start_waits_for_postgresql_and_redis_then_works(limited_database, tmp_path: Path):
     url, role = limited_database
     _connection_limit(role, 0)  # every connection of the role refused: "too many connections"
-    port = services._free_port()  # Redis will listen here, later
+    port = free_port()  # Redis will listen here, later
     prefix = f"kbwiki-wait-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
         "DATABASE_URL": url,
-        "REDIS_URL": services.redis_url(port),
+        "REDIS_URL": valkey.url(port),
         "KBWIKI_REDIS_NAMESPACE": f"{prefix}-dramatiq",
         "KBWIKI_KEY_PREFIX": prefix,
         "KBWIKI_HOME": str(tmp_path / "home"),
@@ -95,7 +96,7 @@ def test_a_worker_refused_at_start_waits_for_postgresql_and_redis_then_works(lim
 
         home = tmp_path / "redis-home"
         home.mkdir()
-        redis_entry = services._redis_start(home, services.redis_builds()[0], port)
+        redis_entry = valkey.start(home, valkey.builds()[0], port)
         docs = tmp_path / "docs"
         docs.mkdir()
         (docs / "heron.md").write_text("# Heron\n\nThe Heron is a wading bird that feeds on fish in shallow water.\n")
@@ -117,4 +118,4 @@ def test_a_worker_refused_at_start_waits_for_postgresql_and_redis_then_works(lim
                 os.killpg(worker.pid, signal.SIGKILL)
                 worker.wait()
         if redis_entry is not None:
-            services._redis_cleanup(redis_entry)
+            valkey.cleanup(redis_entry)

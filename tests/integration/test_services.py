@@ -21,19 +21,12 @@ import psycopg
 import pytest
 import redis
 
-from kbwiki import services
-from kbwiki.services import (
-    BUILD_FILE,
-    STATE_FILE,
-    ServiceError,
-    choose_build,
-    describe_home,
-    home_folder,
-    local_services,
-    pg_builds,
-    stop_home,
-    supervisor_alive,
-)
+from kbwiki.services import postgres
+from kbwiki.services.builds import choose_build, describe_home
+from kbwiki.services.client import local_services, stop_home, watch_lines
+from kbwiki.services.run_as import RunAs, userns_works
+from kbwiki.services.state import BUILD_FILE, STATE_FILE, home_folder, supervisor_alive
+from wiki.errors import ServiceError
 from wiki.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -141,7 +134,7 @@ def test_set_urls_start_nothing(home: Path) -> None:
 
 _CHILD = """
 import json, sys
-from kbwiki.services import local_services
+from kbwiki.services.client import local_services
 from wiki.settings import Settings
 with local_services(Settings(home=sys.argv[1], database_url=None, redis_url=None)) as s:
     print(json.dumps([s.database_url, s.redis_url]), flush=True)
@@ -313,7 +306,7 @@ def test_redis_data_of_another_build_is_refused(home: Path) -> None:
 
 
 def test_a_home_runs_the_build_that_made_its_data(home: Path) -> None:
-    builds = pg_builds()
+    builds = postgres.builds()
     other = next((b for b in builds[1:] if b.major != builds[0].major), None)
     if other is None:
         pytest.skip("one PostgreSQL major version installed: nothing to choose between")
@@ -351,7 +344,7 @@ def test_a_home_in_a_private_folder_works(tmp_path_factory: pytest.TempPathFacto
     try:
         with local_services(_embedded(base / "home")) as settings:
             assert _pg_answers(settings.database_url)
-        if os.geteuid() == 0 and not services._userns_works():
+        if os.geteuid() == 0 and not userns_works():
             assert pg.is_symlink() and pg.stat().st_uid == pwd.getpwnam("kbwiki").pw_uid
         else:
             assert not pg.is_symlink() and pg.stat().st_uid == os.geteuid()
@@ -406,9 +399,8 @@ def _kbwiki(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _pg_ctl_stop_immediate(home: Path) -> None:
     """Stop the home's PostgreSQL behind its supervisor's back, as the server's own account."""
     entry = _state(home)["postgres"]
-    services._run(
+    RunAs.from_entry(entry).run(
         [str(Path(entry["bindir"]) / "pg_ctl"), "stop", "-D", entry["data"], "-m", "immediate", "-w"],
-        services._RunAs.from_entry(entry),
         "pg_ctl stop -m immediate",
     )
 
@@ -425,7 +417,7 @@ def test_a_postgresql_stopped_behind_the_supervisors_back_is_restarted_and_statu
         _pg_ctl_stop_immediate(home)
         _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the supervisor to restart PostgreSQL")
         _wait_for(lambda: _pg_answers(settings.database_url), "PostgreSQL to answer again")
-        lines = services.watch_lines(home)
+        lines = watch_lines(home)
     assert len(lines) == 1, lines
     assert lines[0].startswith("PostgreSQL restarted ")
     # pg_ctl's immediate stop is the last thing its log says about the server
@@ -494,7 +486,7 @@ def test_a_restart_that_keeps_failing_is_reported_with_its_reason_and_next_try_u
         _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the restart once the cause is gone")
         assert _pg_answers(settings.database_url)
         assert _watch(home, "redis")["why"] == "it stopped with nothing in its log (killed?)"
-    lines = services.watch_lines(home)
+    lines = watch_lines(home)
     assert [line.split(" restarted ")[0] for line in lines] == ["PostgreSQL", "Redis"]
     assert "after it stopped: LOG: received immediate shutdown request" in lines[0]
 
@@ -543,11 +535,11 @@ def test_a_postgresql_that_shut_down_on_a_full_disk_starts_again_once_there_is_r
                     conn.execute("UPDATE wal_writer SET x = x")
                     conn.execute("SELECT pg_switch_wal()")
         _wait_for(lambda: _watch(home, "postgres").get("failures"), "a restart to fail on the full disk")
-        down = services.watch_lines(home)[0]
+        down = watch_lines(home)[0]
         assert down.startswith("PostgreSQL is down since ") and "next try in" in down, down
         assert "(it stopped: PANIC: could not write to file" in down and "No space left on device" in down
         (small_disk / "filler").unlink()
         _wait_for(lambda: _watch(home, "postgres").get("restarted_at"), "the restart once there is room")
         assert _pg_answers(settings.database_url)
-    restarted = services.watch_lines(home)[0]
+    restarted = watch_lines(home)[0]
     assert restarted.startswith("PostgreSQL restarted ") and "after it stopped: PANIC: could not write" in restarted

