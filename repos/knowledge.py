@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
@@ -13,6 +13,20 @@ from psycopg_pool import ConnectionPool
 from repos.db import borrow
 from wiki.errors import BadInput, StoreConflict, UnknownKnowledgeBase
 from wiki.models import Document, KnowledgeBase, valid_kb_name
+
+
+def live_document_ids(conn: Connection, kb_id: str, knowledge_ids: Iterable[str]) -> set[str]:
+    """Which of ``knowledge_ids`` are live documents of the KB (not missing, ``deleted_at`` unset,
+    status not ``deleted``: the others are what lint calls stale sources). One primary-key lookup."""
+    ids = sorted(set(knowledge_ids))
+    if not ids:
+        return set()
+    rows = conn.execute(
+        "SELECT id FROM knowledges WHERE knowledge_base_id = %s AND id = ANY(%s)"
+        " AND deleted_at IS NULL AND status <> 'deleted'",
+        (kb_id, ids),
+    ).fetchall()
+    return {r["id"] for r in rows}
 
 
 def content_hash(content: str) -> str:

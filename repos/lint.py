@@ -16,6 +16,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
+from repos.knowledge import live_document_ids
 from repos.pages import LITE_COLUMNS, WikiPageRepository
 from wiki.lint import STALE_SAMPLE_PER_PAGE, LintPage, LintReport, RevertOverwritten
 from wiki.models import PageLite
@@ -161,16 +162,8 @@ class LintRepository:
 
     def live_documents(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``knowledge_ids`` are documents of the KB that still exist (the complement of stale)."""
-        ids = list(set(knowledge_ids))
-        if not ids:
-            return set()
         with borrow(self.pool, conn) as c:
-            rows = c.execute(
-                "SELECT id FROM knowledges WHERE knowledge_base_id = %s AND id = ANY(%s)"
-                " AND deleted_at IS NULL AND status <> 'deleted'",
-                (kb_id, ids),
-            ).fetchall()
-        return {r["id"] for r in rows}
+            return live_document_ids(c, kb_id, knowledge_ids)
 
     def pages_titled(self, kb_id: str, keys: Iterable[str], per_key: int = PER_KEY) -> list[PageLite]:
         """Live pages whose lower(title) is one of ``keys`` (lowercased), at most ``per_key`` per key.

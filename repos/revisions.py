@@ -20,6 +20,7 @@ from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
+from repos.knowledge import live_document_ids
 from wiki.models import Page, SourceRef
 from wiki.revisions import MAX_REF_CHANGES, RefChanges, Revision, RevisionInfo, versions_citing
 
@@ -230,13 +231,6 @@ class PageRevisionRepository:
     def documents_gone(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``knowledge_ids`` are no live document of the KB (missing, ``deleted_at`` set
         or status ``deleted``: what lint calls a stale source). One primary-key lookup."""
-        ids = sorted(set(knowledge_ids))
-        if not ids:
-            return set()
+        ids = set(knowledge_ids)
         with borrow(self.pool, conn) as c:
-            rows = c.execute(
-                "SELECT id FROM knowledges WHERE knowledge_base_id = %s AND id = ANY(%s)"
-                " AND deleted_at IS NULL AND status <> 'deleted'",
-                (kb_id, ids),
-            ).fetchall()
-        return set(ids) - {r["id"] for r in rows}
+            return ids - live_document_ids(c, kb_id, ids)

@@ -44,7 +44,7 @@ from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
 from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
-from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard
+from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard, operator_form
 from kbwiki.web.revisions import revision_routes, store_revert
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
@@ -505,13 +505,7 @@ def create_app(
         return response
 
     async def ops_action(request: Request) -> Response:
-        refused = HTTPException(403, "sign in with the ops token first")
-        cookie = request.cookies.get(COOKIE)
-        if not await run_in_threadpool(guard.signed_in, cookie):  # before a byte of the body is read
-            raise refused
-        form = await request.form()
-        if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
-            raise refused
+        await operator_form(guard, request)  # a signed-in operator's form, its CSRF field checked
         dead_letter_id = int(request.path_params["id"])
         action = request.path_params["action"]
         if action not in ("requeue", "purge"):

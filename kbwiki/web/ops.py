@@ -24,6 +24,10 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from limits import parse
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
 
 from repos.web_sessions import WebSessionRepository
 
@@ -101,3 +105,16 @@ class OpsGuard:
         except BadSignature:  # SignatureExpired is one
             return False
         return isinstance(bound, str) and hmac.compare_digest(bound, _hash(cookie).hex())
+
+
+async def operator_form(guard: OpsGuard, request: Request) -> FormData:
+    """The form an operator posted: its session is open (checked before a byte of the body is
+    read) and its CSRF field is that session's. Raises ``HTTPException`` 403 otherwise."""
+    refused = HTTPException(403, "sign in with the ops token first")
+    cookie = request.cookies.get(COOKIE)
+    if not await run_in_threadpool(guard.signed_in, cookie):
+        raise refused
+    form = await request.form()
+    if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
+        raise refused
+    return form

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from kbwiki.web.ops import COOKIE, OpsGuard
+from kbwiki.web.ops import OpsGuard, operator_form
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
@@ -165,13 +165,7 @@ def revision_routes(
         )
 
     async def revert_action(request: Request) -> Response:
-        refused = HTTPException(403, "sign in with the ops token first")
-        cookie = request.cookies.get(COOKIE)
-        if not await run_in_threadpool(guard.signed_in, cookie):  # before a byte of the body is read
-            raise refused
-        form = await request.form()
-        if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
-            raise refused
+        form = await operator_form(guard, request)
         kb = await run_in_threadpool(the_kb, request)
         slug = request.path_params["slug"]
         version = _version(str(form.get("version", "")))
