@@ -96,8 +96,8 @@ def run(pool, keep: int, docs: int, batch_size: int) -> dict:
     writes keep ``keep`` revisions; returns the KB id and the seconds spent."""
     from actors.deps import build_deps, run_stage
     from stages.reduce import run_reduce_batch
+    from tests.support.lanes import mapped_document
     from wiki.dedup import name_key
-    from wiki.lanes import REDUCE, SCOPE_KB
     from wiki.settings import Settings
 
     settings = Settings(
@@ -123,18 +123,8 @@ def run(pool, keep: int, docs: int, batch_size: int) -> dict:
     reduce_s, batches = 0.0, 0
     for start in range(0, docs, batch_size):
         for i in range(start, min(docs, start + batch_size)):
-            doc, _ = deps.docs.upsert(
-                kb, title=f"Note {i:04d}", source_uri=f"note-{i:04d}.md", content=f"Note {i} " * 20
-            )
-            deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name, _extraction(i))
-            deps.ops.enqueue(
-                tenant_id=kb.tenant_id,
-                task_type=REDUCE,
-                scope=SCOPE_KB,
-                scope_id=kb.id,
-                op="ingest",
-                dedup_key=doc.id,
-                payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
+            mapped_document(
+                deps, kb, f"Note {i:04d}", _extraction(i), source_uri=f"note-{i:04d}.md", content=f"Note {i} " * 20
             )
         t0 = time.perf_counter()
         result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)

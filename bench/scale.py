@@ -267,8 +267,8 @@ def _naive_by_key(deps, kb_id: str):
 def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     from actors.deps import build_deps
     from stages.reduce import run_reduce_batch
+    from tests.support.lanes import mapped_document
     from wiki.extract.offline import OfflineExtractor
-    from wiki.lanes import REDUCE, SCOPE_KB
     from wiki.settings import Settings
 
     settings = Settings(database_url=bench_url(), redis_url="redis://127.0.0.1:6379/15", ingest_batch_size=1000)
@@ -276,19 +276,8 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     deps = build_deps(settings, pool=pool, extractor=OfflineExtractor())
     kb = deps.kbs.get_active(1, kb_id)
     for i, row in enumerate(json.loads(batch_path.read_text())):
-        doc, _ = deps.docs.upsert(kb, title=row["title"], source_uri=f"batch:{i}", content=row["text"])
-        deps.extractions.put(
-            kb.id, doc.id, doc.content_hash, deps.extractor.name, Extraction.model_validate_json(row["extraction"])
-        )
-        deps.ops.enqueue(
-            tenant_id=1,
-            task_type=REDUCE,
-            scope=SCOPE_KB,
-            scope_id=kb.id,
-            op="ingest",
-            dedup_key=doc.id,
-            payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
-        )
+        extraction = Extraction.model_validate_json(row["extraction"])
+        mapped_document(deps, kb, row["title"], extraction, source_uri=f"batch:{i}", content=row["text"])
     lookup = _naive_by_key(deps, kb.id) if naive else None
     asked: list[str] = []
 

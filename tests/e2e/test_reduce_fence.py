@@ -16,6 +16,7 @@ import pytest
 
 from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
+from tests.support.lanes import mapped_document
 from wiki.lanes import REDUCE, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction
 
@@ -26,28 +27,11 @@ SHARED = ["Apache", "Kafka", "Postgres", "Linux", "Python", "Django", "Nginx", "
 
 def _mapped(deps, kb, title: str) -> str:
     """A document whose extraction names every SHARED thing, queued on the reduce lane."""
-    doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} text " * 20)
     items = [
         ExtractedItem(name=n, kind="entity", description=f"{n} in {title}.", evidence=[f"{n} in {title}."])
         for n in SHARED
     ]
-    deps.extractions.put(
-        kb.id,
-        doc.id,
-        doc.content_hash,
-        deps.extractor.name,
-        Extraction(summary=f"{title}.", body=f"{title}.", items=items),
-    )
-    deps.ops.enqueue(
-        tenant_id=kb.tenant_id,
-        task_type=REDUCE,
-        scope=SCOPE_KB,
-        scope_id=kb.id,
-        op="ingest",
-        dedup_key=doc.id,
-        payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
-    )
-    return doc.id
+    return mapped_document(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=items))
 
 
 def _waiting_on_locks(pool) -> int:

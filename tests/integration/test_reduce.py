@@ -6,24 +6,14 @@ import uuid
 
 from actors.deps import build_deps, run_stage
 from stages.reduce import run_reduce_batch
+from tests.support.lanes import mapped_document
 from wiki.extract.offline import OfflineExtractor
 from wiki.lanes import REDUCE, SCOPE_KB
 from wiki.models import ExtractedItem, Extraction
 
 
 def _mapped(deps, kb, title: str, extraction: Extraction) -> str:
-    doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} text " * 20)
-    deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name, extraction)
-    deps.ops.enqueue(
-        tenant_id=kb.tenant_id,
-        task_type=REDUCE,
-        scope=SCOPE_KB,
-        scope_id=kb.id,
-        op="ingest",
-        dedup_key=doc.id,
-        payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
-    )
-    return doc.id
+    return mapped_document(deps, kb, title, extraction)
 
 
 def test_one_document_naming_a_thing_twice_gets_one_page(settings, clean_db):

@@ -15,6 +15,7 @@ from repos.lint import LintRepository
 from stages.lint import run_lint
 from stages.reduce import run_reduce_batch
 from stages.revert import revert_page
+from tests.support.lanes import mapped_document
 from wiki.errors import RevertRefused, UnknownKnowledgeBase, UnknownPage
 from wiki.extract.offline import OfflineExtractor
 from wiki.lanes import FINALIZE, REDUCE, SCOPE_KB
@@ -36,19 +37,7 @@ def kb(deps):
 def _ingest(deps, kb, title: str, sentence: str) -> str:
     """Store a document naming the entity "Widget", map it (its extraction) and reduce its batch."""
     item = ExtractedItem(name="Widget", kind="entity", description=sentence, evidence=[sentence])
-    doc, _ = deps.docs.upsert(kb, title=title, source_uri=f"{title}.md", content=f"{title} text " * 20)
-    extraction = Extraction(summary=f"{title}.", body=f"{title} body.", items=[item])
-    deps.extractions.put(kb.id, doc.id, doc.content_hash, deps.extractor.name, extraction)
-    deps.ops.enqueue(
-        tenant_id=kb.tenant_id,
-        task_type=REDUCE,
-        scope=SCOPE_KB,
-        scope_id=kb.id,
-        op="ingest",
-        dedup_key=doc.id,
-        payload={"content_hash": doc.content_hash, "extractor": deps.extractor.name},
-    )
-    return doc.id
+    return mapped_document(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title} body.", items=[item]))
 
 
 def _reduce(deps, kb) -> None:
