@@ -32,6 +32,7 @@ from kbwiki.command import (
     timeout_option,
 )
 from wiki.errors import DocumentsFailed, StoreConflict
+from wiki.models import DocStatus
 from wiki.plural import counted
 
 
@@ -145,7 +146,7 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
             click.echo(warning)
         if wait and not wait_for_lanes(deps, kb, report.queued, timeout):
             raise lanes_timeout(deps, kb, kb_name, timeout)
-        if wait and (failed := deps.docs.count_by_status(kb.id).get("failed", 0)):
+        if wait and (failed := deps.docs.count_by_status(kb.id).get(DocStatus.failed, 0)):
             # the wiki is complete, but without these documents: say so, and exit 1
             raise DocumentsFailed(
                 f"{counted(failed, 'document')} of {kb_name!r} failed and wrote no page"

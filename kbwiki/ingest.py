@@ -18,7 +18,7 @@ from actors.deps import Deps, run_stage
 from kbwiki.corpus import CorpusDoc, Rejected
 from kbwiki.status import status_command
 from repos.knowledge import content_hash
-from stages.ingest import prepare_document, store_document, unchanged_sources
+from stages.ingest import SubmitStatus, prepare_document, store_document, unchanged_sources
 from wiki.errors import Interrupted, KnowledgeBaseDeleted, ServersUnreachable, UnknownKnowledgeBase
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, WIKI_LANES
 from wiki.models import KnowledgeBase
@@ -55,7 +55,7 @@ class IngestReport:
 
     @property
     def queued(self) -> int:
-        return self.counts["queued"]
+        return self.counts[SubmitStatus.queued]
 
     def describe(self) -> str:
         head = ", ".join(f"{k}={v}" for k, v in sorted(self.counts.items())) or "no documents found"
@@ -120,7 +120,7 @@ def _submit_all(
                 report.problems.append(rejected_line(doc))
                 continue
             if doc.source_uri in unchanged:
-                report.counts["unchanged"] += 1
+                report.counts[SubmitStatus.unchanged] += 1
                 continue
             result = run_stage(
                 store_document,

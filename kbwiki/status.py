@@ -12,12 +12,12 @@ from repos.rate_limit import read_notice
 from stages.llm_gate import RESUME_HINT
 from wiki.lanes import SCOPE_KB
 from wiki.llm_config import config_from_settings, estimated_usd
-from wiki.models import KnowledgeBase
+from wiki.models import DocStatus, KnowledgeBase
 from wiki.plural import counted
 
 #: Skipped or failed documents shown with their reason; the rest are only counted.
 NOT_WRITTEN_SAMPLE = 10
-NOT_WRITTEN_STATUSES = ("skipped", "failed")  # document statuses that wrote no page
+NOT_WRITTEN_STATUSES = (DocStatus.skipped, DocStatus.failed)  # document statuses that wrote no page
 _REASON_CHARS = 200
 NO_WORKER = (
     "no worker is alive for these servers (no heartbeat in the last {ttl:.0f} s): queued work waits"

@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
 from wiki.errors import BadInput, StoreConflict, UnknownKnowledgeBase
-from wiki.models import Document, KnowledgeBase, valid_kb_name
+from wiki.models import DocStatus, Document, KnowledgeBase, valid_kb_name
 
 
 def live_document_ids(conn: Connection, kb_id: str, knowledge_ids: Iterable[str]) -> set[str]:
@@ -175,7 +175,7 @@ _INSERT_DOC_UNLESS_LIVE = (
 #: the live row after our read and it is deleted again before our next read.
 _UPSERT_ATTEMPTS = 5
 #: A live document in one of these is stored (and written) again even when its content is unchanged.
-REDO_STATUSES = ("failed", "deleting")
+REDO_STATUSES = (DocStatus.failed, DocStatus.deleting)
 
 
 class KnowledgeRepository:

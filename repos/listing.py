@@ -14,13 +14,14 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
 
 from wiki.errors import BadInput
+from wiki.models import DocStatus
 
 #: Rows a page may hold. ``limit`` is clamped to 1..this + 1: a caller asks for one row more than
 #: it shows to learn whether another page follows.
 MAX_LIST_PAGE = 1000
 #: Document statuses a listing shows; ``deleted`` rows are gone from the KB (``deleting`` ones are
 #: still shown until their retract is applied). The column comment of migrations/0002 lists them.
-LISTED_STATUSES = ("pending", "mapped", "done", "skipped", "failed", "deleting")
+LISTED_STATUSES = tuple(s.value for s in DocStatus if s is not DocStatus.deleted)
 
 # Each KB of the page: its documents by status and its pages by type, each with the latest change,
 # from index-only passes over idx_knowledges_kb_status_updated and idx_wiki_pages_kb_type_updated (no

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from repos.pages import LITE_COLUMNS
 from repos.queue_common import SCOPE_KB
-from wiki.models import Document, KnowledgeBase, Page, PageLite
+from wiki.models import DocStatus, Document, KnowledgeBase, Page, PageLite
 from wiki.slugs import CJK_CLASS, has_cjk
 
 #: Rows a list on a page shows at most (backlinks, pages a document supports, dead letters).
@@ -222,7 +222,7 @@ class DocumentText(BaseModel):
     id: str
     title: str
     source_uri: str = ""
-    status: str = "pending"
+    status: str = DocStatus.pending
     chars: int
     start: int
     text: str

@@ -7,6 +7,7 @@ time and sends one ``wiki_map`` message per document, so one huge KB cannot star
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import redis as redis_lib
 import structlog
@@ -21,7 +22,7 @@ from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
-from wiki.models import MAX_TITLE_CHARS, Document
+from wiki.models import MAX_TITLE_CHARS, DocStatus, Document
 from wiki.plural import counted
 from wiki.settings import Settings, kb_tunables
 from wiki.text import clean_text, cut, prose_size
@@ -29,13 +30,21 @@ from wiki.text import clean_text, cut, prose_size
 log = structlog.get_logger(__name__)
 
 
+class SubmitStatus(StrEnum):
+    """What happened to a submitted document (``kbwiki ingest`` counts its documents by these)."""
+
+    queued = "queued"  # stored and queued for map (its reason says where it was cut, if it was)
+    unchanged = "unchanged"  # the KB holds this content from this source already: nothing queued
+    skipped = "skipped"  # not stored: too short, or the KB is deleted (the reason says which)
+
+
 @dataclass(frozen=True)
 class SubmitResult:
-    """What happened to a submitted document: ``queued`` (reason set when it was cut), ``unchanged``
-    or ``skipped`` (with reason)."""
+    """What happened to a submitted document: its status and, for ``skipped`` and a cut
+    ``queued`` document, the reason."""
 
     knowledge_id: str | None
-    status: str
+    status: SubmitStatus
     reason: str = ""
 
 
@@ -105,13 +114,13 @@ def store_document(
     if was_cut:
         log.warning("document.cut", title=title, source_uri=source_uri, max_chars=settings.max_document_chars)
     if skip:
-        return SubmitResult(None, "skipped", skip)
+        return SubmitResult(None, SubmitStatus.skipped, skip)
     with pool.connection() as conn:
         doc, changed = docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
         if not changed:
             if not _needs_new_extraction(extractions, extractor_name, kb.id, doc):
-                return SubmitResult(doc.id, "unchanged")
-            docs.set_status([doc.id], "pending", conn=conn)
+                return SubmitResult(doc.id, SubmitStatus.unchanged)
+            docs.set_status([doc.id], DocStatus.pending, conn=conn)
         op = ops.enqueue_if_kb_active(
             tenant_id=tenant_id,
             task_type=INGEST,
@@ -124,11 +133,11 @@ def store_document(
         )
         if op is None:
             conn.rollback()
-            return SubmitResult(None, "skipped", "knowledge base was deleted")
+            return SubmitResult(None, SubmitStatus.skipped, "knowledge base was deleted")
     send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     # said in the result too: a command logs to a file, and the user should see a cut document
     cut_to = f"cut to {settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
-    return SubmitResult(doc.id, "queued", cut_to if was_cut else "")
+    return SubmitResult(doc.id, SubmitStatus.queued, cut_to if was_cut else "")
 
 
 def unchanged_sources(
@@ -146,9 +155,9 @@ def unchanged_sources(
     of an unchanged folder costs a file read and a hash per document (issue 24)."""
     live = docs.live_versions(kb_id, list(prepared))
     same = {uri: v for uri, v in live.items() if (v[1], v[2]) == prepared[uri] and v[3] not in REDO_STATUSES}
-    written = {v[0]: (v[2], extractor_name) for v in same.values() if v[3] == "done"}
+    written = {v[0]: (v[2], extractor_name) for v in same.values() if v[3] == DocStatus.done}
     cached = extractions.held(kb_id, written)
-    return {uri for uri, v in same.items() if v[3] != "done" or v[0] in cached}
+    return {uri for uri, v in same.items() if v[3] != DocStatus.done or v[0] in cached}
 
 
 def prepare_document(title: str, content: str, settings: Settings) -> tuple[str, str, bool, str]:
@@ -173,7 +182,7 @@ def _needs_new_extraction(extractions: ExtractionRepository, extractor_name: str
     """True for a written (``done``) document whose extraction is not the current extractor's: a KB
     built by an older extractor version is rebuilt when its documents are submitted again, instead
     of keeping the old pages because the content did not change (one primary-key probe)."""
-    if doc.status != "done":
+    if doc.status != DocStatus.done:
         return False
     return extractions.get(kb_id, doc.id, doc.content_hash, extractor_name) is None
 

@@ -26,7 +26,7 @@ from wiki.errors import LLMConfigError, LLMError
 from wiki.extract import Extractor
 from wiki.extract.llm.ratelimit import sharing
 from wiki.llm_config import estimated_usd
-from wiki.models import Document, Extraction, PageLite
+from wiki.models import Document, Extraction, MapOutcome, PageLite
 from wiki.plural import counted
 from wiki.settings import Settings
 
@@ -243,11 +243,11 @@ def paused(
     return True
 
 
-def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, worker_id: str | None) -> str:
+def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, worker_id: str | None) -> MapOutcome:
     """Give the op back without counting a failure, claimable again in ``llm_pause_s``; returns
     the map outcome ``paused``."""
     ops.release([op.id], by=worker_id, not_before_s=settings.llm_pause_s)
-    return "paused"
+    return MapOutcome.paused
 
 
 def record_config_error(

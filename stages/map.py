@@ -31,6 +31,7 @@ from stages.triggers import send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text, fail_budget_spent
 from wiki.extract import Extractor
 from wiki.lanes import INGEST, REDUCE
+from wiki.models import RETRACTED, DocStatus, MapOutcome
 from wiki.plural import counted
 from wiki.settings import Settings
 
@@ -61,7 +62,7 @@ def map_document(
     redis: redis_lib.Redis,
     settings: Settings,
     worker_id: str | None,
-) -> str:
+) -> MapOutcome:
     """Extract one document for the op ``op_id``; returns the outcome.
 
     Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
@@ -77,18 +78,18 @@ def map_document(
     # An op id names another document's op when ids were reused (a restored or truncated table): a
     # stale message must neither map nor delete it.
     if op is None or op.task_type != INGEST or op.dedup_key != knowledge_id:
-        return "gone"
+        return MapOutcome.gone
     if worker_id:
         # The pump that claimed the op may run in another worker: the claim follows the message to
         # the worker mapping it, so a kill -9 of this worker frees it at its next missed heartbeat.
         ops.adopt([op_id], worker_id, msg=current_message_tag())
     doc = docs.get(knowledge_id)
     tombstoned = redis.exists(tombstone_key(settings.key_prefix, knowledge_base_id, knowledge_id))
-    if doc is None or doc.status in ("deleting", "deleted") or tombstoned:
+    if doc is None or doc.status in RETRACTED or tombstoned:
         ops.delete_by_ids([op_id])
-        return "deleted"
+        return MapOutcome.deleted
     extractor = llm_gate.extractor_for(extractor, knowledge_base_id, kbs=kbs)
-    outcome = "cached"
+    outcome = MapOutcome.cached
     paused = {"ops": ops, "settings": settings, "worker_id": worker_id}
     try:
         found = llm_gate.cached(extractor, knowledge_base_id, doc, extractions=extractions, llm_usage=llm_usage)
@@ -106,7 +107,7 @@ def map_document(
                 llm_usage=llm_usage,
                 extractions=extractions,
             )
-            outcome = "mapped"
+            outcome = MapOutcome.mapped
         extraction, name = found
     except LLMConfigError as exc:  # the endpoint refused the configuration: no document can pass
         llm_gate.record_config_error(extractor, knowledge_base_id, exc, llm_errors=llm_errors)
@@ -114,9 +115,9 @@ def map_document(
     except ExtractionError as exc:  # the document itself is unusable: retrying cannot help
         with pool.connection() as conn:
             if not ops.delete_by_ids([op_id], conn=conn):
-                return "gone"  # handled meanwhile: its outcome, not this one, is the document's status
-            docs.set_status([doc.id], "skipped", f"no wiki content: {exc}", conn=conn)
-        return "skipped"
+                return MapOutcome.gone  # handled meanwhile: its outcome, not this one, is the document's status
+            docs.set_status([doc.id], DocStatus.skipped, f"no wiki content: {exc}", conn=conn)
+        return MapOutcome.skipped
     except Exception as exc:
         return _count_failure(
             op,
@@ -140,8 +141,8 @@ def map_document(
             conn=conn,
             from_task_type=INGEST,
         ):
-            return "gone"
-        docs.set_status([doc.id], "mapped", conn=conn)
+            return MapOutcome.gone
+        docs.set_status([doc.id], DocStatus.mapped, conn=conn)
     return outcome
 
 
@@ -156,14 +157,14 @@ def _count_failure(
     redis: redis_lib.Redis,
     settings: Settings,
     worker_id: str | None,
-) -> str:
+) -> MapOutcome:
     error = error_text(exc)
     # The invalid answer's signature is kept on the op: the next failure compares with it.
     signature = getattr(exc, "signature", None)
     repeated = signature is not None and op.payload.get(_LAST_INVALID) == signature
     fails = ops.incr_fail_count(op.id, payload_patch={_LAST_INVALID: signature})
     if fails is None:
-        return "gone"
+        return MapOutcome.gone
     # A failure retrying cannot help (a content filter's refusal, an answer invalid the same way
     # twice: the model is deterministic enough) spends the whole budget at once.
     if fail_budget_spent(fails, settings.wiki_max_fail_retries) or getattr(exc, "for_good", False) or repeated:
@@ -175,18 +176,18 @@ def _count_failure(
         with pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
             dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
-            docs.set_status([op.dedup_key], "failed", reason, conn=conn)
+            docs.set_status([op.dedup_key], DocStatus.failed, reason, conn=conn)
         log.error(
             "document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, repeated=repeated, error=repr(exc)
         )
         if llm_recovery.is_transient(exc):  # the endpoint's failure: requeued when it answers again
             llm_recovery.note_outage(op.scope_id, redis=redis, settings=settings)
-        return "dead"
+        return MapOutcome.dead
     delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)
     log.warning(
         "document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc), retry_in_s=round(delay, 1)
     )
-    return "retry"
+    return MapOutcome.retry
 
 
 def refill_slots(
@@ -252,7 +253,7 @@ def map_step(
     redis: redis_lib.Redis,
     settings: Settings,
     worker_id: str | None,
-) -> str:
+) -> MapOutcome:
     """What ``wiki_map`` does with a message: map the document (:func:`map_document`), then keep the
     pipeline moving (refill map slots, come back after a failed op's backoff, trigger the reduce);
     returns the outcome."""
@@ -280,14 +281,14 @@ def map_step(
     refill_slots(
         tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
     )
-    if outcome in ("retry", "paused"):  # the pump skips the op until its backoff ends: come back then
+    if outcome in (MapOutcome.retry, MapOutcome.paused):  # the pump skips the op until its backoff ends: come back then
         op = ops.get(op_id)
         if op is not None and op.not_before is not None:
             wait_s = (op.not_before - datetime.now(UTC)).total_seconds()
             send_trigger("wiki_ingest", debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
-    if outcome in ("mapped", "cached"):
+    if outcome in (MapOutcome.mapped, MapOutcome.cached):
         send_trigger("wiki_reduce", **kb)
-    if outcome == "mapped" and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
+    if outcome == MapOutcome.mapped and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
         llm_recovery.requeue_after_outage(
             tenant_id,
             knowledge_base_id,

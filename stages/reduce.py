@@ -50,7 +50,7 @@ from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
 from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
 from wiki.merge import keep_lead, lead_due
-from wiki.models import ITEM_TYPES, Document, Extraction, Page, PageType, SourceRef
+from wiki.models import ITEM_TYPES, RETRACTED, DocStatus, Document, Extraction, Page, PageType, SourceRef
 from wiki.plural import counted
 from wiki.render import render_summary_page
 from wiki.revisions import Writer, written_by
@@ -169,7 +169,7 @@ def _reduce_claimed(
     wanted: dict[str, tuple[str, str]] = {}
     for kid, op in last.items():
         doc = by_id.get(kid)
-        if op.op == OP_RETRACT or doc is None or doc.status in ("deleting", "deleted") or kid in tombstoned:
+        if op.op == OP_RETRACT or doc is None or doc.status in RETRACTED or kid in tombstoned:
             retracts.append(kid)
         else:
             wanted[kid] = (
@@ -249,7 +249,7 @@ def _reduce_claimed(
         result.leads = enqueue_leads(kb, writes.leads, ops=ops, conn=conn)
         if touched or writes.deleted:
             request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
-        docs.set_status([d.id for d, _ in ingested], "done", conn=conn)
+        docs.set_status([d.id for d, _ in ingested], DocStatus.done, conn=conn)
         docs.mark_deleted(retracts, conn=conn)
         # the versions the batch just replaced quote them too: no page's history keeps a deleted document
         pages.forget_documents(kb.id, retracts, conn=conn)
@@ -465,7 +465,9 @@ def _count_failure(
             dead_letters.move_op_to_dead_letters(
                 op.model_copy(update={"fail_count": fails}), task_type=INGEST, error=error, conn=conn
             )
-            docs.set_status([op.dedup_key], "failed", f"reduce failed {counted(fails, 'time')}: {exc!r}", conn=conn)
+            docs.set_status(
+                [op.dedup_key], DocStatus.failed, f"reduce failed {counted(fails, 'time')}: {exc!r}", conn=conn
+            )
         else:
             delay = max(
                 delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id, conn=conn)

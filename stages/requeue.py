@@ -32,6 +32,7 @@ from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor, send_trigger
 from wiki.errors import DeadLetterNotFound, RequeueRefused
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
+from wiki.models import DocStatus
 from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -126,7 +127,7 @@ def _reinsert_wiki_op(
             conn.rollback()
             raise RequeueRefused(f"knowledge base {row.scope_id} of tenant {row.tenant_id} is unknown or deleted")
         if kind == OP_INGEST:
-            docs.set_status([knowledge_id], "pending", conn=conn)
+            docs.set_status([knowledge_id], DocStatus.pending, conn=conn)
     send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
     log.info(
         "dead_letter.requeued",

@@ -53,6 +53,36 @@ class PageType(StrEnum):
 ITEM_TYPES = (PageType.entity, PageType.concept)
 
 
+class DocStatus(StrEnum):
+    """``knowledges.status``, a document's place in the pipeline (migrations/0002's column
+    comment). A str enum: members compare equal to the stored strings."""
+
+    pending = "pending"  # stored, waiting for map
+    mapped = "mapped"  # extracted, waiting for reduce
+    done = "done"  # its pages are written
+    skipped = "skipped"  # nothing to write (too short, empty extraction), with the reason
+    failed = "failed"  # past its fail budget: a dead letter holds its op
+    deleting = "deleting"  # its retract is queued
+    deleted = "deleted"  # retracted: its pages no longer cite it
+
+
+class MapOutcome(StrEnum):
+    """What ``wiki_map`` did with one document's op (``stages.map.map_document``)."""
+
+    mapped = "mapped"  # extracted and stored
+    cached = "cached"  # the stored extraction of the same content and extractor: no extractor call
+    skipped = "skipped"  # nothing to write: status and reason on the document
+    gone = "gone"  # the op was handled already (or meanwhile, by another worker)
+    deleted = "deleted"  # the document is deleted or tombstoned: the op is dropped
+    retry = "retry"  # a failure counted, the op released for a later try
+    dead = "dead"  # the fail budget spent (or a failure for good): dead-lettered
+    paused = "paused"  # the KB's model work is paused (configuration, credit, budget): released uncounted
+
+
+#: The statuses of a document whose retract is queued or done: map and reduce write nothing for it.
+RETRACTED = (DocStatus.deleting, DocStatus.deleted)
+
+
 class PageStatus(StrEnum):
     """``wiki_pages.status``: lint's fix archives a near-empty page (no longer a link target)."""
 
@@ -162,7 +192,7 @@ class Document(BaseModel):
     source_uri: str = ""
     content: str = ""
     content_hash: str = ""
-    status: str = "pending"
+    status: str = DocStatus.pending
     error: str = ""
 
 
