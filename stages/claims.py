@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import structlog
 from dramatiq.common import compute_backoff
@@ -14,6 +15,7 @@ from psycopg import Connection
 
 from repos.broker_messages import tag_of
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from wiki.errors import fail_budget_spent
 from wiki.lanes import SCOPE_KB
 from wiki.settings import Settings
 
@@ -85,19 +87,39 @@ def backoff_s(settings: Settings, fails: int) -> float:
     return ms / 1000
 
 
-def release_after_failure(
+@dataclass(frozen=True)
+class Failure:
+    """One failure counted on an op: its new ``fails``, whether its fail budget is now ``spent``
+    (the caller dead-letters or drops it: it is still claimed) and otherwise the backoff ``delay_s``
+    it was released with."""
+
+    fails: int
+    spent: bool
+    delay_s: float = 0.0
+
+
+def count_failure(
     op: PendingOp,
-    fails: int,
     *,
     ops: TaskPendingOpsRepository,
     settings: Settings,
     worker_id: str | None,
     conn: Connection | None = None,
-) -> float:
-    """Give a failed op's claim back with its backoff (:func:`backoff_s`); returns the backoff in seconds."""
+    payload_patch: dict | None = None,
+    for_good: bool = False,
+) -> Failure | None:
+    """Count one failure on ``op`` (merging ``payload_patch`` into its payload): past
+    ``wiki_max_fail_retries`` (or ``for_good``) the budget is spent and the op is left to the
+    caller; else its claim is given back with its backoff (:func:`backoff_s`). None when the op
+    is gone (handled meanwhile)."""
+    fails = ops.incr_fail_count(op.id, conn=conn, payload_patch=payload_patch)
+    if fails is None:
+        return None
+    if for_good or fail_budget_spent(fails, settings.wiki_max_fail_retries):
+        return Failure(fails, spent=True)
     delay = backoff_s(settings, fails)
     ops.release([op.id], conn=conn, by=worker_id, not_before_s=delay)
-    return delay
+    return Failure(fails, spent=False, delay_s=delay)
 
 
 @contextlib.contextmanager

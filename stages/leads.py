@@ -37,12 +37,12 @@ from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate
-from stages.claims import claim_lane, release_after_failure, released_on_failure, room_for_another_run
+from stages.claims import claim_lane, count_failure, released_on_failure, room_for_another_run
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.pacing import link_wait_s, schedule_recheck
 from stages.triggers import clear_trigger, send_trigger
-from wiki.errors import LLMConfigError, LLMError, error_text, fail_budget_spent
+from wiki.errors import LLMConfigError, LLMError, error_text
 from wiki.extract import Extractor
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB
 from wiki.merge import keep_lead, lead_due
@@ -240,12 +240,12 @@ def _count_failure(
     its backoff, or drop it past ``wiki_max_fail_retries`` (the page keeps its chosen lead)."""
     dropped, delay = [], 0.0
     for op in claimed:
-        fails = ops.incr_fail_count(op.id)
-        if fail_budget_spent(fails, settings.wiki_max_fail_retries):
+        failure = count_failure(op, ops=ops, settings=settings, worker_id=worker_id)
+        if failure is not None and failure.spent:
             ops.delete_by_ids([op.id])
             dropped.append(op.dedup_key)
-        else:
-            delay = max(delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id))
+        elif failure is not None:
+            delay = max(delay, failure.delay_s)
     log.warning(
         "lead.failed", knowledge_base_id=kb.id, error=error_text(exc), retry_in_s=round(delay, 1), gave_up=dropped
     )

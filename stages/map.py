@@ -25,10 +25,10 @@ from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate, llm_recovery
-from stages.claims import current_message_tag, release_after_failure
+from stages.claims import count_failure, current_message_tag
 from stages.ingest import pump_ingest_lane
 from stages.triggers import send_trigger
-from wiki.errors import ExtractionError, LLMConfigError, error_text, fail_budget_spent
+from wiki.errors import ExtractionError, LLMConfigError, error_text
 from wiki.extract import Extractor
 from wiki.lanes import INGEST, REDUCE
 from wiki.models import RETRACTED, DocStatus, MapOutcome
@@ -162,12 +162,20 @@ def _count_failure(
     # The invalid answer's signature is kept on the op: the next failure compares with it.
     signature = getattr(exc, "signature", None)
     repeated = signature is not None and op.payload.get(_LAST_INVALID) == signature
-    fails = ops.incr_fail_count(op.id, payload_patch={_LAST_INVALID: signature})
-    if fails is None:
-        return MapOutcome.gone
     # A failure retrying cannot help (a content filter's refusal, an answer invalid the same way
     # twice: the model is deterministic enough) spends the whole budget at once.
-    if fail_budget_spent(fails, settings.wiki_max_fail_retries) or getattr(exc, "for_good", False) or repeated:
+    failure = count_failure(
+        op,
+        ops=ops,
+        settings=settings,
+        worker_id=worker_id,
+        payload_patch={_LAST_INVALID: signature},
+        for_good=getattr(exc, "for_good", False) or repeated,
+    )
+    if failure is None:
+        return MapOutcome.gone
+    fails = failure.fails
+    if failure.spent:
         reason = f"extraction failed {counted(fails, 'time')}: {exc!r}"
         if repeated:
             kind, _, message = error.partition(": ")
@@ -183,9 +191,12 @@ def _count_failure(
         if llm_recovery.is_transient(exc):  # the endpoint's failure: requeued when it answers again
             llm_recovery.note_outage(op.scope_id, redis=redis, settings=settings)
         return MapOutcome.dead
-    delay = release_after_failure(op, fails, ops=ops, settings=settings, worker_id=worker_id)
     log.warning(
-        "document.map_failed", knowledge_id=op.dedup_key, fail_count=fails, error=repr(exc), retry_in_s=round(delay, 1)
+        "document.map_failed",
+        knowledge_id=op.dedup_key,
+        fail_count=fails,
+        error=repr(exc),
+        retry_in_s=round(failure.delay_s, 1),
     )
     return MapOutcome.retry
 

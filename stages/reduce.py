@@ -37,7 +37,7 @@ from repos.pages import WikiPageRepository, title_keys
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages.backlink import enqueue_keys
 from stages.batch_context import BatchContext
-from stages.claims import claim_lane, release_after_failure, released_on_failure
+from stages.claims import claim_lane, count_failure, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.index import request_index
@@ -46,7 +46,7 @@ from stages.leads import enqueue_leads
 from stages.triggers import clear_trigger, send_trigger
 from wiki.coverage import MentionRow, rows_of
 from wiki.dedup import name_key
-from wiki.errors import FenceLost, LockLost, error_text, fail_budget_spent
+from wiki.errors import FenceLost, LockLost, error_text
 from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB
 from wiki.links import rewrite_links
 from wiki.merge import keep_lead, lead_due
@@ -460,18 +460,15 @@ def _count_failure(
     error = error_text(exc)
     delay = 0.0
     for op in failed:
-        fails = ops.incr_fail_count(op.id, conn=conn)
-        if fail_budget_spent(fails, settings.wiki_max_fail_retries):
-            dead_letters.move_op_to_dead_letters(
-                op.model_copy(update={"fail_count": fails}), task_type=INGEST, error=error, conn=conn
-            )
-            docs.set_status(
-                [op.dedup_key], DocStatus.failed, f"reduce failed {counted(fails, 'time')}: {exc!r}", conn=conn
-            )
-        else:
-            delay = max(
-                delay, release_after_failure(op, fails or 1, ops=ops, settings=settings, worker_id=worker_id, conn=conn)
-            )
+        failure = count_failure(op, ops=ops, settings=settings, worker_id=worker_id, conn=conn)
+        if failure is None:
+            continue
+        if failure.spent:
+            op = op.model_copy(update={"fail_count": failure.fails})
+            dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
+            reason = f"reduce failed {counted(failure.fails, 'time')}: {exc!r}"
+            docs.set_status([op.dedup_key], DocStatus.failed, reason, conn=conn)
+        delay = max(delay, failure.delay_s)
     log.warning(
         "document.reduce_failed",
         knowledge_base_id=kb_id,
