@@ -19,7 +19,7 @@ from repos.db import get_pool
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.index_intros import IndexIntroRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.listing import ListingRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.llm_errors import LLMConfigErrorRepository
@@ -42,7 +42,7 @@ class Deps:
     pool: ConnectionPool
     redis: redis.Redis
     kbs: KnowledgeBaseRepository
-    docs: KnowledgeRepository
+    docs: DocumentRepository
     ops: TaskPendingOpsRepository
     dead_letters: TaskDeadLetterRepository
     pages: WikiPageRepository
@@ -91,7 +91,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         pool=pool,
         redis=client,
         kbs=KnowledgeBaseRepository(pool),
-        docs=KnowledgeRepository(pool),
+        docs=DocumentRepository(pool),
         ops=TaskPendingOpsRepository(pool),
         dead_letters=TaskDeadLetterRepository(pool),
         pages=WikiPageRepository(pool, revisions_keep=settings.page_revisions_keep),

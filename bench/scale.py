@@ -127,7 +127,7 @@ def extractions(items: list[tuple[str, str]]) -> list[tuple[str, str, Extraction
 # -- building KBs ------------------------------------------------------------------------------
 def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
     """Create KB ``name`` with pages for ``corpus`` unless it already has them; returns its id."""
-    from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+    from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
     from repos.pages import WikiPageRepository
     from wiki.models import Page, SourceRef
     from wiki.render import render_item_page, render_summary_page
@@ -137,7 +137,7 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
     if BenchKbRepository(pool).live_page_count(kb.id):
         return kb.id
     t0 = time.monotonic()
-    docs = KnowledgeRepository(pool)
+    docs = DocumentRepository(pool)
     items: dict[str, dict] = {}
     pages = []
     taken: set[str] = set()

@@ -178,8 +178,8 @@ _UPSERT_ATTEMPTS = 5
 REDO_STATUSES = (DocStatus.failed, DocStatus.deleting)
 
 
-class KnowledgeRepository:
-    """Reads and writes documents (``knowledges`` rows)."""
+class DocumentRepository:
+    """Reads and writes documents (``knowledges`` rows: the table keeps its first name)."""
 
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool

@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
 from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
@@ -66,7 +66,7 @@ def delete_document(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     redis: redis_lib.Redis,
     settings: Settings,
@@ -84,7 +84,7 @@ def delete_documents(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     redis: redis_lib.Redis,
     settings: Settings,
@@ -157,7 +157,7 @@ def delete_knowledge_base(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     pages: WikiPageRepository,
     mentions: MentionRepository,

@@ -16,7 +16,7 @@ from psycopg_pool import ConnectionPool
 from repos.broker_messages import tag_of
 from repos.db import advisory_xact_lock
 from repos.extractions import ExtractionRepository
-from repos.knowledge import REDO_STATUSES, KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import REDO_STATUSES, DocumentRepository, KnowledgeBaseRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
@@ -57,7 +57,7 @@ def submit_document(
     source_uri: str = "",
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     extractions: ExtractionRepository,
     extractor_name: str,
@@ -96,7 +96,7 @@ def store_document(
     source_uri: str = "",
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     extractions: ExtractionRepository,
     extractor_name: str,
@@ -144,7 +144,7 @@ def unchanged_sources(
     kb_id: str,
     prepared: dict[str, tuple[str, str]],
     *,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     extractions: ExtractionRepository,
     extractor_name: str,
 ) -> set[str]:

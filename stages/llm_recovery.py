@@ -30,7 +30,7 @@ import structlog
 from psycopg_pool import ConnectionPool
 
 from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import KnowledgeRepository
+from repos.knowledge import DocumentRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.requeue import requeue_dead_letter
 from wiki.errors import DeadLetterNotFound, LLMUnavailable, RequeueRefused
@@ -74,7 +74,7 @@ def requeue_after_outage(
     pool: ConnectionPool,
     dead_letters: TaskDeadLetterRepository,
     ops: TaskPendingOpsRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     redis: redis_lib.Redis,
     settings: Settings,
 ) -> int:

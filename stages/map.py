@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool
 from repos.coordination import tombstone_key
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
@@ -51,7 +51,7 @@ def map_document(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     extractions: ExtractionRepository,
@@ -151,7 +151,7 @@ def _count_failure(
     exc: Exception,
     *,
     pool: ConnectionPool,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     redis: redis_lib.Redis,
@@ -253,7 +253,7 @@ def map_step(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     extractions: ExtractionRepository,

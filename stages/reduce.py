@@ -30,7 +30,7 @@ from repos.coordination import ActiveBatchLock, active_index_key, active_key, to
 from repos.db import refresh_statistics
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.liveness import LaneFenceRepository
 from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository, title_keys
@@ -82,7 +82,7 @@ def run_reduce_batch(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     pages: WikiPageRepository,
@@ -147,7 +147,7 @@ def _reduce_claimed(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     pages: WikiPageRepository,
@@ -449,7 +449,7 @@ def _count_failure(
     exc: Exception,
     conn: Connection,
     *,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     settings: Settings,
@@ -485,7 +485,7 @@ def reduce_step(
     *,
     pool: ConnectionPool,
     kbs: KnowledgeBaseRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     ops: TaskPendingOpsRepository,
     dead_letters: TaskDeadLetterRepository,
     pages: WikiPageRepository,

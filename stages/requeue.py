@@ -27,7 +27,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.dead_letter_spool import DeadLetterSpool
 from repos.dead_letters import DeadLetter, TaskDeadLetterRepository
-from repos.knowledge import KnowledgeRepository
+from repos.knowledge import DocumentRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor, send_trigger
 from wiki.errors import DeadLetterNotFound, RequeueRefused
@@ -68,7 +68,7 @@ def requeue_dead_letter(
     pool: ConnectionPool,
     dead_letters: TaskDeadLetterRepository,
     ops: TaskPendingOpsRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     redis: redis_lib.Redis,
     settings: Settings,
     mark: dict[str, Any] | None = None,
@@ -98,7 +98,7 @@ def _reinsert_wiki_op(
     pool: ConnectionPool,
     dead_letters: TaskDeadLetterRepository,
     ops: TaskPendingOpsRepository,
-    docs: KnowledgeRepository,
+    docs: DocumentRepository,
     redis: redis_lib.Redis,
     settings: Settings,
     mark: dict[str, Any] | None = None,

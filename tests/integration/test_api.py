@@ -16,7 +16,7 @@ from openapi_spec_validator import validate
 from kbwiki.outage import RETRY_AFTER_S
 from kbwiki.web.app import create_app
 from repos.db import Pool
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.web import RANK_WINDOW
 from tests.integration.test_web_security import _kbwiki_serve
@@ -173,7 +173,7 @@ def test_backlinks_and_sources_page_with_cursors(api, wiki, clean_db):
     walked, pages = walk(api, page_url(wiki.kb_id, "beta-store", "backlinks"), limit=1)
     assert [p["slug"] for p in walked] == ["alpha-engine", "doc-storage-engines-guide", "北京大兴"] and pages == 3
     kb = KnowledgeBaseRepository(clean_db).get_or_create(1, "web-demo")
-    docs = KnowledgeRepository(clean_db)
+    docs = DocumentRepository(clean_db)
     made = [docs.upsert(kb, title=f"D{i}", source_uri=f"s/{i:03}.md", content=f"t {i}")[0] for i in range(63)]
     WikiPageRepository(clean_db).save(
         Page(

@@ -18,7 +18,7 @@ from psycopg.rows import dict_row
 
 from actors.deps import run_stage
 from repos.db import make_pool
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 
 THREADS = 8
@@ -63,7 +63,7 @@ def kb(clean_db):
 
 
 def test_identical_concurrent_upserts_store_one_document_and_one_reports_changed(clean_db, database_url, kb):
-    docs = KnowledgeRepository(clean_db)
+    docs = DocumentRepository(clean_db)
     content = "Concurrency notes: the same file submitted by several ingest runs at once. " * 4
 
     def work(i: int, barrier: threading.Barrier):
@@ -84,7 +84,7 @@ def test_identical_concurrent_upserts_store_one_document_and_one_reports_changed
 
 
 def test_concurrent_upserts_of_different_contents_keep_the_last_writers(clean_db, database_url, kb):
-    docs = KnowledgeRepository(clean_db)
+    docs = DocumentRepository(clean_db)
     contents = [f"Version {i} of the shared page, written by ingest run number {i}. " * 3 for i in range(THREADS)]
     commit_order: list[int] = []
     commit_lock = threading.Lock()

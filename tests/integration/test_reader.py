@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kbwiki.reader import MAX_HOPS, PAGE_SOURCES, Reader
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.web import RANK_WINDOW
 from tests.support.reader import grow, other_tenant_document, store_lint_report
@@ -87,7 +87,7 @@ def test_page_holds_content_out_links_and_sources(clean_db, wiki, reader):
 
 def test_sources_page_on_past_the_first_fifty(clean_db, wiki, reader):
     kb = KnowledgeBaseRepository(clean_db).get_or_create(1, "web-demo")
-    docs = KnowledgeRepository(clean_db)
+    docs = DocumentRepository(clean_db)
     made = [docs.upsert(kb, title=f"D{i}", source_uri=f"s/{i:03}.md", content=f"t {i}")[0] for i in range(63)]
     WikiPageRepository(clean_db).save(
         Page(
@@ -149,7 +149,7 @@ def test_evidence_of_a_document(clean_db, wiki, reader):
     broken = next(d for d in reader.documents(wiki.kb_id).items if d.source_uri == "broken.md")
     failed = reader.evidence(wiki.kb_id, broken.id)
     assert failed.error == "ValueError: cannot parse"  # the headline, not the traceback
-    KnowledgeRepository(clean_db).set_status([broken.id], "deleted")
+    DocumentRepository(clean_db).set_status([broken.id], "deleted")
     with pytest.raises(UnknownDocument):
         reader.evidence(wiki.kb_id, broken.id)
 

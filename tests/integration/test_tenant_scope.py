@@ -15,7 +15,7 @@ import pytest
 
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository, UnknownKnowledgeBase
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository, UnknownKnowledgeBase
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
@@ -38,7 +38,7 @@ class Tenant:
 @dataclass
 class World:
     kbs: KnowledgeBaseRepository
-    docs: KnowledgeRepository
+    docs: DocumentRepository
     pages: WikiPageRepository
     extractions: ExtractionRepository
     ops: TaskPendingOpsRepository
@@ -138,7 +138,7 @@ def w(clean_db) -> World:
     pool = clean_db
     world = World(
         KnowledgeBaseRepository(pool),
-        KnowledgeRepository(pool),
+        DocumentRepository(pool),
         WikiPageRepository(pool),
         ExtractionRepository(pool),
         TaskPendingOpsRepository(pool),

@@ -10,7 +10,7 @@ import pytest
 
 from kbwiki.web.app import create_app
 from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import KnowledgeRepository
+from repos.knowledge import DocumentRepository
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
 from tests.support.web import HOSTILE_TITLE, build_wiki, serving
 
@@ -184,7 +184,7 @@ def test_ops_page_read_only_until_signed_in(client, wiki, clean_db, requeued):
 
 
 def test_ops_and_metrics_leave_out_a_letter_whose_document_is_done(client, wiki, clean_db):
-    KnowledgeRepository(clean_db).set_status([wiki.doc_id], "done")
+    DocumentRepository(clean_db).set_status([wiki.doc_id], "done")
     late = TaskDeadLetterRepository(clean_db).insert(  # a map message that ran out of retries in an outage
         task_type="wiki_map",
         tenant_id=1,
@@ -314,7 +314,7 @@ def test_kbwiki_serve_on_a_busy_port_is_one_line_and_exit_1(database_url, tmp_pa
 
 def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps):  # noqa: F811 (the fixture)
     from actors.deps import run_stage
-    from repos.knowledge import KnowledgeRepository
+    from repos.knowledge import DocumentRepository
     from repos.pending_ops import TaskPendingOpsRepository
     from stages.requeue import requeue_dead_letter
 
@@ -333,7 +333,7 @@ def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps)
     assert TaskDeadLetterRepository(clean_db).get(wiki.dead_letter_id, tenant_id=1) is None
     lane = TaskPendingOpsRepository(clean_db).peek("wiki:ingest", "knowledge_base", wiki.kb_id)
     assert failed_id in {op.dedup_key for op in lane}
-    assert KnowledgeRepository(clean_db).get(failed_id).status == "pending"
+    assert DocumentRepository(clean_db).get(failed_id).status == "pending"
 
 
 def test_hub_graph_and_backlinks_are_capped(client, wiki, clean_db):

@@ -10,7 +10,7 @@ import pytest
 
 from kbwiki.web.app import create_app
 from kbwiki.web.graph_style import NODE_STYLES
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.web import GRAPH_MAX_NODES, GRAPH_PER_NODE, TEXT_PART_CHARS
 from tests.support.web import add_hub, build_wiki, serving
 from wiki.models import PageType
@@ -31,7 +31,7 @@ def client(clean_db, wiki):
 
 def _document(pool, tenant_id: int, kb_name: str, content: str, source_uri: str = "long.md") -> str:
     kb = KnowledgeBaseRepository(pool).get_or_create(tenant_id, kb_name)
-    doc, _ = KnowledgeRepository(pool).upsert(kb, title="Long document", source_uri=source_uri, content=content)
+    doc, _ = DocumentRepository(pool).upsert(kb, title="Long document", source_uri=source_uri, content=content)
     return doc.id
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.web import RANK_WINDOW, WebRepository
 from tests.support.pages import make_pages
@@ -71,7 +71,7 @@ def test_search_pages_hold_each_hit_once_and_filter_by_type(clean_db, wiki):
 
 
 def test_sources_list_a_pages_documents_with_their_uris_and_page_on(clean_db, wiki):
-    docs = KnowledgeRepository(clean_db)
+    docs = DocumentRepository(clean_db)
     kb = KnowledgeBaseRepository(clean_db).get_or_create(1, "web-demo")
     made = [docs.upsert(kb, title=f"Doc {i}", source_uri=f"d/{i}.md", content=f"text {i}")[0] for i in range(5)]
     WikiPageRepository(clean_db).save(

@@ -3,7 +3,7 @@ tenant, many pages and documents to page through, and a stored lint report."""
 
 from __future__ import annotations
 
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
 from stages.lint import run_lint
@@ -15,7 +15,7 @@ def other_tenant_document(pool, wiki: WikiFixture) -> str:
     """The id of a document of tenant 2's KB ``secret``."""
     kb = KnowledgeBaseRepository(pool).get_or_create(2, "secret")
     assert kb.id == wiki.other_kb_id
-    doc, _ = KnowledgeRepository(pool).upsert(kb, title="Secret doc", source_uri="secret.md", content="Hidden text.")
+    doc, _ = DocumentRepository(pool).upsert(kb, title="Secret doc", source_uri="secret.md", content="Hidden text.")
     return doc.id
 
 
@@ -24,7 +24,7 @@ def grow(pool, wiki: WikiFixture, pages: int = 57, documents: int = 23) -> None:
     documents in tenant 1's KB."""
     WikiPageRepository(pool).bulk_insert(make_pages(wiki.kb_id, pages))
     kb = KnowledgeBaseRepository(pool).get_or_create(1, "web-demo")
-    docs = KnowledgeRepository(pool)
+    docs = DocumentRepository(pool)
     for i in range(documents):
         docs.upsert(kb, title=f"Doc {i}", source_uri=f"more/{i:03}.md", content=f"Text of document {i}.")
 

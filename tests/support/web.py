@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import uvicorn
 
 from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import KnowledgeBaseRepository, KnowledgeRepository
+from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from wiki.models import Page, SourceRef
@@ -42,7 +42,7 @@ def build_wiki(pool) -> WikiFixture:
     dead letter of its own."""
     kbs, docs, pages, dead = (
         KnowledgeBaseRepository(pool),
-        KnowledgeRepository(pool),
+        DocumentRepository(pool),
         WikiPageRepository(pool),
         TaskDeadLetterRepository(pool),
     )
