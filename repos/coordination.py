@@ -128,3 +128,42 @@ def release_if_held(client: redis.Redis, key: str, token: str, index_key: str | 
     ``index_key`` when given; True when deleted."""
     keys = [key, index_key] if index_key else [key]
     return bool(token) and bool(client.eval(_RELEASE, len(keys), *keys, token))
+
+
+def mark_once(client: redis.Redis, key: str, ttl_ms: int | None = None, value: str = "1") -> bool:
+    """Set the marker ``key`` to ``value`` unless it is set (SET NX; it expires after ``ttl_ms`` ms,
+    never when None); True when this call set it: the caller is the one to act (send a trigger,
+    re-check, requeue)."""
+    return bool(client.set(key, value, nx=True, px=ttl_ms))
+
+
+def marker(client: redis.Redis, key: str) -> str | None:
+    """The value of the marker ``key``, None when it is not set."""
+    value = client.get(key)
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def unmark(client: redis.Redis, *keys: str) -> None:
+    """Delete the markers ``keys`` (a missing one is no error)."""
+    if keys:
+        client.delete(*keys)
+
+
+def set_tombstones(client: redis.Redis, prefix: str, kb_id: str, knowledge_ids: list[str]) -> list[str]:
+    """Mark the documents deleted for ``TOMBSTONE_TTL_S`` (a map or reduce that meets one writes
+    nothing for it) in one round trip; returns the keys set, for :func:`unmark` if the delete's
+    transaction then fails."""
+    keys = [tombstone_key(prefix, kb_id, kid) for kid in knowledge_ids]
+    pipe = client.pipeline(transaction=False)
+    for key in keys:
+        pipe.set(key, "1", ex=TOMBSTONE_TTL_S)
+    pipe.execute()
+    return keys
+
+
+def tombstoned(client: redis.Redis, prefix: str, kb_id: str, knowledge_ids: list[str]) -> set[str]:
+    """The ids among ``knowledge_ids`` with a delete tombstone (one round trip)."""
+    pipe = client.pipeline(transaction=False)
+    for kid in knowledge_ids:
+        pipe.exists(tombstone_key(prefix, kb_id, kid))
+    return {kid for kid, hit in zip(knowledge_ids, pipe.execute(), strict=True) if hit}

@@ -17,7 +17,7 @@ import redis as redis_lib
 import structlog
 from psycopg_pool import ConnectionPool
 
-from repos.coordination import TOMBSTONE_TTL_S, tombstone_key
+from repos.coordination import set_tombstones, unmark
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from repos.mentions import MentionRepository
@@ -124,17 +124,13 @@ def delete_documents(
                 if queued is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
                     raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
                 # last, so a Redis failure rolls the transaction back and nothing is half deleted
-                keys = [tombstone_key(settings.key_prefix, kb.id, kid) for kid in sorted(marked)]
-                pipe = redis.pipeline(transaction=False)
-                for key in keys:
-                    pipe.set(key, "1", ex=TOMBSTONE_TTL_S)
-                pipe.execute()
+                keys = set_tombstones(redis, settings.key_prefix, kb.id, sorted(marked))
             rest = [kid for kid in knowledge_ids if kid not in marked]
             known = {d.id for d in docs.get_many(rest).values() if d.knowledge_base_id == kb.id}
     except BaseException:
         if keys:  # the commit failed after the tombstones were set: a live document keeps none
             try:
-                redis.delete(*keys)
+                unmark(redis, *keys)
             except redis_lib.RedisError:
                 log.warning("document.tombstones_left", documents=len(keys))
         raise

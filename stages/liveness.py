@@ -11,7 +11,7 @@ from __future__ import annotations
 import redis as redis_lib
 import structlog
 
-from repos.coordination import active_index_key, active_key, held_locks, holder_of, release_if_held
+from repos.coordination import active_index_key, active_key, held_locks, holder_of, mark_once, release_if_held
 from repos.liveness import WorkerRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.recovery import sweep
@@ -35,7 +35,7 @@ def after_redis_loss(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, s
     again (SET NX) and does this once. Claims still being worked on are handed out again too,
     which is safe: handlers are idempotent and reduce writes are fenced.
     """
-    if not redis.set(redis_marker_key(settings.key_prefix), "1", nx=True):
+    if not mark_once(redis, redis_marker_key(settings.key_prefix)):
         return None
     released = ops.release_all()
     triggers = sweep(ops=ops, redis=redis, settings=settings, debounce=False)

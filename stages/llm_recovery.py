@@ -29,6 +29,7 @@ import redis as redis_lib
 import structlog
 from psycopg_pool import ConnectionPool
 
+from repos.coordination import mark_once, marker, unmark
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.knowledge import DocumentRepository
 from repos.pending_ops import TaskPendingOpsRepository
@@ -62,7 +63,7 @@ def is_transient(exc: BaseException) -> bool:
 def note_outage(kb_id: str, *, redis: redis_lib.Redis, settings: Settings) -> None:
     """Mark the KB as in a model outage (a document was dead-lettered for one); never raises."""
     try:
-        redis.set(_key(settings, kb_id), uuid.uuid4().hex, nx=True, ex=OUTAGE_KEPT_S)
+        mark_once(redis, _key(settings, kb_id), OUTAGE_KEPT_S * 1000, value=uuid.uuid4().hex)
     except redis_lib.RedisError as exc:
         log.warning("llm.outage_not_noted", knowledge_base_id=kb_id, error=repr(exc))
 
@@ -83,13 +84,12 @@ def requeue_after_outage(
     returns how many. Never raises for Redis; database errors propagate."""
     key = _key(settings, kb_id)
     try:
-        outage = redis.get(key)
-        if outage is None or not redis.set(f"{key}:pass", "1", nx=True, ex=PASS_LOCK_S):
+        outage_id = marker(redis, key)
+        if outage_id is None or not mark_once(redis, f"{key}:pass", PASS_LOCK_S * 1000):
             return 0
     except redis_lib.RedisError as exc:
         log.warning("llm.outage_unknown", knowledge_base_id=kb_id, error=repr(exc))
         return 0
-    outage_id = outage.decode() if isinstance(outage, bytes) else str(outage)
     try:
         letters = dead_letters.of_error(tenant_id, INGEST, SCOPE_KB, kb_id, TRANSIENT_HEAD, outage_id, REQUEUE_MAX)
         requeued = 0
@@ -110,11 +110,11 @@ def requeue_after_outage(
             except (DeadLetterNotFound, RequeueRefused):  # requeued by hand meanwhile, or its KB is gone
                 continue
         if len(letters) < REQUEUE_MAX:
-            redis.delete(key)  # every letter of the outage is back: the next one is a new outage
+            unmark(redis, key)  # every letter of the outage is back: the next one is a new outage
         log.info("llm.outage_requeued", knowledge_base_id=kb_id, outage=outage_id, requeued=requeued)
         return requeued
     finally:
         try:
-            redis.delete(f"{key}:pass")
+            unmark(redis, f"{key}:pass")
         except redis_lib.RedisError:
             pass  # the lock expires after PASS_LOCK_S

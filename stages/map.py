@@ -16,7 +16,7 @@ import redis as redis_lib
 import structlog
 from psycopg_pool import ConnectionPool
 
-from repos.coordination import tombstone_key
+from repos.coordination import tombstoned
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
@@ -84,8 +84,8 @@ def map_document(
         # the worker mapping it, so a kill -9 of this worker frees it at its next missed heartbeat.
         ops.adopt([op_id], worker_id, msg=current_message_tag())
     doc = docs.get(knowledge_id)
-    tombstoned = redis.exists(tombstone_key(settings.key_prefix, knowledge_base_id, knowledge_id))
-    if doc is None or doc.status in RETRACTED or tombstoned:
+    gone = tombstoned(redis, settings.key_prefix, knowledge_base_id, [knowledge_id])
+    if doc is None or doc.status in RETRACTED or gone:
         ops.delete_by_ids([op_id])
         return MapOutcome.deleted
     extractor = llm_gate.extractor_for(extractor, knowledge_base_id, kbs=kbs)

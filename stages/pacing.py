@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 
 import redis as redis_lib
 
-from repos.coordination import trigger_key
+from repos.coordination import mark_once, trigger_key
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor
 from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, OP_ROUND, REDUCE, SCOPE_KB
@@ -95,7 +95,7 @@ def schedule_recheck(
     The marker expires when the message is due, so a run that defers again then queues the next
     one; the deferred runs a burst of batches triggers in the meantime queue none."""
     delay_ms = max(1, int(wait_s * 1000) + 1)
-    if not redis.set(recheck_key(settings, actor_name, knowledge_base_id), "1", nx=True, px=delay_ms):
+    if not mark_once(redis, recheck_key(settings, actor_name, knowledge_base_id), delay_ms):
         return False
     kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
     get_actor(actor_name).send_with_options(kwargs=kwargs, delay=delay_ms)

@@ -26,7 +26,7 @@ import structlog
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
 
-from repos.coordination import ActiveBatchLock, active_index_key, active_key, tombstone_key
+from repos.coordination import ActiveBatchLock, active_index_key, active_key, tombstoned
 from repos.db import refresh_statistics
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
@@ -164,12 +164,12 @@ def _reduce_claimed(
     for op in claimed:  # id order: the last op of a document wins
         last[op.dedup_key] = op
     by_id = docs.get_many(list(last))
-    tombstoned = _tombstoned(redis, settings, kb.id, list(last))
+    gone = tombstoned(redis, settings.key_prefix, kb.id, list(last))
     retracts: list[str] = []
     wanted: dict[str, tuple[str, str]] = {}
     for kid, op in last.items():
         doc = by_id.get(kid)
-        if op.op == OP_RETRACT or doc is None or doc.status in RETRACTED or kid in tombstoned:
+        if op.op == OP_RETRACT or doc is None or doc.status in RETRACTED or kid in gone:
             retracts.append(kid)
         else:
             wanted[kid] = (
@@ -266,14 +266,6 @@ def _reduce_claimed(
     result.requeued = len(requeue)
     result.keys = len(writes.keys)
     return result
-
-
-def _tombstoned(redis: redis_lib.Redis, settings: Settings, kb_id: str, knowledge_ids: list[str]) -> set[str]:
-    """The ids among ``knowledge_ids`` with a delete tombstone in Redis (one round trip)."""
-    pipe = redis.pipeline(transaction=False)
-    for kid in knowledge_ids:
-        pipe.exists(tombstone_key(settings.key_prefix, kb_id, kid))
-    return {kid for kid, hit in zip(knowledge_ids, pipe.execute()) if hit}
 
 
 class _SummarySlugs:

@@ -18,7 +18,7 @@ import dramatiq
 import dramatiq.broker
 import redis as redis_lib
 
-from repos.coordination import trigger_key
+from repos.coordination import mark_once, trigger_key, unmark
 from wiki.settings import Settings
 
 MARKER_GRACE_MS = 60_000
@@ -67,7 +67,7 @@ def send_trigger(
         actor.send_with_options(kwargs=kwargs, delay=int(delay_s * 1000) or None)
         return True
     key = trigger_key(settings.key_prefix, actor_name, knowledge_base_id)
-    if not redis.set(key, "1", nx=True, px=settings.debounce_ms + MARKER_GRACE_MS):
+    if not mark_once(redis, key, settings.debounce_ms + MARKER_GRACE_MS):
         return False
     actor.send_with_options(kwargs=kwargs, delay=settings.debounce_ms or None)
     return True
@@ -75,4 +75,4 @@ def send_trigger(
 
 def clear_trigger(actor_name: str, knowledge_base_id: str, *, redis: redis_lib.Redis, settings: Settings) -> None:
     """Called by a trigger actor as it starts: later work needs a new trigger."""
-    redis.delete(trigger_key(settings.key_prefix, actor_name, knowledge_base_id))
+    unmark(redis, trigger_key(settings.key_prefix, actor_name, knowledge_base_id))
