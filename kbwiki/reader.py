@@ -28,7 +28,7 @@ from wiki.cursor import decode_cursor, encode_cursor
 from wiki.errors import BadInput, UnknownDocument, UnknownKnowledgeBase, UnknownPage
 from wiki.links import out_link_slugs
 from wiki.lint import LintReport
-from wiki.models import DocStatus, KnowledgeBase, PageLite, PageType
+from wiki.models import KnowledgeBase, PageLite, PageType
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -216,7 +216,7 @@ class Reader:
         ``UnknownDocument`` (unknown or deleted)."""
         kb = self._kb(kb_id)
         doc = self.web.document(self.tenant_id, kb.id, knowledge_id)
-        if doc is None or doc.status == DocStatus.deleted:
+        if doc is None:
             raise UnknownDocument(f"no document {knowledge_id!r} in knowledge base {kb.id!r}")
         evidence: list[str] = []
         if page is not None and (cited := self.web.page(self.tenant_id, kb.id, page)) is not None:

@@ -477,13 +477,15 @@ class WebRepository:
 
     # -- documents ----------------------------------------------------------------------------
     def document(self, tenant_id: int, kb_id: str, knowledge_id: str) -> DocumentHead | None:
-        """The tenant's KB's document ``knowledge_id`` (deleted ones too), its content cut to
+        """The tenant's KB's live document ``knowledge_id`` (a deleted one is not found: its text is
+        gone from every view), its content cut to
         ``DOCUMENT_HEAD_CHARS`` characters and the whole text's length, or None."""
         with self.pool.connection() as conn:
             row = conn.execute(
                 "SELECT id, tenant_id, knowledge_base_id, title, source_uri, left(content, %s) AS content,"
                 " length(content) AS chars, content_hash, status, error FROM knowledges"
-                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s",
+                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s"
+                " AND deleted_at IS NULL AND status <> 'deleted'",
                 (DOCUMENT_HEAD_CHARS, knowledge_id, kb_id, tenant_id),
             ).fetchone()
         return DocumentHead.model_validate(row) if row else None
@@ -492,7 +494,7 @@ class WebRepository:
         self, tenant_id: int, kb_id: str, knowledge_id: str, start: int = 0, chars: int = TEXT_PART_CHARS
     ) -> DocumentText | None:
         """At most ``chars`` characters of the text of the tenant's KB's document ``knowledge_id``
-        (deleted ones too) from character ``start`` on (0-based; past the end: empty), with the
+        (a live one) from character ``start`` on (0-based; past the end: empty), with the
         whole text's length; None when the document is not the KB's. PostgreSQL reads the whole
         value to count it (a document is at most ``KBWIKI_MAX_DOCUMENT_CHARS`` when ingested),
         but only the part is sent."""
@@ -501,7 +503,8 @@ class WebRepository:
             row = conn.execute(
                 "SELECT id, title, source_uri, status, length(content) AS chars, %s::int AS start,"
                 " substr(content, %s::int + 1, %s::int) AS text FROM knowledges"
-                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s",
+                " WHERE id = %s AND knowledge_base_id = %s AND tenant_id = %s"
+                " AND deleted_at IS NULL AND status <> 'deleted'",
                 (start, start, chars, knowledge_id, kb_id, tenant_id),
             ).fetchone()
         return DocumentText.model_validate(row) if row else None

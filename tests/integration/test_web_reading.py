@@ -138,3 +138,12 @@ def test_every_page_loads_the_search_script_from_this_server(client, wiki):
     script = client.get("/static/search.js")
     assert script.status_code == 200 and "javascript" in script.headers["content-type"]
     assert "aria-activedescendant" in script.text
+
+
+def test_a_deleted_documents_views_are_not_found(client, clean_db, wiki):
+    # the attacker's trial: a deleted document's whole text stayed readable at /doc/<id>/text (its
+    # id is in the public history of a page it wrote), though the read API answered 404
+    assert client.get(f"/kb/{wiki.kb_id}/doc/{wiki.doc_id}/text").status_code == 200
+    DocumentRepository(clean_db).set_status([wiki.doc_id], "deleted")
+    for path in (f"/doc/{wiki.doc_id}", f"/doc/{wiki.doc_id}/text"):
+        assert client.get(f"/kb/{wiki.kb_id}{path}").status_code == 404, path
