@@ -223,14 +223,26 @@ def connection_lost(exc: psycopg.Error) -> bool:
     return isinstance(exc, psycopg.OperationalError) and (state is None or state.startswith("08"))
 
 
+#: What psycopg says of a text parameter holding NUL, which PostgreSQL cannot store.
+_NUL_PARAMETER = "cannot contain NUL"
+
+
 class Pool(ConnectionPool):
-    """A ``ConnectionPool`` whose borrows raise ``DatabaseUnreachable`` for a lost server (:func:`connection_lost`)."""
+    """A ``ConnectionPool`` whose borrows raise ``DatabaseUnreachable`` for a lost server
+    (:func:`connection_lost`), and ``BadInput`` for a text parameter PostgreSQL cannot take (a NUL,
+    a lone surrogate: a reader's query, slug or tool argument, refused, not a server error)."""
 
     @contextlib.contextmanager
     def connection(self, timeout: float | None = None) -> Iterator[Connection]:
         try:
             with super().connection(timeout) as conn:
                 yield conn
+        except UnicodeEncodeError as exc:
+            raise BadInput(f"a value holds a character that cannot be stored ({exc.reason})") from exc
+        except psycopg.DataError as exc:
+            if _NUL_PARAMETER not in str(exc):
+                raise
+            raise BadInput("a value holds a NUL character") from exc
         except psycopg.Error as exc:
             if not connection_lost(exc):
                 raise

@@ -11,11 +11,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 
 from wiki.errors import BadInput
 
 #: Longest cursor accepted (characters): keys are a title or URI and an id.
 MAX_CURSOR_CHARS = 4096
+#: What no stored key holds and PostgreSQL refuses in a parameter: NUL, lone surrogates.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def encode_cursor(kind: str, *keys: int | str) -> str:
@@ -41,6 +44,7 @@ def decode_cursor(cursor: str, kind: str, types: tuple[type, ...]) -> tuple:
         and len(keys) == len(types) + 1
         and keys[0] == kind
         and all(type(k) is t for k, t in zip(keys[1:], types, strict=True))
+        and not any(isinstance(k, str) and _UNSTORABLE.search(k) for k in keys[1:])
     )
     if not ok:
         raise BadInput(f"{cursor[:80]!r} is not a cursor of this listing")

@@ -533,6 +533,9 @@ def create_app(
         response.headers.update(exc.headers or {})  # a 405's Allow
         return response
 
+    async def bad_input(request: Request, exc: BadInput) -> Response:
+        return render(request, "error.html", status_code=400, status=400, detail=str(exc))
+
     async def server_error(request: Request, exc: Exception) -> Response:
         # the traceback goes to the log (Starlette logs it); the reader sees one line
         return render(
@@ -597,6 +600,7 @@ def create_app(
         ],
         exception_handlers={
             HTTPException: not_found,
+            BadInput: bad_input,
             500: server_error,
             **dict.fromkeys(SERVER_AWAY, unavailable),
         },

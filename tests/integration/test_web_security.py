@@ -5,6 +5,7 @@ dead-letter groups, trusted proxies, the sign-out form."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import re
@@ -22,6 +23,7 @@ from kbwiki.web.app import create_app
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.knowledge import KnowledgeBaseRepository
 from tests.support.web import build_wiki, free_port, serving
+from wiki.cursor import encode_cursor
 
 TOKEN = "test-ops-token-0123456789"
 HTTP_TIMEOUT_S = 60.0
@@ -479,3 +481,23 @@ def test_dead_letters_differing_only_in_ids_form_one_group(base, wiki, clean_db)
         groups = c.get("/ops").text.split('id="dead-letter-groups"')[1].split("</table>")[0]
     rows = re.findall(r"<tr><td>wiki:map</td><td><code>([^<]*)</code></td><td>(\d+)</td>", groups)
     assert rows == [("KeyError: document &lt;id&gt; not found after &lt;n&gt; tries", "2")]
+
+
+def _forged(json_text: str) -> str:
+    """A cursor of ``json_text`` as written (JSON escapes such as a lone surrogate's kept)."""
+    return base64.urlsafe_b64encode(json_text.encode()).decode().rstrip("=")
+
+
+def test_a_nul_or_lone_surrogate_in_a_cursor_or_query_is_refused_not_a_server_error(clean_db):
+    # the attack trial: base64 cursors carried NUL and lone surrogates past the URL's NUL check to
+    # psycopg, a 500 and a traceback in serve's log per request, on routes that need no sign-in
+    wiki = build_wiki(clean_db)
+    with serving(create_app(clean_db, tenant_id=1)) as base, httpx.Client(base_url=base, timeout=60.0) as c:
+        for path, params in (
+            (f"/kb/{wiki.kb_id}/pages", {"after": encode_cursor("az", "a\x00", "b")}),
+            (f"/kb/{wiki.kb_id}/pages", {"after": _forged('["az","\\udfff","b"]')}),
+            (f"/kb/{wiki.kb_id}/search", {"q": "x", "after": _forged('["search",1,-0.5,"\\ud800"]')}),
+            (f"/api/v1/kbs/{wiki.kb_id}/pages", {"cursor": encode_cursor("pages", "a\x00", "b")}),
+            (f"/api/v1/kbs/{wiki.kb_id}/search?q=a%ED%BF%BFb%00", None),  # a surrogate's UTF-8, and a NUL
+        ):
+            assert c.get(path, params=params).status_code == 400, (path, params)
