@@ -269,6 +269,14 @@ def create_api(pool: ConnectionPool, tenant_id: int, api_token: str | None = Non
     )
     app.state.reader = Reader(pool, tenant_id)
     app.state.api_token = api_token
+
+    @app.middleware("http")
+    async def no_store(request: Request, call_next):
+        # answers may sit behind a token: no cache along the way keeps one for the next client
+        response = await call_next(request)
+        response.headers.setdefault("Cache-Control", "no-store")
+        return response
+
     app.state.outage = OutageLog("the API answers 503")
     app.include_router(
         router,

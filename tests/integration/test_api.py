@@ -293,6 +293,7 @@ def test_only_get_is_answered(api):
 
 def test_the_web_faces_middleware_covers_the_api(api):
     response = api.get("/kbs")
+    assert response.headers["cache-control"] == "no-store"  # no shared cache keeps an answer
     assert "script-src 'self'" in response.headers["content-security-policy"]
     assert response.headers["x-content-type-options"] == "nosniff"
     assert api.get("/kbs", headers={"Host": "attacker.example"}).status_code == 400  # DNS rebinding
