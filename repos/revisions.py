@@ -14,7 +14,7 @@ unique index on (page_id, version).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
@@ -165,18 +165,34 @@ class PageRevisionRepository:
         return [RevisionInfo.model_validate(r) for r in rows]
 
     def since(
-        self, tenant_id: int, kb_id: str, page_id: int, version: int, conn: Connection | None = None
+        self,
+        tenant_id: int,
+        kb_id: str,
+        page_id: int,
+        version: int,
+        conn: Connection | None = None,
+        content_of: Sequence[int] | None = None,
     ) -> list[Revision]:
         """The revisions of page row ``page_id`` at or above ``version``, newest first, with their
-        content and source-ref changes (what ``wiki.revisions.sources_at`` needs to go back to
-        ``version``); at most ``MAX_READ``."""
+        source-ref changes (what ``wiki.revisions.sources_at`` needs to go back to ``version``) and
+        their content (only that of the versions ``content_of`` when given, the others' empty: a
+        diff of two versions reads two texts, not every one between); at most ``MAX_READ``."""
         with borrow(self.pool, conn) as c:
             rows = c.execute(
-                "SELECT version, written_at, written_by, octet_length(content) AS size, sources, content,"
+                "SELECT version, written_at, written_by, octet_length(content) AS size, sources,"
+                " CASE WHEN %s::int[] IS NULL OR version = ANY(%s::int[]) THEN content ELSE '' END AS content,"
                 " refs_only_here, refs_only_next FROM wiki_page_revisions"
                 " WHERE page_id = %s AND version >= %s AND tenant_id = %s AND knowledge_base_id = %s"
                 " ORDER BY version DESC LIMIT %s",
-                (page_id, version, tenant_id, kb_id, MAX_READ),
+                (
+                    None if content_of is None else list(content_of),
+                    None if content_of is None else list(content_of),
+                    page_id,
+                    version,
+                    tenant_id,
+                    kb_id,
+                    MAX_READ,
+                ),
             ).fetchall()
         return [Revision.model_validate(r) for r in rows]
 

@@ -83,12 +83,16 @@ def revert_page(
             raise UnknownPage(f"no live page {slug!r} in knowledge base {kb.name!r}")
         if version == page.version:
             raise RevertRefused(f"version {version} is the current version of {slug!r}: nothing to revert")
-        newer = revisions.since(tenant_id, kb.id, page.id, version, conn=conn) if 0 < version < page.version else []
+        newer = (
+            revisions.since(tenant_id, kb.id, page.id, version, conn=conn, content_of=[version])
+            if 0 < version < page.version
+            else []
+        )
         target = next((rev for rev in newer if rev.version == version), None)
         if target is None:
             kept = [
                 f"{page.version} (current)",
-                *(str(r.version) for r in revisions.since(tenant_id, kb.id, page.id, 1, conn)),
+                *(str(r.version) for r in revisions.since(tenant_id, kb.id, page.id, 1, conn, content_of=[])),
             ]
             raise UnknownPage(f"page {slug!r} has no kept version {version}; its kept versions are {', '.join(kept)}")
         refs = sources_at(page.source_refs, newer, version)

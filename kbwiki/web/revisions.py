@@ -97,7 +97,7 @@ def revision_routes(
     def sides(kb: KnowledgeBase, page: Page, versions: list[int]) -> list[Side]:
         """The versions asked, from the live page and its revisions (404 for one not kept)."""
         assert page.id is not None
-        newer = revisions.since(tenant_id, kb.id, page.id, min(versions))
+        newer = revisions.since(tenant_id, kb.id, page.id, min(versions), content_of=versions)
         by_version = {rev.version: rev for rev in newer}
         out = []
         for v in versions:
