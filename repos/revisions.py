@@ -15,6 +15,7 @@ unique index on (page_id, version).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
@@ -243,6 +244,22 @@ class PageRevisionRepository:
                 ([p for p, _ in doomed], [v for _, v in doomed]),
             )
         return len(doomed)
+
+    def documents_changed_since(
+        self, kb_id: str, knowledge_ids: Iterable[str], moment: datetime, conn: Connection | None = None
+    ) -> set[str]:
+        """Which of ``knowledge_ids`` changed after ``moment`` (their row's ``updated_at``: a new
+        content ingested, a retry; the batch that wrote a page sets its documents' status in the
+        same transaction, so at the same moment). One primary-key lookup."""
+        ids = sorted(set(knowledge_ids))
+        if not ids:
+            return set()
+        with borrow(self.pool, conn) as c:
+            rows = c.execute(
+                "SELECT id FROM knowledges WHERE knowledge_base_id = %s AND id = ANY(%s) AND updated_at > %s",
+                (kb_id, ids, moment),
+            ).fetchall()
+        return {r["id"] for r in rows}
 
     def documents_gone(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``knowledge_ids`` are no live document of the KB (missing, ``deleted_at`` set

@@ -34,6 +34,7 @@ from repos.revisions import PageRevisionRepository
 from stages.crosslink import enqueue_touched
 from stages.triggers import send_trigger
 from wiki.errors import KnowledgeBaseDeleted, RevertRefused, UnknownPage
+from wiki.models import SourceRef
 from wiki.plural import counted
 from wiki.revisions import MAX_REF_CHANGES, Writer, sources_at, written_by
 from wiki.settings import Settings
@@ -101,14 +102,21 @@ def revert_page(
                 f"the sources of version {version} of {slug!r} were not kept (a later write changed more than"
                 f" {MAX_REF_CHANGES:,} of them): it cannot be reverted to"
             )
-        gone = revisions.documents_gone(kb.id, [r.knowledge_id for r in refs], conn=conn)
+        cited = [r.knowledge_id for r in refs]
+        gone = revisions.documents_gone(kb.id, cited, conn=conn)
         if gone:
-            titles = [r.title for r in refs if r.knowledge_id in gone]
-            named = ", ".join(repr(t) for t in titles[:NAMED_DOCUMENTS])
-            more = f" and {len(titles) - NAMED_DOCUMENTS} more" if len(titles) > NAMED_DOCUMENTS else ""
             raise RevertRefused(
-                f"version {version} of {slug!r} cites {counted(len(gone), 'document')} deleted since ({named}{more}):"
-                " reverting would bring their text back; nothing was changed"
+                f"version {version} of {slug!r} cites {counted(len(gone), 'document')} deleted since"
+                f" ({_titles(refs, gone)}): reverting would bring their text back; nothing was changed"
+            )
+        # A document changed (re-ingested) since the version was written may no longer hold what it
+        # quotes: a redacted sentence would come back, attributed to the new text.
+        changed = revisions.documents_changed_since(kb.id, cited, target.written_at, conn=conn)
+        if changed:
+            raise RevertRefused(
+                f"version {version} of {slug!r} quotes {counted(len(changed), 'document')} changed since it was"
+                f" written ({_titles(refs, changed)}): reverting could bring back text they no longer hold;"
+                " nothing was changed"
             )
         if target.content == page.content and refs == page.source_refs:
             raise RevertRefused(
@@ -120,3 +128,10 @@ def revert_page(
     if redis is not None and settings is not None:
         send_trigger("wiki_crosslink", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     return Reverted(slug, version, new_version)
+
+
+def _titles(refs: list[SourceRef], ids: set[str]) -> str:
+    """The titles of the first ``NAMED_DOCUMENTS`` of ``refs`` among ``ids``: "'A', 'B' and 3 more"."""
+    titles = [r.title for r in refs if r.knowledge_id in ids]
+    more = f" and {len(titles) - NAMED_DOCUMENTS} more" if len(titles) > NAMED_DOCUMENTS else ""
+    return ", ".join(repr(t) for t in titles[:NAMED_DOCUMENTS]) + more

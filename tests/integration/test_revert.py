@@ -247,3 +247,21 @@ def test_lint_mending_stale_sources_keeps_no_version_citing_them(deps, kb):
     assert [r.knowledge_id for r in page.source_refs] == [a.knowledge_id]
     history = deps.revisions.history(1, kb.id, "gadget")
     assert [(h.version, h.written_by) for h in history] == [(3, "lint"), (1, "")]  # version 2 cited B
+
+
+def test_a_version_quoting_a_document_changed_since_is_not_reverted_to(deps, kb):
+    # the new-user trial: a sentence edited out of a document came back by a revert, attributed
+    # to the new text
+    def widget(sentence: str) -> Extraction:
+        item = ExtractedItem(name="Widget", kind="entity", description=sentence, evidence=[sentence])
+        return Extraction(summary="Guide.", body="Guide body.", items=[item])
+
+    mapped_document(deps, kb, "Guide", widget("Widget is a secret part."), content="Widget is a secret part. " * 20)
+    _reduce(deps, kb)
+    mapped_document(deps, kb, "Guide", widget("Widget is a part."), content="Widget is a part. " * 20)
+    _reduce(deps, kb)
+    page = deps.pages.get(kb.id, "widget")
+    assert page.version == 2 and "secret" not in page.content
+    with pytest.raises(RevertRefused, match=r"quotes 1 document changed since it was written \('Guide'\)"):
+        _revert(deps, kb, "widget", 1)
+    assert deps.pages.get(kb.id, "widget").version == 2  # nothing written
