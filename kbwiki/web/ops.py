@@ -110,11 +110,10 @@ class OpsGuard:
 async def operator_form(guard: OpsGuard, request: Request) -> FormData:
     """The form an operator posted: its session is open (checked before a byte of the body is
     read) and its CSRF field is that session's. Raises ``HTTPException`` 403 otherwise."""
-    refused = HTTPException(403, "sign in with the ops token first")
     cookie = request.cookies.get(COOKIE)
     if not await run_in_threadpool(guard.signed_in, cookie):
-        raise refused
+        raise HTTPException(403, "sign in with the ops token first")
     form = await request.form()
     if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
-        raise refused
+        raise HTTPException(403, "this form is not one of your session's (expired, or from another page): reload it")
     return form
