@@ -7,10 +7,11 @@ from actors.args import BAD_MESSAGE, MapArgs
 from actors.declare import actor
 from actors.deps import get_deps, run_stage
 from stages.map import map_step
+from wiki.lanes import Actor
 from wiki.llm_config import MAP_TIME_LIMIT_S
 
 
-@actor(queue_name="wiki_map", max_retries=3, time_limit=MAP_TIME_LIMIT_S * 1000, throws=BAD_MESSAGE)
+@actor(queue_name=Actor.map, max_retries=3, time_limit=MAP_TIME_LIMIT_S * 1000, throws=BAD_MESSAGE)
 def wiki_map(**kwargs) -> None:
     """Map one document, then keep the pipeline moving: refill map slots, trigger the reduce."""
     args = MapArgs.model_validate(kwargs)

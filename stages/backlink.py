@@ -30,7 +30,7 @@ from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.pacing import link_wait_s, schedule_recheck
 from stages.triggers import clear_trigger, send_trigger
-from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, OP_ROUND, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, OP_ROUND, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
 from wiki.settings import Settings, kb_tunables
 
@@ -130,7 +130,7 @@ def backlink_step(
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
     keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    clear_trigger("wiki_backlink", knowledge_base_id, redis=redis, settings=settings)
+    clear_trigger(Actor.backlink, knowledge_base_id, redis=redis, settings=settings)
     result = run_backlink(
         tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings, worker_id=worker_id
     )
@@ -147,9 +147,9 @@ def backlink_step(
     )
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     if result.deferred:
-        schedule_recheck("wiki_backlink", wait_s=result.wait_s, **kb)
+        schedule_recheck(Actor.backlink, wait_s=result.wait_s, **kb)
     if result.queued:
-        send_trigger("wiki_crosslink", **kb)
+        send_trigger(Actor.crosslink, **kb)
     if result.claimed and result.remaining:
-        send_trigger("wiki_backlink", debounce=False, **kb)
+        send_trigger(Actor.backlink, debounce=False, **kb)
     return result

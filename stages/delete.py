@@ -25,7 +25,7 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
 from wiki.errors import UnknownKnowledgeBase
-from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
 from wiki.settings import Settings
 
@@ -143,7 +143,7 @@ def delete_documents(
     if on_commit is not None:
         on_commit(results)
     if marked:
-        send_trigger("wiki_reduce", redis=redis, settings=settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id)
+        send_trigger(Actor.reduce, redis=redis, settings=settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id)
     return results
 
 

@@ -29,7 +29,7 @@ from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMError, error_text
 from wiki.extract import Extractor
-from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB
+from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB, Actor
 from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType
 from wiki.render import render_index_page
 from wiki.revisions import Writer, written_by
@@ -184,7 +184,7 @@ def index_step(
 ) -> Page | None:
     """What ``wiki_rebuild_index`` does with a trigger: clear it, rebuild (:func:`rebuild_index`), and
     trigger again while index ops queued meanwhile are left."""
-    clear_trigger("wiki_rebuild_index", knowledge_base_id, redis=redis, settings=settings)
+    clear_trigger(Actor.index, knowledge_base_id, redis=redis, settings=settings)
     page = rebuild_index(
         tenant_id,
         knowledge_base_id,
@@ -200,7 +200,7 @@ def index_step(
     log.info("index.rebuilt", knowledge_base_id=knowledge_base_id, version=page.version if page else None)
     if page is not None and ops.pending_count(INDEX, SCOPE_KB, knowledge_base_id):
         send_trigger(
-            "wiki_rebuild_index",
+            Actor.index,
             redis=redis,
             settings=settings,
             tenant_id=tenant_id,

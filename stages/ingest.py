@@ -21,7 +21,7 @@ from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send, send_trigger
-from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB
+from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import MAX_TITLE_CHARS, DocStatus, Document
 from wiki.plural import counted
 from wiki.settings import Settings, kb_tunables
@@ -134,7 +134,7 @@ def store_document(
         if op is None:
             conn.rollback()
             return SubmitResult(None, SubmitStatus.skipped, "knowledge base was deleted")
-    send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
+    send_trigger(Actor.ingest, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     # said in the result too: a command logs to a file, and the user should see a cut document
     cut_to = f"cut to {settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
     return SubmitResult(doc.id, SubmitStatus.queued, cut_to if was_cut else "")
@@ -226,7 +226,7 @@ def pump_ingest_lane(
     try:
         for op in maps:
             kwargs = {"tenant_id": tenant_id, "knowledge_base_id": kb.id, "knowledge_id": op.dedup_key, "op_id": op.id}
-            message = send("wiki_map", **kwargs)
+            message = send(Actor.map, **kwargs)
             sent[op.id] = tag_of(message) or ""
     finally:
         # Each claim now waits on its map message, not on this one: a claim whose send failed
@@ -234,12 +234,12 @@ def pump_ingest_lane(
         ops.hand_on({i: t for i, t in sent.items() if t}, from_msg=current_message_tag())
     if retracts:
         kb_ids = {"tenant_id": tenant_id, "knowledge_base_id": kb.id}
-        send_trigger("wiki_reduce", redis=redis, settings=settings, **kb_ids)
+        send_trigger(Actor.reduce, redis=redis, settings=settings, **kb_ids)
         if len(last_by_key) >= slots:
             # a retract holds no map slot: the slots it was claimed in are free again at once, and no
             # map will finish to pump the lane again (deleting 1,000 documents moved 6 retracts a
             # recovery sweep, every 30 s)
-            send_trigger("wiki_ingest", debounce=False, redis=redis, settings=settings, **kb_ids)
+            send_trigger(Actor.ingest, debounce=False, redis=redis, settings=settings, **kb_ids)
     return len(maps)
 
 
@@ -256,7 +256,7 @@ def ingest_step(
 ) -> int:
     """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
     (:func:`pump_ingest_lane`); returns the map messages sent."""
-    clear_trigger("wiki_ingest", knowledge_base_id, redis=redis, settings=settings)
+    clear_trigger(Actor.ingest, knowledge_base_id, redis=redis, settings=settings)
     sent = pump_ingest_lane(
         tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
     )

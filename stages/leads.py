@@ -44,7 +44,7 @@ from stages.pacing import link_wait_s, schedule_recheck
 from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMConfigError, LLMError, error_text
 from wiki.extract import Extractor
-from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB
+from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB, Actor
 from wiki.merge import keep_lead, lead_due
 from wiki.models import KnowledgeBase, Page
 from wiki.revisions import Writer, written_by
@@ -269,7 +269,7 @@ def leads_step(
     """What ``wiki_write_leads`` does with a trigger: clear it, write one lead op's leads
     (:func:`run_leads`, fanning out to more runs), trigger cross-link for the pages written and the
     next run while ops are left."""
-    clear_trigger("wiki_write_leads", knowledge_base_id, redis=redis, settings=settings)
+    clear_trigger(Actor.leads, knowledge_base_id, redis=redis, settings=settings)
     kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     result = run_leads(
         tenant_id,
@@ -283,7 +283,7 @@ def leads_step(
         llm_usage=llm_usage,
         settings=settings,
         worker_id=worker_id,
-        fan_out=lambda: send_trigger("wiki_write_leads", debounce=False, **kb),
+        fan_out=lambda: send_trigger(Actor.leads, debounce=False, **kb),
     )
     if result is None:
         return None
@@ -300,10 +300,10 @@ def leads_step(
         )
     if result.claimed and not result.remaining:
         # linking waited for the leads (stages.pacing): at once, the back-link run merges the touched pages
-        send_trigger("wiki_backlink", debounce=False, **kb)
-        send_trigger("wiki_crosslink", **kb)
+        send_trigger(Actor.backlink, debounce=False, **kb)
+        send_trigger(Actor.crosslink, **kb)
     if result.wait_s:
-        schedule_recheck("wiki_write_leads", wait_s=result.wait_s, **kb)
+        schedule_recheck(Actor.leads, wait_s=result.wait_s, **kb)
     if result.claimed and result.remaining and not result.paused:  # at once: the model paces the runs
-        send_trigger("wiki_write_leads", debounce=False, **kb)
+        send_trigger(Actor.leads, debounce=False, **kb)
     return result

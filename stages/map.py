@@ -30,7 +30,7 @@ from stages.ingest import pump_ingest_lane
 from stages.triggers import send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text
 from wiki.extract import Extractor
-from wiki.lanes import INGEST, REDUCE
+from wiki.lanes import INGEST, REDUCE, Actor
 from wiki.models import RETRACTED, DocStatus, MapOutcome
 from wiki.plural import counted
 from wiki.settings import Settings
@@ -235,7 +235,7 @@ def refill_slots(
     except Exception as exc:
         log.warning("ingest.refill_failed", knowledge_base_id=knowledge_base_id, error=repr(exc))
         send_trigger(
-            "wiki_ingest",
+            Actor.ingest,
             redis=redis,
             settings=settings,
             tenant_id=tenant_id,
@@ -296,9 +296,9 @@ def map_step(
         op = ops.get(op_id)
         if op is not None and op.not_before is not None:
             wait_s = (op.not_before - datetime.now(UTC)).total_seconds()
-            send_trigger("wiki_ingest", debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
+            send_trigger(Actor.ingest, debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
     if outcome in (MapOutcome.mapped, MapOutcome.cached):
-        send_trigger("wiki_reduce", **kb)
+        send_trigger(Actor.reduce, **kb)
     if outcome == MapOutcome.mapped and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
         llm_recovery.requeue_after_outage(
             tenant_id,

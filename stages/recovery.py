@@ -12,18 +12,18 @@ import structlog
 
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
-from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB
+from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, Actor
 from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
 LANE_ACTORS = {
-    INGEST: "wiki_ingest",
-    REDUCE: "wiki_reduce",
-    FINALIZE: "wiki_crosslink",
-    BACKLINK: "wiki_backlink",
-    INDEX: "wiki_rebuild_index",
-    LEAD: "wiki_write_leads",
+    INGEST: Actor.ingest,
+    REDUCE: Actor.reduce,
+    FINALIZE: Actor.crosslink,
+    BACKLINK: Actor.backlink,
+    INDEX: Actor.index,
+    LEAD: Actor.leads,
 }
 
 

@@ -47,7 +47,7 @@ from stages.triggers import clear_trigger, send_trigger
 from wiki.coverage import MentionRow, rows_of
 from wiki.dedup import name_key
 from wiki.errors import FenceLost, LockLost, error_text
-from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB
+from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.links import rewrite_links
 from wiki.merge import keep_lead, lead_due
 from wiki.models import ITEM_TYPES, RETRACTED, DocStatus, Document, Extraction, Page, PageType, SourceRef
@@ -492,7 +492,7 @@ def reduce_step(
     """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
-    clear_trigger("wiki_reduce", knowledge_base_id, redis=redis, settings=settings)
+    clear_trigger(Actor.reduce, knowledge_base_id, redis=redis, settings=settings)
     lock = ActiveBatchLock(
         redis,
         active_key(settings.key_prefix, knowledge_base_id),
@@ -527,7 +527,7 @@ def reduce_step(
     except (FenceLost, LockLost) as exc:
         # another batch is on the KB (or may be): it, or this trigger, takes the released rows
         log.warning("reduce.overtaken", knowledge_base_id=knowledge_base_id, reason=str(exc))
-        send_trigger("wiki_reduce", **kb)
+        send_trigger(Actor.reduce, **kb)
         return None
     finally:
         lock.release()
@@ -546,17 +546,17 @@ def reduce_step(
         duration_ms=round((time.monotonic() - started) * 1000, 1),  # the batch, statistics refresh included
     )
     if result.touched:
-        send_trigger("wiki_crosslink", **kb)
+        send_trigger(Actor.crosslink, **kb)
     if result.touched or result.deleted:  # the batch queued an index op (request_index)
-        send_trigger("wiki_rebuild_index", **kb)
+        send_trigger(Actor.index, **kb)
     if result.keys or (not remaining and ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
-        send_trigger("wiki_backlink", **kb)  # which waits while documents are still coming
+        send_trigger(Actor.backlink, **kb)  # which waits while documents are still coming
     if result.leads or (not remaining and ops.pending_count(LEAD, SCOPE_KB, knowledge_base_id)):
-        send_trigger("wiki_write_leads", **kb)  # which waits while documents are still coming
+        send_trigger(Actor.leads, **kb)  # which waits while documents are still coming
     if result.requeued:
-        send_trigger("wiki_ingest", **kb)
+        send_trigger(Actor.ingest, **kb)
     if remaining and (result.documents or result.retracted or result.failed):
-        send_trigger("wiki_reduce", debounce=False, **kb)
+        send_trigger(Actor.reduce, debounce=False, **kb)
     if result.retry_after_s:  # the failed documents' turn comes after their backoff
-        send_trigger("wiki_reduce", debounce=False, delay_s=result.retry_after_s, **kb)
+        send_trigger(Actor.reduce, debounce=False, delay_s=result.retry_after_s, **kb)
     return result

@@ -31,7 +31,7 @@ from repos.knowledge import DocumentRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import get_actor, send_trigger
 from wiki.errors import DeadLetterNotFound, RequeueRefused
-from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB
+from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB, Actor
 from wiki.models import DocStatus
 from wiki.settings import Settings
 
@@ -128,7 +128,7 @@ def _reinsert_wiki_op(
             raise RequeueRefused(f"knowledge base {row.scope_id} of tenant {row.tenant_id} is unknown or deleted")
         if kind == OP_INGEST:
             docs.set_status([knowledge_id], DocStatus.pending, conn=conn)
-    send_trigger("wiki_ingest", redis=redis, settings=settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
+    send_trigger(Actor.ingest, redis=redis, settings=settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
     log.info(
         "dead_letter.requeued",
         dead_letter_id=row.id,

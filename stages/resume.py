@@ -20,7 +20,7 @@ from repos.llm_usage import LLMUsageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.triggers import send_trigger
 from wiki.errors import ResumeRefused
-from wiki.lanes import INGEST, LEAD, SCOPE_KB
+from wiki.lanes import INGEST, LEAD, SCOPE_KB, Actor
 from wiki.llm_config import config_from_settings
 from wiki.plural import counted
 from wiki.settings import Settings
@@ -72,7 +72,7 @@ def resume_kb(
                 )
         pause = llm_errors.clear(kb.id, conn=conn)
         woken = ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn) + ops.wake(LEAD, SCOPE_KB, kb.id, conn=conn)
-    for actor in ("wiki_ingest", "wiki_write_leads"):
+    for actor in (Actor.ingest, Actor.leads):
         send_trigger(
             actor, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id, debounce=False
         )

@@ -34,6 +34,7 @@ from repos.revisions import PageRevisionRepository
 from stages.crosslink import enqueue_touched
 from stages.triggers import send_trigger
 from wiki.errors import KnowledgeBaseDeleted, RevertRefused, UnknownPage
+from wiki.lanes import Actor
 from wiki.models import SourceRef
 from wiki.plural import counted
 from wiki.revisions import MAX_REF_CHANGES, Writer, sources_at, written_by
@@ -126,7 +127,7 @@ def revert_page(
         new_version = pages.save_many([reverted], conn=conn, written_by=written_by(Writer.revert, version))[slug]
         enqueue_touched(kb, [slug], ops=ops, conn=conn)
     if redis is not None and settings is not None:
-        send_trigger("wiki_crosslink", redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
+        send_trigger(Actor.crosslink, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     return Reverted(slug, version, new_version)
 
 
