@@ -28,8 +28,8 @@ from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
-from stages.pacing import link_wait_s, schedule_recheck
-from stages.triggers import clear_trigger, send_trigger
+from stages.pacing import link_wait_s
+from stages.triggers import Triggers
 from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, OP_ROUND, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
 from wiki.settings import Settings, kb_tunables
@@ -130,7 +130,8 @@ def backlink_step(
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
     keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    clear_trigger(Actor.backlink, knowledge_base_id, redis=redis, settings=settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers.clear(Actor.backlink)
     result = run_backlink(
         tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings, worker_id=worker_id
     )
@@ -145,11 +146,10 @@ def backlink_step(
         deferred=result.deferred,
         remaining=result.remaining,
     )
-    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     if result.deferred:
-        schedule_recheck(Actor.backlink, wait_s=result.wait_s, **kb)
+        triggers.recheck(Actor.backlink, result.wait_s)
     if result.queued:
-        send_trigger(Actor.crosslink, **kb)
+        triggers.send(Actor.crosslink)
     if result.claimed and result.remaining:
-        send_trigger(Actor.backlink, debounce=False, **kb)
+        triggers.send(Actor.backlink, debounce=False)
     return result

@@ -27,9 +27,9 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure, room_for_another_run
 from stages.delete import active_kb_or_drain
-from stages.pacing import link_wait_s, schedule_recheck
+from stages.pacing import link_wait_s
 from stages.relink import dead_link_resolver
-from stages.triggers import clear_trigger, send_trigger
+from stages.triggers import Triggers
 from wiki.lanes import FINALIZE, OP_TOUCH, SCOPE_KB, Actor
 from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink
 from wiki.lint import mention_targets
@@ -215,8 +215,8 @@ def crosslink_step(
     """What ``wiki_crosslink`` does with a trigger: clear it, cross-link one finalize op
     (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    clear_trigger(Actor.crosslink, knowledge_base_id, redis=redis, settings=settings)
-    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers.clear(Actor.crosslink)
     result = run_crosslink(
         tenant_id,
         knowledge_base_id,
@@ -226,7 +226,7 @@ def crosslink_step(
         pages=pages,
         settings=settings,
         worker_id=worker_id,
-        fan_out=lambda: send_trigger(Actor.crosslink, debounce=False, **kb),
+        fan_out=lambda: triggers.send(Actor.crosslink, debounce=False),
     )
     if result is None:
         return None
@@ -240,10 +240,10 @@ def crosslink_step(
         busy=result.busy,
     )
     if result.wait_s:
-        schedule_recheck(Actor.crosslink, wait_s=result.wait_s, **kb)
+        triggers.recheck(Actor.crosslink, result.wait_s)
         return result
     if not result.claimed:
         return result  # rows left are claimed by a run in progress (or abandoned: the sweeper reclaims them)
     if result.remaining:  # at once, unless only pages a writer held are left: give it the debounce window
-        send_trigger(Actor.crosslink, debounce=result.busy > 0, **kb)
+        triggers.send(Actor.crosslink, debounce=result.busy > 0)
     return result

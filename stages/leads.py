@@ -40,8 +40,8 @@ from stages import llm_gate
 from stages.claims import claim_lane, count_failure, released_on_failure, room_for_another_run
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
-from stages.pacing import link_wait_s, schedule_recheck
-from stages.triggers import clear_trigger, send_trigger
+from stages.pacing import link_wait_s
+from stages.triggers import Triggers
 from wiki.errors import LLMConfigError, LLMError, error_text
 from wiki.extract import Extractor
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB, Actor
@@ -269,8 +269,8 @@ def leads_step(
     """What ``wiki_write_leads`` does with a trigger: clear it, write one lead op's leads
     (:func:`run_leads`, fanning out to more runs), trigger cross-link for the pages written and the
     next run while ops are left."""
-    clear_trigger(Actor.leads, knowledge_base_id, redis=redis, settings=settings)
-    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers.clear(Actor.leads)
     result = run_leads(
         tenant_id,
         knowledge_base_id,
@@ -283,7 +283,7 @@ def leads_step(
         llm_usage=llm_usage,
         settings=settings,
         worker_id=worker_id,
-        fan_out=lambda: send_trigger(Actor.leads, debounce=False, **kb),
+        fan_out=lambda: triggers.send(Actor.leads, debounce=False),
     )
     if result is None:
         return None
@@ -300,10 +300,10 @@ def leads_step(
         )
     if result.claimed and not result.remaining:
         # linking waited for the leads (stages.pacing): at once, the back-link run merges the touched pages
-        send_trigger(Actor.backlink, debounce=False, **kb)
-        send_trigger(Actor.crosslink, **kb)
+        triggers.send(Actor.backlink, debounce=False)
+        triggers.send(Actor.crosslink)
     if result.wait_s:
-        schedule_recheck(Actor.leads, wait_s=result.wait_s, **kb)
+        triggers.recheck(Actor.leads, result.wait_s)
     if result.claimed and result.remaining and not result.paused:  # at once: the model paces the runs
-        send_trigger(Actor.leads, debounce=False, **kb)
+        triggers.send(Actor.leads, debounce=False)
     return result

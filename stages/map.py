@@ -27,7 +27,7 @@ from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate, llm_recovery
 from stages.claims import count_failure, current_message_tag
 from stages.ingest import pump_ingest_lane
-from stages.triggers import send_trigger
+from stages.triggers import Triggers, send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text
 from wiki.extract import Extractor
 from wiki.lanes import INGEST, REDUCE, Actor
@@ -288,7 +288,7 @@ def map_step(
         worker_id=worker_id,
     )
     log.info("document.mapped", knowledge_id=knowledge_id, outcome=outcome)
-    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
+    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
     refill_slots(
         tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
     )
@@ -296,9 +296,9 @@ def map_step(
         op = ops.get(op_id)
         if op is not None and op.not_before is not None:
             wait_s = (op.not_before - datetime.now(UTC)).total_seconds()
-            send_trigger(Actor.ingest, debounce=False, delay_s=max(wait_s, 0.0) + 0.05, **kb)
+            triggers.send(Actor.ingest, debounce=False, delay_s=max(wait_s, 0.0) + 0.05)
     if outcome in (MapOutcome.mapped, MapOutcome.cached):
-        send_trigger(Actor.reduce, **kb)
+        triggers.send(Actor.reduce)
     if outcome == MapOutcome.mapped and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
         llm_recovery.requeue_after_outage(
             tenant_id,

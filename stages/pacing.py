@@ -30,7 +30,7 @@ defer, and the next round took them back before they were due, so during a model
 cross-linking was pushed to the end (500 documents at 1 s a call: 1,832 pages after the last one).
 
 A deferred run claims nothing and sends nothing; the next reduce batch triggers the lanes again,
-and the step schedules one delayed re-check (:func:`schedule_recheck`) for when the oldest op's
+and the step schedules one delayed re-check (``stages.triggers.Triggers.recheck``) for when the oldest op's
 defer runs out, so a KB whose batches pause is still linked on time (the recovery sweeper's period
 may be longer than a model KB's defer).
 """
@@ -39,13 +39,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import redis as redis_lib
-
-from repos.coordination import mark_once, trigger_key
 from repos.pending_ops import TaskPendingOpsRepository
-from stages.triggers import get_actor
 from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, OP_ROUND, REDUCE, SCOPE_KB
-from wiki.settings import OFFLINE_LINK_DEFER_S, Settings
+from wiki.settings import OFFLINE_LINK_DEFER_S
 
 #: Seconds a run waits for the KB's ingest and reduce lanes to empty before it goes ahead anyway,
 #: with the offline extractor: a KB that never stops receiving documents still gets linked every
@@ -73,30 +69,3 @@ def link_wait_s(
     if any(ops.pending_count(upstream, SCOPE_KB, kb_id) for upstream in UPSTREAM.get(lane, (INGEST, REDUCE))):
         return left
     return 0.0
-
-
-def recheck_key(settings: Settings, actor_name: str, knowledge_base_id: str) -> str:
-    """The Redis marker "a delayed re-check of ``actor_name`` for this KB is queued"."""
-    return trigger_key(settings.key_prefix, f"{actor_name}:recheck", knowledge_base_id)
-
-
-def schedule_recheck(
-    actor_name: str,
-    *,
-    wait_s: float,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    tenant_id: int,
-    knowledge_base_id: str,
-) -> bool:
-    """Send ``actor_name(tenant_id, knowledge_base_id)`` in ``wait_s`` seconds (when a deferred run's
-    defer runs out), unless a re-check of it for the KB is already queued; True when sent.
-
-    The marker expires when the message is due, so a run that defers again then queues the next
-    one; the deferred runs a burst of batches triggers in the meantime queue none."""
-    delay_ms = max(1, int(wait_s * 1000) + 1)
-    if not mark_once(redis, recheck_key(settings, actor_name, knowledge_base_id), delay_ms):
-        return False
-    kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
-    get_actor(actor_name).send_with_options(kwargs=kwargs, delay=delay_ms)
-    return True

@@ -43,7 +43,7 @@ from stages.delete import active_kb_or_drain
 from stages.index import request_index
 from stages.item_pages import plan_item_pages
 from stages.leads import enqueue_leads
-from stages.triggers import clear_trigger, send_trigger
+from stages.triggers import Triggers
 from wiki.coverage import MentionRow, rows_of
 from wiki.dedup import name_key
 from wiki.errors import FenceLost, LockLost, error_text
@@ -492,7 +492,8 @@ def reduce_step(
     """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
-    clear_trigger(Actor.reduce, knowledge_base_id, redis=redis, settings=settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers.clear(Actor.reduce)
     lock = ActiveBatchLock(
         redis,
         active_key(settings.key_prefix, knowledge_base_id),
@@ -503,7 +504,6 @@ def reduce_step(
     if not lock.acquire():
         log.info("reduce.busy", knowledge_base_id=knowledge_base_id)
         return None  # the running batch follows up after it releases the lock
-    kb = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id, "redis": redis, "settings": settings}
     started = time.monotonic()
     try:
         result = run_reduce_batch(
@@ -527,7 +527,7 @@ def reduce_step(
     except (FenceLost, LockLost) as exc:
         # another batch is on the KB (or may be): it, or this trigger, takes the released rows
         log.warning("reduce.overtaken", knowledge_base_id=knowledge_base_id, reason=str(exc))
-        send_trigger(Actor.reduce, **kb)
+        triggers.send(Actor.reduce)
         return None
     finally:
         lock.release()
@@ -546,17 +546,17 @@ def reduce_step(
         duration_ms=round((time.monotonic() - started) * 1000, 1),  # the batch, statistics refresh included
     )
     if result.touched:
-        send_trigger(Actor.crosslink, **kb)
+        triggers.send(Actor.crosslink)
     if result.touched or result.deleted:  # the batch queued an index op (request_index)
-        send_trigger(Actor.index, **kb)
+        triggers.send(Actor.index)
     if result.keys or (not remaining and ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
-        send_trigger(Actor.backlink, **kb)  # which waits while documents are still coming
+        triggers.send(Actor.backlink)  # which waits while documents are still coming
     if result.leads or (not remaining and ops.pending_count(LEAD, SCOPE_KB, knowledge_base_id)):
-        send_trigger(Actor.leads, **kb)  # which waits while documents are still coming
+        triggers.send(Actor.leads)  # which waits while documents are still coming
     if result.requeued:
-        send_trigger(Actor.ingest, **kb)
+        triggers.send(Actor.ingest)
     if remaining and (result.documents or result.retracted or result.failed):
-        send_trigger(Actor.reduce, debounce=False, **kb)
+        triggers.send(Actor.reduce, debounce=False)
     if result.retry_after_s:  # the failed documents' turn comes after their backoff
-        send_trigger(Actor.reduce, debounce=False, delay_s=result.retry_after_s, **kb)
+        triggers.send(Actor.reduce, debounce=False, delay_s=result.retry_after_s)
     return result

@@ -125,14 +125,14 @@ class _SentActor:
 
 
 def test_a_deferred_run_rechecks_when_its_defer_runs_out_once_per_wait(env, monkeypatch):  # noqa: F811
-    import stages.pacing
+    import stages.triggers
     from stages.backlink import backlink_step
     from stages.crosslink import crosslink_step
 
     deps, kb = env
     _waiting_kb(deps, kb)
     sent: list = []
-    monkeypatch.setattr(stages.pacing, "get_actor", lambda name: _SentActor(name, sent))
+    monkeypatch.setattr(stages.triggers, "get_actor", lambda name: _SentActor(name, sent))
     llm = deps.settings.model_copy(update={"extractor": "llm", "llm_link_defer_s": 20.0})
 
     assert run_stage(crosslink_step, deps, kb.tenant_id, kb.id, settings=llm).wait_s > 0
@@ -140,7 +140,7 @@ def test_a_deferred_run_rechecks_when_its_defer_runs_out_once_per_wait(env, monk
     assert [(name, kb_id) for name, kb_id, _ in sent] == [("wiki_crosslink", kb.id), ("wiki_backlink", kb.id)]
     # due when the oldest op turns 20 s old: no later than the defer (the sweeper's 30 s would be)
     assert all(15_000 < delay <= 20_001 for _, _, delay in sent), sent
-    marker = stages.pacing.recheck_key(llm, "wiki_crosslink", kb.id)
+    marker = stages.triggers.recheck_key(llm, "wiki_crosslink", kb.id)
     assert 0 < deps.redis.pttl(marker) <= 20_001
 
     # a burst of triggers while the first re-check is queued sends no more of them
@@ -152,7 +152,7 @@ def test_a_deferred_run_rechecks_when_its_defer_runs_out_once_per_wait(env, monk
     deps.redis.delete(marker)
     run_stage(crosslink_step, deps, kb.tenant_id, kb.id, settings=llm)
     assert [name for name, _, _ in sent] == ["wiki_crosslink", "wiki_backlink", "wiki_crosslink"]
-    deps.redis.delete(marker, stages.pacing.recheck_key(llm, "wiki_backlink", kb.id))
+    deps.redis.delete(marker, stages.triggers.recheck_key(llm, "wiki_backlink", kb.id))
 
 
 def test_the_pages_a_back_link_round_queues_are_cross_linked_at_once(env):  # noqa: F811
