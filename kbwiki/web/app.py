@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -167,6 +168,437 @@ class WebApp(Starlette):
         return SecurityHeaders(super().build_middleware_stack())
 
 
+@dataclass(frozen=True)
+class WebState:
+    """What the web face's route handlers read, one per app (``app.state.web``): the tenant it
+    serves, its repositories, the ops guard, how a dead letter is requeued, the templates, the page
+    counts' cache, the metrics registry and the outage log."""
+
+    tenant_id: int
+    web: WebRepository
+    pages: WikiPageRepository
+    lint: LintRepository
+    dead_letters: TaskDeadLetterRepository
+    guard: OpsGuard
+    requeue: Requeue
+    templates: Jinja2Templates
+    counts: TtlCache
+    registry: CollectorRegistry
+    outage: OutageLog
+
+
+def _state(request: Request) -> WebState:
+    return request.app.state.web
+
+
+def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
+    """The template ``name`` rendered with ``context`` (the app's templates)."""
+    return _state(request).templates.TemplateResponse(request, name, context, status_code=status_code)
+
+
+def session(request: Request) -> str | None:
+    """The request's session cookie when it is an open session, else None."""
+    cookie = request.cookies.get(COOKIE)
+    return cookie if _state(request).guard.signed_in(cookie) else None
+
+
+def the_kb(request: Request) -> KnowledgeBase:
+    """The tenant's live KB the URL names; 404 otherwise (unknown, deleted, another tenant's)."""
+    s = _state(request)
+    kb = s.web.kb(s.tenant_id, request.path_params["kb_id"])
+    if kb is None:
+        raise HTTPException(404, "no such knowledge base")
+    return kb
+
+
+def page_html(s: WebState, kb: KnowledgeBase, content: str) -> str:
+    """A page's Markdown as sanitised HTML, its links to pages that are gone struck through."""
+    live = s.pages.existing_slugs(kb.id, out_link_slugs(content))  # kb is the tenant's (the_kb)
+    return render_markdown(content, lambda slug: kb_url(kb.id, "page", slug), lambda slug: slug in live)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def kb_list(request: Request) -> Response:
+    s = _state(request)
+    page = _int(request.query_params.get("page", "0"))
+    kbs = s.web.kbs(s.tenant_id, limit=MAX_LIST + 1, offset=page * MAX_LIST)  # one more: is there a next page?
+    return render(
+        request,
+        "kbs.html",
+        kbs=kbs[:MAX_LIST],
+        page=page,
+        more=len(kbs) > MAX_LIST,
+        counts=s.counts.get("tenant", lambda: s.web.pages_by_type(s.tenant_id)),
+    )
+
+
+def kb_home(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    index = s.web.page(s.tenant_id, kb.id, "index")
+    return render(
+        request,
+        "kb_home.html",
+        kb=kb,
+        counts=s.counts.get(kb.id, lambda: s.pages.counts_by_type(kb.id)),
+        index_html=page_html(s, kb, index.content) if index else "",
+        recent=s.pages.recent(kb.id, "summary", HOME_LIST),
+        most_cited={t: s.pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")},
+    )
+
+
+def page_view(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
+    if page is None:
+        raise HTTPException(404, "no such page")
+    sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
+    backlinks = s.web.backlinks(s.tenant_id, kb.id, page.slug)
+    mentioned, mentioned_page, mentions = 0, 0, []
+    if page.page_type in ITEM_TYPES:
+        mentioned_page = max(0, _int(request.query_params.get("mentioned", "0")))
+        mentioned, mentions = s.web.mentioned_in(
+            s.tenant_id, kb.id, name_key(page.title), MENTIONED_PER_PAGE, mentioned_page * MENTIONED_PER_PAGE
+        )
+    elif page.page_type == "summary" and page.source_refs:  # the pages listing it under "Mentioned in"
+        listing = s.web.pages_naming(s.tenant_id, kb.id, page.source_refs[0].knowledge_id)
+        backlinks = sorted({p.slug: p for p in [*backlinks, *listing]}.values(), key=lambda p: p.slug)
+    return render(
+        request,
+        "page.html",
+        kb=kb,
+        page=page,
+        html=page_html(s, kb, page.content),
+        backlinks=backlinks,
+        sources=sources,
+        more_sources=max(0, len(page.source_refs) - len(sources)),
+        mentioned=mentioned,
+        mentions=mentions,
+        mentioned_page=mentioned_page,
+        mentioned_pages=-(-mentioned // MENTIONED_PER_PAGE),
+    )
+
+
+def page_list(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    page_type = _page_type(request)
+    after_token = request.query_params.get("after")
+    start = request.query_params.get("from", "").strip().lower()[:40]  # the letter bar: titles from here
+    try:
+        after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
+    except BadInput:
+        raise HTTPException(400, "not a cursor of this list") from None
+    rows, next_after = s.web.pages_az(s.tenant_id, kb.id, page_type=page_type, after=after, limit=AZ_PAGE)
+    return render(
+        request,
+        "pages.html",
+        kb=kb,
+        rows=rows,
+        page_type=page_type,
+        page_types=[t.value for t in PageType],
+        letters=AZ_LETTERS,
+        start=start,
+        first=after is None,
+        next_cursor=encode_cursor("az", *next_after) if next_after else None,
+    )
+
+
+def search(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    q = request.query_params.get("q", "")
+    if request.headers.get("HX-Request"):  # the drop-down under the search box: the first hits of any type
+        response = render(request, "search_results.html", kb=kb, q=q, hits=_hits(s, kb, q, SEARCH_LIMIT))
+    else:
+        page_type = _page_type(request)
+        after_token = request.query_params.get("after")
+        try:
+            after = decode_cursor(after_token, "search", (int, float, str)) if after_token else None
+        except BadInput:
+            raise HTTPException(400, "not a cursor of this search") from None
+        hits = _hits(s, kb, q, SEARCH_LIMIT + 1, after=after, page_type=page_type)
+        more, hits = len(hits) > SEARCH_LIMIT, hits[:SEARCH_LIMIT]
+        response = render(
+            request,
+            "search.html",
+            kb=kb,
+            q=q,
+            hits=hits,
+            first=after is None,
+            next_cursor=encode_cursor("search", *hits[-1].key) if more else None,
+            page_type=page_type,
+            page_types=[t.value for t in PageType],
+        )
+    response.headers["Vary"] = "HX-Request"  # one URL, two bodies: a cache must keep both
+    return response
+
+
+def _hits(s: WebState, kb: KnowledgeBase, q: str, limit: int, **kw) -> list:
+    return s.web.search(s.tenant_id, kb.id, q, limit, **kw) if q.strip() else []
+
+
+def backlinks_json(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    slug = request.path_params["slug"]
+    if s.web.page(s.tenant_id, kb.id, slug) is None:
+        raise HTTPException(404, "no such page")
+    return JSONResponse(
+        [{"slug": p.slug, "title": p.title, "type": p.page_type} for p in s.web.backlinks(s.tenant_id, kb.id, slug)]
+    )
+
+
+def graph_view(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
+    if page is None:
+        raise HTTPException(404, "no such page")
+    return render(
+        request,
+        "graph.html",
+        kb=kb,
+        page=page,
+        styles=NODE_STYLES,
+        hops=GRAPH_HOPS,
+        per_node=GRAPH_PER_NODE,
+        max_nodes=GRAPH_MAX_NODES,
+    )
+
+
+def graph_json(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    slug = request.path_params["slug"]
+    graph = s.web.graph(s.tenant_id, kb.id, slug)
+    if not graph.nodes:
+        raise HTTPException(404, "no such page")
+    return JSONResponse(
+        {
+            "center": slug,
+            "nodes": [
+                {
+                    "id": p.slug,
+                    "title": p.title,
+                    "type": p.page_type,
+                    "url": kb_url(kb.id, "page", p.slug),
+                    "links_capped": p.slug in graph.links_capped,
+                }
+                for p in graph.nodes.values()
+            ],
+            "edges": [{"source": a, "target": b} for a, b in sorted(graph.edges)],
+            # where the caps cut, for the legend: pages left out, pages with links left out
+            "capped": {"pages": graph.pages_capped, "links": bool(graph.links_capped)},
+            "limits": {"hops": GRAPH_HOPS, "per_node": GRAPH_PER_NODE, "max_nodes": GRAPH_MAX_NODES},
+        }
+    )
+
+
+def document_view(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    doc = s.web.document(s.tenant_id, kb.id, request.path_params["knowledge_id"])
+    if doc is None:
+        raise HTTPException(404, "no such document")
+    citing = s.web.pages_citing(s.tenant_id, kb.id, doc.id)
+    summary = next((p for p in citing if p.page_type == "summary"), None)
+    evidence_of = request.query_params.get("page")
+    evidence = []
+    if evidence_of and (cited := s.web.page(s.tenant_id, kb.id, evidence_of)) is not None:
+        evidence = list(cited.facts.get(doc.id, {}).get("evidence", []))
+    return render(
+        request,
+        "document.html",
+        kb=kb,
+        doc=doc,
+        summary=summary,
+        supports=[p for p in citing if p is not summary],
+        evidence_of=evidence_of,
+        evidence=evidence,
+        # browsers send the session cookie (path /ops) to /ops only: here they get the headline
+        redacted=session(request) is None,
+    )
+
+
+def document_text(request: Request) -> Response:
+    s = _state(request)
+    # the text in parts of TEXT_PART_CHARS characters (?part=N, from 0): a document can be
+    # megabytes; shown escaped in a <pre>, like every value the templates print
+    kb = the_kb(request)
+    part = _int(request.query_params.get("part", "0"))
+    doc = s.web.document_text(s.tenant_id, kb.id, request.path_params["knowledge_id"], part * TEXT_PART_CHARS)
+    if doc is None:
+        raise HTTPException(404, "no such document")
+    if part and doc.start >= doc.chars:
+        raise HTTPException(404, "no such part of the text")
+    return render(
+        request,
+        "document_text.html",
+        kb=kb,
+        doc=doc,
+        part=part,
+        parts=max(1, -(-doc.chars // TEXT_PART_CHARS)),
+        part_chars=TEXT_PART_CHARS,
+    )
+
+
+def lint_view(request: Request) -> Response:
+    s = _state(request)
+    kb = the_kb(request)
+    return render(request, "lint.html", kb=kb, report=s.lint.latest_report(kb.id))
+
+
+# -- operations ---------------------------------------------------------------------------
+
+
+def ops_view(request: Request) -> Response:
+    s = _state(request)
+    cookie = session(request)
+    message = MESSAGES.get(request.query_params.get("m", ""), "")
+    kbs = {kb.id: kb for kb in s.web.kbs(s.tenant_id, limit=10_000)}
+    return render(
+        request,
+        "ops.html",
+        kbs=kbs,
+        lanes=s.web.lanes(s.tenant_id),
+        active=s.web.active_batches(s.tenant_id),
+        documents=s.web.documents_by_status(s.tenant_id),
+        groups=s.web.dead_letter_groups(s.tenant_id),
+        letters=s.dead_letters.list(tenant_id=s.tenant_id, limit=50),
+        guard=s.guard,
+        signed_in=cookie is not None,
+        csrf=s.guard.csrf_value(cookie) if cookie else "",
+        message=message.format(id=_int(request.query_params.get("id", ""))),
+        redacted=cookie is None,
+    )
+
+
+def dead_letter_view(request: Request) -> Response:
+    s = _state(request)
+    row = s.dead_letters.get(int(request.path_params["id"]), tenant_id=s.tenant_id)
+    if row is None:
+        raise HTTPException(404, "no such dead letter")
+    cookie = session(request)
+    return render(
+        request,
+        "dead_letter.html",
+        row=row,
+        signed_in=cookie is not None,
+        csrf=s.guard.csrf_value(cookie) if cookie else "",
+        redacted=cookie is None,
+    )
+
+
+async def ops_login(request: Request) -> Response:
+    s = _state(request)
+    # the socket's address, or X-Forwarded-For's when a KBWIKI_WEB_TRUSTED_PROXIES proxy sent it
+    address = loggable(request.client.host) if request.client else "unknown"
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        # a form another site's page posts from the operator's own browser: refused before it
+        # counts, or ten of them would lock the operator out for a minute
+        raise HTTPException(403, "Sign in from this site's own page.")
+    if not s.guard.sign_in_allowed(address):
+        print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
+        raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
+    form = await request.form()
+    if not s.guard.token_ok(str(form.get("token", ""))):
+        s.guard.sign_in_failed(address)
+        print(f"kbwiki: failed ops sign-in from {address}", file=sys.stderr, flush=True)
+        return RedirectResponse("/ops?m=wrong-token", status_code=303)
+    print(f"kbwiki: ops sign-in from {address}", file=sys.stderr, flush=True)
+    response = RedirectResponse("/ops", status_code=303)
+    response.set_cookie(
+        COOKIE,
+        await run_in_threadpool(s.guard.open_session),
+        max_age=SESSION_S,
+        path=COOKIE_PATH,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+async def ops_logout(request: Request) -> Response:
+    s = _state(request)
+    cookie = request.cookies.get(COOKIE)
+    # a signed-in session ends only with its own form's CSRF token: another site cannot sign
+    # the operator out; without an open session there is nothing to end, only a cookie to drop
+    if await run_in_threadpool(s.guard.signed_in, cookie):
+        form = await request.form()
+        if not await run_in_threadpool(s.guard.action_allowed, cookie, form.get("csrf")):
+            raise HTTPException(403, "sign out with the page's sign-out button")
+        await run_in_threadpool(s.guard.close_session, cookie)
+    response = RedirectResponse("/ops?m=signed-out", status_code=303)
+    response.delete_cookie(COOKIE, path=COOKIE_PATH)
+    return response
+
+
+async def ops_action(request: Request) -> Response:
+    s = _state(request)
+    await operator_form(s.guard, request)  # a signed-in operator's form, its CSRF field checked
+    dead_letter_id = int(request.path_params["id"])
+    action = request.path_params["action"]
+    if action not in ("requeue", "purge"):
+        raise HTTPException(404, "no such action")
+    if action == "requeue":
+        try:
+            outcome = await run_in_threadpool(s.requeue, dead_letter_id, s.tenant_id)
+        except DeadLetterNotFound:
+            raise HTTPException(404, "no such dead letter") from None
+        except RequeueRefused as exc:
+            raise HTTPException(409, f"Dead letter {dead_letter_id} was not requeued: {exc}") from None
+        code = outcome if outcome in MESSAGES else "reinserted"
+    else:
+        n = await run_in_threadpool(lambda: s.dead_letters.purge(tenant_id=s.tenant_id, ids=[dead_letter_id]))
+        if not n:
+            raise HTTPException(404, "no such dead letter")
+        code = "purged"
+    return RedirectResponse(f"/ops?m={code}&id={dead_letter_id}", status_code=303)
+
+
+def metrics(request: Request) -> Response:
+    s = _state(request)
+    return Response(generate_latest(s.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def not_found(request: Request, exc: HTTPException) -> Response:
+    response = render(request, "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail)
+    response.headers.update(exc.headers or {})  # a 405's Allow
+    return response
+
+
+async def bad_input(request: Request, exc: BadInput) -> Response:
+    return render(request, "error.html", status_code=400, status=400, detail=str(exc))
+
+
+async def server_error(request: Request, exc: Exception) -> Response:
+    # the traceback goes to the log (Starlette logs it); the reader sees one line
+    return render(
+        request, "error.html", status_code=500, status=500, detail="Something went wrong on the server's side."
+    )
+
+
+outage = OutageLog("pages answer 503")
+
+
+async def unavailable(request: Request, exc: Exception) -> Response:
+    _state(request).outage.seen(exc)
+    response = render(
+        request,
+        "error.html",
+        status_code=503,
+        status=503,
+        detail=RETRY_TEXT[0].upper() + RETRY_TEXT[1:] + ".",
+    )
+    response.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return response
+
+
 def create_app(
     pool: ConnectionPool,
     tenant_id: int,
@@ -186,361 +618,27 @@ def create_app(
     the pages are). The app's lifespan runs the MCP session manager: a server must run it.
     ``revisions_keep``: the revisions a page reverted here keeps (``Settings.page_revisions_keep``)."""
     web = WebRepository(pool)
-    pages = WikiPageRepository(pool)
-    lint = LintRepository(pool)
-    dead_letters = TaskDeadLetterRepository(pool)
-    guard = OpsGuard(ops_token, tenant_id, WebSessionRepository(pool))
-    requeue = requeue or default_requeue()
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
     # {{ n | counted("summary") }}: "1 summary"; {{ error | headline }}: its first line
     templates.env.filters.update(counted=counted, noun=noun, headline=headline)
-    counts = TtlCache(COUNTS_CACHE_S)  # counting a 40k-document KB's pages is a scan of its rows
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
+    guard = OpsGuard(ops_token, tenant_id, WebSessionRepository(pool))
     mcp = McpEndpoint(build_server(pool, tenant_id), api_token, allowed_hosts or LOOPBACK_HOSTS)
-
-    def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
-        return templates.TemplateResponse(request, name, context, status_code=status_code)
-
-    def session(request: Request) -> str | None:
-        """The request's session cookie when it is an open session, else None."""
-        cookie = request.cookies.get(COOKIE)
-        return cookie if guard.signed_in(cookie) else None
-
-    def the_kb(request: Request) -> KnowledgeBase:
-        kb = web.kb(tenant_id, request.path_params["kb_id"])
-        if kb is None:
-            raise HTTPException(404, "no such knowledge base")
-        return kb
-
-    def page_html(kb: KnowledgeBase, content: str) -> str:
-        live = pages.existing_slugs(kb.id, out_link_slugs(content))  # kb is the tenant's (the_kb)
-        return render_markdown(content, lambda slug: kb_url(kb.id, "page", slug), lambda slug: slug in live)
-
-    # -- reading ------------------------------------------------------------------------------
-    def kb_list(request: Request) -> Response:
-        page = _int(request.query_params.get("page", "0"))
-        kbs = web.kbs(tenant_id, limit=MAX_LIST + 1, offset=page * MAX_LIST)  # one more: is there a next page?
-        return render(
-            request,
-            "kbs.html",
-            kbs=kbs[:MAX_LIST],
-            page=page,
-            more=len(kbs) > MAX_LIST,
-            counts=counts.get("tenant", lambda: web.pages_by_type(tenant_id)),
-        )
-
-    def kb_home(request: Request) -> Response:
-        kb = the_kb(request)
-        index = web.page(tenant_id, kb.id, "index")
-        return render(
-            request,
-            "kb_home.html",
-            kb=kb,
-            counts=counts.get(kb.id, lambda: pages.counts_by_type(kb.id)),
-            index_html=page_html(kb, index.content) if index else "",
-            recent=pages.recent(kb.id, "summary", HOME_LIST),
-            most_cited={t: pages.most_cited(kb.id, t, HOME_LIST) for t in ("entity", "concept")},
-        )
-
-    def page_view(request: Request) -> Response:
-        kb = the_kb(request)
-        page = web.page(tenant_id, kb.id, request.path_params["slug"])
-        if page is None:
-            raise HTTPException(404, "no such page")
-        sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
-        backlinks = web.backlinks(tenant_id, kb.id, page.slug)
-        mentioned, mentioned_page, mentions = 0, 0, []
-        if page.page_type in ITEM_TYPES:
-            mentioned_page = max(0, _int(request.query_params.get("mentioned", "0")))
-            mentioned, mentions = web.mentioned_in(
-                tenant_id, kb.id, name_key(page.title), MENTIONED_PER_PAGE, mentioned_page * MENTIONED_PER_PAGE
-            )
-        elif page.page_type == "summary" and page.source_refs:  # the pages listing it under "Mentioned in"
-            listing = web.pages_naming(tenant_id, kb.id, page.source_refs[0].knowledge_id)
-            backlinks = sorted({p.slug: p for p in [*backlinks, *listing]}.values(), key=lambda p: p.slug)
-        return render(
-            request,
-            "page.html",
-            kb=kb,
-            page=page,
-            html=page_html(kb, page.content),
-            backlinks=backlinks,
-            sources=sources,
-            more_sources=max(0, len(page.source_refs) - len(sources)),
-            mentioned=mentioned,
-            mentions=mentions,
-            mentioned_page=mentioned_page,
-            mentioned_pages=-(-mentioned // MENTIONED_PER_PAGE),
-        )
-
-    def page_list(request: Request) -> Response:
-        kb = the_kb(request)
-        page_type = _page_type(request)
-        after_token = request.query_params.get("after")
-        start = request.query_params.get("from", "").strip().lower()[:40]  # the letter bar: titles from here
-        try:
-            after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
-        except BadInput:
-            raise HTTPException(400, "not a cursor of this list") from None
-        rows, next_after = web.pages_az(tenant_id, kb.id, page_type=page_type, after=after, limit=AZ_PAGE)
-        return render(
-            request,
-            "pages.html",
-            kb=kb,
-            rows=rows,
-            page_type=page_type,
-            page_types=[t.value for t in PageType],
-            letters=AZ_LETTERS,
-            start=start,
-            first=after is None,
-            next_cursor=encode_cursor("az", *next_after) if next_after else None,
-        )
-
-    def search(request: Request) -> Response:
-        kb = the_kb(request)
-        q = request.query_params.get("q", "")
-        if request.headers.get("HX-Request"):  # the drop-down under the search box: the first hits of any type
-            response = render(request, "search_results.html", kb=kb, q=q, hits=_hits(kb, q, SEARCH_LIMIT))
-        else:
-            page_type = _page_type(request)
-            after_token = request.query_params.get("after")
-            try:
-                after = decode_cursor(after_token, "search", (int, float, str)) if after_token else None
-            except BadInput:
-                raise HTTPException(400, "not a cursor of this search") from None
-            hits = _hits(kb, q, SEARCH_LIMIT + 1, after=after, page_type=page_type)
-            more, hits = len(hits) > SEARCH_LIMIT, hits[:SEARCH_LIMIT]
-            response = render(
-                request,
-                "search.html",
-                kb=kb,
-                q=q,
-                hits=hits,
-                first=after is None,
-                next_cursor=encode_cursor("search", *hits[-1].key) if more else None,
-                page_type=page_type,
-                page_types=[t.value for t in PageType],
-            )
-        response.headers["Vary"] = "HX-Request"  # one URL, two bodies: a cache must keep both
-        return response
-
-    def _hits(kb: KnowledgeBase, q: str, limit: int, **kw) -> list:
-        return web.search(tenant_id, kb.id, q, limit, **kw) if q.strip() else []
-
-    def backlinks_json(request: Request) -> Response:
-        kb = the_kb(request)
-        slug = request.path_params["slug"]
-        if web.page(tenant_id, kb.id, slug) is None:
-            raise HTTPException(404, "no such page")
-        return JSONResponse(
-            [{"slug": p.slug, "title": p.title, "type": p.page_type} for p in web.backlinks(tenant_id, kb.id, slug)]
-        )
-
-    def graph_view(request: Request) -> Response:
-        kb = the_kb(request)
-        page = web.page(tenant_id, kb.id, request.path_params["slug"])
-        if page is None:
-            raise HTTPException(404, "no such page")
-        return render(
-            request,
-            "graph.html",
-            kb=kb,
-            page=page,
-            styles=NODE_STYLES,
-            hops=GRAPH_HOPS,
-            per_node=GRAPH_PER_NODE,
-            max_nodes=GRAPH_MAX_NODES,
-        )
-
-    def graph_json(request: Request) -> Response:
-        kb = the_kb(request)
-        slug = request.path_params["slug"]
-        graph = web.graph(tenant_id, kb.id, slug)
-        if not graph.nodes:
-            raise HTTPException(404, "no such page")
-        return JSONResponse(
-            {
-                "center": slug,
-                "nodes": [
-                    {
-                        "id": p.slug,
-                        "title": p.title,
-                        "type": p.page_type,
-                        "url": kb_url(kb.id, "page", p.slug),
-                        "links_capped": p.slug in graph.links_capped,
-                    }
-                    for p in graph.nodes.values()
-                ],
-                "edges": [{"source": a, "target": b} for a, b in sorted(graph.edges)],
-                # where the caps cut, for the legend: pages left out, pages with links left out
-                "capped": {"pages": graph.pages_capped, "links": bool(graph.links_capped)},
-                "limits": {"hops": GRAPH_HOPS, "per_node": GRAPH_PER_NODE, "max_nodes": GRAPH_MAX_NODES},
-            }
-        )
-
-    def document_view(request: Request) -> Response:
-        kb = the_kb(request)
-        doc = web.document(tenant_id, kb.id, request.path_params["knowledge_id"])
-        if doc is None:
-            raise HTTPException(404, "no such document")
-        citing = web.pages_citing(tenant_id, kb.id, doc.id)
-        summary = next((p for p in citing if p.page_type == "summary"), None)
-        evidence_of = request.query_params.get("page")
-        evidence = []
-        if evidence_of and (cited := web.page(tenant_id, kb.id, evidence_of)) is not None:
-            evidence = list(cited.facts.get(doc.id, {}).get("evidence", []))
-        return render(
-            request,
-            "document.html",
-            kb=kb,
-            doc=doc,
-            summary=summary,
-            supports=[p for p in citing if p is not summary],
-            evidence_of=evidence_of,
-            evidence=evidence,
-            # browsers send the session cookie (path /ops) to /ops only: here they get the headline
-            redacted=session(request) is None,
-        )
-
-    def document_text(request: Request) -> Response:
-        # the text in parts of TEXT_PART_CHARS characters (?part=N, from 0): a document can be
-        # megabytes; shown escaped in a <pre>, like every value the templates print
-        kb = the_kb(request)
-        part = _int(request.query_params.get("part", "0"))
-        doc = web.document_text(tenant_id, kb.id, request.path_params["knowledge_id"], part * TEXT_PART_CHARS)
-        if doc is None:
-            raise HTTPException(404, "no such document")
-        if part and doc.start >= doc.chars:
-            raise HTTPException(404, "no such part of the text")
-        return render(
-            request,
-            "document_text.html",
-            kb=kb,
-            doc=doc,
-            part=part,
-            parts=max(1, -(-doc.chars // TEXT_PART_CHARS)),
-            part_chars=TEXT_PART_CHARS,
-        )
-
-    def lint_view(request: Request) -> Response:
-        kb = the_kb(request)
-        return render(request, "lint.html", kb=kb, report=lint.latest_report(kb.id))
-
-    # -- operations ---------------------------------------------------------------------------
-    def ops_view(request: Request) -> Response:
-        cookie = session(request)
-        message = MESSAGES.get(request.query_params.get("m", ""), "")
-        kbs = {kb.id: kb for kb in web.kbs(tenant_id, limit=10_000)}
-        return render(
-            request,
-            "ops.html",
-            kbs=kbs,
-            lanes=web.lanes(tenant_id),
-            active=web.active_batches(tenant_id),
-            documents=web.documents_by_status(tenant_id),
-            groups=web.dead_letter_groups(tenant_id),
-            letters=dead_letters.list(tenant_id=tenant_id, limit=50),
-            guard=guard,
-            signed_in=cookie is not None,
-            csrf=guard.csrf_value(cookie) if cookie else "",
-            message=message.format(id=_int(request.query_params.get("id", ""))),
-            redacted=cookie is None,
-        )
-
-    def dead_letter_view(request: Request) -> Response:
-        row = dead_letters.get(int(request.path_params["id"]), tenant_id=tenant_id)
-        if row is None:
-            raise HTTPException(404, "no such dead letter")
-        cookie = session(request)
-        return render(
-            request,
-            "dead_letter.html",
-            row=row,
-            signed_in=cookie is not None,
-            csrf=guard.csrf_value(cookie) if cookie else "",
-            redacted=cookie is None,
-        )
-
-    async def ops_login(request: Request) -> Response:
-        # the socket's address, or X-Forwarded-For's when a KBWIKI_WEB_TRUSTED_PROXIES proxy sent it
-        address = loggable(request.client.host) if request.client else "unknown"
-        if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
-            # a form another site's page posts from the operator's own browser: refused before it
-            # counts, or ten of them would lock the operator out for a minute
-            raise HTTPException(403, "Sign in from this site's own page.")
-        if not guard.sign_in_allowed(address):
-            print(f"kbwiki: ops sign-in from {address} refused: too many failed sign-ins", file=sys.stderr, flush=True)
-            raise HTTPException(429, "Too many failed sign-ins: try again in a minute.", headers={"Retry-After": "60"})
-        form = await request.form()
-        if not guard.token_ok(str(form.get("token", ""))):
-            guard.sign_in_failed(address)
-            print(f"kbwiki: failed ops sign-in from {address}", file=sys.stderr, flush=True)
-            return RedirectResponse("/ops?m=wrong-token", status_code=303)
-        print(f"kbwiki: ops sign-in from {address}", file=sys.stderr, flush=True)
-        response = RedirectResponse("/ops", status_code=303)
-        response.set_cookie(
-            COOKIE,
-            await run_in_threadpool(guard.open_session),
-            max_age=SESSION_S,
-            path=COOKIE_PATH,
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
-        return response
-
-    async def ops_logout(request: Request) -> Response:
-        cookie = request.cookies.get(COOKIE)
-        # a signed-in session ends only with its own form's CSRF token: another site cannot sign
-        # the operator out; without an open session there is nothing to end, only a cookie to drop
-        if await run_in_threadpool(guard.signed_in, cookie):
-            form = await request.form()
-            if not await run_in_threadpool(guard.action_allowed, cookie, form.get("csrf")):
-                raise HTTPException(403, "sign out with the page's sign-out button")
-            await run_in_threadpool(guard.close_session, cookie)
-        response = RedirectResponse("/ops?m=signed-out", status_code=303)
-        response.delete_cookie(COOKIE, path=COOKIE_PATH)
-        return response
-
-    async def ops_action(request: Request) -> Response:
-        await operator_form(guard, request)  # a signed-in operator's form, its CSRF field checked
-        dead_letter_id = int(request.path_params["id"])
-        action = request.path_params["action"]
-        if action not in ("requeue", "purge"):
-            raise HTTPException(404, "no such action")
-        if action == "requeue":
-            try:
-                outcome = await run_in_threadpool(requeue, dead_letter_id, tenant_id)
-            except DeadLetterNotFound:
-                raise HTTPException(404, "no such dead letter") from None
-            except RequeueRefused as exc:
-                raise HTTPException(409, f"Dead letter {dead_letter_id} was not requeued: {exc}") from None
-            code = outcome if outcome in MESSAGES else "reinserted"
-        else:
-            n = await run_in_threadpool(lambda: dead_letters.purge(tenant_id=tenant_id, ids=[dead_letter_id]))
-            if not n:
-                raise HTTPException(404, "no such dead letter")
-            code = "purged"
-        return RedirectResponse(f"/ops?m={code}&id={dead_letter_id}", status_code=303)
-
-    def metrics(request: Request) -> Response:
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    async def not_found(request: Request, exc: HTTPException) -> Response:
-        response = render(request, "error.html", status_code=exc.status_code, status=exc.status_code, detail=exc.detail)
-        response.headers.update(exc.headers or {})  # a 405's Allow
-        return response
-
-    async def bad_input(request: Request, exc: BadInput) -> Response:
-        return render(request, "error.html", status_code=400, status=400, detail=str(exc))
-
-    async def server_error(request: Request, exc: Exception) -> Response:
-        # the traceback goes to the log (Starlette logs it); the reader sees one line
-        return render(
-            request, "error.html", status_code=500, status=500, detail="Something went wrong on the server's side."
-        )
+    state = WebState(
+        tenant_id=tenant_id,
+        web=web,
+        pages=WikiPageRepository(pool),
+        lint=LintRepository(pool),
+        dead_letters=TaskDeadLetterRepository(pool),
+        guard=guard,
+        requeue=requeue or default_requeue(),
+        templates=templates,
+        counts=TtlCache(COUNTS_CACHE_S),  # counting a 40k-document KB's pages is a scan of its rows
+        registry=registry,
+        outage=OutageLog("pages answer 503"),
+    )
 
     routes = [
         Route("/", kb_list),
@@ -575,21 +673,7 @@ def create_app(
         Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]
 
-    outage = OutageLog("pages answer 503")
-
-    async def unavailable(request: Request, exc: Exception) -> Response:
-        outage.seen(exc)
-        response = render(
-            request,
-            "error.html",
-            status_code=503,
-            status=503,
-            detail=RETRY_TEXT[0].upper() + RETRY_TEXT[1:] + ".",
-        )
-        response.headers["Retry-After"] = str(RETRY_AFTER_S)
-        return response
-
-    return WebApp(
+    app = WebApp(
         routes=routes,
         lifespan=lambda app: mcp.lifespan(),
         # outermost first: the Host is checked, then the URL, then the body's size, before any route
@@ -605,3 +689,5 @@ def create_app(
             **dict.fromkeys(SERVER_AWAY, unavailable),
         },
     )
+    app.state.web = state
+    return app
