@@ -15,11 +15,8 @@ internet visitor a loopback client.
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
-from urllib.parse import quote
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -43,13 +40,15 @@ from kbwiki.mcp_server import McpEndpoint, build_server
 from kbwiki.outage import RETRY_AFTER_S, RETRY_TEXT, SERVER_AWAY, OutageLog
 from kbwiki.web.graph_style import NODE_STYLES
 from kbwiki.web.guards import BodyLimit, RejectNul, SecurityHeaders
-from kbwiki.web.markdown import render_markdown
 from kbwiki.web.metrics import KbwikiCollector
 from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard, operator_form
-from kbwiki.web.revisions import revision_routes, store_revert
+from kbwiki.web.revisions import ROUTES as REVISION_ROUTES
+from kbwiki.web.revisions import store_revert
+from kbwiki.web.state import Requeue, TtlCache, WebState, kb_url, page_html, render, session, the_kb, web_state
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import DEFAULT_REVISIONS_KEEP, WikiPageRepository
+from repos.revisions import PageRevisionRepository
 from repos.web import (
     GRAPH_HOPS,
     GRAPH_MAX_NODES,
@@ -64,7 +63,6 @@ from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
 from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
-from wiki.links import out_link_slugs
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.plural import counted, noun
 
@@ -91,10 +89,6 @@ MESSAGES = {
     "signed-out": "Signed out.",
 }
 
-#: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``stages.requeue.requeue_dead_letter`` on
-#: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
-Requeue = Callable[[int, int], str]
-
 
 def _int(value: str) -> int:
     """A query parameter as an integer, 0 when it is none."""
@@ -109,15 +103,6 @@ def _page_type(request: Request) -> str | None:
     return value or None
 
 
-def _quote(value: str) -> str:
-    return quote(value, safe="")
-
-
-def kb_url(kb_id: str, *parts: str) -> str:
-    """The path of a KB's view: ``/kb/<id>/<part>/...`` with each part percent-encoded."""
-    return "/".join([f"/kb/{_quote(kb_id)}", *(_quote(p) for p in parts)])
-
-
 def default_requeue() -> Requeue:
     """Requeue through the process-wide deps (builds the broker on first use)."""
 
@@ -125,22 +110,6 @@ def default_requeue() -> Requeue:
         return run_stage(requeue_dead_letter, command_deps(), dead_letter_id, tenant_id=tenant_id)
 
     return requeue
-
-
-class TtlCache:
-    """Values computed at most once per ``ttl_s`` seconds per key (thread-safe enough: two
-    threads may both compute a missing value; the last one is kept)."""
-
-    def __init__(self, ttl_s: float) -> None:
-        self.ttl_s = ttl_s
-        self._values: dict[object, tuple[float, object]] = {}
-
-    def get(self, key: object, compute: Callable[[], object]):
-        hit = self._values.get(key)
-        if hit is None or time.monotonic() - hit[0] > self.ttl_s:
-            hit = (time.monotonic(), compute())
-            self._values[key] = hit
-        return hit[1]
 
 
 #: Characters of client-supplied text a log line keeps (an address is at most 45).
@@ -168,60 +137,11 @@ class WebApp(Starlette):
         return SecurityHeaders(super().build_middleware_stack())
 
 
-@dataclass(frozen=True)
-class WebState:
-    """What the web face's route handlers read, one per app (``app.state.web``): the tenant it
-    serves, its repositories, the ops guard, how a dead letter is requeued, the templates, the page
-    counts' cache, the metrics registry and the outage log."""
-
-    tenant_id: int
-    web: WebRepository
-    pages: WikiPageRepository
-    lint: LintRepository
-    dead_letters: TaskDeadLetterRepository
-    guard: OpsGuard
-    requeue: Requeue
-    templates: Jinja2Templates
-    counts: TtlCache
-    registry: CollectorRegistry
-    outage: OutageLog
-
-
-def _state(request: Request) -> WebState:
-    return request.app.state.web
-
-
-def render(request: Request, name: str, status_code: int = 200, **context) -> Response:
-    """The template ``name`` rendered with ``context`` (the app's templates)."""
-    return _state(request).templates.TemplateResponse(request, name, context, status_code=status_code)
-
-
-def session(request: Request) -> str | None:
-    """The request's session cookie when it is an open session, else None."""
-    cookie = request.cookies.get(COOKIE)
-    return cookie if _state(request).guard.signed_in(cookie) else None
-
-
-def the_kb(request: Request) -> KnowledgeBase:
-    """The tenant's live KB the URL names; 404 otherwise (unknown, deleted, another tenant's)."""
-    s = _state(request)
-    kb = s.web.kb(s.tenant_id, request.path_params["kb_id"])
-    if kb is None:
-        raise HTTPException(404, "no such knowledge base")
-    return kb
-
-
-def page_html(s: WebState, kb: KnowledgeBase, content: str) -> str:
-    """A page's Markdown as sanitised HTML, its links to pages that are gone struck through."""
-    live = s.pages.existing_slugs(kb.id, out_link_slugs(content))  # kb is the tenant's (the_kb)
-    return render_markdown(content, lambda slug: kb_url(kb.id, "page", slug), lambda slug: slug in live)
-
-
 # -- reading ------------------------------------------------------------------------------
 
 
 def kb_list(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     page = _int(request.query_params.get("page", "0"))
     kbs = s.web.kbs(s.tenant_id, limit=MAX_LIST + 1, offset=page * MAX_LIST)  # one more: is there a next page?
     return render(
@@ -235,7 +155,7 @@ def kb_list(request: Request) -> Response:
 
 
 def kb_home(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     index = s.web.page(s.tenant_id, kb.id, "index")
     return render(
@@ -250,7 +170,7 @@ def kb_home(request: Request) -> Response:
 
 
 def page_view(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
     if page is None:
@@ -283,7 +203,7 @@ def page_view(request: Request) -> Response:
 
 
 def page_list(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     page_type = _page_type(request)
     after_token = request.query_params.get("after")
@@ -308,7 +228,7 @@ def page_list(request: Request) -> Response:
 
 
 def search(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     q = request.query_params.get("q", "")
     if request.headers.get("HX-Request"):  # the drop-down under the search box: the first hits of any type
@@ -342,7 +262,7 @@ def _hits(s: WebState, kb: KnowledgeBase, q: str, limit: int, **kw) -> list:
 
 
 def backlinks_json(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     slug = request.path_params["slug"]
     if s.web.page(s.tenant_id, kb.id, slug) is None:
@@ -353,7 +273,7 @@ def backlinks_json(request: Request) -> Response:
 
 
 def graph_view(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
     if page is None:
@@ -371,7 +291,7 @@ def graph_view(request: Request) -> Response:
 
 
 def graph_json(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     slug = request.path_params["slug"]
     graph = s.web.graph(s.tenant_id, kb.id, slug)
@@ -399,7 +319,7 @@ def graph_json(request: Request) -> Response:
 
 
 def document_view(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     doc = s.web.document(s.tenant_id, kb.id, request.path_params["knowledge_id"])
     if doc is None:
@@ -425,7 +345,7 @@ def document_view(request: Request) -> Response:
 
 
 def document_text(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     # the text in parts of TEXT_PART_CHARS characters (?part=N, from 0): a document can be
     # megabytes; shown escaped in a <pre>, like every value the templates print
     kb = the_kb(request)
@@ -447,7 +367,7 @@ def document_text(request: Request) -> Response:
 
 
 def lint_view(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     kb = the_kb(request)
     return render(request, "lint.html", kb=kb, report=s.lint.latest_report(kb.id))
 
@@ -456,7 +376,7 @@ def lint_view(request: Request) -> Response:
 
 
 def ops_view(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     cookie = session(request)
     message = MESSAGES.get(request.query_params.get("m", ""), "")
     kbs = {kb.id: kb for kb in s.web.kbs(s.tenant_id, limit=10_000)}
@@ -478,7 +398,7 @@ def ops_view(request: Request) -> Response:
 
 
 def dead_letter_view(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     row = s.dead_letters.get(int(request.path_params["id"]), tenant_id=s.tenant_id)
     if row is None:
         raise HTTPException(404, "no such dead letter")
@@ -494,7 +414,7 @@ def dead_letter_view(request: Request) -> Response:
 
 
 async def ops_login(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     # the socket's address, or X-Forwarded-For's when a KBWIKI_WEB_TRUSTED_PROXIES proxy sent it
     address = loggable(request.client.host) if request.client else "unknown"
     if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
@@ -524,7 +444,7 @@ async def ops_login(request: Request) -> Response:
 
 
 async def ops_logout(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     cookie = request.cookies.get(COOKIE)
     # a signed-in session ends only with its own form's CSRF token: another site cannot sign
     # the operator out; without an open session there is nothing to end, only a cookie to drop
@@ -539,7 +459,7 @@ async def ops_logout(request: Request) -> Response:
 
 
 async def ops_action(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     await operator_form(s.guard, request)  # a signed-in operator's form, its CSRF field checked
     dead_letter_id = int(request.path_params["id"])
     action = request.path_params["action"]
@@ -562,7 +482,7 @@ async def ops_action(request: Request) -> Response:
 
 
 def metrics(request: Request) -> Response:
-    s = _state(request)
+    s = web_state(request)
     return Response(generate_latest(s.registry), media_type=CONTENT_TYPE_LATEST)
 
 
@@ -587,7 +507,7 @@ outage = OutageLog("pages answer 503")
 
 
 async def unavailable(request: Request, exc: Exception) -> Response:
-    _state(request).outage.seen(exc)
+    web_state(request).outage.seen(exc)
     response = render(
         request,
         "error.html",
@@ -638,6 +558,8 @@ def create_app(
         counts=TtlCache(COUNTS_CACHE_S),  # counting a 40k-document KB's pages is a scan of its rows
         registry=registry,
         outage=OutageLog("pages answer 503"),
+        revisions=PageRevisionRepository(pool),
+        revert=store_revert(pool, revisions_keep),
     )
 
     routes = [
@@ -659,16 +581,7 @@ def create_app(
         Route("/ops/dead-letters/{id:row_id}/{action:str}", ops_action, methods=["POST"]),
         Route("/metrics", metrics),
         Route("/mcp", mcp),
-        # a page's history, diffs and revert (kbwiki.web.revisions)
-        *revision_routes(
-            pool,
-            tenant_id,
-            guard=guard,
-            render=render,
-            the_kb=the_kb,
-            session=session,
-            revert=store_revert(pool, revisions_keep),
-        ),
+        *REVISION_ROUTES,  # a page's history, diffs and revert (kbwiki.web.revisions)
         Mount("/static", StaticFiles(directory=str(HERE / "static")), name="static"),
         Mount(API_PREFIX, app=create_api(pool, tenant_id, api_token)),
     ]

@@ -17,7 +17,6 @@ sign-in, like every page; every route finds the KB among the tenant's (another t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -28,7 +27,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from kbwiki.web.ops import OpsGuard, operator_form
+from kbwiki.web.ops import operator_form
+from kbwiki.web.state import Revert, WebState, render, session, the_kb, web_state
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
@@ -40,9 +40,6 @@ from wiki.revisions import diff_lines, sources_at, sources_diff
 
 #: Sources a diff names on each side (the rest are counted): a hub page may cite thousands.
 SOURCES_SHOWN = 50
-
-#: ``revert(tenant_id, kb_id, slug, version) -> Reverted``; raises what ``revert_page`` raises.
-Revert = Callable[[int, str, str, int], Reverted]
 
 
 def _version(value: str | None) -> int | None:
@@ -74,117 +71,115 @@ def store_revert(pool: ConnectionPool, revisions_keep: int) -> Revert:
     return revert
 
 
-def revision_routes(
-    pool: ConnectionPool,
-    tenant_id: int,
-    *,
-    guard: OpsGuard,
-    render: Callable[..., Response],
-    the_kb: Callable[[Request], KnowledgeBase],
-    session: Callable[[Request], str | None],
-    revert: Revert,
-) -> list[Route]:
-    """The history, diff and revert routes of the app serving ``tenant_id`` (``create_app`` passes
-    its own ``render``, ``the_kb`` and ``session``)."""
-    revisions = PageRevisionRepository(pool)
+def _live_page(s: WebState, kb: KnowledgeBase, slug: str) -> Page:
+    page = s.revisions.live_page(s.tenant_id, kb.id, slug)
+    if page is None or page.id is None:
+        raise HTTPException(404, "no such page")
+    return page
 
-    def live_page(kb: KnowledgeBase, slug: str) -> Page:
-        page = revisions.live_page(tenant_id, kb.id, slug)
-        if page is None or page.id is None:
-            raise HTTPException(404, "no such page")
-        return page
 
-    def sides(kb: KnowledgeBase, page: Page, versions: list[int]) -> list[Side]:
-        """The versions asked, from the live page and its revisions (404 for one not kept)."""
-        assert page.id is not None
-        newer = revisions.since(tenant_id, kb.id, page.id, min(versions), content_of=versions)
-        by_version = {rev.version: rev for rev in newer}
-        out = []
-        for v in versions:
-            if v == page.version:
-                out.append(Side(v, page.content, page.source_refs, True))
-            elif v in by_version:
-                out.append(Side(v, by_version[v].content, sources_at(page.source_refs, newer, v), False))
-            else:
-                raise HTTPException(404, f"version {v} of this page is not kept")
-        return out
+def _sides(s: WebState, kb: KnowledgeBase, page: Page, versions: list[int]) -> list[Side]:
+    """The versions asked, from the live page and its revisions (404 for one not kept)."""
+    assert page.id is not None
+    newer = s.revisions.since(s.tenant_id, kb.id, page.id, min(versions), content_of=versions)
+    by_version = {rev.version: rev for rev in newer}
+    out = []
+    for v in versions:
+        if v == page.version:
+            out.append(Side(v, page.content, page.source_refs, True))
+        elif v in by_version:
+            out.append(Side(v, by_version[v].content, sources_at(page.source_refs, newer, v), False))
+        else:
+            raise HTTPException(404, f"version {v} of this page is not kept")
+    return out
 
-    def diff_context(a: Side, b: Side) -> dict:
-        lines, cut = diff_lines(a.content, b.content)
-        removed, added = sources_diff(a.refs, b.refs) if a.refs is not None and b.refs is not None else (None, None)
-        return {
-            "a": a,
-            "b": b,
-            "lines": lines,
-            "cut": cut,
-            "removed": removed,
-            "added": added,
-            "shown": SOURCES_SHOWN,
-        }
 
-    def history(request: Request) -> Response:
-        kb = the_kb(request)
-        slug = request.path_params["slug"]
-        lines = revisions.history(tenant_id, kb.id, slug, limit=MAX_READ)
-        if lines is None:
-            raise HTTPException(404, "no such page")
-        reverted = _version(request.query_params.get("reverted"))
-        now = _version(request.query_params.get("now"))
-        message = f"Reverted to version {reverted}: the page is version {now} now." if reverted and now else ""
-        title = live_page(kb, slug).title
-        return render(request, "page_history.html", kb=kb, slug=slug, title=title, lines=lines, message=message)
+def _diff_context(a: Side, b: Side) -> dict:
+    lines, cut = diff_lines(a.content, b.content)
+    removed, added = sources_diff(a.refs, b.refs) if a.refs is not None and b.refs is not None else (None, None)
+    return {
+        "a": a,
+        "b": b,
+        "lines": lines,
+        "cut": cut,
+        "removed": removed,
+        "added": added,
+        "shown": SOURCES_SHOWN,
+    }
 
-    def diff(request: Request) -> Response:
-        kb = the_kb(request)
-        page = live_page(kb, request.path_params["slug"])
-        lines = revisions.history(tenant_id, kb.id, page.slug, limit=1) or []
-        earlier = lines[1].version if len(lines) > 1 else page.version
-        a = _version(request.query_params.get("from")) or earlier
-        b = _version(request.query_params.get("to")) or page.version
-        old, new = sides(kb, page, [a, b])
-        return render(request, "page_diff.html", kb=kb, page=page, **diff_context(old, new))
 
-    def revert_view(request: Request) -> Response:
-        kb = the_kb(request)
-        page = live_page(kb, request.path_params["slug"])
-        version = _version(request.query_params.get("version"))
-        if version is None:
-            raise HTTPException(404, "no such version")
-        current, target = sides(kb, page, [page.version, version])
-        cookie = session(request)
-        return render(
-            request,
-            "page_revert.html",
-            kb=kb,
-            page=page,
-            version=version,
-            guard=guard,
-            signed_in=cookie is not None,
-            csrf=guard.csrf_value(cookie) if cookie else "",
-            **diff_context(current, target),
-        )
+def history(request: Request) -> Response:
+    s = web_state(request)
+    kb = the_kb(request)
+    slug = request.path_params["slug"]
+    lines = s.revisions.history(s.tenant_id, kb.id, slug, limit=MAX_READ)
+    if lines is None:
+        raise HTTPException(404, "no such page")
+    reverted = _version(request.query_params.get("reverted"))
+    now = _version(request.query_params.get("now"))
+    message = f"Reverted to version {reverted}: the page is version {now} now." if reverted and now else ""
+    title = _live_page(s, kb, slug).title
+    return render(request, "page_history.html", kb=kb, slug=slug, title=title, lines=lines, message=message)
 
-    async def revert_action(request: Request) -> Response:
-        form = await operator_form(guard, request)
-        kb = await run_in_threadpool(the_kb, request)
-        slug = request.path_params["slug"]
-        version = _version(str(form.get("version", "")))
-        if version is None:
-            raise HTTPException(404, "no such version")
-        try:
-            done = await run_in_threadpool(revert, tenant_id, kb.id, slug, version)
-        except (UnknownKnowledgeBase, KnowledgeBaseDeleted):
-            raise HTTPException(404, "no such knowledge base") from None
-        except UnknownPage as exc:
-            raise HTTPException(404, str(exc)) from None
-        except RevertRefused as exc:
-            raise HTTPException(409, f"Not reverted: {exc}") from None
-        url = f"/kb/{quote(kb.id, safe='')}/history/{quote(slug, safe='')}"
-        return RedirectResponse(f"{url}?reverted={done.version}&now={done.new_version}", status_code=303)
 
-    return [
-        Route("/kb/{kb_id}/history/{slug}", history),
-        Route("/kb/{kb_id}/diff/{slug}", diff),
-        Route("/ops/kb/{kb_id}/revert/{slug}", revert_view),
-        Route("/ops/kb/{kb_id}/revert/{slug}", revert_action, methods=["POST"]),
-    ]
+def diff(request: Request) -> Response:
+    s = web_state(request)
+    kb = the_kb(request)
+    page = _live_page(s, kb, request.path_params["slug"])
+    lines = s.revisions.history(s.tenant_id, kb.id, page.slug, limit=1) or []
+    earlier = lines[1].version if len(lines) > 1 else page.version
+    a = _version(request.query_params.get("from")) or earlier
+    b = _version(request.query_params.get("to")) or page.version
+    old, new = _sides(s, kb, page, [a, b])
+    return render(request, "page_diff.html", kb=kb, page=page, **_diff_context(old, new))
+
+
+def revert_view(request: Request) -> Response:
+    s = web_state(request)
+    kb = the_kb(request)
+    page = _live_page(s, kb, request.path_params["slug"])
+    version = _version(request.query_params.get("version"))
+    if version is None:
+        raise HTTPException(404, "no such version")
+    current, target = _sides(s, kb, page, [page.version, version])
+    cookie = session(request)
+    return render(
+        request,
+        "page_revert.html",
+        kb=kb,
+        page=page,
+        version=version,
+        guard=s.guard,
+        signed_in=cookie is not None,
+        csrf=s.guard.csrf_value(cookie) if cookie else "",
+        **_diff_context(current, target),
+    )
+
+
+async def revert_action(request: Request) -> Response:
+    s = web_state(request)
+    form = await operator_form(s.guard, request)
+    kb = await run_in_threadpool(the_kb, request)
+    slug = request.path_params["slug"]
+    version = _version(str(form.get("version", "")))
+    if version is None:
+        raise HTTPException(404, "no such version")
+    try:
+        done = await run_in_threadpool(s.revert, s.tenant_id, kb.id, slug, version)
+    except (UnknownKnowledgeBase, KnowledgeBaseDeleted):
+        raise HTTPException(404, "no such knowledge base") from None
+    except UnknownPage as exc:
+        raise HTTPException(404, str(exc)) from None
+    except RevertRefused as exc:
+        raise HTTPException(409, f"Not reverted: {exc}") from None
+    url = f"/kb/{quote(kb.id, safe='')}/history/{quote(slug, safe='')}"
+    return RedirectResponse(f"{url}?reverted={done.version}&now={done.new_version}", status_code=303)
+
+
+#: The routes of a page's history, diffs and revert (``create_app`` adds them).
+ROUTES = [
+    Route("/kb/{kb_id}/history/{slug}", history),
+    Route("/kb/{kb_id}/diff/{slug}", diff),
+    Route("/ops/kb/{kb_id}/revert/{slug}", revert_view),
+    Route("/ops/kb/{kb_id}/revert/{slug}", revert_action, methods=["POST"]),
+]
