@@ -31,7 +31,10 @@ from kbwiki.command import (
     tenant_option,
     timeout_option,
 )
-from wiki.errors import DocumentsFailed, StoreConflict
+from kbwiki.list_cmd import DEFAULT_PAGE, print_kbs
+from kbwiki.servers_cmd import idle_line, refuse_when_down, watched
+from repos.db import apply_migrations, database_contents, rollback_migrations
+from wiki.errors import DocumentsFailed, RollbackRefused, StoreConflict
 from wiki.models import DocStatus
 from wiki.plural import counted
 
@@ -49,9 +52,6 @@ def migrate(rollback: bool, yes: bool, force: bool) -> None:
     the database holds) and asks; off a terminal it needs --yes, and while KBs hold documents or
     pages it refuses without --force. A refusal exits 1 and drops nothing.
     """
-    from repos.db import apply_migrations, database_contents, rollback_migrations
-    from wiki.errors import RollbackRefused
-
     if (yes or force) and not rollback:
         raise click.UsageError("--yes and --force go with --rollback")
     with services(migrating=True) as settings:
@@ -193,14 +193,11 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
     """Pages by type, links, orphans, dead links, rows per lane and dead letters of a KB, and
     up to 10 skipped or failed documents with the reason. Without --kb: the first page of
     `kbwiki kbs` (every tenant's KBs unless --tenant is given)."""
-    from kbwiki.servers_cmd import refuse_when_down, watched
     from kbwiki.status import kb_status, status_lines
 
     base = checked_settings()  # before services(): its settings carry the local servers' URLs
     refuse_when_down(base, err=as_json)
     if kb_name is None:
-        from kbwiki.list_cmd import DEFAULT_PAGE, print_kbs
-
         given = click.get_current_context().get_parameter_source("tenant") is not click.core.ParameterSource.DEFAULT
         with services():
             deps = command_deps()
@@ -263,7 +260,6 @@ def export(kb_name: str, tenant: int, replace: bool, force: bool, out_dir: Path)
 def demo(kb_name: str, out_dir: Path, processes: int, threads: int, force: bool) -> None:
     """Build a wiki of the Python standard library's documentation, export it and print its numbers."""
     from kbwiki.demo import run_demo
-    from kbwiki.servers_cmd import idle_line
 
     given = checked_settings()
     with services() as settings:

@@ -8,6 +8,7 @@ imports them to register their commands, so no module imports the one that impor
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import os
 import re
@@ -18,9 +19,18 @@ from pathlib import Path
 from typing import TypeVar
 
 import click
+import psycopg
+import psycopg_pool
+import redis
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from actors import setup_broker
 from actors.deps import Deps, get_deps
+from middleware.logging import configure_logging
+from repos.db import apply_migrations, pending_migrations
+from repos.knowledge import COUNT_LIVE_CAP
+from stages.llm_gate import RESUME_HINT
 from wiki.errors import (
     BadInput,
     BadSetting,
@@ -34,6 +44,7 @@ from wiki.errors import (
     UnknownKnowledgeBase,
     WaitTimedOut,
 )
+from wiki.models import valid_kb_name
 from wiki.plural import counted
 from wiki.settings import SECRET_SETTINGS, Settings, get_settings
 
@@ -117,9 +128,6 @@ def main() -> None:
 
 def checked_settings() -> Settings:
     """The settings, or ``BadSetting`` with one line per bad environment variable (not a pydantic traceback)."""
-    from pydantic import ValidationError
-    from pydantic_settings import SettingsError
-
     try:
         return get_settings()
     except SettingsError as exc:  # a JSON-valued variable that is not JSON ("error parsing value for field ...")
@@ -156,10 +164,6 @@ def _reachable(settings: Settings) -> None:
 def _server_gone() -> tuple[type[BaseException], ...]:
     """The errors of a server that stopped or became unreachable while a command ran: ours, and
     the drivers' own where code below the repositories still lets them through (Redis clients)."""
-    import psycopg
-    import psycopg_pool
-    import redis
-
     return ServersUnreachable, psycopg.OperationalError, psycopg_pool.PoolTimeout, redis.ConnectionError
 
 
@@ -173,7 +177,6 @@ def command_logs(settings: Settings) -> None:
     land among the lines a command prints; stderr is kept when that file cannot be opened. The
     ``worker`` command's Dramatiq processes still log to stderr (they build their own broker)."""
     from kbwiki.services.state import home_folder
-    from middleware.logging import configure_logging
 
     with contextlib.suppress(OSError, ServiceError):
         configure_logging(settings.log_level, home_folder(settings) / COMMAND_LOG)
@@ -185,8 +188,6 @@ def _silence_pool_logs() -> None:
     command's output, and the pool's threads go on logging after the command has failed (between
     its end and its error line); every failure they warn of reaches the command as an exception,
     which it reports in one line. Idempotent."""
-    import logging
-
     logger = logging.getLogger("psycopg")
     if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
         logger.addHandler(logging.NullHandler())
@@ -205,8 +206,6 @@ START_WAIT_MAX_S = 30.0
 def _refused(exc: BaseException) -> bool:
     """Whether ``exc`` is a server refusing or not answering (worth another try): ours, or the
     driver's from yoyo's own connection (``FATAL: too many connections``, SQLSTATE 53300)."""
-    import psycopg
-
     return isinstance(exc, ServersUnreachable | psycopg.OperationalError)
 
 
@@ -251,7 +250,6 @@ def services(*, migrating: bool = False, waiting: str | None = None) -> Iterator
     """
     from kbwiki.services.builds import describe_home
     from kbwiki.services.client import local_services
-    from repos.db import apply_migrations, pending_migrations
 
     base = checked_settings()
     embedded = not (base.database_url and base.redis_url)
@@ -317,8 +315,6 @@ def lanes_timeout(deps: Deps, kb, kb_name: str, timeout: float) -> WaitTimedOut:
     head = f"lanes of {kb_name!r} were not empty after {timeout:.0f} s"
     paused = deps.llm_errors.get(kb.id)
     if paused is not None:
-        from stages.llm_gate import RESUME_HINT
-
         hint = RESUME_HINT.get(paused.kind, RESUME_HINT["config"]).replace("NAME", kb_name)
         # a budget pause is kbwiki's own decision (stored as 402): no HTTP status to quote
         cause = paused.message if paused.kind == "budget" else f"HTTP {paused.status}: {paused.message}"
@@ -348,7 +344,6 @@ def unknown_kb_hint(deps, tenant: int, name: str) -> str:
     close to ``name`` (``wiki.suggest.close_names`` over the 1,000 next to it in case-insensitive
     order, ``KnowledgeBaseRepository.names_near``), else how many KBs the tenant has and the
     command that lists them. Two bounded statements whatever the number of KBs."""
-    from repos.knowledge import COUNT_LIVE_CAP
     from wiki.suggest import close_names, did_you_mean
 
     close = close_names(name, deps.kbs.names_near(tenant, name))
@@ -364,10 +359,6 @@ def unknown_kb_hint(deps, tenant: int, name: str) -> str:
 def kb_name_param(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """A KB name as stored (``wiki.models.valid_kb_name``): stripped, 1-255 characters, no newline
     or other control character. A click callback: a refused name is a usage error (exit 2)."""
-    from pydantic import ValidationError
-
-    from wiki.models import valid_kb_name
-
     try:
         return valid_kb_name(value or "")
     except ValidationError as exc:

@@ -7,6 +7,7 @@ the configured per-token prices.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -14,10 +15,13 @@ from actors.deps import Deps
 from kbwiki.corpus import CorpusDoc, Rejected, Skipped
 from kbwiki.ingest import problem_lines, rejected_line
 from repos.knowledge import content_hash
+from stages.index import RECENT_SUMMARIES
 from stages.ingest import prepare_document
 from wiki.llm_config import LLMConfig, config_from_settings, estimated_usd
-from wiki.models import KnowledgeBase
+from wiki.models import ExtractedItem, KnowledgeBase, Page, PageLite, PageType
 from wiki.plural import counted
+from wiki.render import LEAD_QUOTE_CHARS, LEAD_SOURCES
+from wiki.settings import kb_tunables
 
 #: Characters per prompt token in the estimate: OpenAI's rule of thumb for English text. No
 #: tokenizer is used: the registries' ones (tiktoken) download their vocabularies on first use.
@@ -186,11 +190,8 @@ def merge_call_tokens(config: LLMConfig) -> tuple[int, int]:
     the prompt, for ``MERGE_ITEMS`` items of ``MERGE_CANDIDATES_PER_ITEM`` candidates each, every
     description and summary ``MAX_CONTEXT_CHARS`` long (a line of about 200 characters); the answer
     is that many decisions as JSON (a few dozen tokens), at most ``max_tokens``."""
-    import json
-
     from wiki.extract.llm.merges import MAX_CONTEXT_CHARS, Candidate, MergeQuestion, listing
     from wiki.extract.llm.prompts import merge_messages
-    from wiki.models import ExtractedItem, PageLite, PageType
 
     filler = "x" * MAX_CONTEXT_CHARS
     name = "n" * (TYPICAL_TITLE_CHARS // 2)
@@ -214,11 +215,8 @@ def lead_call_tokens(config: LLMConfig) -> tuple[int, int]:
     the prompt, for ``PAGES_PER_CALL`` pages of ``LEAD_SOURCES`` contribution lines each (a
     description and a quote, about 360 characters); the answer is that many leads of about 240
     characters as JSON, at most ``max_tokens``."""
-    import json
-
     from wiki.extract.llm.leads import PAGES_PER_CALL, LeadQuestion, listing
     from wiki.extract.llm.prompts import lead_messages
-    from wiki.render import LEAD_QUOTE_CHARS, LEAD_SOURCES
 
     line = "d" * 200 + " (quoted: " + "q" * LEAD_QUOTE_CHARS + ")"
     questions = [
@@ -247,7 +245,6 @@ def intro_call_sizes(
     batch 50, 51 at batch 1). So about 3 + (N - 200) / 100 calls for N documents past 200 at the
     default batch (11 for 1,000). Smaller reduce batches than ``batch`` make more calls under 200
     summaries; index rebuilds coalesced under load make fewer."""
-    from stages.index import RECENT_SUMMARIES
     from wiki.extract.llm.intro import stale
 
     shown = list(recent)[:RECENT_SUMMARIES]
@@ -270,7 +267,6 @@ def intro_call_tokens(config: LLMConfig, kb_name: str, summaries: int, title_cha
     ``SUMMARY_CHARS`` (240) cut; the answer at most ``MAX_INTRO_CHARS`` (900) characters (a
     paragraph), at most ``max_tokens``."""
     from wiki.extract.llm.intro import MAX_INTRO_CHARS, SUMMARY_CHARS, intro_messages
-    from wiki.models import Page, PageType
 
     pages = [
         Page(
@@ -370,10 +366,6 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
             )
         )
     if config.index_intro:
-        from stages.index import RECENT_SUMMARIES
-        from wiki.models import PageType
-        from wiki.settings import kb_tunables
-
         batch = kb_tunables(settings, kb).batch_size if kb is not None else settings.ingest_batch_size
         recent: list[str] = []
         written_from = None

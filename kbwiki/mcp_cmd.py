@@ -15,6 +15,7 @@ import sys
 import click
 
 from kbwiki.command import TENANT_ID, main, services
+from repos.db import get_pool
 from wiki.extras import MCP_MODULES, require
 
 
@@ -34,7 +35,6 @@ def mcp_command(tenant: int | None) -> None:
     """
     require("web", *MCP_MODULES)
     from kbwiki.mcp_server import build_server
-    from repos.db import get_pool
 
     wire = os.dup(1)  # the protocol's stdout, kept aside while nothing may write to it
     os.dup2(2, 1)

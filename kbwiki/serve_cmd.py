@@ -10,6 +10,7 @@ import sys
 import click
 
 from kbwiki.command import TENANT_ID, main, services
+from repos.db import get_pool
 from wiki.errors import BadSetting, CannotListen
 from wiki.extras import WEB_MODULES, require
 
@@ -38,7 +39,6 @@ def serve(host: str, port: int, tenant: int | None) -> None:
     import uvicorn
 
     from kbwiki.web.app import create_app
-    from repos.db import get_pool
 
     # bound before anything starts: a busy port is one line, and "serving on" is said only once it is true
     with listening_socket(host, port) as sock, services() as settings:

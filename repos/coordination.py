@@ -11,8 +11,6 @@ import uuid
 
 import redis
 
-from wiki.errors import LockLost  # noqa: F401  (what losing this lock raises; kept importable from here)
-
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
   if KEYS[2] then redis.call('srem', KEYS[2], KEYS[1]) end

@@ -21,8 +21,9 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
 
 from repos.db import borrow
-from repos.queue_common import SCOPE_KB, check_width, int_ids, require
+from repos.queue_common import check_width, int_ids, require
 from wiki.errors import BadInput
+from wiki.lanes import SCOPE_KB
 
 #: Bounds of ``peek``/``claim`` page sizes (a page never grows with the KB) and of ``lanes_with_rows``.
 MAX_PEEK = 1000

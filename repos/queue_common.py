@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from wiki.errors import ERROR_LIMIT_BYTES, BadInput, EmptyDedupKey
-from wiki.lanes import SCOPE_KB  # noqa: F401  (defined once, with the lane names)
 
 TRUNCATED_SUFFIX = "...(truncated)"
 

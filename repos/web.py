@@ -18,7 +18,7 @@ from psycopg_pool import ConnectionPool
 from pydantic import BaseModel
 
 from repos.pages import LITE_COLUMNS
-from repos.queue_common import SCOPE_KB
+from wiki.lanes import SCOPE_KB
 from wiki.models import DocStatus, Document, KnowledgeBase, Page, PageLite
 from wiki.slugs import CJK_CLASS, has_cjk
 

@@ -29,6 +29,7 @@ from stages.delete import active_kb_or_drain
 from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMError, error_text
 from wiki.extract import Extractor
+from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB, Actor
 from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType
 from wiki.render import render_index_page
@@ -118,7 +119,6 @@ def index_intro(
         return ""
     from wiki.extract.llm.client import ModeRejected
     from wiki.extract.llm.intro import stale, write_intro
-    from wiki.extract.llm.ratelimit import sharing
 
     extractor = llm_gate.extractor_for(extractor, kb.id, kbs=kbs)
     if not extractor.config.index_intro:

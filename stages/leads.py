@@ -44,6 +44,7 @@ from stages.pacing import link_wait_s
 from stages.triggers import Triggers
 from wiki.errors import LLMConfigError, LLMError, error_text
 from wiki.extract import Extractor
+from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB, Actor
 from wiki.merge import keep_lead, lead_due
 from wiki.models import KnowledgeBase, Page
@@ -161,7 +162,6 @@ def _write_leads(
     worker_id: str | None,
 ) -> None:
     from wiki.extract.llm.leads import LeadQuestion, write_leads
-    from wiki.extract.llm.ratelimit import sharing
 
     slugs = sorted({op.dedup_key for op in claimed})
     questions = [

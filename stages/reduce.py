@@ -102,7 +102,7 @@ def run_reduce_batch(
     A KB that is gone (before or during the batch) has its lanes drained and keeps no page.
 
     Raises ``repos.liveness.FenceLost`` when a later batch of the KB started meanwhile, and
-    ``repos.coordination.LockLost`` when ``lock`` was lost: the batch then wrote nothing and its
+    ``wiki.errors.LockLost`` when ``lock`` was lost: the batch then wrote nothing and its
     claims are released.
     """
     kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)

@@ -98,8 +98,9 @@ def test_overlapping_batches_keep_the_sources_of_both(deps, actors_broker):
 
 
 def test_a_batch_that_lost_its_lock_writes_nothing(deps, actors_broker):
-    from repos.coordination import ActiveBatchLock, LockLost, active_key
+    from repos.coordination import ActiveBatchLock, active_key
     from stages.reduce import run_reduce_batch
+    from wiki.errors import LockLost
 
     kb = deps.kbs.get_or_create(1, f"lost-{uuid.uuid4().hex[:6]}")
     kid = _mapped(deps, kb, "Lonely")

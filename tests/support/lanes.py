@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from repos.queue_common import SCOPE_KB
-from wiki.lanes import REDUCE
+from wiki.lanes import REDUCE, SCOPE_KB
 from wiki.models import Extraction, KnowledgeBase
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from wiki.errors import ExtractionError, ExtractionUnavailable
 from wiki.extras import require
+from wiki.llm_config import config_from_settings
 from wiki.models import Extraction
 from wiki.stopwords import is_stopword
 
@@ -68,7 +69,6 @@ def get_extractor(settings: Settings) -> Extractor:
     if settings.extractor == "llm":
         require("llm", "openai", "json_repair", "tiktoken", "nh3")
         from wiki.extract.llm import LLMExtractor
-        from wiki.llm_config import config_from_settings
 
         return LLMExtractor(config_from_settings(settings))
     raise ValueError(f"unknown extractor {settings.extractor!r}")
