@@ -7,7 +7,7 @@ or other tenant's KB, page or document is the same :class:`~wiki.errors.NotFound
 ``UnknownKnowledgeBase``, ``UnknownPage``, ``UnknownDocument``), never another tenant's data.
 
 Every read is bounded: ``limit`` is clamped to 1..``MAX_LIMIT`` (search: 1..``RANK_WINDOW``),
-listings are keyset pages (search: an offset within its first ``RANK_WINDOW`` hits), and each
+listings are keyset pages (search: after the last hit's place in its ranked order), and each
 answer is a pydantic model (:class:`Paged` for listings). Cursors are opaque strings of
 ``wiki.cursor``: a cursor of another listing, or one that is not a cursor, raises
 ``BadInput``, as does an unknown page type or document status.
@@ -25,10 +25,10 @@ from repos.lint import LintRepository
 from repos.listing import DocumentListing, ListingRepository
 from repos.web import MAX_LIST, RANK_WINDOW, PageSource, SearchHit, WebRepository
 from wiki.cursor import decode_cursor, encode_cursor
-from wiki.errors import BadInput, UnknownDocument, UnknownKnowledgeBase, UnknownPage
+from wiki.errors import BadInput, UnknownDocument, UnknownKnowledgeBase, UnknownPage, error_headline
 from wiki.links import out_link_slugs
 from wiki.lint import LintReport
-from wiki.models import KnowledgeBase, PageLite, PageType
+from wiki.models import KnowledgeBase, PageLite, PageType, page_type_or_none
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -162,14 +162,6 @@ def _clamp(limit: int, most: int = MAX_LIMIT) -> int:
     return min(max(int(limit), 1), most)
 
 
-def _page_type(page_type: str | None) -> str | None:
-    if page_type is None:
-        return None
-    if page_type not in PageType.__members__.values():
-        raise BadInput(f"unknown page type {page_type!r}: one of {', '.join(t.value for t in PageType)}")
-    return page_type
-
-
 class Reader:
     """Bounded reads of tenant ``tenant_id``'s live KBs (see the module's docstring)."""
 
@@ -226,7 +218,7 @@ class Reader:
             title=doc.title,
             source_uri=doc.source_uri,
             status=doc.status,
-            error=(doc.error or "").split("\n", 1)[0][:160],  # the headline: tracebacks are for operators
+            error=error_headline(doc.error or ""),  # tracebacks are for operators
             content_head=doc.content[:CONTENT_HEAD_CHARS],
             citing=self.web.pages_citing(self.tenant_id, kb.id, doc.id, EVIDENCE_PAGES),
             naming=self.web.pages_naming(self.tenant_id, kb.id, doc.id, EVIDENCE_PAGES),
@@ -241,7 +233,7 @@ class Reader:
         """The KB's live pages A-Z (by lowercased title, then slug), of ``page_type`` only unless
         it is None. Raises ``UnknownKnowledgeBase``; ``BadInput`` for an unknown page type or a
         bad cursor."""
-        page_type = _page_type(page_type)
+        page_type = page_type_or_none(page_type)
         kb = self._kb(kb_id)
         keyset = decode_cursor(after, "pages", (str, str)) if after else None
         items, last = self.web.pages_az(self.tenant_id, kb.id, page_type=page_type, after=keyset, limit=_clamp(limit))
@@ -327,7 +319,7 @@ class Reader:
         most ``RANK_WINDOW`` title and ``RANK_WINDOW`` text matches. A query of no word finds
         nothing. Raises ``UnknownKnowledgeBase``; ``BadInput`` for an unknown page type or a bad
         cursor."""
-        page_type = _page_type(page_type)
+        page_type = page_type_or_none(page_type)
         kb = self._kb(kb_id)
         limit = _clamp(limit, RANK_WINDOW)
         start = decode_cursor(after, "search", (int, float, str)) if after else None

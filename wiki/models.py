@@ -22,6 +22,7 @@ from pydantic import (
     field_validator,
 )
 
+from wiki.errors import BadInput
 from wiki.llm_config import LLMOverride
 
 # Limits on titles and names, each defined once here (the columns are TEXT: the limits keep pages
@@ -47,6 +48,16 @@ class PageType(StrEnum):
     concept = "concept"  # a concept page, likewise
     index = "index"  # the KB's index page
     disambiguation = "disambiguation"  # the pages of code names sharing a bare name ("Queue")
+
+
+def page_type_or_none(value: str | None) -> str | None:
+    """``value`` as a page type filter: None for none (None or empty); raises ``BadInput`` for a
+    word that is no page type."""
+    if not value:
+        return None
+    if value not in PageType.__members__.values():
+        raise BadInput(f"unknown page type {value[:40]!r}: one of {', '.join(t.value for t in PageType)}")
+    return value
 
 
 #: The page types an extracted item (``ExtractedItem.kind``) makes: merged by name, link targets of mentions.

@@ -62,8 +62,8 @@ from repos.web_sessions import WebSessionRepository
 from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
-from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused
-from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
+from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused, error_headline
+from wiki.models import ITEM_TYPES, KnowledgeBase, PageType, page_type_or_none
 from wiki.plural import counted, noun
 
 HERE = Path(__file__).parent
@@ -96,11 +96,8 @@ def _int(value: str) -> int:
 
 
 def _page_type(request: Request) -> str | None:
-    """The ``type`` query parameter: a page type, None when empty; 400 for another word."""
-    value = request.query_params.get("type", "")
-    if value and value not in PageType.__members__:
-        raise HTTPException(400, f"no page type {value[:40]!r}")
-    return value or None
+    """The ``type`` query parameter: a page type, None when empty; ``BadInput`` (400) for another word."""
+    return page_type_or_none(request.query_params.get("type"))
 
 
 def default_requeue() -> Requeue:
@@ -122,11 +119,6 @@ def loggable(text: str) -> str:
     and at most ``LOGGED_CHARS`` characters are kept, so a client cannot forge lines or drive the
     operator's terminal."""
     return "".join(c if c.isprintable() else "?" for c in text[:LOGGED_CHARS])
-
-
-def headline(error: str | None) -> str:
-    """An error's first line, at most 160 characters: what a stranger may see of it."""
-    return (error or "").split("\n", 1)[0][:160]
 
 
 class WebApp(Starlette):
@@ -208,10 +200,7 @@ def page_list(request: Request) -> Response:
     page_type = _page_type(request)
     after_token = request.query_params.get("after")
     start = request.query_params.get("from", "").strip().lower()[:40]  # the letter bar: titles from here
-    try:
-        after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
-    except BadInput:
-        raise HTTPException(400, "not a cursor of this list") from None
+    after = decode_cursor(after_token, "az", (str, str)) if after_token else (start, "") if start else None
     rows, next_after = s.web.pages_az(s.tenant_id, kb.id, page_type=page_type, after=after, limit=AZ_PAGE)
     return render(
         request,
@@ -236,10 +225,7 @@ def search(request: Request) -> Response:
     else:
         page_type = _page_type(request)
         after_token = request.query_params.get("after")
-        try:
-            after = decode_cursor(after_token, "search", (int, float, str)) if after_token else None
-        except BadInput:
-            raise HTTPException(400, "not a cursor of this search") from None
+        after = decode_cursor(after_token, "search", (int, float, str)) if after_token else None
         hits = _hits(s, kb, q, SEARCH_LIMIT + 1, after=after, page_type=page_type)
         more, hits = len(hits) > SEARCH_LIMIT, hits[:SEARCH_LIMIT]
         response = render(
@@ -540,8 +526,8 @@ def create_app(
     web = WebRepository(pool)
     templates = Jinja2Templates(directory=str(HERE / "templates"))
     templates.env.globals.update(kb_url=kb_url, tenant_id=tenant_id)
-    # {{ n | counted("summary") }}: "1 summary"; {{ error | headline }}: its first line
-    templates.env.filters.update(counted=counted, noun=noun, headline=headline)
+    # {{ n | counted("summary") }}: "1 summary"; {{ error | headline }}: the line saying what went wrong
+    templates.env.filters.update(counted=counted, noun=noun, headline=lambda error: error_headline(error or ""))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(KbwikiCollector(web, tenant_id))
     guard = OpsGuard(ops_token, tenant_id, WebSessionRepository(pool))
