@@ -7,13 +7,11 @@ import pytest
 
 from kbwiki.reader import MAX_HOPS, PAGE_SOURCES, Reader
 from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
-from repos.pages import WikiPageRepository
 from repos.web import RANK_WINDOW
 from tests.support.reader import grow, other_tenant_document, store_lint_report
-from tests.support.web import build_wiki
+from tests.support.web import add_cited_hub, build_wiki
 from wiki.cursor import encode_cursor
 from wiki.errors import BadInput, NotFound, UnknownDocument, UnknownKnowledgeBase, UnknownPage
-from wiki.models import Page, SourceRef
 
 
 @pytest.fixture()
@@ -86,20 +84,7 @@ def test_page_holds_content_out_links_and_sources(clean_db, wiki, reader):
 
 
 def test_sources_page_on_past_the_first_fifty(clean_db, wiki, reader):
-    kb = KnowledgeBaseRepository(clean_db).get_or_create(1, "web-demo")
-    docs = DocumentRepository(clean_db)
-    made = [docs.upsert(kb, title=f"D{i}", source_uri=f"s/{i:03}.md", content=f"t {i}")[0] for i in range(63)]
-    WikiPageRepository(clean_db).save(
-        Page(
-            tenant_id=1,
-            knowledge_base_id=wiki.kb_id,
-            slug="hub",
-            title="Hub",
-            page_type="concept",
-            content="Hub.",
-            source_refs=[SourceRef(knowledge_id=d.id, title=d.title) for d in made],
-        )
-    )
+    made = add_cited_hub(clean_db, wiki.kb_id, 63)
     page = reader.page(wiki.kb_id, "hub")
     assert len(page.sources) == PAGE_SOURCES and page.sources_total == 63 and page.sources_cursor
     rest = reader.sources(wiki.kb_id, "hub", after=page.sources_cursor, limit=200)

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
+from repos.knowledge import DocumentRepository
 from repos.pages import WikiPageRepository
 from repos.web import RANK_WINDOW, WebRepository
 from tests.support.pages import make_pages
-from tests.support.web import build_wiki
+from tests.support.web import add_cited_hub, build_wiki
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.errors import BadInput
-from wiki.models import Page, SourceRef
 
 
 @pytest.fixture()
@@ -71,21 +70,8 @@ def test_search_pages_hold_each_hit_once_and_filter_by_type(clean_db, wiki):
 
 
 def test_sources_list_a_pages_documents_with_their_uris_and_page_on(clean_db, wiki):
-    docs = DocumentRepository(clean_db)
-    kb = KnowledgeBaseRepository(clean_db).get_or_create(1, "web-demo")
-    made = [docs.upsert(kb, title=f"Doc {i}", source_uri=f"d/{i}.md", content=f"text {i}")[0] for i in range(5)]
-    WikiPageRepository(clean_db).save(
-        Page(
-            tenant_id=1,
-            knowledge_base_id=wiki.kb_id,
-            slug="hub",
-            title="Hub",
-            page_type="concept",
-            content="Hub.",
-            source_refs=[SourceRef(knowledge_id=d.id, title=d.title) for d in made],
-        )
-    )
-    docs.set_status([made[1].id], "deleted")
+    made = add_cited_hub(clean_db, wiki.kb_id, 5, uri="d/{}.md", title="Doc {}")
+    DocumentRepository(clean_db).set_status([made[1].id], "deleted")
     repo = WebRepository(clean_db)
     first, after = repo.sources(1, wiki.kb_id, "hub", limit=3)
     rest, end = repo.sources(1, wiki.kb_id, "hub", after=after, limit=3)

@@ -318,12 +318,13 @@ def test_trusted_proxies_setting_is_addresses_or_networks():
         trusted_proxies("127.0.0.1,proxy.example")
 
 
-def test_a_too_short_ops_token_is_refused_without_echoing_it(database_url, tmp_path):
+@pytest.mark.parametrize("setting", ["KBWIKI_WEB_OPS_TOKEN", "KBWIKI_API_TOKEN"])
+def test_a_too_short_token_is_refused_without_echoing_it(database_url, tmp_path, setting):
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
         "KBWIKI_HOME": str(tmp_path / "home"),
-        "KBWIKI_WEB_OPS_TOKEN": "short-Secret9",
+        setting: "short-Secret9",
     }
     out = subprocess.run(
         [sys.executable, "-m", "kbwiki.cli", "serve", "--port", str(free_port())],
@@ -333,7 +334,7 @@ def test_a_too_short_ops_token_is_refused_without_echoing_it(database_url, tmp_p
         timeout=60,
     )
     assert out.returncode != 0
-    assert "KBWIKI_WEB_OPS_TOKEN" in out.stderr and "short-Secret9" not in out.stderr + out.stdout
+    assert setting in out.stderr and "short-Secret9" not in out.stderr + out.stdout
 
 
 # -- 7b. sign-out --------------------------------------------------------------------------

@@ -195,3 +195,24 @@ def add_hub(pool, kb_id: str, spokes: int = 20, leaves: int = 8) -> None:
         pages.append(page(f"spoke-{i:02d}", f"Spoke {i}", "entity", f"[[hub|Hub]] {links}\n"))
         pages += [page(f"leaf-{i}-{j}", f"Leaf {i}.{j}", "summary", "A leaf.\n") for j in range(leaves)]
     WikiPageRepository(pool).bulk_insert(pages)
+
+
+def add_cited_hub(pool, kb_id: str, documents: int, uri: str = "s/{:03}.md", title: str = "D{}") -> list:
+    """``documents`` new documents of tenant 1's KB (source ``uri`` and ``title`` formatted with
+    their number) and the concept page ``hub`` citing them all, in that order; returns them."""
+    kb = KnowledgeBaseRepository(pool).get_active(1, kb_id)
+    docs = DocumentRepository(pool)
+    made = [
+        docs.upsert(kb, title=title.format(i), source_uri=uri.format(i), content=f"t {i}")[0] for i in range(documents)
+    ]
+    hub = Page(
+        tenant_id=1,
+        knowledge_base_id=kb_id,
+        slug="hub",
+        title="Hub",
+        page_type="concept",
+        content="Hub.",
+        source_refs=[SourceRef(knowledge_id=d.id, title=d.title) for d in made],
+    )
+    WikiPageRepository(pool).save(hub)
+    return made
