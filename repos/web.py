@@ -329,23 +329,24 @@ class WebRepository:
         and status (None for one gone since), and the position to pass for the next page (None on
         the last). None when ``slug`` is not a live page of the tenant's KB."""
         limit = min(max(int(limit), 1), MAX_LIST)
+        # one statement: the page's row always comes (its refs' columns NULL when none is left), so
+        # a page with no refs past ``after`` is told from no page
         with self.pool.connection() as conn:
-            page = conn.execute(
-                "SELECT id FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s AND deleted_at IS NULL"
-                " AND tenant_id = %s",
-                (kb_id, slug, tenant_id),
-            ).fetchone()
-            if page is None:
-                return None
             rows = conn.execute(
                 "SELECT r.n AS position, r.ref->>'knowledge_id' AS knowledge_id, r.ref->>'title' AS title,"
                 " k.source_uri, k.status FROM wiki_pages p"
-                " CROSS JOIN LATERAL jsonb_array_elements(p.source_refs) WITH ORDINALITY AS r(ref, n)"
+                " LEFT JOIN LATERAL (SELECT ref, n"
+                "  FROM jsonb_array_elements(p.source_refs) WITH ORDINALITY AS e(ref, n)"
+                "  WHERE e.n > %s ORDER BY e.n LIMIT %s) r ON true"
                 " LEFT JOIN knowledges k ON k.id = r.ref->>'knowledge_id' AND k.knowledge_base_id = p.knowledge_base_id"
                 " AND k.status <> 'deleted'"
-                " WHERE p.id = %s AND r.n > %s ORDER BY r.n LIMIT %s",
-                (page["id"], after, limit + 1),
+                " WHERE p.knowledge_base_id = %s AND p.slug = %s AND p.deleted_at IS NULL AND p.tenant_id = %s"
+                " ORDER BY r.n",
+                (after, limit + 1, kb_id, slug, tenant_id),
             ).fetchall()
+        if not rows:
+            return None
+        rows = [r for r in rows if r["position"] is not None]
         more = len(rows) > limit
         rows = rows[:limit]
         return [PageSource.model_validate(r) for r in rows], (rows[-1]["position"] if more else None)
