@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
 from stages.backlink import backlink_step
+from stages.deps import get_deps
 
 
 @actor(max_retries=5, time_limit=300_000, throws=BAD_MESSAGE)
@@ -14,4 +14,4 @@ def wiki_backlink(**kwargs) -> None:
     """Trigger: queue the pages mentioning the keys of the next backlink ops for cross-linking."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    run_stage(backlink_step, d, args.tenant_id, args.knowledge_base_id)
+    backlink_step(args.tenant_id, args.knowledge_base_id, d)

@@ -22,7 +22,6 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import CurrentMessage, default_middleware
 
 from actors.declare import DECLARED
-from actors.deps import get_deps
 from actors.liveness import Liveness
 from middleware.dead_letter import DeadLetterMiddleware
 from middleware.delayed_requeue import DelayedRequeue
@@ -31,6 +30,7 @@ from middleware.logging import StructlogMiddleware, configure_logging
 from middleware.periodic import PeriodicMiddleware
 from repos.db import get_pool
 from repos.dead_letter_spool import DeadLetterSpool
+from stages.deps import get_deps
 from stages.recovery import LANE_ACTORS, sweep
 from stages.requeue import unspool
 from wiki.settings import Settings, get_settings
@@ -106,6 +106,6 @@ def _recover() -> None:
     """The sweeper's pass: re-trigger lanes with rows, move spooled dead letters into the table, and
     resolve the letters of lane triggers whose lanes have drained since."""
     d = get_deps()
-    sweep(ops=d.ops, redis=d.redis, settings=d.settings)
+    sweep(d)
     unspool(redis=d.redis, settings=d.settings, dead_letters=d.dead_letters)
     d.dead_letters.resolve_drained_triggers(list(LANE_ACTORS.values()))

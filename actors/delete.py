@@ -8,8 +8,8 @@ import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs, RetractArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
 from stages.delete import delete_document, delete_knowledge_base
+from stages.deps import get_deps
 from wiki.errors import UnknownKnowledgeBase
 
 log = structlog.get_logger(__name__)
@@ -24,7 +24,7 @@ def wiki_retract(**kwargs) -> None:
     args = RetractArgs.model_validate(kwargs)
     d = get_deps()
     try:
-        result = run_stage(delete_document, d, args.tenant_id, args.knowledge_base_id, args.knowledge_id)
+        result = delete_document(args.tenant_id, args.knowledge_base_id, args.knowledge_id, d)
     except UnknownKnowledgeBase as exc:
         log.warning("document.retract_refused", knowledge_id=args.knowledge_id, reason=str(exc))
         return
@@ -36,7 +36,7 @@ def wiki_delete_kb(**kwargs) -> None:
     """Producer entry point: ``wiki_delete_kb.send(tenant_id=, knowledge_base_id=)``."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    result = run_stage(delete_knowledge_base, d, args.tenant_id, args.knowledge_base_id)
+    result = delete_knowledge_base(args.tenant_id, args.knowledge_base_id, d)
     log.info(
         "kb.deleted",
         knowledge_base_id=args.knowledge_base_id,

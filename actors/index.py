@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
+from stages.deps import get_deps
 from stages.index import index_step
 
 
@@ -13,4 +13,4 @@ def wiki_rebuild_index(**kwargs) -> None:
     """Trigger: rebuild the KB's index page."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    run_stage(index_step, d, args.tenant_id, args.knowledge_base_id)
+    index_step(args.tenant_id, args.knowledge_base_id, d)

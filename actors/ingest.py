@@ -8,7 +8,7 @@ import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs, SubmitArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
+from stages.deps import get_deps
 from stages.ingest import ingest_step, submit_document
 from wiki.errors import UnknownKnowledgeBase
 
@@ -20,7 +20,7 @@ def wiki_ingest(**kwargs) -> None:
     """Trigger: fill the KB's free map slots from its ingest lane."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    run_stage(ingest_step, d, args.tenant_id, args.knowledge_base_id)
+    ingest_step(args.tenant_id, args.knowledge_base_id, d)
 
 
 @actor(time_limit=60_000, throws=(*BAD_MESSAGE, UnknownKnowledgeBase), carries_data=True)
@@ -33,5 +33,5 @@ def wiki_submit(**kwargs) -> None:
     """
     args = SubmitArgs.model_validate(kwargs)
     d = get_deps()
-    result = run_stage(submit_document, d, **args.model_dump())
+    result = submit_document(d, **args.model_dump())
     log.info("document.submitted", knowledge_id=result.knowledge_id, status=result.status, reason=result.reason)

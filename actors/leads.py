@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
+from stages.deps import get_deps
 from stages.leads import leads_step
 
 
@@ -13,4 +13,4 @@ def wiki_write_leads(**kwargs) -> None:
     """Trigger: write the leads of one op of the KB's lead lane (fanning out to more runs)."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    run_stage(leads_step, d, args.tenant_id, args.knowledge_base_id)
+    leads_step(args.tenant_id, args.knowledge_base_id, d)

@@ -6,8 +6,8 @@ import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps
 from repos.lint import LintRepository
+from stages.deps import get_deps
 from stages.lint import run_lint
 
 log = structlog.get_logger(__name__)

@@ -18,7 +18,7 @@ import dramatiq
 import structlog
 from dramatiq.brokers.redis import RedisBroker
 
-from actors.deps import Deps
+from stages.deps import Deps
 from stages.liveness import after_redis_loss, reap
 from stages.message_claims import OrphanedClaims
 
@@ -84,9 +84,9 @@ class Liveness:
         if not self._last_ok:
             self._last_ok = True
             return
-        reap(workers=deps.workers, ops=deps.ops, redis=deps.redis, settings=deps.settings)
-        after_redis_loss(ops=deps.ops, redis=deps.redis, settings=deps.settings)
-        self._orphans.check(self.worker_id, ops=deps.ops, redis=deps.redis, settings=deps.settings)
+        reap(deps)
+        after_redis_loss(deps)
+        self._orphans.check(self.worker_id, deps)
 
     def stop(self) -> None:
         """A clean stop: give the claims back at once and leave the table."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, MapArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
+from stages.deps import get_deps
 from stages.map import map_step
 from wiki.lanes import Actor
 from wiki.llm_config import MAP_TIME_LIMIT_S
@@ -16,4 +16,4 @@ def wiki_map(**kwargs) -> None:
     """Map one document, then keep the pipeline moving: refill map slots, trigger the reduce."""
     args = MapArgs.model_validate(kwargs)
     d = get_deps()
-    run_stage(map_step, d, args.tenant_id, args.knowledge_base_id, args.knowledge_id, args.op_id)
+    map_step(args.tenant_id, args.knowledge_base_id, args.knowledge_id, args.op_id, d)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from actors.deps import get_deps, run_stage
+from stages.deps import get_deps
 from stages.reduce import reduce_step
 
 
@@ -14,4 +14,4 @@ def wiki_reduce(**kwargs) -> None:
     """Trigger: reduce one batch of the KB under its active-batch lock; follow up at once if rows remain."""
     args = KbArgs.model_validate(kwargs)
     d = get_deps()
-    run_stage(reduce_step, d, args.tenant_id, args.knowledge_base_id)
+    reduce_step(args.tenant_id, args.knowledge_base_id, d)

@@ -52,9 +52,9 @@ def trimmed(value):
 def build_wiki() -> str:
     """Make the scratch database, ingest the shipped corpus into KB ``KB_NAME`` and settle every
     lane; returns the database's URL."""
-    from actors.deps import get_deps
     from repos.db import apply_migrations
     from repos.servers import create_database
+    from stages.deps import get_deps
     from tests.support.corpus import shipped_docs
     from tests.support.pipeline import settle, submit_all
     from wiki.settings import get_settings

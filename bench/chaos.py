@@ -55,8 +55,6 @@ from pathlib import Path
 import psycopg
 import redis
 
-from actors.deps import run_stage
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -342,7 +340,7 @@ class Run:
         self.env.pop("KBWIKI_REDIS_URL", None)
         self.logs = servers.home / f"logs-{name}"
         self.logs.mkdir(exist_ok=True)
-        from actors.deps import build_deps
+        from stages.deps import build_deps
         from wiki.settings import Settings
 
         self.settings = Settings(database_url=self.url, redis_url=servers.redis_url)
@@ -377,7 +375,7 @@ class Run:
         actors.setup_broker(self.settings)  # the triggers go to the private Redis
         d = self.deps
         for doc in docs:
-            run_stage(submit_document, d, tenant_id=1, knowledge_base_id=self.kb.id, **doc)
+            submit_document(d, tenant_id=1, knowledge_base_id=self.kb.id, **doc)
         self.submitted += len(docs)
 
     def delete(self, uris: list[str]) -> int:
@@ -391,7 +389,7 @@ class Run:
         wanted = [ids[u] for u in uris if u in ids]
         queued = 0
         for start in range(0, len(wanted), DELETE_BATCH):
-            results = run_stage(delete_documents, self.deps, 1, self.kb.id, wanted[start : start + DELETE_BATCH])
+            results = delete_documents(1, self.kb.id, wanted[start : start + DELETE_BATCH], self.deps)
             queued += sum(r.status == "deleting" for r in results)
         return queued
 

@@ -262,8 +262,8 @@ def main() -> None:
     url = ensure_database()
     kbs = {n: build_kb(url, n, args.rebuild) for n in sizes}
 
-    from actors.deps import build_deps
     from repos.db import make_pool
+    from stages.deps import build_deps
     from wiki.extract.offline import OfflineExtractor
     from wiki.settings import Settings
 

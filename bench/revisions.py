@@ -94,7 +94,7 @@ def _extraction(i: int):
 def run(pool, keep: int, docs: int, batch_size: int) -> dict:
     """Ingest ``docs`` documents through reduce batches of ``batch_size`` into a new KB whose page
     writes keep ``keep`` revisions; returns the KB id and the seconds spent."""
-    from actors.deps import build_deps, run_stage
+    from stages.deps import build_deps
     from stages.reduce import run_reduce_batch
     from tests.support.lanes import mapped_document
     from wiki.dedup import name_key
@@ -127,7 +127,7 @@ def run(pool, keep: int, docs: int, batch_size: int) -> dict:
                 deps, kb, f"Note {i:04d}", _extraction(i), source_uri=f"note-{i:04d}.md", content=f"Note {i} " * 20
             )
         t0 = time.perf_counter()
-        result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+        result = run_reduce_batch(kb.tenant_id, kb.id, deps)
         reduce_s += time.perf_counter() - t0
         batches += 1
         if result.failed or result.documents != min(docs, start + batch_size) - start:

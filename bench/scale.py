@@ -37,8 +37,6 @@ from pathlib import Path
 
 import psycopg
 
-from actors.deps import run_stage
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -265,7 +263,7 @@ def _naive_by_key(deps, kb_id: str):
 
 
 def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from stages.reduce import run_reduce_batch
     from tests.support.lanes import mapped_document
     from wiki.extract.offline import OfflineExtractor
@@ -291,7 +289,7 @@ def measure(kb_id: str, batch_path: Path, naive: bool) -> dict:
     deps.pages.by_name_keys = lookup_many
     _instrument()
     t0 = time.perf_counter()
-    result = run_stage(run_reduce_batch, deps, 1, kb.id)
+    result = run_reduce_batch(1, kb.id, deps)
     wall = time.perf_counter() - t0
     stats = {"statements": Counter.statements, "rows": Counter.rows}
     rows_by_sql = dict(Counter.rows_by_sql)

@@ -26,10 +26,10 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from actors import setup_broker
-from actors.deps import Deps, get_deps
 from middleware.logging import configure_logging
 from repos.db import apply_migrations, pending_migrations
 from repos.knowledge import COUNT_LIVE_CAP
+from stages.deps import Deps, get_deps
 from stages.llm_gate import RESUME_HINT
 from wiki.errors import (
     BadInput,
@@ -304,7 +304,7 @@ _GIVEN = (("PostgreSQL", "DATABASE_URL", "database_url"), ("Redis", "REDIS_URL",
 
 
 def command_deps() -> Deps:
-    """The process-wide ``actors.deps.Deps``, on the servers :func:`services` made reachable (and
+    """The process-wide ``stages.deps.Deps``, on the servers :func:`services` made reachable (and
     whose broker it built); call inside :func:`services`."""
     return get_deps()
 

@@ -223,16 +223,7 @@ def requeue_cmd(ids, all_matching, kb_name, tenant, task_type, since) -> None:
         targets = list(dict.fromkeys(ids)) or _matching_ids(deps, _filters(deps, tenant, kb_name, task_type, since))
         for dead_letter_id in targets:
             try:
-                outcome = requeue_dead_letter(
-                    dead_letter_id,
-                    tenant_id=tenant,
-                    pool=deps.pool,
-                    dead_letters=deps.dead_letters,
-                    ops=deps.ops,
-                    docs=deps.docs,
-                    redis=deps.redis,
-                    settings=deps.settings,
-                )
+                outcome = requeue_dead_letter(dead_letter_id, deps, tenant_id=tenant)
             except (DeadLetterNotFound, RequeueRefused) as exc:
                 failed += 1
                 why = not_found(dead_letter_id, tenant) if isinstance(exc, DeadLetterNotFound) else exc

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import click
 
-from actors.deps import run_stage
 from kbwiki.command import (
     command_deps,
     find_kb,
@@ -82,7 +81,7 @@ def _delete_batch(deps, kb, refs: tuple[str, ...], tally: dict[str, int]) -> Non
             click.echo(line)
 
     with signals_held():
-        run_stage(delete_documents, deps, kb.tenant_id, kb.id, [found[r].id for r in refs if r in found], on_commit=say)
+        delete_documents(kb.tenant_id, kb.id, [found[r].id for r in refs if r in found], deps, on_commit=say)
 
 
 @main.command("delete-kb")
@@ -96,7 +95,7 @@ def delete_kb(kb_name: str, tenant: int, yes: bool) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        result = run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id)
+        result = delete_knowledge_base(kb.tenant_id, kb.id, deps)
     if not result.deleted:
         raise KnowledgeBaseDeleted(f"{kb_name!r} was already deleted")
     click.echo(

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from actors.deps import Deps
 from kbwiki.corpus import iter_stdlib_docs
 from kbwiki.export import edited_files, edited_message, export_vault, read_marker
 from kbwiki.ingest import ingest_docs, wait_for_lanes
@@ -16,6 +15,7 @@ from kbwiki.services.state import home_folder
 from kbwiki.status import NOT_WRITTEN_STATUSES, kb_status
 from kbwiki.vault import check_vault
 from kbwiki.workers import start_workers, stop_workers
+from stages.deps import Deps
 from wiki.errors import ExportEdited, Interrupted
 
 DEMO_TIMEOUT_S = 900

@@ -11,10 +11,10 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from actors.deps import Deps
 from kbwiki.corpus import CorpusDoc, Rejected, Skipped
 from kbwiki.ingest import problem_lines, rejected_line
 from repos.knowledge import content_hash
+from stages.deps import Deps
 from stages.index import RECENT_SUMMARIES
 from stages.ingest import prepare_document
 from wiki.llm_config import LLMConfig, config_from_settings, estimated_usd

@@ -14,10 +14,10 @@ import psycopg
 import psycopg_pool
 from tqdm import tqdm
 
-from actors.deps import Deps, run_stage
 from kbwiki.corpus import CorpusDoc, Rejected
 from kbwiki.status import status_command
 from repos.knowledge import content_hash
+from stages.deps import Deps
 from stages.ingest import SubmitStatus, prepare_document, store_document, unchanged_sources
 from wiki.errors import Interrupted, KnowledgeBaseDeleted, ServersUnreachable, UnknownKnowledgeBase
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, WIKI_LANES
@@ -112,7 +112,7 @@ def _submit_all(
                 title, content, _, skip = prepared
                 if not skip:
                     versions[doc.source_uri] = (title, content_hash(content))
-        unchanged = run_stage(unchanged_sources, deps, kb.id, versions)
+        unchanged = unchanged_sources(kb.id, versions, deps)
         for doc, prepared in zip(chunk, ready):
             counter.update()
             if isinstance(doc, Rejected):
@@ -122,13 +122,8 @@ def _submit_all(
             if doc.source_uri in unchanged:
                 report.counts[SubmitStatus.unchanged] += 1
                 continue
-            result = run_stage(
-                store_document,
-                deps,
-                tenant_id=kb.tenant_id,
-                knowledge_base_id=kb.id,
-                prepared=prepared,
-                source_uri=doc.source_uri,
+            result = store_document(
+                deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, prepared=prepared, source_uri=doc.source_uri
             )
             report.counts[result.status] += 1
             if result.reason:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-from actors.deps import run_stage
 from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
 from stages.resume import resume_kb
 from wiki.plural import counted
@@ -29,7 +28,7 @@ def resume(kb_name: str, tenant: int, reset_budget: bool) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        result = run_stage(resume_kb, deps, kb.tenant_id, kb.id, reset_budget=reset_budget)
+        result = resume_kb(kb.tenant_id, kb.id, deps, reset_budget=reset_budget)
     if result.budget_reset_from is not None:
         click.echo(f"token budget of {kb_name}: count reset from {counted(result.budget_reset_from, 'token')} to 0")
     if result.pause is None:

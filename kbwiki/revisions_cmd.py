@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 
 import click
 
-from actors.deps import run_stage
 from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
 from repos.revisions import MAX_READ
 from stages.revert import revert_page
@@ -122,7 +121,19 @@ def revert(kb_name: str, tenant: int, slug: str, version: int) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        done = run_stage(revert_page, deps, kb.tenant_id, kb.id, slug, version)
+        done = revert_page(
+            kb.tenant_id,
+            kb.id,
+            slug,
+            version,
+            pool=deps.pool,
+            kbs=deps.kbs,
+            pages=deps.pages,
+            revisions=deps.revisions,
+            ops=deps.ops,
+            redis=deps.redis,
+            settings=deps.settings,
+        )
     click.echo(
         f"reverted {slug} to version {done.version}: it is version {done.new_version} now (cross-linking queued)"
     )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime
 
-from actors.deps import Deps
 from repos.dead_letter_spool import DeadLetterSpool
 from repos.rate_limit import read_notice
+from stages.deps import Deps
 from stages.llm_gate import RESUME_HINT
 from wiki.lanes import SCOPE_KB
 from wiki.llm_config import config_from_settings, estimated_usd

@@ -17,22 +17,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import redis as redis_lib
 import structlog
 from psycopg import Connection
-from psycopg_pool import ConnectionPool
 
-from repos.knowledge import KnowledgeBaseRepository
-from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
+from stages.deps import Deps
 from stages.pacing import link_wait_s
 from stages.triggers import Triggers
 from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, OP_ROUND, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
-from wiki.settings import Settings, kb_tunables
+from wiki.settings import kb_tunables
 
 log = structlog.get_logger(__name__)
 
@@ -79,13 +76,8 @@ def enqueue_keys(
 def run_backlink(
     tenant_id: int,
     knowledge_base_id: str,
+    deps: Deps,
     *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    settings: Settings,
-    worker_id: str | None,
     now: datetime | None = None,
 ) -> BacklinkResult | None:
     """Queue the pages mentioning the keys of up to ``OPS_PER_RUN`` backlink ops for cross-linking,
@@ -95,46 +87,37 @@ def run_backlink(
     still coming in, for at most the KB's ``link_defer_s`` (``stages.pacing``). The pages are
     queued and the ops deleted in one transaction. Returns None when the KB is gone (its lanes drained).
     """
-    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=deps.kbs, ops=deps.ops)
     if kb is None:
         return None
-    wait_s = link_wait_s(kb.id, BACKLINK, ops=ops, defer_s=kb_tunables(settings, kb).link_defer_s, now=now)
+    wait_s = link_wait_s(kb.id, BACKLINK, ops=deps.ops, defer_s=kb_tunables(deps.settings, kb).link_defer_s, now=now)
     if wait_s:
-        return BacklinkResult(deferred=True, remaining=ops.pending_count(BACKLINK, SCOPE_KB, kb.id), wait_s=wait_s)
-    claimed = claim_lane(BACKLINK, kb.id, OPS_PER_RUN, ops=ops, settings=settings, worker_id=worker_id)
+        return BacklinkResult(deferred=True, remaining=deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id), wait_s=wait_s)
+    claimed = claim_lane(BACKLINK, kb.id, OPS_PER_RUN, deps)
     result = BacklinkResult(claimed=len(claimed))
-    with released_on_failure(claimed, ops=ops, worker_id=worker_id):
+    with released_on_failure(claimed, deps):
         if claimed:
-            found = pages.pages_mentioning(kb.id, {key for op in claimed for key in op.payload.get("keys", [])})
-            with pool.connection() as conn:
-                waiting = ops.take_unclaimed_payload_items(FINALIZE, SCOPE_KB, kb.id, "slugs", conn=conn)
-                enqueue_touched(kb, sorted(waiting | set(found)), ops=ops, conn=conn, op=OP_ROUND)
-                ops.delete_by_ids([op.id for op in claimed], conn=conn)
+            found = deps.pages.pages_mentioning(kb.id, {key for op in claimed for key in op.payload.get("keys", [])})
+            with deps.pool.connection() as conn:
+                waiting = deps.ops.take_unclaimed_payload_items(FINALIZE, SCOPE_KB, kb.id, "slugs", conn=conn)
+                enqueue_touched(kb, sorted(waiting | set(found)), ops=deps.ops, conn=conn, op=OP_ROUND)
+                deps.ops.delete_by_ids([op.id for op in claimed], conn=conn)
             result.found, result.queued = len(found), len(waiting | set(found))
-    result.remaining = ops.pending_count(BACKLINK, SCOPE_KB, kb.id)
+    result.remaining = deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id)
     return result
 
 
 def backlink_step(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> BacklinkResult | None:
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
     keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
     triggers.clear(Actor.backlink)
-    result = run_backlink(
-        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, pages=pages, settings=settings, worker_id=worker_id
-    )
+    result = run_backlink(tenant_id, knowledge_base_id, deps)
     if result is None:
         return None
     log.info(

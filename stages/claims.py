@@ -15,6 +15,7 @@ from psycopg import Connection
 
 from repos.broker_messages import tag_of
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from stages.deps import Deps
 from wiki.errors import fail_budget_spent
 from wiki.lanes import SCOPE_KB
 from wiki.settings import Settings
@@ -26,23 +27,21 @@ def claim_lane(
     task_type: str,
     kb_id: str,
     limit: int,
+    deps: Deps,
     *,
-    ops: TaskPendingOpsRepository,
-    settings: Settings,
-    worker_id: str | None,
     conn: Connection | None = None,
 ) -> list[PendingOp]:
     """Claim up to ``limit`` dedup keys of the KB's lane ``task_type`` for this worker
     (``TaskPendingOpsRepository.claim`` with the worker id as owner, the running message as the
     claim's message (:func:`current_message_tag`) and ``stale_claim_s``)."""
-    return ops.claim(
+    return deps.ops.claim(
         task_type,
         SCOPE_KB,
         kb_id,
         limit,
-        settings.stale_claim_s,
+        deps.settings.stale_claim_s,
         conn=conn,
-        owner=worker_id,
+        owner=deps.worker_id,
         msg=current_message_tag(),
     )
 
@@ -100,10 +99,8 @@ class Failure:
 
 def count_failure(
     op: PendingOp,
+    deps: Deps,
     *,
-    ops: TaskPendingOpsRepository,
-    settings: Settings,
-    worker_id: str | None,
     conn: Connection | None = None,
     payload_patch: dict | None = None,
     for_good: bool = False,
@@ -112,19 +109,20 @@ def count_failure(
     ``wiki_max_fail_retries`` (or ``for_good``) the budget is spent and the op is left to the
     caller; else its claim is given back with its backoff (:func:`backoff_s`). None when the op
     is gone (handled meanwhile)."""
-    fails = ops.incr_fail_count(op.id, conn=conn, payload_patch=payload_patch)
+    fails = deps.ops.incr_fail_count(op.id, conn=conn, payload_patch=payload_patch)
     if fails is None:
         return None
-    if for_good or fail_budget_spent(fails, settings.wiki_max_fail_retries):
+    if for_good or fail_budget_spent(fails, deps.settings.wiki_max_fail_retries):
         return Failure(fails, spent=True)
-    delay = backoff_s(settings, fails)
-    ops.release([op.id], conn=conn, by=worker_id, not_before_s=delay)
+    delay = backoff_s(deps.settings, fails)
+    deps.ops.release([op.id], conn=conn, by=deps.worker_id, not_before_s=delay)
     return Failure(fails, spent=False, delay_s=delay)
 
 
 @contextlib.contextmanager
 def released_on_failure(
-    claimed: Sequence[PendingOp], *, ops: TaskPendingOpsRepository, worker_id: str | None
+    claimed: Sequence[PendingOp],
+    deps: Deps,
 ) -> Iterator[None]:
     """Run the block; if it raises, release the claimed ops (best effort) and re-raise.
 
@@ -136,7 +134,7 @@ def released_on_failure(
         yield
     except BaseException:
         try:
-            ops.release([op.id for op in claimed], by=worker_id)
+            deps.ops.release([op.id for op in claimed], by=deps.worker_id)
         except Exception as exc:  # the heartbeat reaper or the sweeper reclaims them anyway
             log.warning("claims.release_failed", error=repr(exc), ops=len(claimed))
         raise

@@ -17,16 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-import redis as redis_lib
 import structlog
 from psycopg import Connection
-from psycopg_pool import ConnectionPool
 
-from repos.knowledge import KnowledgeBaseRepository
-from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.claims import claim_lane, released_on_failure, room_for_another_run
 from stages.delete import active_kb_or_drain
+from stages.deps import Deps
 from stages.pacing import link_wait_s
 from stages.relink import dead_link_resolver
 from stages.triggers import Triggers
@@ -37,7 +34,7 @@ from wiki.mentions import mentions_by_page
 from wiki.models import ITEM_TYPES, KnowledgeBase, PageType
 from wiki.render import listed_link_starts
 from wiki.revisions import Writer, written_by
-from wiki.settings import Settings, kb_tunables
+from wiki.settings import kb_tunables
 
 log = structlog.get_logger(__name__)
 
@@ -92,13 +89,8 @@ def enqueue_touched(
 def run_crosslink(
     tenant_id: int,
     knowledge_base_id: str,
+    deps: Deps,
     *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    settings: Settings,
-    worker_id: str | None,
     fan_out=None,
     now: datetime | None = None,
 ) -> CrosslinkResult | None:
@@ -110,34 +102,33 @@ def run_crosslink(
     ``crosslink_parallel`` ops are being cross-linked (the actor sends the next run there).
     Returns None when the KB is gone (its lanes drained).
     """
-    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=deps.kbs, ops=deps.ops)
     if kb is None:
         return None
-    tunables = kb_tunables(settings, kb)
-    wait_s = link_wait_s(kb.id, FINALIZE, ops=ops, defer_s=tunables.link_defer_s, now=now)
+    tunables = kb_tunables(deps.settings, kb)
+    wait_s = link_wait_s(kb.id, FINALIZE, ops=deps.ops, defer_s=tunables.link_defer_s, now=now)
     if wait_s:
-        return CrosslinkResult(remaining=ops.pending_count(FINALIZE, SCOPE_KB, kb.id), wait_s=wait_s)
-    claimed = claim_lane(FINALIZE, kb.id, 1, ops=ops, settings=settings, worker_id=worker_id)
+        return CrosslinkResult(remaining=deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id), wait_s=wait_s)
+    claimed = claim_lane(FINALIZE, kb.id, 1, deps)
     slugs = sorted({s for op in claimed for s in op.payload.get("slugs", [])})
     result = CrosslinkResult(pages=len(slugs), claimed=len(claimed))
     if claimed and fan_out is not None:
-        if room_for_another_run(FINALIZE, kb.id, runs=tunables.crosslink_parallel, ops=ops, settings=settings):
+        if room_for_another_run(
+            FINALIZE, kb.id, runs=tunables.crosslink_parallel, ops=deps.ops, settings=deps.settings
+        ):
             fan_out()
-    with released_on_failure(claimed, ops=ops, worker_id=worker_id):
+    with released_on_failure(claimed, deps):
         for i in range(0, len(slugs), CHUNK):
-            result.add(link_pages(kb, slugs[i : i + CHUNK], pool=pool, ops=ops, pages=pages))
-        ops.delete_by_ids([op.id for op in claimed])
-    result.remaining = ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
+            result.add(link_pages(kb, slugs[i : i + CHUNK], deps))
+        deps.ops.delete_by_ids([op.id for op in claimed])
+    result.remaining = deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id)
     return result
 
 
 def link_pages(
     kb: KnowledgeBase,
     slugs: list[str],
-    *,
-    pool: ConnectionPool,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
+    deps: Deps,
 ) -> CrosslinkResult:
     """Repair dead links and add cross-links in the live pages among ``slugs``.
 
@@ -152,8 +143,8 @@ def link_pages(
     result = CrosslinkResult()
     # the index page is left out: every cross-link run rebuilds it, so its version always moved
     # on by the time a run would write it (and the rebuild would drop the links anyway)
-    read = {slug: page for slug, page in pages.get_many(kb.id, slugs).items() if page.page_type != PageType.index}
-    resolve, _ = dead_link_resolver(pages, kb.id, [p.content for p in read.values()])
+    read = {slug: page for slug, page in deps.pages.get_many(kb.id, slugs).items() if page.page_type != PageType.index}
+    resolve, _ = dead_link_resolver(deps.pages, kb.id, [p.content for p in read.values()])
     repaired_content = {}
     for slug, page in read.items():
         content, repaired = rewrite_links(page.content, resolve)
@@ -164,13 +155,13 @@ def link_pages(
     # shorter title first hid a longer one appearing later ("[[acme|Acme]] Cloud"), and an alias
     # linked first kept a phrase from a title appearing later.
     targets = {link.slug for content in repaired_content.values() for link in parse_links(content)}
-    items = {s for s, p in pages.lite_by_slugs(kb.id, targets).items() if p.page_type in ITEM_TYPES}
+    items = {s for s, p in deps.pages.lite_by_slugs(kb.id, targets).items() if p.page_type in ITEM_TYPES}
     for slug, content in repaired_content.items():
         listed = listed_link_starts(content)
         repaired_content[slug] = unlink(
             content, lambda link, listed=listed: link.slug in items and link.start not in listed
         )
-    mentioned = mentions_by_page(lambda phrases: pages.title_matches(kb.id, phrases), repaired_content)
+    mentioned = mentions_by_page(lambda phrases: deps.pages.title_matches(kb.id, phrases), repaired_content)
     changed = {}
     for slug, content in repaired_content.items():
         found = [p for matches in mentioned.get(slug, {}).values() for p in matches]
@@ -181,21 +172,21 @@ def link_pages(
             changed[slug] = read[slug].model_copy(update={"content": content})
     if not changed:
         return result
-    with pool.connection() as conn:
-        pages.lock_link_graph(kb.id, conn, shared=True)  # adds links, deletes nothing
-        held = pages.get_many(kb.id, changed, conn=conn, for_update=True, skip_locked=True)
+    with deps.pool.connection() as conn:
+        deps.pages.lock_link_graph(kb.id, conn, shared=True)  # adds links, deletes nothing
+        held = deps.pages.get_many(kb.id, changed, conn=conn, for_update=True, skip_locked=True)
         # a target may have been moved or deleted since the page was read: such a page is
         # linked again by a later run, from what is live then
         targets = {slug: out_link_slugs(page.content) for slug, page in changed.items()}
-        live = pages.existing_slugs(kb.id, set().union(*targets.values()), conn=conn)
+        live = deps.pages.existing_slugs(kb.id, set().union(*targets.values()), conn=conn)
         fresh = [
             page
             for slug, page in changed.items()
             if slug in held and held[slug].version == page.version and targets[slug] <= live
         ]
         busy = sorted(changed.keys() - {page.slug for page in fresh})
-        pages.save_many(fresh, conn=conn, out_links=targets, written_by=written_by(Writer.crosslink))
-        enqueue_touched(kb, busy, ops=ops, conn=conn)
+        deps.pages.save_many(fresh, conn=conn, out_links=targets, written_by=written_by(Writer.crosslink))
+        enqueue_touched(kb, busy, ops=deps.ops, conn=conn)
     result.rewritten, result.busy = len(fresh), len(busy)
     return result
 
@@ -203,30 +194,15 @@ def link_pages(
 def crosslink_step(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> CrosslinkResult | None:
     """What ``wiki_crosslink`` does with a trigger: clear it, cross-link one finalize op
     (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
     triggers.clear(Actor.crosslink)
     result = run_crosslink(
-        tenant_id,
-        knowledge_base_id,
-        pool=pool,
-        kbs=kbs,
-        ops=ops,
-        pages=pages,
-        settings=settings,
-        worker_id=worker_id,
-        fan_out=lambda: triggers.send(Actor.crosslink, debounce=False),
+        tenant_id, knowledge_base_id, deps, fan_out=lambda: triggers.send(Actor.crosslink, debounce=False)
     )
     if result is None:
         return None

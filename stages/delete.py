@@ -15,19 +15,15 @@ from dataclasses import dataclass
 
 import redis as redis_lib
 import structlog
-from psycopg_pool import ConnectionPool
 
 from repos.coordination import set_tombstones, unmark
-from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
-from repos.mentions import MentionRepository
-from repos.pages import WikiPageRepository
+from repos.knowledge import KnowledgeBaseRepository
 from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import Deps
 from stages.triggers import send_trigger
 from wiki.errors import UnknownKnowledgeBase
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
-from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -63,17 +59,10 @@ def delete_document(
     tenant_id: int,
     knowledge_base_id: str,
     knowledge_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
+    deps: Deps,
 ) -> DeleteResult:
     """Delete one document of a live KB: :func:`delete_documents` of one id."""
-    deps = {"pool": pool, "kbs": kbs, "docs": docs, "ops": ops, "redis": redis, "settings": settings}
-    [result] = delete_documents(tenant_id, knowledge_base_id, [knowledge_id], **deps)
+    [result] = delete_documents(tenant_id, knowledge_base_id, [knowledge_id], deps)
     return result
 
 
@@ -81,13 +70,8 @@ def delete_documents(
     tenant_id: int,
     knowledge_base_id: str,
     knowledge_ids: Sequence[str],
+    deps: Deps,
     *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
     on_commit: Callable[[list[DeleteResult]], None] | None = None,
 ) -> list[DeleteResult]:
     """Delete documents of a live KB in one transaction; their retracts run in the KB's next reduce
@@ -105,14 +89,14 @@ def delete_documents(
     ``DELETE_BATCH`` ids. Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted
     or foreign KB, and ``redis.RedisError`` (nothing changed) when the tombstones cannot be set.
     """
-    kb = kbs.get_active(tenant_id, knowledge_base_id)
+    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
     keys: list[str] = []
     try:
-        with pool.connection() as conn:
-            marked = {doc.id for doc in docs.mark_deleting_many(kb.id, knowledge_ids, conn=conn)}
+        with deps.pool.connection() as conn:
+            marked = {doc.id for doc in deps.docs.mark_deleting_many(kb.id, knowledge_ids, conn=conn)}
             if marked:
-                ops.delete_by_dedup_keys(DOCUMENT_LANES, SCOPE_KB, kb.id, sorted(marked), OP_INGEST, conn=conn)
-                queued = ops.enqueue_keys_if_kb_active(
+                deps.ops.delete_by_dedup_keys(DOCUMENT_LANES, SCOPE_KB, kb.id, sorted(marked), OP_INGEST, conn=conn)
+                queued = deps.ops.enqueue_keys_if_kb_active(
                     tenant_id=kb.tenant_id,
                     task_type=REDUCE,
                     scope_id=kb.id,
@@ -124,13 +108,13 @@ def delete_documents(
                 if queued is None:  # the KB was deleted meanwhile (rolled back): its deletion removes the pages
                     raise UnknownKnowledgeBase(f"knowledge base {kb.id!r} was deleted")
                 # last, so a Redis failure rolls the transaction back and nothing is half deleted
-                keys = set_tombstones(redis, settings.key_prefix, kb.id, sorted(marked))
+                keys = set_tombstones(deps.redis, deps.settings.key_prefix, kb.id, sorted(marked))
             rest = [kid for kid in knowledge_ids if kid not in marked]
-            known = {d.id for d in docs.get_many(rest).values() if d.knowledge_base_id == kb.id}
+            known = {d.id for d in deps.docs.get_many(rest).values() if d.knowledge_base_id == kb.id}
     except BaseException:
         if keys:  # the commit failed after the tombstones were set: a live document keeps none
             try:
-                unmark(redis, *keys)
+                unmark(deps.redis, *keys)
             except redis_lib.RedisError:
                 log.warning("document.tombstones_left", documents=len(keys))
         raise
@@ -143,21 +127,16 @@ def delete_documents(
     if on_commit is not None:
         on_commit(results)
     if marked:
-        send_trigger(Actor.reduce, redis=redis, settings=settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id)
+        send_trigger(
+            Actor.reduce, redis=deps.redis, settings=deps.settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id
+        )
     return results
 
 
 def delete_knowledge_base(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    mentions: MentionRepository,
-    dead_letters: TaskDeadLetterRepository,
+    deps: Deps,
 ) -> KbDeleteResult:
     """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
     mark its documents deleted and resolve its open dead letters (``kb_deleted``).
@@ -167,15 +146,15 @@ def delete_knowledge_base(
     reduce settles), so their rows are removed here or refused afterwards. Work already in
     flight finds the KB gone (``active_kb_or_drain``) and drops what it left behind.
     """
-    with pool.connection() as conn:
-        kb = kbs.mark_deleted(tenant_id, knowledge_base_id, conn=conn)
+    with deps.pool.connection() as conn:
+        kb = deps.kbs.mark_deleted(tenant_id, knowledge_base_id, conn=conn)
         if kb is None:
             return KbDeleteResult(False)
-        n_ops = ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
-        n_pages = pages.delete_kb(kb.id, conn=conn)
-        mentions.delete_kb(kb.id, conn=conn)
-        n_docs = docs.mark_kb_deleted(kb.id, conn=conn)
-        dead_letters.resolve_kb(kb.id, conn=conn)
+        n_ops = deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
+        n_pages = deps.pages.delete_kb(kb.id, conn=conn)
+        deps.mentions.delete_kb(kb.id, conn=conn)
+        n_docs = deps.docs.mark_kb_deleted(kb.id, conn=conn)
+        deps.dead_letters.resolve_kb(kb.id, conn=conn)
     return KbDeleteResult(True, n_ops, n_pages, n_docs)
 
 

@@ -12,29 +12,22 @@ from __future__ import annotations
 
 import time
 
-import redis as redis_lib
 import structlog
 from psycopg import Connection
-from psycopg_pool import ConnectionPool
 
 from repos.db import advisory_xact_lock
-from repos.index_intros import IndexIntro, IndexIntroRepository
-from repos.knowledge import KnowledgeBaseRepository
-from repos.llm_errors import LLMConfigErrorRepository
-from repos.llm_usage import LLMUsageRepository
-from repos.pages import WikiPageRepository
+from repos.index_intros import IndexIntro
 from repos.pending_ops import TaskPendingOpsRepository
 from stages import llm_gate
 from stages.delete import active_kb_or_drain
+from stages.deps import Deps
 from stages.triggers import clear_trigger, send_trigger
 from wiki.errors import LLMError, error_text
-from wiki.extract import Extractor
 from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB, Actor
 from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType
 from wiki.render import render_index_page
 from wiki.revisions import Writer, written_by
-from wiki.settings import Settings
 from wiki.slugs import INDEX_SLUG
 
 log = structlog.get_logger(__name__)
@@ -51,15 +44,7 @@ def request_index(kb: KnowledgeBase, conn: Connection, *, ops: TaskPendingOpsRep
 def rebuild_index(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    extractor: Extractor | None = None,
-    index_intros: IndexIntroRepository | None = None,
-    llm_errors: LLMConfigErrorRepository | None = None,
-    llm_usage: LLMUsageRepository | None = None,
+    deps: Deps,
 ) -> Page | None:
     """Rewrite the KB's index page from four bounded queries (counts, most-cited entities and
     concepts, recent summaries), each an index walk that stops at its limit, and delete the
@@ -70,20 +55,16 @@ def rebuild_index(
     the lock is taken and before the pages are, so a deleted op's batch is always in the page
     saved. Returns None, writing nothing, when the KB is gone (before or while it is rebuilt).
     """
-    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=deps.kbs, ops=deps.ops)
     if kb is None:
         return None
-    intro = ""
-    if extractor is not None and index_intros is not None and llm_errors is not None:
-        intro = index_intro(
-            kb, extractor, kbs=kbs, pages=pages, index_intros=index_intros, llm_errors=llm_errors, llm_usage=llm_usage
-        )
-    with pool.connection() as conn:
+    intro = index_intro(kb, deps)
+    with deps.pool.connection() as conn:
         advisory_xact_lock(conn, f"{INDEX}:{kb.id}")
-        seen = [op.id for op in ops.peek(INDEX, SCOPE_KB, kb.id, limit=1000)]
-        counts = pages.counts_by_type(kb.id)
-        recent = pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
-        cited = {page_type: pages.most_cited(kb.id, page_type, MOST_CITED) for page_type in ITEM_TYPES}
+        seen = [op.id for op in deps.ops.peek(INDEX, SCOPE_KB, kb.id, limit=1000)]
+        counts = deps.pages.counts_by_type(kb.id)
+        recent = deps.pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
+        cited = {page_type: deps.pages.most_cited(kb.id, page_type, MOST_CITED) for page_type in ITEM_TYPES}
         page = Page(
             tenant_id=kb.tenant_id,
             knowledge_base_id=kb.id,
@@ -93,46 +74,35 @@ def rebuild_index(
             content=render_index_page(kb.name, counts, recent, cited, intro),
             summary=f"Index of {kb.name}",
         )
-        if not kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
+        if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page
             return None
-        saved = pages.save(page, conn=conn, written_by=written_by(Writer.index))
-        ops.delete_by_ids(seen, conn=conn)
+        saved = deps.pages.save(page, conn=conn, written_by=written_by(Writer.index))
+        deps.ops.delete_by_ids(seen, conn=conn)
     return saved
 
 
-def index_intro(
-    kb: KnowledgeBase,
-    extractor: Extractor,
-    *,
-    kbs: KnowledgeBaseRepository,
-    pages: WikiPageRepository,
-    index_intros: IndexIntroRepository,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository | None = None,
-) -> str:
+def index_intro(kb: KnowledgeBase, deps: Deps) -> str:
     """The introduction of the KB's index page: "" with the offline extractor; else the stored one,
     written again by the model (one call, ``wiki.extract.llm.intro``) when the recent summaries it
     came from have changed enough (``intro.stale``) and the KB's model work is not paused. A failed
     call keeps the stored intro and is logged (``index.intro_failed``): the index never waits on
     the model. The call's tokens count in the KB's usage (and budget)."""
-    if not llm_gate.is_llm(extractor):
+    if not llm_gate.is_llm(deps.extractor):
         return ""
     from wiki.extract.llm.client import ModeRejected
     from wiki.extract.llm.intro import stale, write_intro
 
-    extractor = llm_gate.extractor_for(extractor, kb.id, kbs=kbs)
+    extractor = llm_gate.extractor_for(deps.extractor, kb.id, kbs=deps.kbs)
     if not extractor.config.index_intro:
         return ""
-    stored = index_intros.get(kb.id)
+    stored = deps.index_intros.get(kb.id)
     kept = stored.intro if stored else ""
     # the slugs decide whether to write; the pages themselves are read only to write (the rebuild
     # reads its own, under its lock)
-    slugs = pages.recent_slugs(kb.id, PageType.summary, RECENT_SUMMARIES)
-    if not stale(stored.slugs if stored else None, slugs) or llm_gate.paused(
-        extractor, kb.id, llm_errors=llm_errors, llm_usage=llm_usage
-    ):
+    slugs = deps.pages.recent_slugs(kb.id, PageType.summary, RECENT_SUMMARIES)
+    if not stale(stored.slugs if stored else None, slugs) or llm_gate.paused(extractor, kb.id, deps):
         return kept
-    recent = pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
+    recent = deps.pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
     slugs = [p.slug for p in recent]
     model = extractor.config.model
     try:
@@ -143,8 +113,8 @@ def index_intro(
     except (LLMError, ModeRejected) as exc:
         log.warning("index.intro_failed", knowledge_base_id=kb.id, model=model, error=error_text(exc))
         return kept
-    if llm_usage is not None:
-        llm_usage.add(
+    if deps.llm_usage is not None:
+        deps.llm_usage.add(
             kb.id,
             model,
             calls=1,
@@ -163,46 +133,25 @@ def index_intro(
     )
     if not text:
         return kept
-    index_intros.put(kb.id, IndexIntro(model=model, slugs=slugs, intro=text))
+    deps.index_intros.put(kb.id, IndexIntro(model=model, slugs=slugs, intro=text))
     return text
 
 
 def index_step(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    extractor: Extractor | None = None,
-    index_intros: IndexIntroRepository | None = None,
-    llm_errors: LLMConfigErrorRepository | None = None,
-    llm_usage: LLMUsageRepository | None = None,
+    deps: Deps,
 ) -> Page | None:
     """What ``wiki_rebuild_index`` does with a trigger: clear it, rebuild (:func:`rebuild_index`), and
     trigger again while index ops queued meanwhile are left."""
-    clear_trigger(Actor.index, knowledge_base_id, redis=redis, settings=settings)
-    page = rebuild_index(
-        tenant_id,
-        knowledge_base_id,
-        pool=pool,
-        kbs=kbs,
-        ops=ops,
-        pages=pages,
-        extractor=extractor,
-        index_intros=index_intros,
-        llm_errors=llm_errors,
-        llm_usage=llm_usage,
-    )
+    clear_trigger(Actor.index, knowledge_base_id, redis=deps.redis, settings=deps.settings)
+    page = rebuild_index(tenant_id, knowledge_base_id, deps)
     log.info("index.rebuilt", knowledge_base_id=knowledge_base_id, version=page.version if page else None)
-    if page is not None and ops.pending_count(INDEX, SCOPE_KB, knowledge_base_id):
+    if page is not None and deps.ops.pending_count(INDEX, SCOPE_KB, knowledge_base_id):
         send_trigger(
             Actor.index,
-            redis=redis,
-            settings=settings,
+            redis=deps.redis,
+            settings=deps.settings,
             tenant_id=tenant_id,
             knowledge_base_id=knowledge_base_id,
         )

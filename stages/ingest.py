@@ -9,17 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-import redis as redis_lib
 import structlog
-from psycopg_pool import ConnectionPool
 
 from repos.broker_messages import tag_of
 from repos.db import advisory_xact_lock
 from repos.extractions import ExtractionRepository
-from repos.knowledge import REDO_STATUSES, DocumentRepository, KnowledgeBaseRepository
-from repos.pending_ops import TaskPendingOpsRepository
+from repos.knowledge import REDO_STATUSES
 from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
+from stages.deps import Deps
 from stages.triggers import clear_trigger, send, send_trigger
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import MAX_TITLE_CHARS, DocStatus, Document
@@ -49,20 +47,13 @@ class SubmitResult:
 
 
 def submit_document(
+    deps: Deps,
     *,
     tenant_id: int,
     knowledge_base_id: str,
     title: str,
     content: str,
     source_uri: str = "",
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    extractions: ExtractionRepository,
-    extractor_name: str,
-    redis: redis_lib.Redis,
-    settings: Settings,
 ) -> SubmitResult:
     """Store one document and enqueue its ingest op in one transaction, then trigger the pump.
 
@@ -73,55 +64,41 @@ def submit_document(
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
     return store_document(
+        deps,
         tenant_id=tenant_id,
         knowledge_base_id=knowledge_base_id,
-        prepared=prepare_document(title, content, settings),
+        prepared=prepare_document(title, content, deps.settings),
         source_uri=source_uri,
-        pool=pool,
-        kbs=kbs,
-        docs=docs,
-        ops=ops,
-        extractions=extractions,
-        extractor_name=extractor_name,
-        redis=redis,
-        settings=settings,
     )
 
 
 def store_document(
+    deps: Deps,
     *,
     tenant_id: int,
     knowledge_base_id: str,
     prepared: tuple[str, str, bool, str],
     source_uri: str = "",
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    extractions: ExtractionRepository,
-    extractor_name: str,
-    redis: redis_lib.Redis,
-    settings: Settings,
 ) -> SubmitResult:
     """``submit_document`` for a document ``prepare_document`` already prepared (``prepared`` is
     its ``(title, content, was_cut, skip_reason)``; ``kbwiki ingest`` prepares each file once for
     its bulk unchanged check). Unchanged content (same hash and title) enqueues nothing, unless
-    the document was written by another extractor (or version) than ``extractor_name``.
+    the document was written by another extractor (or version) than ``deps.extractor``.
     Raises ``repos.knowledge.UnknownKnowledgeBase`` for an unknown, deleted or foreign KB.
     """
-    kb = kbs.get_active(tenant_id, knowledge_base_id)
+    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
     title, content, was_cut, skip = prepared
     if was_cut:
-        log.warning("document.cut", title=title, source_uri=source_uri, max_chars=settings.max_document_chars)
+        log.warning("document.cut", title=title, source_uri=source_uri, max_chars=deps.settings.max_document_chars)
     if skip:
         return SubmitResult(None, SubmitStatus.skipped, skip)
-    with pool.connection() as conn:
-        doc, changed = docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
+    with deps.pool.connection() as conn:
+        doc, changed = deps.docs.upsert(kb, title=title, source_uri=source_uri, content=content, conn=conn)
         if not changed:
-            if not _needs_new_extraction(extractions, extractor_name, kb.id, doc):
+            if not _needs_new_extraction(deps.extractions, deps.extractor.name, kb.id, doc):
                 return SubmitResult(doc.id, SubmitStatus.unchanged)
-            docs.set_status([doc.id], DocStatus.pending, conn=conn)
-        op = ops.enqueue_if_kb_active(
+            deps.docs.set_status([doc.id], DocStatus.pending, conn=conn)
+        op = deps.ops.enqueue_if_kb_active(
             tenant_id=tenant_id,
             task_type=INGEST,
             scope=SCOPE_KB,
@@ -134,29 +111,26 @@ def store_document(
         if op is None:
             conn.rollback()
             return SubmitResult(None, SubmitStatus.skipped, "knowledge base was deleted")
-    send_trigger(Actor.ingest, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
+    send_trigger(Actor.ingest, redis=deps.redis, settings=deps.settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     # said in the result too: a command logs to a file, and the user should see a cut document
-    cut_to = f"cut to {settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
+    cut_to = f"cut to {deps.settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
     return SubmitResult(doc.id, SubmitStatus.queued, cut_to if was_cut else "")
 
 
 def unchanged_sources(
     kb_id: str,
     prepared: dict[str, tuple[str, str]],
-    *,
-    docs: DocumentRepository,
-    extractions: ExtractionRepository,
-    extractor_name: str,
+    deps: Deps,
 ) -> set[str]:
     """The source_uris of ``prepared`` ({source_uri: (title, content hash)}, as ``prepare_document``
     and ``content_hash`` make them) that ``submit_document`` would report unchanged: a live document
-    with that title and hash, not in ``REDO_STATUSES``, whose extraction by ``extractor_name`` is
+    with that title and hash, not in ``REDO_STATUSES``, whose extraction by ``deps.extractor`` is
     cached when it is written. Two statements for the lot, no lock and no content read: a re-ingest
     of an unchanged folder costs a file read and a hash per document (issue 24)."""
-    live = docs.live_versions(kb_id, list(prepared))
+    live = deps.docs.live_versions(kb_id, list(prepared))
     same = {uri: v for uri, v in live.items() if (v[1], v[2]) == prepared[uri] and v[3] not in REDO_STATUSES}
-    written = {v[0]: (v[2], extractor_name) for v in same.values() if v[3] == DocStatus.done}
-    cached = extractions.held(kb_id, written)
+    written = {v[0]: (v[2], deps.extractor.name) for v in same.values() if v[3] == DocStatus.done}
+    cached = deps.extractions.held(kb_id, written)
     return {uri for uri, v in same.items() if v[3] != DocStatus.done or v[0] in cached}
 
 
@@ -190,13 +164,7 @@ def _needs_new_extraction(extractions: ExtractionRepository, extractor_name: str
 def pump_ingest_lane(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> int:
     """Claim up to the KB's free map slots and send ``wiki_map`` for each claimed document.
 
@@ -205,22 +173,22 @@ def pump_ingest_lane(
     dropped. Returns the number of map messages sent.
     A KB that is gone has its lanes drained and sends nothing.
     """
-    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=deps.kbs, ops=deps.ops)
     if kb is None:
         return 0
-    parallel = kb_tunables(settings, kb).map_parallel
-    with pool.connection() as conn:
+    parallel = kb_tunables(deps.settings, kb).map_parallel
+    with deps.pool.connection() as conn:
         advisory_xact_lock(conn, f"{INGEST}:{kb.id}")  # pumps of one KB take turns: slots stay honest
-        busy = ops.claimed_count(INGEST, SCOPE_KB, kb.id, settings.stale_claim_s)
+        busy = deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, deps.settings.stale_claim_s)
         slots = max(0, parallel - busy)
-        claimed = claim_lane(INGEST, kb.id, slots, ops=ops, settings=settings, worker_id=worker_id, conn=conn)
+        claimed = claim_lane(INGEST, kb.id, slots, deps, conn=conn)
         last_by_key: dict[str, object] = {}
         for op in claimed:
             last_by_key[op.dedup_key or str(op.id)] = op
         superseded = [op.id for op in claimed if last_by_key[op.dedup_key or str(op.id)] is not op]
-        ops.delete_by_ids(superseded, conn=conn)
+        deps.ops.delete_by_ids(superseded, conn=conn)
         retracts = [op for op in last_by_key.values() if op.op == OP_RETRACT]
-        ops.move([op.id for op in retracts], REDUCE, conn=conn)
+        deps.ops.move([op.id for op in retracts], REDUCE, conn=conn)
         maps = [op for op in last_by_key.values() if op.op == OP_INGEST]
     sent: dict[int, str] = {}
     try:
@@ -231,34 +199,26 @@ def pump_ingest_lane(
     finally:
         # Each claim now waits on its map message, not on this one: a claim whose send failed
         # (Redis away) stays tied to this message and comes back once it is acked (stages.message_claims).
-        ops.hand_on({i: t for i, t in sent.items() if t}, from_msg=current_message_tag())
+        deps.ops.hand_on({i: t for i, t in sent.items() if t}, from_msg=current_message_tag())
     if retracts:
         kb_ids = {"tenant_id": tenant_id, "knowledge_base_id": kb.id}
-        send_trigger(Actor.reduce, redis=redis, settings=settings, **kb_ids)
+        send_trigger(Actor.reduce, redis=deps.redis, settings=deps.settings, **kb_ids)
         if len(last_by_key) >= slots:
             # a retract holds no map slot: the slots it was claimed in are free again at once, and no
             # map will finish to pump the lane again (deleting 1,000 documents moved 6 retracts a
             # recovery sweep, every 30 s)
-            send_trigger(Actor.ingest, debounce=False, redis=redis, settings=settings, **kb_ids)
+            send_trigger(Actor.ingest, debounce=False, redis=deps.redis, settings=deps.settings, **kb_ids)
     return len(maps)
 
 
 def ingest_step(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> int:
     """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
     (:func:`pump_ingest_lane`); returns the map messages sent."""
-    clear_trigger(Actor.ingest, knowledge_base_id, redis=redis, settings=settings)
-    sent = pump_ingest_lane(
-        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
-    )
+    clear_trigger(Actor.ingest, knowledge_base_id, redis=deps.redis, settings=deps.settings)
+    sent = pump_ingest_lane(tenant_id, knowledge_base_id, deps)
     log.info("ingest.pumped", knowledge_base_id=knowledge_base_id, sent=sent)
     return sent

@@ -27,29 +27,23 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-import redis as redis_lib
 import structlog
-from psycopg_pool import ConnectionPool
 
-from repos.knowledge import KnowledgeBaseRepository
-from repos.llm_errors import LLMConfigErrorRepository
-from repos.llm_usage import LLMUsageRepository
-from repos.pages import WikiPageRepository
 from repos.pending_ops import PendingOp, TaskPendingOpsRepository
 from stages import llm_gate
 from stages.claims import claim_lane, count_failure, released_on_failure, room_for_another_run
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
+from stages.deps import Deps
 from stages.pacing import link_wait_s
 from stages.triggers import Triggers
 from wiki.errors import LLMConfigError, LLMError, error_text
-from wiki.extract import Extractor
 from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB, Actor
 from wiki.merge import keep_lead, lead_due
 from wiki.models import KnowledgeBase, Page
 from wiki.revisions import Writer, written_by
-from wiki.settings import Settings, kb_tunables
+from wiki.settings import kb_tunables
 
 log = structlog.get_logger(__name__)
 
@@ -85,16 +79,8 @@ def enqueue_leads(kb: KnowledgeBase, slugs: list[str], *, ops: TaskPendingOpsRep
 def run_leads(
     tenant_id: int,
     knowledge_base_id: str,
+    deps: Deps,
     *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    extractor: Extractor,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository,
-    settings: Settings,
-    worker_id: str | None,
     fan_out=None,
     now: datetime | None = None,
 ) -> LeadResult | None:
@@ -106,44 +92,32 @@ def run_leads(
     unclaimed ops remain and fewer than the KB's map slots are being written. Returns None when
     the KB is gone (its lanes drained). Raises what PostgreSQL raises (the op is released).
     """
-    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=deps.kbs, ops=deps.ops)
     if kb is None:
         return None
-    model = llm_gate.extractor_for(extractor, kb.id, kbs=kbs)
+    model = llm_gate.extractor_for(deps.extractor, kb.id, kbs=deps.kbs)
     if not llm_gate.is_llm(model) or not model.config.page_leads:
-        dropped = claim_lane(LEAD, kb.id, 1000, ops=ops, settings=settings, worker_id=worker_id)
-        ops.delete_by_ids([op.id for op in dropped])
-        return LeadResult(dropped=len(dropped), remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id))
-    if llm_gate.paused(model, kb.id, llm_errors=llm_errors, llm_usage=llm_usage):
-        return LeadResult(paused=True, remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id))
+        dropped = claim_lane(LEAD, kb.id, 1000, deps)
+        deps.ops.delete_by_ids([op.id for op in dropped])
+        return LeadResult(dropped=len(dropped), remaining=deps.ops.pending_count(LEAD, SCOPE_KB, kb.id))
+    if llm_gate.paused(model, kb.id, deps):
+        return LeadResult(paused=True, remaining=deps.ops.pending_count(LEAD, SCOPE_KB, kb.id))
     from wiki.extract.llm.leads import PAGES_PER_CALL  # not at import: offline workers never load the SDK
 
-    tunables = kb_tunables(settings, kb)
-    wait_s = link_wait_s(kb.id, LEAD, ops=ops, defer_s=tunables.link_defer_s, now=now)
+    tunables = kb_tunables(deps.settings, kb)
+    wait_s = link_wait_s(kb.id, LEAD, ops=deps.ops, defer_s=tunables.link_defer_s, now=now)
     if wait_s:
-        return LeadResult(remaining=ops.pending_count(LEAD, SCOPE_KB, kb.id), wait_s=wait_s)
-    claimed = claim_lane(LEAD, kb.id, PAGES_PER_CALL, ops=ops, settings=settings, worker_id=worker_id)
+        return LeadResult(remaining=deps.ops.pending_count(LEAD, SCOPE_KB, kb.id), wait_s=wait_s)
+    claimed = claim_lane(LEAD, kb.id, PAGES_PER_CALL, deps)
     result = LeadResult(claimed=len(claimed))
     if claimed and fan_out is not None:
         runs, per_run = tunables.map_parallel, PAGES_PER_CALL  # a run claims pages, up to 8
-        if room_for_another_run(LEAD, kb.id, runs=runs, per_run=per_run, ops=ops, settings=settings):
+        if room_for_another_run(LEAD, kb.id, runs=runs, per_run=per_run, ops=deps.ops, settings=deps.settings):
             fan_out()
-    with released_on_failure(claimed, ops=ops, worker_id=worker_id):
+    with released_on_failure(claimed, deps):
         if claimed:
-            _write_leads(
-                kb,
-                model,
-                claimed,
-                result,
-                pool=pool,
-                ops=ops,
-                pages=pages,
-                llm_errors=llm_errors,
-                llm_usage=llm_usage,
-                settings=settings,
-                worker_id=worker_id,
-            )
-    result.remaining = ops.pending_count(LEAD, SCOPE_KB, kb.id)
+            _write_leads(kb, model, claimed, result, deps)
+    result.remaining = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
     return result
 
 
@@ -152,21 +126,14 @@ def _write_leads(
     model,
     claimed: list[PendingOp],
     result: LeadResult,
-    *,
-    pool: ConnectionPool,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> None:
     from wiki.extract.llm.leads import LeadQuestion, write_leads
 
     slugs = sorted({op.dedup_key for op in claimed})
     questions = [
         LeadQuestion(p.slug, p.title, p.page_type, tuple(due[0]), due[1])
-        for p in pages.get_many(kb.id, slugs).values()
+        for p in deps.pages.get_many(kb.id, slugs).values()
         if (due := lead_due(p))
     ]
     result.asked = len(questions)
@@ -179,14 +146,14 @@ def _write_leads(
                     model.client, questions, deadline=time.monotonic() + config.document_budget_s
                 )
         except LLMConfigError as exc:  # out of credit or a refused configuration: the KB pauses
-            llm_gate.record_config_error(model, kb.id, exc, llm_errors=llm_errors)
-            ops.release([op.id for op in claimed], by=worker_id, not_before_s=settings.llm_pause_s)
+            llm_gate.record_config_error(model, kb.id, exc, llm_errors=deps.llm_errors)
+            deps.ops.release([op.id for op in claimed], by=deps.worker_id, not_before_s=deps.settings.llm_pause_s)
             result.paused = True
             return
         except LLMError as exc:
-            _count_failure(kb, claimed, exc, ops=ops, settings=settings, worker_id=worker_id)
+            _count_failure(kb, claimed, exc, deps)
             return
-        llm_usage.add(
+        deps.llm_usage.add(
             kb.id,
             config.model,
             calls=stats.calls,
@@ -194,7 +161,7 @@ def _write_leads(
             completion_tokens=stats.completion_tokens,
             estimated_tokens=stats.estimated_tokens,
         )
-        if llm_errors.clear(kb.id):  # the model answers again: a pause recorded earlier is over
+        if deps.llm_errors.clear(kb.id):  # the model answers again: a pause recorded earlier is over
             log.info("llm.config_error_cleared", knowledge_base_id=kb.id, model=config.model)
         written = sum(1 for lead in leads if lead)
         # an answer that is not the schema's JSON, or that leaves pages out: a warning, the pages keep first_lead
@@ -209,10 +176,10 @@ def _write_leads(
             prompt_tokens=stats.prompt_tokens,
             completion_tokens=stats.completion_tokens,
         )
-    with pool.connection() as conn:
-        pages.lock_link_graph(kb.id, conn, shared=True)  # rewrites content, moves and deletes nothing
+    with deps.pool.connection() as conn:
+        deps.pages.lock_link_graph(kb.id, conn, shared=True)  # rewrites content, moves and deletes nothing
         answered = {q.slug: (q.key, lead) for q, lead in zip(questions, leads, strict=True) if lead}
-        held = pages.get_many(kb.id, answered, conn=conn, for_update=True)
+        held = deps.pages.get_many(kb.id, answered, conn=conn, for_update=True)
         fresh: list[Page] = []
         for slug, page in held.items():
             key, lead = answered[slug]
@@ -221,9 +188,9 @@ def _write_leads(
                 result.stale += 1
                 continue
             fresh.append(kept)
-        pages.save_many(fresh, conn=conn, written_by=written_by(Writer.lead))
-        enqueue_touched(kb, sorted(p.slug for p in fresh), ops=ops, conn=conn)
-        ops.delete_by_ids([op.id for op in claimed], conn=conn)
+        deps.pages.save_many(fresh, conn=conn, written_by=written_by(Writer.lead))
+        enqueue_touched(kb, sorted(p.slug for p in fresh), ops=deps.ops, conn=conn)
+        deps.ops.delete_by_ids([op.id for op in claimed], conn=conn)
     result.written = len(fresh)
 
 
@@ -231,18 +198,15 @@ def _count_failure(
     kb: KnowledgeBase,
     claimed: list[PendingOp],
     exc: Exception,
-    *,
-    ops: TaskPendingOpsRepository,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> None:
     """A lead call that failed (transport retries or its deadline spent): release each page's op with
     its backoff, or drop it past ``wiki_max_fail_retries`` (the page keeps its chosen lead)."""
     dropped, delay = [], 0.0
     for op in claimed:
-        failure = count_failure(op, ops=ops, settings=settings, worker_id=worker_id)
+        failure = count_failure(op, deps)
         if failure is not None and failure.spent:
-            ops.delete_by_ids([op.id])
+            deps.ops.delete_by_ids([op.id])
             dropped.append(op.dedup_key)
         elif failure is not None:
             delay = max(delay, failure.delay_s)
@@ -254,37 +218,14 @@ def _count_failure(
 def leads_step(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    pages: WikiPageRepository,
-    extractor: Extractor,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> LeadResult | None:
     """What ``wiki_write_leads`` does with a trigger: clear it, write one lead op's leads
     (:func:`run_leads`, fanning out to more runs), trigger cross-link for the pages written and the
     next run while ops are left."""
-    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
     triggers.clear(Actor.leads)
-    result = run_leads(
-        tenant_id,
-        knowledge_base_id,
-        pool=pool,
-        kbs=kbs,
-        ops=ops,
-        pages=pages,
-        extractor=extractor,
-        llm_errors=llm_errors,
-        llm_usage=llm_usage,
-        settings=settings,
-        worker_id=worker_id,
-        fan_out=lambda: triggers.send(Actor.leads, debounce=False),
-    )
+    result = run_leads(tenant_id, knowledge_base_id, deps, fan_out=lambda: triggers.send(Actor.leads, debounce=False))
     if result is None:
         return None
     if result.claimed or result.dropped:

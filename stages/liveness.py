@@ -13,7 +13,7 @@ import structlog
 
 from repos.coordination import active_index_key, active_key, held_locks, holder_of, mark_once, release_if_held
 from repos.liveness import WorkerRepository
-from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import Deps
 from stages.recovery import sweep
 from wiki.lanes import REDUCE
 from wiki.settings import Settings
@@ -25,7 +25,9 @@ log = structlog.get_logger(__name__)
 FORGET_AFTER_S = 3600
 
 
-def after_redis_loss(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings) -> int | None:
+def after_redis_loss(
+    deps: Deps,
+) -> int | None:
     """When Redis lost its data (FLUSHALL, a restart without persistence), give every claim back
     and re-trigger every lane; returns the claims released, or None when Redis kept its data.
 
@@ -35,10 +37,10 @@ def after_redis_loss(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, s
     again (SET NX) and does this once. Claims still being worked on are handed out again too,
     which is safe: handlers are idempotent and reduce writes are fenced.
     """
-    if not mark_once(redis, redis_marker_key(settings.key_prefix)):
+    if not mark_once(deps.redis, redis_marker_key(deps.settings.key_prefix)):
         return None
-    released = ops.release_all()
-    triggers = sweep(ops=ops, redis=redis, settings=settings, debounce=False)
+    released = deps.ops.release_all()
+    triggers = sweep(deps, debounce=False)
     log.warning("redis.data_lost", claims=released, triggers=triggers)
     return released
 
@@ -64,21 +66,21 @@ def _free_locks_of_dead_holders(workers: WorkerRepository, redis: redis_lib.Redi
 
 
 def reap(
-    *, workers: WorkerRepository, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings
+    deps: Deps,
 ) -> int:
     """Take back the claims and batch locks of dead workers and re-trigger the lanes; returns the
     number of claims released. What another transaction holds locked is left for a later beat
     (``WorkerRepository.reap``); a reap that could not run is logged as ``workers.reap_deferred``."""
-    reaped = workers.reap(settings.worker_ttl_s, FORGET_AFTER_S)
+    reaped = deps.workers.reap(deps.settings.worker_ttl_s, FORGET_AFTER_S)
     if reaped.deferred:
-        log.warning("workers.reap_deferred", reason=reaped.deferred, retry_in_s=settings.heartbeat_interval_s)
-    index = active_index_key(settings.key_prefix)
+        log.warning("workers.reap_deferred", reason=reaped.deferred, retry_in_s=deps.settings.heartbeat_interval_s)
+    index = active_index_key(deps.settings.key_prefix)
     freed = 0
     for task_type, kb_id, token in reaped.locks:
         if task_type == REDUCE:
-            freed += release_if_held(redis, active_key(settings.key_prefix, kb_id), token, index)
-    freed += _free_locks_of_dead_holders(workers, redis, settings)
+            freed += release_if_held(deps.redis, active_key(deps.settings.key_prefix, kb_id), token, index)
+    freed += _free_locks_of_dead_holders(deps.workers, deps.redis, deps.settings)
     if reaped.claims or freed:
-        triggers = sweep(ops=ops, redis=redis, settings=settings, debounce=False)
+        triggers = sweep(deps, debounce=False)
         log.warning("workers.reaped", claims=reaped.claims, locks=freed, triggers=triggers)
     return reaped.claims

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from repos.extractions import ExtractionRepository
 from repos.knowledge import KnowledgeBaseRepository
 from repos.llm_errors import LLMConfigErrorRepository
 from repos.llm_usage import LLMUsageRepository
 from repos.pages import WikiPageRepository
-from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from repos.pending_ops import PendingOp
+from stages.deps import Deps
 from stages.llm_merges import model_merges
 from wiki.errors import LLMConfigError, LLMError
 from wiki.extract import Extractor
@@ -28,7 +28,6 @@ from wiki.extract.llm.ratelimit import sharing
 from wiki.llm_config import estimated_usd
 from wiki.models import Document, Extraction, MapOutcome, PageLite
 from wiki.plural import counted
-from wiki.settings import Settings
 
 if TYPE_CHECKING:
     from wiki.extract.llm.extractor import LLMExtractor, RunStats
@@ -93,16 +92,14 @@ def cached(
     extractor: Extractor,
     kb_id: str,
     doc: Document,
-    *,
-    extractions: ExtractionRepository,
-    llm_usage: LLMUsageRepository | None = None,
+    deps: Deps,
 ) -> tuple[Extraction, str] | None:
     """The cached extraction of ``doc``'s content and its cache key, or None (one statement for
     every cache name: a query per name was a seventh of a map's time with an instant model). A hit
     of the LLM extractor's cache is counted in ``llm_usage`` (``cache_hits``) when given."""
-    found = extractions.first_of(kb_id, doc.id, doc.content_hash, cache_names(extractor))
-    if found is not None and llm_usage is not None and is_llm(extractor):
-        _count(extractor, kb_id, doc, None, llm_usage=llm_usage, outcome="cached")
+    found = deps.extractions.first_of(kb_id, doc.id, doc.content_hash, cache_names(extractor))
+    if found is not None and deps.llm_usage is not None and is_llm(extractor):
+        _count(extractor, kb_id, doc, None, llm_usage=deps.llm_usage, outcome="cached")
     return found
 
 
@@ -110,11 +107,7 @@ def extract(
     extractor: Extractor,
     kb_id: str,
     doc: Document,
-    *,
-    pages: WikiPageRepository,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository | None = None,
-    extractions: ExtractionRepository | None = None,
+    deps: Deps,
 ) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
@@ -125,23 +118,23 @@ def extract(
     if not is_llm(extractor):
         return extractor.extract(doc.title, doc.content), extractor.name
     stats = None
-    named = _named_pages(kb_id, doc.content, pages=pages)
+    named = _named_pages(kb_id, doc.content, pages=deps.pages)
     try:
         with sharing(kb_id):  # the KB's fair share of the model's shared rate limit
             extraction, name, stats = extractor.extract_named(doc.title, doc.content, named)
-            if extractions is not None:
+            if deps.extractions is not None:
                 # the merge call's tokens are added to the document's ``stats``: usage and budget see them
                 extraction = model_merges(
-                    extractor, kb_id, doc, extraction, pages=pages, extractions=extractions, spent=stats
+                    extractor, kb_id, doc, extraction, pages=deps.pages, extractions=deps.extractions, spent=stats
                 )
     except LLMError as exc:
         stats = stats or getattr(exc, "stats", None)
-        if llm_usage is not None and stats is not None and stats.calls:
-            _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="failed")
+        if deps.llm_usage is not None and stats is not None and stats.calls:
+            _count(extractor, kb_id, doc, stats, llm_usage=deps.llm_usage, outcome="failed")
         raise
-    if llm_usage is not None:
-        _count(extractor, kb_id, doc, stats, llm_usage=llm_usage, outcome="mapped")
-    if llm_errors.clear(kb_id):
+    if deps.llm_usage is not None:
+        _count(extractor, kb_id, doc, stats, llm_usage=deps.llm_usage, outcome="mapped")
+    if deps.llm_errors.clear(kb_id):
         log.info("llm.config_error_cleared", knowledge_base_id=kb_id, model=extractor.config.model)
     return extraction, name
 
@@ -198,9 +191,8 @@ def _named_pages(kb_id: str, text: str, *, pages: WikiPageRepository) -> list[Pa
 def paused(
     extractor: Extractor,
     kb_id: str,
+    deps: Deps,
     *,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository | None = None,
     probe_s: float | None = None,
 ) -> bool:
     """Whether the KB's model work waits: on a configuration error, an out-of-credit answer or a
@@ -215,22 +207,22 @@ def paused(
     if not is_llm(extractor):
         return False
     config = extractor.config
-    row = llm_errors.get(kb_id)
+    row = deps.llm_errors.get(kb_id)
     if row is not None and row.fingerprint == config.fingerprint():
         if probe_s is None or row.kind not in PROBED_KINDS:
             return True
-        probe = llm_errors.claim_probe(kb_id, row.fingerprint, probe_s, PROBE_MAX_S)
+        probe = deps.llm_errors.claim_probe(kb_id, row.fingerprint, probe_s, PROBE_MAX_S)
         if probe is None:
             return True
         log.info("llm.probe", knowledge_base_id=kb_id, kind=row.kind, probe=probe, model=config.model)
         return False
-    if config.token_budget is None or llm_usage is None:
+    if config.token_budget is None or deps.llm_usage is None:
         return False
-    spent = llm_usage.budget_spent(kb_id)
+    spent = deps.llm_usage.budget_spent(kb_id)
     if spent < config.token_budget:
         return False
     message = f"the KB's token budget is spent: {spent} of {counted(config.token_budget, 'token')}"
-    if llm_errors.record(kb_id, config.fingerprint(), 402, message, config.base_url, config.model, kind="budget"):
+    if deps.llm_errors.record(kb_id, config.fingerprint(), 402, message, config.base_url, config.model, kind="budget"):
         log.error(
             "llm.paused",
             knowledge_base_id=kb_id,
@@ -243,10 +235,13 @@ def paused(
     return True
 
 
-def pause(op: PendingOp, *, ops: TaskPendingOpsRepository, settings: Settings, worker_id: str | None) -> MapOutcome:
+def pause(
+    op: PendingOp,
+    deps: Deps,
+) -> MapOutcome:
     """Give the op back without counting a failure, claimable again in ``llm_pause_s``; returns
     the map outcome ``paused``."""
-    ops.release([op.id], by=worker_id, not_before_s=settings.llm_pause_s)
+    deps.ops.release([op.id], by=deps.worker_id, not_before_s=deps.settings.llm_pause_s)
     return MapOutcome.paused
 
 

@@ -27,12 +27,9 @@ import uuid
 
 import redis as redis_lib
 import structlog
-from psycopg_pool import ConnectionPool
 
 from repos.coordination import mark_once, marker, unmark
-from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import DocumentRepository
-from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import Deps
 from stages.requeue import requeue_dead_letter
 from wiki.errors import DeadLetterNotFound, LLMUnavailable, RequeueRefused
 from wiki.lanes import INGEST, SCOPE_KB
@@ -71,50 +68,34 @@ def note_outage(kb_id: str, *, redis: redis_lib.Redis, settings: Settings) -> No
 def requeue_after_outage(
     tenant_id: int,
     kb_id: str,
-    *,
-    pool: ConnectionPool,
-    dead_letters: TaskDeadLetterRepository,
-    ops: TaskPendingOpsRepository,
-    docs: DocumentRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
+    deps: Deps,
 ) -> int:
     """After a document of the KB was mapped by a model call: when the KB is in an outage, requeue
     up to ``REQUEUE_MAX`` of its dead letters for transient model errors (module docstring);
     returns how many. Never raises for Redis; database errors propagate."""
-    key = _key(settings, kb_id)
+    key = _key(deps.settings, kb_id)
     try:
-        outage_id = marker(redis, key)
-        if outage_id is None or not mark_once(redis, f"{key}:pass", PASS_LOCK_S * 1000):
+        outage_id = marker(deps.redis, key)
+        if outage_id is None or not mark_once(deps.redis, f"{key}:pass", PASS_LOCK_S * 1000):
             return 0
     except redis_lib.RedisError as exc:
         log.warning("llm.outage_unknown", knowledge_base_id=kb_id, error=repr(exc))
         return 0
     try:
-        letters = dead_letters.of_error(tenant_id, INGEST, SCOPE_KB, kb_id, TRANSIENT_HEAD, outage_id, REQUEUE_MAX)
+        letters = deps.dead_letters.of_error(tenant_id, INGEST, SCOPE_KB, kb_id, TRANSIENT_HEAD, outage_id, REQUEUE_MAX)
         requeued = 0
         for letter in letters:
             try:
-                requeue_dead_letter(
-                    letter.id,
-                    tenant_id=tenant_id,
-                    pool=pool,
-                    dead_letters=dead_letters,
-                    ops=ops,
-                    docs=docs,
-                    redis=redis,
-                    settings=settings,
-                    mark={"auto_requeued": outage_id},
-                )
+                requeue_dead_letter(letter.id, deps, tenant_id=tenant_id, mark={"auto_requeued": outage_id})
                 requeued += 1
             except (DeadLetterNotFound, RequeueRefused):  # requeued by hand meanwhile, or its KB is gone
                 continue
         if len(letters) < REQUEUE_MAX:
-            unmark(redis, key)  # every letter of the outage is back: the next one is a new outage
+            unmark(deps.redis, key)  # every letter of the outage is back: the next one is a new outage
         log.info("llm.outage_requeued", knowledge_base_id=kb_id, outage=outage_id, requeued=requeued)
         return requeued
     finally:
         try:
-            unmark(redis, f"{key}:pass")
+            unmark(deps.redis, f"{key}:pass")
         except redis_lib.RedisError:
             pass  # the lock expires after PASS_LOCK_S

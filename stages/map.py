@@ -12,28 +12,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import redis as redis_lib
 import structlog
-from psycopg_pool import ConnectionPool
 
 from repos.coordination import tombstoned
-from repos.dead_letters import TaskDeadLetterRepository
-from repos.extractions import ExtractionRepository
-from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
-from repos.llm_errors import LLMConfigErrorRepository
-from repos.llm_usage import LLMUsageRepository
-from repos.pages import WikiPageRepository
-from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from repos.pending_ops import PendingOp
 from stages import llm_gate, llm_recovery
 from stages.claims import count_failure, current_message_tag
+from stages.deps import Deps
 from stages.ingest import pump_ingest_lane
 from stages.triggers import Triggers, send_trigger
 from wiki.errors import ExtractionError, LLMConfigError, error_text
-from wiki.extract import Extractor
 from wiki.lanes import INGEST, REDUCE, Actor
 from wiki.models import RETRACTED, DocStatus, MapOutcome
 from wiki.plural import counted
-from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -48,20 +39,7 @@ def map_document(
     knowledge_base_id: str,
     knowledge_id: str,
     op_id: int,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    extractions: ExtractionRepository,
-    pages: WikiPageRepository,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository,
-    extractor: Extractor,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> MapOutcome:
     """Extract one document for the op ``op_id``; returns the outcome.
 
@@ -74,67 +52,46 @@ def map_document(
     ``paused`` (the KB's model endpoint refused its configuration, its account is out of credit or
     its token budget is spent: op released uncounted, see ``stages.llm_gate``).
     """
-    op = ops.get(op_id)
+    op = deps.ops.get(op_id)
     # An op id names another document's op when ids were reused (a restored or truncated table): a
     # stale message must neither map nor delete it.
     if op is None or op.task_type != INGEST or op.dedup_key != knowledge_id:
         return MapOutcome.gone
-    if worker_id:
+    if deps.worker_id:
         # The pump that claimed the op may run in another worker: the claim follows the message to
         # the worker mapping it, so a kill -9 of this worker frees it at its next missed heartbeat.
-        ops.adopt([op_id], worker_id, msg=current_message_tag())
-    doc = docs.get(knowledge_id)
-    gone = tombstoned(redis, settings.key_prefix, knowledge_base_id, [knowledge_id])
+        deps.ops.adopt([op_id], deps.worker_id, msg=current_message_tag())
+    doc = deps.docs.get(knowledge_id)
+    gone = tombstoned(deps.redis, deps.settings.key_prefix, knowledge_base_id, [knowledge_id])
     if doc is None or doc.status in RETRACTED or gone:
-        ops.delete_by_ids([op_id])
+        deps.ops.delete_by_ids([op_id])
         return MapOutcome.deleted
-    extractor = llm_gate.extractor_for(extractor, knowledge_base_id, kbs=kbs)
+    extractor = llm_gate.extractor_for(deps.extractor, knowledge_base_id, kbs=deps.kbs)
     outcome = MapOutcome.cached
-    paused = {"ops": ops, "settings": settings, "worker_id": worker_id}
     try:
-        found = llm_gate.cached(extractor, knowledge_base_id, doc, extractions=extractions, llm_usage=llm_usage)
+        found = llm_gate.cached(extractor, knowledge_base_id, doc, deps)
         if found is None:
-            if llm_gate.paused(
-                extractor, knowledge_base_id, llm_errors=llm_errors, llm_usage=llm_usage, probe_s=settings.llm_pause_s
-            ):
-                return llm_gate.pause(op, **paused)
-            found = llm_gate.extract(
-                extractor,
-                knowledge_base_id,
-                doc,
-                pages=pages,
-                llm_errors=llm_errors,
-                llm_usage=llm_usage,
-                extractions=extractions,
-            )
+            if llm_gate.paused(extractor, knowledge_base_id, deps, probe_s=deps.settings.llm_pause_s):
+                return llm_gate.pause(op, deps)
+            found = llm_gate.extract(extractor, knowledge_base_id, doc, deps)
             outcome = MapOutcome.mapped
         extraction, name = found
     except LLMConfigError as exc:  # the endpoint refused the configuration: no document can pass
-        llm_gate.record_config_error(extractor, knowledge_base_id, exc, llm_errors=llm_errors)
-        return llm_gate.pause(op, **paused)
+        llm_gate.record_config_error(extractor, knowledge_base_id, exc, llm_errors=deps.llm_errors)
+        return llm_gate.pause(op, deps)
     except ExtractionError as exc:  # the document itself is unusable: retrying cannot help
-        with pool.connection() as conn:
-            if not ops.delete_by_ids([op_id], conn=conn):
+        with deps.pool.connection() as conn:
+            if not deps.ops.delete_by_ids([op_id], conn=conn):
                 return MapOutcome.gone  # handled meanwhile: its outcome, not this one, is the document's status
-            docs.set_status([doc.id], DocStatus.skipped, f"no wiki content: {exc}", conn=conn)
+            deps.docs.set_status([doc.id], DocStatus.skipped, f"no wiki content: {exc}", conn=conn)
         return MapOutcome.skipped
     except Exception as exc:
-        return _count_failure(
-            op,
-            exc,
-            pool=pool,
-            docs=docs,
-            ops=ops,
-            dead_letters=dead_letters,
-            redis=redis,
-            settings=settings,
-            worker_id=worker_id,
-        )
-    with pool.connection() as conn:
-        extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
+        return _count_failure(op, exc, deps)
+    with deps.pool.connection() as conn:
+        deps.extractions.put(knowledge_base_id, doc.id, doc.content_hash, name, extraction, conn=conn)
         # Only an op still waiting for its map moves on: when another worker mapped it already (its
         # claim was taken back) and reduce may have finished it, the document keeps its status.
-        if not ops.move(
+        if not deps.ops.move(
             [op_id],
             REDUCE,
             payload_patch={"content_hash": doc.content_hash, "extractor": name},
@@ -142,21 +99,14 @@ def map_document(
             from_task_type=INGEST,
         ):
             return MapOutcome.gone
-        docs.set_status([doc.id], DocStatus.mapped, conn=conn)
+        deps.docs.set_status([doc.id], DocStatus.mapped, conn=conn)
     return outcome
 
 
 def _count_failure(
     op: PendingOp,
     exc: Exception,
-    *,
-    pool: ConnectionPool,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> MapOutcome:
     error = error_text(exc)
     # The invalid answer's signature is kept on the op: the next failure compares with it.
@@ -165,12 +115,7 @@ def _count_failure(
     # A failure retrying cannot help (a content filter's refusal, an answer invalid the same way
     # twice: the model is deterministic enough) spends the whole budget at once.
     failure = count_failure(
-        op,
-        ops=ops,
-        settings=settings,
-        worker_id=worker_id,
-        payload_patch={_LAST_INVALID: signature},
-        for_good=getattr(exc, "for_good", False) or repeated,
+        op, deps, payload_patch={_LAST_INVALID: signature}, for_good=getattr(exc, "for_good", False) or repeated
     )
     if failure is None:
         return MapOutcome.gone
@@ -181,15 +126,15 @@ def _count_failure(
             kind, _, message = error.partition(": ")
             error = f"{kind}: {REPEATED}: {message}"
             reason = f"{REPEATED}: {str(exc).splitlines()[0]}"
-        with pool.connection() as conn:
+        with deps.pool.connection() as conn:
             op = op.model_copy(update={"fail_count": fails})
-            dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
-            docs.set_status([op.dedup_key], DocStatus.failed, reason, conn=conn)
+            deps.dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
+            deps.docs.set_status([op.dedup_key], DocStatus.failed, reason, conn=conn)
         log.error(
             "document.dead_lettered", knowledge_id=op.dedup_key, fail_count=fails, repeated=repeated, error=repr(exc)
         )
         if llm_recovery.is_transient(exc):  # the endpoint's failure: requeued when it answers again
-            llm_recovery.note_outage(op.scope_id, redis=redis, settings=settings)
+            llm_recovery.note_outage(op.scope_id, redis=deps.redis, settings=deps.settings)
         return MapOutcome.dead
     log.warning(
         "document.map_failed",
@@ -204,13 +149,7 @@ def _count_failure(
 def refill_slots(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> int:
     """Fill the KB's free map slots from this thread (``stages.ingest.pump_ingest_lane``); returns
     the map messages sent.
@@ -222,22 +161,13 @@ def refill_slots(
     away), the trigger is sent instead so that its actor retries.
     """
     try:
-        return pump_ingest_lane(
-            tenant_id,
-            knowledge_base_id,
-            pool=pool,
-            kbs=kbs,
-            ops=ops,
-            redis=redis,
-            settings=settings,
-            worker_id=worker_id,
-        )
+        return pump_ingest_lane(tenant_id, knowledge_base_id, deps)
     except Exception as exc:
         log.warning("ingest.refill_failed", knowledge_base_id=knowledge_base_id, error=repr(exc))
         send_trigger(
             Actor.ingest,
-            redis=redis,
-            settings=settings,
+            redis=deps.redis,
+            settings=deps.settings,
             tenant_id=tenant_id,
             knowledge_base_id=knowledge_base_id,
             debounce=False,
@@ -250,64 +180,24 @@ def map_step(
     knowledge_base_id: str,
     knowledge_id: str,
     op_id: int,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    extractions: ExtractionRepository,
-    pages: WikiPageRepository,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository,
-    extractor: Extractor,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> MapOutcome:
     """What ``wiki_map`` does with a message: map the document (:func:`map_document`), then keep the
     pipeline moving (refill map slots, come back after a failed op's backoff, trigger the reduce);
     returns the outcome."""
-    outcome = map_document(
-        tenant_id,
-        knowledge_base_id,
-        knowledge_id,
-        op_id,
-        pool=pool,
-        kbs=kbs,
-        docs=docs,
-        ops=ops,
-        dead_letters=dead_letters,
-        extractions=extractions,
-        pages=pages,
-        llm_errors=llm_errors,
-        llm_usage=llm_usage,
-        extractor=extractor,
-        redis=redis,
-        settings=settings,
-        worker_id=worker_id,
-    )
+    outcome = map_document(tenant_id, knowledge_base_id, knowledge_id, op_id, deps)
     log.info("document.mapped", knowledge_id=knowledge_id, outcome=outcome)
-    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
-    refill_slots(
-        tenant_id, knowledge_base_id, pool=pool, kbs=kbs, ops=ops, redis=redis, settings=settings, worker_id=worker_id
-    )
+    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    refill_slots(tenant_id, knowledge_base_id, deps)
     if outcome in (MapOutcome.retry, MapOutcome.paused):  # the pump skips the op until its backoff ends: come back then
-        op = ops.get(op_id)
+        op = deps.ops.get(op_id)
         if op is not None and op.not_before is not None:
             wait_s = (op.not_before - datetime.now(UTC)).total_seconds()
             triggers.send(Actor.ingest, debounce=False, delay_s=max(wait_s, 0.0) + 0.05)
     if outcome in (MapOutcome.mapped, MapOutcome.cached):
         triggers.send(Actor.reduce)
-    if outcome == MapOutcome.mapped and llm_gate.is_llm(extractor):  # the model answers: an outage's letters go back
-        llm_recovery.requeue_after_outage(
-            tenant_id,
-            knowledge_base_id,
-            pool=pool,
-            dead_letters=dead_letters,
-            ops=ops,
-            docs=docs,
-            redis=redis,
-            settings=settings,
-        )
+    if outcome == MapOutcome.mapped and llm_gate.is_llm(
+        deps.extractor
+    ):  # the model answers: an outage's letters go back
+        llm_recovery.requeue_after_outage(tenant_id, knowledge_base_id, deps)
     return outcome

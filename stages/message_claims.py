@@ -17,13 +17,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import redis as redis_lib
 import structlog
 
 from repos.broker_messages import present
-from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import Deps
 from stages.recovery import sweep
-from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -47,23 +45,25 @@ class OrphanedClaims:
         self._missing_since: dict[str, float] = {}
 
     def check(
-        self, worker_id: str, *, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings
+        self,
+        worker_id: str,
+        deps: Deps,
     ) -> int:
         """Release the claims of ``worker_id`` whose message has been missing from Redis (namespace
         ``settings.redis_namespace``) for ``grace_s``, and re-trigger the lanes when any came back;
         returns the claims released. Raises what PostgreSQL or Redis raise (nothing is released
         then; the next beat tries again)."""
-        tags = ops.message_tags(worker_id)
-        missing = tags - present(redis, settings.redis_namespace, tags)
+        tags = deps.ops.message_tags(worker_id)
+        missing = tags - present(deps.redis, deps.settings.redis_namespace, tags)
         now = self._clock()
         self._missing_since = {t: self._missing_since.get(t, now) for t in missing}
         due = sorted(t for t, since in self._missing_since.items() if now - since >= self.grace_s)
         if not due:
             return 0
-        released = ops.release_messages(worker_id, due)
+        released = deps.ops.release_messages(worker_id, due)
         for t in due:
             del self._missing_since[t]
         if released:
-            triggers = sweep(ops=ops, redis=redis, settings=settings, debounce=False)
+            triggers = sweep(deps, debounce=False)
             log.warning("claims.orphaned_released", claims=released, messages=len(due), triggers=triggers)
         return released

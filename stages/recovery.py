@@ -7,13 +7,11 @@ rows. Triggers are debounced, so several workers sweeping at once send one messa
 
 from __future__ import annotations
 
-import redis as redis_lib
 import structlog
 
-from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import Deps
 from stages.triggers import send_trigger
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, Actor
-from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -27,21 +25,21 @@ LANE_ACTORS = {
 }
 
 
-def sweep(*, ops: TaskPendingOpsRepository, redis: redis_lib.Redis, settings: Settings, debounce: bool = True) -> int:
+def sweep(deps: Deps, *, debounce: bool = True) -> int:
     """Reclaim stale claims and re-trigger lanes with rows; returns the number of triggers sent.
 
     ``debounce=False`` sends even where a debounce marker says a trigger is queued: after a worker
     died, that trigger may be one the dead worker had fetched and will never run.
     """
-    reclaimed = ops.reclaim_stale(settings.stale_claim_s)
+    reclaimed = deps.ops.reclaim_stale(deps.settings.stale_claim_s)
     sent = 0
-    for lane in ops.lanes_with_rows():
+    for lane in deps.ops.lanes_with_rows():
         actor = LANE_ACTORS.get(lane.task_type)
         if actor and lane.scope == SCOPE_KB:
             sent += send_trigger(
                 actor,
-                redis=redis,
-                settings=settings,
+                redis=deps.redis,
+                settings=deps.settings,
                 tenant_id=lane.tenant_id,
                 knowledge_base_id=lane.scope_id,
                 debounce=debounce,

@@ -21,25 +21,19 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import redis as redis_lib
 import structlog
 from psycopg import Connection
-from psycopg_pool import ConnectionPool
 
 from repos.coordination import ActiveBatchLock, active_index_key, active_key, tombstoned
 from repos.db import refresh_statistics
-from repos.dead_letters import TaskDeadLetterRepository
-from repos.extractions import ExtractionRepository
-from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
-from repos.liveness import LaneFenceRepository
-from repos.mentions import MentionRepository
 from repos.pages import WikiPageRepository, title_keys
-from repos.pending_ops import PendingOp, TaskPendingOpsRepository
+from repos.pending_ops import PendingOp
 from stages.backlink import enqueue_keys
 from stages.batch_context import BatchContext
 from stages.claims import claim_lane, count_failure, released_on_failure
 from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
+from stages.deps import Deps
 from stages.index import request_index
 from stages.item_pages import plan_item_pages
 from stages.leads import enqueue_leads
@@ -54,7 +48,7 @@ from wiki.models import ITEM_TYPES, RETRACTED, DocStatus, Document, Extraction, 
 from wiki.plural import counted
 from wiki.render import render_summary_page
 from wiki.revisions import Writer, written_by
-from wiki.settings import Settings, Tunables, kb_tunables
+from wiki.settings import Tunables, kb_tunables
 from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
 
 log = structlog.get_logger(__name__)
@@ -79,20 +73,8 @@ class BatchResult:
 def run_reduce_batch(
     tenant_id: int,
     knowledge_base_id: str,
+    deps: Deps,
     *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    pages: WikiPageRepository,
-    mentions: MentionRepository,
-    extractions: ExtractionRepository,
-    fences: LaneFenceRepository,
-    extractor_name: str,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
     lock: ActiveBatchLock | None = None,
 ) -> BatchResult:
     """Reduce one batch of the KB's reduce lane (the caller holds the active-batch ``lock``).
@@ -105,37 +87,18 @@ def run_reduce_batch(
     ``wiki.errors.LockLost`` when ``lock`` was lost: the batch then wrote nothing and its
     claims are released.
     """
-    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=kbs, ops=ops)
+    kb = active_kb_or_drain(tenant_id, knowledge_base_id, kbs=deps.kbs, ops=deps.ops)
     if kb is None:
         return BatchResult()
-    tun = kb_tunables(settings, kb)
+    tun = kb_tunables(deps.settings, kb)
     # taken before the batch reads anything: every batch that started earlier can no longer write
     # what it planned from older pages
-    token = fences.take(REDUCE, SCOPE_KB, kb.id, holder=worker_id, lock_token=lock.token if lock else "")
-    claimed = claim_lane(REDUCE, kb.id, tun.batch_size, ops=ops, settings=settings, worker_id=worker_id)
+    token = deps.fences.take(REDUCE, SCOPE_KB, kb.id, holder=deps.worker_id, lock_token=lock.token if lock else "")
+    claimed = claim_lane(REDUCE, kb.id, tun.batch_size, deps)
     if not claimed:
         return BatchResult()
-    with released_on_failure(claimed, ops=ops, worker_id=worker_id):
-        return _reduce_claimed(
-            kb,
-            tun,
-            claimed,
-            token,
-            lock,
-            pool=pool,
-            kbs=kbs,
-            docs=docs,
-            ops=ops,
-            dead_letters=dead_letters,
-            pages=pages,
-            mentions=mentions,
-            extractions=extractions,
-            fences=fences,
-            extractor_name=extractor_name,
-            redis=redis,
-            settings=settings,
-            worker_id=worker_id,
-        )
+    with released_on_failure(claimed, deps):
+        return _reduce_claimed(kb, tun, claimed, token, lock, deps)
 
 
 def _reduce_claimed(
@@ -144,27 +107,14 @@ def _reduce_claimed(
     claimed: list[PendingOp],
     token: int,
     lock: ActiveBatchLock | None,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    pages: WikiPageRepository,
-    mentions: MentionRepository,
-    extractions: ExtractionRepository,
-    fences: LaneFenceRepository,
-    extractor_name: str,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> BatchResult:
     result = BatchResult()
     last = {}
     for op in claimed:  # id order: the last op of a document wins
         last[op.dedup_key] = op
-    by_id = docs.get_many(list(last))
-    gone = tombstoned(redis, settings.key_prefix, kb.id, list(last))
+    by_id = deps.docs.get_many(list(last))
+    gone = tombstoned(deps.redis, deps.settings.key_prefix, kb.id, list(last))
     retracts: list[str] = []
     wanted: dict[str, tuple[str, str]] = {}
     for kid, op in last.items():
@@ -174,13 +124,13 @@ def _reduce_claimed(
         else:
             wanted[kid] = (
                 op.payload.get("content_hash", doc.content_hash),
-                op.payload.get("extractor", extractor_name),
+                op.payload.get("extractor", deps.extractor.name),
             )
-    cached = extractions.get_many(kb.id, wanted)
+    cached = deps.extractions.get_many(kb.id, wanted)
     ingests = [(by_id[kid], cached[kid]) for kid in wanted if kid in cached]
     requeue = [kid for kid in wanted if kid not in cached]  # content changed since map: map again
 
-    ctx = BatchContext(pages, kb.id)
+    ctx = BatchContext(deps.pages, kb.id)
     # asked once for the whole batch: the pages citing its documents, the slugs its summaries take
     citing = ctx.slugs_citing_many([*retracts, *(doc.id for doc, _ in ingests)])
     ctx.lite([*(s for slugs in citing.values() for s in slugs), *(summary_slug(doc.title) for doc, _ in ingests)])
@@ -200,7 +150,7 @@ def _reduce_claimed(
         new_rows,
         {*retracts, *new_rows},
         ctx=ctx,
-        mentions=mentions,
+        mentions=deps.mentions,
         taken=set(summary_of.values()),
     )
     planned: dict[str, Page | None] = dict.fromkeys(summaries.freed)  # summaries of retracted documents
@@ -210,53 +160,43 @@ def _reduce_claimed(
         planned[summary_of[doc.id]] = _summary_page(kb, doc, extraction, summary_of[doc.id], items.slug_of)
 
     failed_ids = {kid for kid, _ in failed_ops}
-    with pool.connection() as conn:
-        if not kbs.hold_active(kb.id, conn):  # deleted meanwhile: the batch writes nothing
-            pages.delete_kb(kb.id, conn=conn)
-            mentions.delete_kb(kb.id, conn=conn)
-            ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
+    with deps.pool.connection() as conn:
+        if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: the batch writes nothing
+            deps.pages.delete_kb(kb.id, conn=conn)
+            deps.mentions.delete_kb(kb.id, conn=conn)
+            deps.ops.delete_by_scope(SCOPE_KB, kb.id, conn=conn)
             log.info("kb.gone", knowledge_base_id=kb.id, during="reduce")
             return BatchResult()
         if lock is not None and lock.lost:
             raise LockLost(f"active-batch lock of {kb.id} was lost")
-        fences.check(REDUCE, SCOPE_KB, kb.id, token, conn)  # every write below is fenced
-        pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
-        leads = settings.extractor == "llm" and settings.llm_page_leads
-        mentions.write(kb.id, items.dropped, items.added, items.stat_deltas, items.name_deltas, conn)
+        deps.fences.check(REDUCE, SCOPE_KB, kb.id, token, conn)  # every write below is fenced
+        deps.pages.lock_link_graph(kb.id, conn, shared=True)  # exclusive once pages are deleted or moved
+        leads = deps.settings.extractor == "llm" and deps.settings.llm_page_leads
+        deps.mentions.write(kb.id, items.dropped, items.added, items.stat_deltas, items.name_deltas, conn)
         batch, writers = _page_writers(token, summary_of, [*items.dropped, *items.added], items.slug_of)
-        writes = _write_plan(kb, planned, conn, pages=pages, leads=leads, writer=batch, writers=writers)
+        writes = _write_plan(kb, planned, conn, pages=deps.pages, leads=leads, writer=batch, writers=writers)
         touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
-        touched += [s for s in pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
+        touched += [s for s in deps.pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
         for kid, exc in failed_ops:
-            delay = _count_failure(
-                kb.id,
-                [o for o in claimed if o.dedup_key == kid],
-                exc,
-                conn,
-                docs=docs,
-                ops=ops,
-                dead_letters=dead_letters,
-                settings=settings,
-                worker_id=worker_id,
-            )
+            delay = _count_failure(kb.id, [o for o in claimed if o.dedup_key == kid], exc, conn, deps)
             result.retry_after_s = max(result.retry_after_s, delay)
-        ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
+        deps.ops.move([o.id for o in claimed if o.dedup_key in requeue], INGEST, conn=conn)
         done = [o.id for o in claimed if o.dedup_key not in failed_ids and o.dedup_key not in requeue]
-        ops.delete_by_ids(done, conn=conn)
-        enqueue_touched(kb, touched, ops=ops, conn=conn)
-        enqueue_keys(kb, writes.keys, ops=ops, conn=conn)
-        result.leads = enqueue_leads(kb, writes.leads, ops=ops, conn=conn)
+        deps.ops.delete_by_ids(done, conn=conn)
+        enqueue_touched(kb, touched, ops=deps.ops, conn=conn)
+        enqueue_keys(kb, writes.keys, ops=deps.ops, conn=conn)
+        result.leads = enqueue_leads(kb, writes.leads, ops=deps.ops, conn=conn)
         if touched or writes.deleted:
-            request_index(kb, conn, ops=ops)  # durable: --wait waits for the index to show this batch
-        docs.set_status([d.id for d, _ in ingested], DocStatus.done, conn=conn)
-        docs.mark_deleted(retracts, conn=conn)
+            request_index(kb, conn, ops=deps.ops)  # durable: --wait waits for the index to show this batch
+        deps.docs.set_status([d.id for d, _ in ingested], DocStatus.done, conn=conn)
+        deps.docs.mark_deleted(retracts, conn=conn)
         # the versions the batch just replaced quote them too: no page's history keeps a deleted document
-        pages.forget_documents(kb.id, retracts, conn=conn)
+        deps.pages.forget_documents(kb.id, retracts, conn=conn)
         # their dead letters (a map message that ran out of retries in an outage) mean nothing now
-        dead_letters.resolve_finished([*(d.id for d, _ in ingested), *retracts], conn=conn)
+        deps.dead_letters.resolve_finished([*(d.id for d, _ in ingested), *retracts], conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
-        extractions.delete_other_versions(
+        deps.extractions.delete_other_versions(
             kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn
         )
     if writes.renames:
@@ -440,26 +380,21 @@ def _count_failure(
     failed: list[PendingOp],
     exc: Exception,
     conn: Connection,
-    *,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> float:
     """Count a document's failure on its ops: dead-letter past the budget, else release them with
     their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
     error = error_text(exc)
     delay = 0.0
     for op in failed:
-        failure = count_failure(op, ops=ops, settings=settings, worker_id=worker_id, conn=conn)
+        failure = count_failure(op, deps, conn=conn)
         if failure is None:
             continue
         if failure.spent:
             op = op.model_copy(update={"fail_count": failure.fails})
-            dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
+            deps.dead_letters.move_op_to_dead_letters(op, task_type=INGEST, error=error, conn=conn)
             reason = f"reduce failed {counted(failure.fails, 'time')}: {exc!r}"
-            docs.set_status([op.dedup_key], DocStatus.failed, reason, conn=conn)
+            deps.docs.set_status([op.dedup_key], DocStatus.failed, reason, conn=conn)
         delay = max(delay, failure.delay_s)
     log.warning(
         "document.reduce_failed",
@@ -474,56 +409,26 @@ def _count_failure(
 def reduce_step(
     tenant_id: int,
     knowledge_base_id: str,
-    *,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    docs: DocumentRepository,
-    ops: TaskPendingOpsRepository,
-    dead_letters: TaskDeadLetterRepository,
-    pages: WikiPageRepository,
-    mentions: MentionRepository,
-    extractions: ExtractionRepository,
-    fences: LaneFenceRepository,
-    extractor_name: str,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    worker_id: str | None,
+    deps: Deps,
 ) -> BatchResult | None:
     """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
-    triggers = Triggers(tenant_id, knowledge_base_id, redis, settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
     triggers.clear(Actor.reduce)
     lock = ActiveBatchLock(
-        redis,
-        active_key(settings.key_prefix, knowledge_base_id),
-        settings.active_lock_ttl_s,
-        holder=worker_id,  # the reaper frees it if this worker dies before its fence records the token
-        index_key=active_index_key(settings.key_prefix),
+        deps.redis,
+        active_key(deps.settings.key_prefix, knowledge_base_id),
+        deps.settings.active_lock_ttl_s,
+        holder=deps.worker_id,  # the reaper frees it if this worker dies before its fence records the token
+        index_key=active_index_key(deps.settings.key_prefix),
     )
     if not lock.acquire():
         log.info("reduce.busy", knowledge_base_id=knowledge_base_id)
         return None  # the running batch follows up after it releases the lock
     started = time.monotonic()
     try:
-        result = run_reduce_batch(
-            tenant_id,
-            knowledge_base_id,
-            pool=pool,
-            kbs=kbs,
-            docs=docs,
-            ops=ops,
-            dead_letters=dead_letters,
-            pages=pages,
-            mentions=mentions,
-            extractions=extractions,
-            fences=fences,
-            extractor_name=extractor_name,
-            redis=redis,
-            settings=settings,
-            worker_id=worker_id,
-            lock=lock,
-        )
+        result = run_reduce_batch(tenant_id, knowledge_base_id, deps, lock=lock)
     except (FenceLost, LockLost) as exc:
         # another batch is on the KB (or may be): it, or this trigger, takes the released rows
         log.warning("reduce.overtaken", knowledge_base_id=knowledge_base_id, reason=str(exc))
@@ -531,8 +436,8 @@ def reduce_step(
         return None
     finally:
         lock.release()
-    analyzed = refresh_statistics(pool)  # the batch may have outgrown the planner's picture
-    remaining = ops.pending_count(REDUCE, SCOPE_KB, knowledge_base_id)
+    analyzed = refresh_statistics(deps.pool)  # the batch may have outgrown the planner's picture
+    remaining = deps.ops.pending_count(REDUCE, SCOPE_KB, knowledge_base_id)
     log.info(
         "reduce.batch",
         knowledge_base_id=knowledge_base_id,
@@ -549,9 +454,9 @@ def reduce_step(
         triggers.send(Actor.crosslink)
     if result.touched or result.deleted:  # the batch queued an index op (request_index)
         triggers.send(Actor.index)
-    if result.keys or (not remaining and ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
+    if result.keys or (not remaining and deps.ops.pending_count(BACKLINK, SCOPE_KB, knowledge_base_id)):
         triggers.send(Actor.backlink)  # which waits while documents are still coming
-    if result.leads or (not remaining and ops.pending_count(LEAD, SCOPE_KB, knowledge_base_id)):
+    if result.leads or (not remaining and deps.ops.pending_count(LEAD, SCOPE_KB, knowledge_base_id)):
         triggers.send(Actor.leads)  # which waits while documents are still coming
     if result.requeued:
         triggers.send(Actor.ingest)

@@ -23,12 +23,10 @@ import dramatiq
 import redis as redis_lib
 import structlog
 from dramatiq.errors import ActorNotFound
-from psycopg_pool import ConnectionPool
 
 from repos.dead_letter_spool import DeadLetterSpool
 from repos.dead_letters import DeadLetter, TaskDeadLetterRepository
-from repos.knowledge import DocumentRepository
-from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import Deps
 from stages.triggers import get_actor, send_trigger
 from wiki.errors import DeadLetterNotFound, RequeueRefused
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB, Actor
@@ -63,14 +61,9 @@ def unspool(
 
 def requeue_dead_letter(
     dead_letter_id: int,
+    deps: Deps,
     *,
     tenant_id: int | None,
-    pool: ConnectionPool,
-    dead_letters: TaskDeadLetterRepository,
-    ops: TaskPendingOpsRepository,
-    docs: DocumentRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
     mark: dict[str, Any] | None = None,
 ) -> str:
     """Requeue one dead letter and delete it; returns ``"reinserted"`` (wiki op) or ``"resent"`` (message).
@@ -82,25 +75,18 @@ def requeue_dead_letter(
     a message, or its actor is not declared on the broker. Broker and database errors propagate;
     in every failure the dead letter is kept.
     """
-    row = dead_letters.get(dead_letter_id, tenant_id=tenant_id)
+    row = deps.dead_letters.get(dead_letter_id, tenant_id=tenant_id)
     if row is None:
         raise DeadLetterNotFound(f"no dead letter {dead_letter_id}")
     if row.task_type == INGEST:
-        return _reinsert_wiki_op(
-            row, pool=pool, dead_letters=dead_letters, ops=ops, docs=docs, redis=redis, settings=settings, mark=mark
-        )
-    return _resend_message(row, dead_letters=dead_letters)
+        return _reinsert_wiki_op(row, deps, mark=mark)
+    return _resend_message(row, dead_letters=deps.dead_letters)
 
 
 def _reinsert_wiki_op(
     row: DeadLetter,
+    deps: Deps,
     *,
-    pool: ConnectionPool,
-    dead_letters: TaskDeadLetterRepository,
-    ops: TaskPendingOpsRepository,
-    docs: DocumentRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
     mark: dict[str, Any] | None = None,
 ) -> str:
     op = row.payload
@@ -109,11 +95,11 @@ def _reinsert_wiki_op(
     if row.scope != SCOPE_KB or not row.scope_id or not knowledge_id or kind not in (OP_INGEST, OP_RETRACT):
         raise RequeueRefused(f"dead letter {row.id} is not a wiki document op (scope {row.scope!r}, op {kind!r})")
     payload = {**(op.get("payload") if isinstance(op.get("payload"), dict) else {}), **(mark or {})}
-    with pool.connection() as conn:
+    with deps.pool.connection() as conn:
         # Delete first: the row lock makes a concurrent requeue of the same letter wait, then find nothing.
-        if not dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
+        if not deps.dead_letters.delete(row.id, tenant_id=row.tenant_id, conn=conn):
             raise DeadLetterNotFound(f"no dead letter {row.id}")
-        new = ops.enqueue_if_kb_active(
+        new = deps.ops.enqueue_if_kb_active(
             tenant_id=row.tenant_id,
             task_type=INGEST,
             scope=SCOPE_KB,
@@ -127,8 +113,10 @@ def _reinsert_wiki_op(
             conn.rollback()
             raise RequeueRefused(f"knowledge base {row.scope_id} of tenant {row.tenant_id} is unknown or deleted")
         if kind == OP_INGEST:
-            docs.set_status([knowledge_id], DocStatus.pending, conn=conn)
-    send_trigger(Actor.ingest, redis=redis, settings=settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id)
+            deps.docs.set_status([knowledge_id], DocStatus.pending, conn=conn)
+    send_trigger(
+        Actor.ingest, redis=deps.redis, settings=deps.settings, tenant_id=row.tenant_id, knowledge_base_id=row.scope_id
+    )
     log.info(
         "dead_letter.requeued",
         dead_letter_id=row.id,

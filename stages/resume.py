@@ -10,20 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis as redis_lib
 import structlog
-from psycopg_pool import ConnectionPool
 
-from repos.knowledge import KnowledgeBaseRepository
-from repos.llm_errors import LLMConfigErrorRepository, LLMConfigErrorRow
-from repos.llm_usage import LLMUsageRepository
-from repos.pending_ops import TaskPendingOpsRepository
+from repos.llm_errors import LLMConfigErrorRow
+from stages.deps import Deps
 from stages.triggers import send_trigger
 from wiki.errors import ResumeRefused
 from wiki.lanes import INGEST, LEAD, SCOPE_KB, Actor
 from wiki.llm_config import config_from_settings
 from wiki.plural import counted
-from wiki.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -42,15 +37,9 @@ class ResumeResult:
 def resume_kb(
     tenant_id: int,
     knowledge_base_id: str,
+    deps: Deps,
     *,
     reset_budget: bool = False,
-    pool: ConnectionPool,
-    kbs: KnowledgeBaseRepository,
-    ops: TaskPendingOpsRepository,
-    llm_errors: LLMConfigErrorRepository,
-    llm_usage: LLMUsageRepository,
-    redis: redis_lib.Redis,
-    settings: Settings,
 ) -> ResumeResult:
     """Drop the KB's pause, make its waiting ingest and lead ops claimable now and trigger those lanes.
 
@@ -59,22 +48,27 @@ def resume_kb(
     ``ResumeRefused`` when the KB has a token budget that is still spent and ``reset_budget`` is
     not given (resuming would pause it again before its first call). Idempotent.
     """
-    kb = kbs.get_active(tenant_id, knowledge_base_id)
-    budget = config_from_settings(settings).with_override(kb.wiki_config.llm).token_budget
-    with pool.connection() as conn:
-        reset_from = llm_usage.reset_budget(kb.id, conn=conn) if reset_budget else None
+    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+    budget = config_from_settings(deps.settings).with_override(kb.wiki_config.llm).token_budget
+    with deps.pool.connection() as conn:
+        reset_from = deps.llm_usage.reset_budget(kb.id, conn=conn) if reset_budget else None
         if not reset_budget and budget is not None:
-            spent = llm_usage.budget_spent(kb.id, conn=conn)
+            spent = deps.llm_usage.budget_spent(kb.id, conn=conn)
             if spent >= budget:
                 raise ResumeRefused(
                     f"the token budget of {kb.name!r} is still spent ({spent} of {counted(budget, 'token')}): raise it"
                     " (wiki_config.llm.token_budget or KBWIKI_LLM_TOKEN_BUDGET) or pass --reset-budget"
                 )
-        pause = llm_errors.clear(kb.id, conn=conn)
-        woken = ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn) + ops.wake(LEAD, SCOPE_KB, kb.id, conn=conn)
+        pause = deps.llm_errors.clear(kb.id, conn=conn)
+        woken = deps.ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn) + deps.ops.wake(LEAD, SCOPE_KB, kb.id, conn=conn)
     for actor in (Actor.ingest, Actor.leads):
         send_trigger(
-            actor, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id, debounce=False
+            actor,
+            redis=deps.redis,
+            settings=deps.settings,
+            tenant_id=tenant_id,
+            knowledge_base_id=kb.id,
+            debounce=False,
         )
     log.info(
         "llm.resumed",

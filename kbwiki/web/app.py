@@ -32,7 +32,6 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from actors.deps import run_stage
 from kbwiki.api.app import PREFIX as API_PREFIX
 from kbwiki.api.app import create_api
 from kbwiki.command import command_deps
@@ -104,7 +103,7 @@ def default_requeue() -> Requeue:
     """Requeue through the process-wide deps (builds the broker on first use)."""
 
     def requeue(dead_letter_id: int, tenant_id: int) -> str:
-        return run_stage(requeue_dead_letter, command_deps(), dead_letter_id, tenant_id=tenant_id)
+        return requeue_dead_letter(dead_letter_id, command_deps(), tenant_id=tenant_id)
 
     return requeue
 

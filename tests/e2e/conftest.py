@@ -54,7 +54,7 @@ def actors_broker(pipeline_env):
 @pytest.fixture()
 def deps(actors_broker):
     """The process-wide Deps the actors use."""
-    from actors.deps import get_deps
+    from stages.deps import get_deps
 
     return get_deps()
 

@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.corpus import CorpusDoc
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
@@ -95,7 +94,7 @@ def test_delete_and_change_equal_a_fresh_ingest_of_the_final_documents(deps, wor
     assert any(gone & set(refs) and set(refs) - gone for refs in shared.values()), shared
 
     for doc in deleted:
-        assert run_stage(delete_document, deps, kb.tenant_id, kb.id, ids[doc.source_uri]).status == "deleting"
+        assert delete_document(kb.tenant_id, kb.id, ids[doc.source_uri], deps).status == "deleting"
     # an edit is stored under the document's id
     assert _submit_all(deps, kb, list(edited.values())) == {uri: ids[uri] for uri in edited}
     _wait_settled(deps, kb, "deletes and edits applied")

@@ -13,7 +13,6 @@ import uuid
 import dramatiq
 import pytest
 
-from actors.deps import run_stage
 from middleware.periodic import PeriodicMiddleware
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
@@ -57,7 +56,7 @@ def test_deleting_many_documents_finishes_without_the_sweeper(deps, worker_witho
     assert deps.pages.counts_by_type(kb.id).get("summary", 0) > N_DOCS // 2
 
     for start in range(0, N_DOCS, DELETE_BATCH):  # as `kbwiki delete` sends them
-        results = run_stage(delete_documents, deps, kb.tenant_id, kb.id, ids[start : start + DELETE_BATCH])
+        results = delete_documents(kb.tenant_id, kb.id, ids[start : start + DELETE_BATCH], deps)
         assert {r.status for r in results} == {"deleting"}
 
     def gone():

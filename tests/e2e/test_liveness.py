@@ -15,7 +15,6 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from actors.deps import run_stage
 from kbwiki.cli import main
 from tests.e2e.conftest import wait_until
 from tests.support.pipeline import submit_all
@@ -55,7 +54,7 @@ def test_a_silent_workers_claims_and_batch_lock_are_taken_back(deps, actors_brok
 
     def reaped() -> int:
         deps.workers.beat("live-worker")  # the live worker keeps beating; the dead one fell silent
-        return run_stage(reap, fast)
+        return reap(fast)
 
     assert reaped() == 0  # within the TTL nothing is taken back
     assert wait_until(reaped, 10, "the silent worker's claims taken back") == len(dead)
@@ -77,7 +76,7 @@ def test_a_lock_held_by_another_batch_is_never_taken_by_the_reaper(deps, actors_
     lock_key = active_key(deps.settings.key_prefix, kb.id)
     deps.redis.set(lock_key, "a-live-batch", px=60_000)  # the dead worker's lock expired; another took it
     wait_until(lambda: deps.workers.alive_count(TTL_S) == 0, 10, "the worker silent past the TTL")
-    run_stage(reap, fast)
+    reap(fast)
     assert deps.redis.get(lock_key) == b"a-live-batch"
 
 
@@ -89,14 +88,14 @@ def test_after_a_flush_every_claim_is_given_back_at_once(deps, actors_broker, cl
     kb = deps.kbs.get_or_create(1, f"flush-{uuid.uuid4().hex[:6]}")
     _ops(deps, kb, 3)
     marker = redis_marker_key(deps.settings.key_prefix)
-    run_stage(after_redis_loss, deps)  # whatever the state before: Redis now holds the marker
-    assert run_stage(after_redis_loss, deps) is None  # Redis kept its data: claims stay
+    after_redis_loss(deps)  # whatever the state before: Redis now holds the marker
+    assert after_redis_loss(deps) is None  # Redis kept its data: claims stay
     claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 3, 3600, owner="live-worker")
-    assert run_stage(after_redis_loss, deps) is None and deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 3
+    assert after_redis_loss(deps) is None and deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 3
     deps.redis.delete(marker)  # what a FLUSHALL does to it
-    assert run_stage(after_redis_loss, deps) == len(claimed)
+    assert after_redis_loss(deps) == len(claimed)
     assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, 3600) == 0
-    assert run_stage(after_redis_loss, deps) is None  # once per loss
+    assert after_redis_loss(deps) is None  # once per loss
 
 
 @pytest.fixture()
@@ -215,7 +214,7 @@ def test_a_lock_taken_just_before_a_kill_and_before_its_fence_is_taken_back(deps
 
     def freed() -> bool:
         deps.workers.beat("live-worker")
-        run_stage(reap, fast)
+        reap(fast)
         return deps.redis.get(active_key(prefix, dead_kb.id)) is None
 
     try:

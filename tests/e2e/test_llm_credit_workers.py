@@ -9,7 +9,6 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from actors.deps import run_stage
 from kbwiki.cli import main
 from kbwiki.ingest import lane_rows
 from kbwiki.status import kb_status, status_lines
@@ -44,9 +43,7 @@ def test_out_of_credit_pauses_the_kb_and_resume_finishes_every_document(deps, mo
         )
         kb = deps.kbs.get_or_create(1, f"llm-credit-{uuid.uuid4().hex[:6]}")
         for uri, (title, text) in GOOD.items():
-            run_stage(
-                submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
-            )
+            submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri)
         proc = start_workers(1, 2, tmp_path / "workers.log")
         try:
             [line] = wait_until(

@@ -8,7 +8,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.ingest import lane_rows
 from kbwiki.workers import start_workers
 from stages.ingest import submit_document
@@ -38,14 +37,8 @@ def test_worker_processes_apply_the_models_merge_and_the_guards(deps, monkeypatc
         proc = start_workers(2, 2, tmp_path / "workers.log")
         try:
             for n, (title, text, _) in enumerate((FIRST, SECOND), 1):
-                run_stage(
-                    submit_document,
-                    deps,
-                    tenant_id=1,
-                    knowledge_base_id=kb.id,
-                    title=title,
-                    content=text,
-                    source_uri=f"{title}.md",
+                submit_document(
+                    deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=f"{title}.md"
                 )
                 wait_until(
                     lambda n=n: deps.docs.count_by_status(kb.id) == {"done": n} and lane_rows(deps, kb.id) == 0,

@@ -11,7 +11,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.ingest import lane_rows
 from kbwiki.workers import start_workers
 from stages.ingest import submit_document
@@ -41,15 +40,7 @@ def _doc(i: int) -> tuple[str, str]:
 def _submit(deps, kb_id: str, n: int, start: int = 0) -> None:
     for i in range(start, start + n):
         title, text = _doc(i)
-        run_stage(
-            submit_document,
-            deps,
-            tenant_id=1,
-            knowledge_base_id=kb_id,
-            title=title,
-            content=text,
-            source_uri=f"doc{i}.md",
-        )
+        submit_document(deps, tenant_id=1, knowledge_base_id=kb_id, title=title, content=text, source_uri=f"doc{i}.md")
 
 
 def _first_calls(server) -> dict[int, float]:

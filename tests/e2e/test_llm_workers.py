@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.ingest import lane_rows
 from kbwiki.workers import start_workers
 from stages.ingest import submit_document
@@ -67,8 +66,8 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
         kb = deps.kbs.get_or_create(1, f"llm-e2e-{uuid.uuid4().hex[:6]}")
         ids = {}
         for uri, (title, text) in [*GOOD.items(), POISON]:
-            ids[uri] = run_stage(
-                submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
+            ids[uri] = submit_document(
+                deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
             ).knowledge_id
         proc = start_workers(2, 2, tmp_path / "workers.log")
         try:
@@ -120,9 +119,7 @@ def test_a_refused_key_pauses_the_kb_in_status_and_a_new_key_resumes_it(deps, mo
         )
         kb = deps.kbs.get_or_create(1, f"llm-pause-{uuid.uuid4().hex[:6]}")
         for uri, (title, text) in GOOD.items():
-            run_stage(
-                submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
-            )
+            submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri)
         proc = start_workers(1, 2, tmp_path / "workers.log")
         try:
             lines = wait_until(

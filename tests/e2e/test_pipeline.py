@@ -6,7 +6,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_doc, shipped_docs
 from tests.support.pipeline import submit_all
@@ -74,14 +73,8 @@ def test_unchanged_resubmission_is_free(deps, worker):
 
     kb = deps.kbs.get_or_create(1, f"e2e-{uuid.uuid4().hex[:6]}")
     doc = shipped_doc("wiki.slugs")
-    first = run_stage(
-        submit_document,
-        deps,
-        tenant_id=1,
-        knowledge_base_id=kb.id,
-        title=doc.title,
-        content=doc.text,
-        source_uri=doc.source_uri,
+    first = submit_document(
+        deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
     )
     wait_until(
         lambda: deps.docs.count_by_status(kb.id).get("done") == 1 and lane_rows(deps, kb.id) == 0,
@@ -90,14 +83,8 @@ def test_unchanged_resubmission_is_free(deps, worker):
     )
     # the index is rebuilt by its own trigger after the lanes drain: compare the other pages
     pages_before = {p.slug: p.version for p in deps.pages.iter_pages(kb.id) if p.page_type != "index"}
-    again = run_stage(
-        submit_document,
-        deps,
-        tenant_id=1,
-        knowledge_base_id=kb.id,
-        title=doc.title,
-        content=doc.text,
-        source_uri=doc.source_uri,
+    again = submit_document(
+        deps, tenant_id=1, knowledge_base_id=kb.id, title=doc.title, content=doc.text, source_uri=doc.source_uri
     )
     assert first.status == "queued" and again.status == "unchanged"
     assert again.knowledge_id == first.knowledge_id

@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.corpus import shipped_docs
 from wiki.models import Extraction
@@ -50,7 +49,7 @@ class PoisonExtractor:
 @pytest.fixture()
 def poisoned(deps):
     """The process-wide Deps swapped for one whose extractor raises on POISON; restored afterwards."""
-    from actors.deps import build_deps, set_deps
+    from stages.deps import build_deps, set_deps
 
     extractor = PoisonExtractor(deps.extractor, POISON)
     set_deps(build_deps(deps.settings, pool=deps.pool, extractor=extractor))
@@ -70,14 +69,8 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
     ids = {}
     for title in TITLES:  # the poison sits in the middle: it shares pump claims and batches with the others
         doc = docs[title]
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=1,
-            knowledge_base_id=kb.id,
-            title=title,
-            content=doc.text,
-            source_uri=doc.source_uri,
+        result = submit_document(
+            deps, tenant_id=1, knowledge_base_id=kb.id, title=title, content=doc.text, source_uri=doc.source_uri
         )
         assert result.status == "queued"
         ids[title] = result.knowledge_id
@@ -116,7 +109,7 @@ def test_poison_document_is_dead_lettered_once_and_the_others_are_written(deps, 
 
     # Once the extractor is fixed, requeueing the letter finishes the document with no other step.
     poisoned.broken = False
-    assert run_stage(requeue_dead_letter, deps, letter.id, tenant_id=kb.tenant_id) == "reinserted"
+    assert requeue_dead_letter(letter.id, deps, tenant_id=kb.tenant_id) == "reinserted"
     assert deps.dead_letters.get(letter.id, tenant_id=None) is None
     wait_until(
         lambda: deps.docs.get(poison_id).status == "done" and lane_rows(deps, kb.id) == 0,

@@ -14,7 +14,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import wait_until
 from tests.support.lanes import mapped_document
 from wiki.lanes import REDUCE, SCOPE_KB
@@ -110,7 +109,7 @@ def test_a_batch_that_lost_its_lock_writes_nothing(deps, actors_broker):
         deps.redis.delete(lock.key)  # a FLUSHALL
         wait_until(lambda: lock.lost, 10, "the renewer to notice the lock is gone")
         with pytest.raises(LockLost):
-            run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id, lock=lock)
+            run_reduce_batch(kb.tenant_id, kb.id, deps, lock=lock)
     finally:
         lock.release()
     assert deps.pages.counts_by_type(kb.id) == {}

@@ -3,7 +3,6 @@ mention it, found through the full-text index in chunks, never by reading the KB
 
 from __future__ import annotations
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
 from wiki.links import out_link_slugs
@@ -56,8 +55,8 @@ def test_linking_waits_while_documents_are_still_coming(env):  # noqa: F811
     )
     _submit(deps, kb, "Beta", "* Beta Part (entity): Beta Part is a part.")
     _settle(deps, kb)
-    run_stage(enqueue_keys, deps, kb, {"sprocket drive"})
-    run_stage(enqueue_touched, deps, kb, ["doc-alpha", "doc-beta"])
+    enqueue_keys(kb, {"sprocket drive"}, ops=deps.ops)
+    enqueue_touched(kb, ["doc-alpha", "doc-beta"], ops=deps.ops)
     deps.ops.enqueue(
         tenant_id=kb.tenant_id,
         task_type=INGEST,
@@ -67,12 +66,12 @@ def test_linking_waits_while_documents_are_still_coming(env):  # noqa: F811
         dedup_key="a-document-being-mapped",
     )
 
-    waiting = run_stage(run_backlink, deps, kb.tenant_id, kb.id)
+    waiting = run_backlink(kb.tenant_id, kb.id, deps)
     assert waiting.deferred and waiting.claimed == 0 and waiting.remaining == 1
-    assert run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed == 0
+    assert run_crosslink(kb.tenant_id, kb.id, deps).claimed == 0
 
     later = datetime.now(UTC) + timedelta(seconds=DEFER_S + 1)  # a KB that never stops receiving documents
-    done = run_stage(run_backlink, deps, kb.tenant_id, kb.id, now=later)
+    done = run_backlink(kb.tenant_id, kb.id, deps, now=later)
     assert (done.deferred, done.claimed, done.found, done.queued) == (False, 1, 1, 2)
     assert deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id) == 0
     # the pages that waited and the pages mentioning the keys, each queued once
@@ -94,7 +93,7 @@ def test_a_title_that_goes_away_is_unlinked_from_the_pages_that_mentioned_it(env
     _settle(deps, kb)
     assert "sprocket-drive" in out_link_slugs(deps.pages.get(kb.id, "doc-alpha").content)
 
-    run_stage(delete_document, deps, kb.tenant_id, kb.id, delta)
+    delete_document(kb.tenant_id, kb.id, delta, deps)
     _settle(deps, kb)
 
     alpha = deps.pages.get(kb.id, "doc-alpha").content

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from actors.deps import build_deps
 from stages.batch_context import BatchContext
+from stages.deps import build_deps
 from wiki.extract.offline import OfflineExtractor
 from wiki.models import Page, SourceRef
 

@@ -19,6 +19,7 @@ from psycopg.rows import dict_row
 from repos.db import SessionLimits, make_pool
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.pending_ops import TaskPendingOpsRepository
+from stages.deps import build_deps
 from stages.liveness import reap
 from wiki.errors import DatabaseUnreachable, FenceLost
 from wiki.lanes import REDUCE
@@ -83,7 +84,7 @@ def test_a_beat_and_a_reap_finish_while_a_frozen_batch_holds_its_claims_and_fenc
     clean_db, database_url, redis_client, settings
 ):
     pool = clean_db
-    workers, ops = WorkerRepository(pool), TaskPendingOpsRepository(pool)
+    workers = WorkerRepository(pool)
     n, token = _dead_workers_batch(pool)
     holder = psycopg.connect(database_url, row_factory=dict_row)
     _hold_batch_locks(holder, token)
@@ -91,7 +92,7 @@ def test_a_beat_and_a_reap_finish_while_a_frozen_batch_holds_its_claims_and_fenc
 
         def beat_and_reap() -> int:
             workers.beat(HEALTHY)
-            return reap(workers=workers, ops=ops, redis=redis_client, settings=settings)
+            return reap(build_deps(settings, pool=pool))
 
         thread, out = _in_thread(beat_and_reap)
         thread.join(DEADLINE_S)
@@ -101,7 +102,7 @@ def test_a_beat_and_a_reap_finish_while_a_frozen_batch_holds_its_claims_and_fenc
         assert workers.alive_count(settings.worker_ttl_s) == 1
     finally:
         holder.close()  # the frozen batch's transaction ends: its locks go
-    assert reap(workers=workers, ops=ops, redis=redis_client, settings=settings) == n
+    assert reap(build_deps(settings, pool=pool)) == n
     with pool.connection() as conn:
         fence = conn.execute("SELECT holder FROM task_lane_fences WHERE scope_id = 'kb1'").fetchone()
     assert fence["holder"] is None
@@ -111,7 +112,7 @@ def test_postgresql_ends_a_frozen_batch_its_claims_are_taken_back_and_its_late_w
     clean_db, database_url, redis_client, settings
 ):
     pool = clean_db
-    workers, ops, fences = WorkerRepository(pool), TaskPendingOpsRepository(pool), LaneFenceRepository(pool)
+    workers, fences = WorkerRepository(pool), LaneFenceRepository(pool)
     n, token = _dead_workers_batch(pool)
     frozen_pool = make_pool(database_url, 1, 1, limits=SessionLimits(idle_in_transaction_s=0.5))
     try:
@@ -120,7 +121,7 @@ def test_postgresql_ends_a_frozen_batch_its_claims_are_taken_back_and_its_late_w
             pid = conn.info.backend_pid
             _wait_for(lambda: not _session_alive(database_url, pid), "PostgreSQL ends the idle transaction")
             workers.beat(HEALTHY)  # the other worker's next beat takes the claims back
-            assert reap(workers=workers, ops=ops, redis=redis_client, settings=settings) == n
+            assert reap(build_deps(settings, pool=pool)) == n
             fences.take(REDUCE, KB, "kb1", holder=HEALTHY)  # and its next batch starts
             conn.execute("SELECT 1")  # the frozen worker resumes
         with frozen_pool.connection() as conn, pytest.raises(FenceLost):  # its batch retries its writes
@@ -131,7 +132,7 @@ def test_postgresql_ends_a_frozen_batch_its_claims_are_taken_back_and_its_late_w
 
 def test_a_reap_behind_a_table_lock_is_deferred_not_stuck(clean_db, database_url, redis_client, settings):
     pool = clean_db
-    workers, ops = WorkerRepository(pool), TaskPendingOpsRepository(pool)
+    workers = WorkerRepository(pool)
     with psycopg.connect(database_url) as holder:
         holder.execute("LOCK TABLE task_lane_fences IN EXCLUSIVE MODE")
         thread, out = _in_thread(lambda: workers.reap(settings.worker_ttl_s, 3600))
@@ -141,7 +142,7 @@ def test_a_reap_behind_a_table_lock_is_deferred_not_stuck(clean_db, database_url
     assert "error" not in out, out.get("error")
     assert out["value"].claims == 0 and "LockNotAvailable" in out["value"].deferred
     workers.beat(HEALTHY)  # the pooled connection the reap used is fine
-    assert reap(workers=workers, ops=ops, redis=redis_client, settings=settings) == 0
+    assert reap(build_deps(settings, pool=pool)) == 0
 
 
 def test_giving_every_claim_back_skips_the_rows_a_frozen_batch_holds(clean_db, database_url):

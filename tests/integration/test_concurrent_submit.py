@@ -16,7 +16,6 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from actors.deps import run_stage
 from repos.db import make_pool
 from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
@@ -113,7 +112,7 @@ def test_concurrent_upserts_of_different_contents_keep_the_last_writers(clean_db
 
 def test_parallel_ingests_of_one_folder_queue_each_document_once(actors_broker, clean_db, database_url):  # noqa: F811
     """The trial's shape: parallel runs submit the same files in the same order through ``submit_document``."""
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from stages.ingest import submit_document
     from wiki.lanes import INGEST, OP_INGEST
     from wiki.settings import get_settings
@@ -130,14 +129,8 @@ def test_parallel_ingests_of_one_folder_queue_each_document_once(actors_broker, 
         def work(i: int, barrier: threading.Barrier):
             barrier.wait()
             return [
-                run_stage(
-                    submit_document,
-                    deps,
-                    tenant_id=kb.tenant_id,
-                    knowledge_base_id=kb.id,
-                    title=uri,
-                    content=content,
-                    source_uri=uri,
+                submit_document(
+                    deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=uri, content=content, source_uri=uri
                 )
                 for uri, content in files
             ]

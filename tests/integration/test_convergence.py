@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.pipeline import settle
 from wiki.links import out_link_slugs
@@ -38,7 +37,7 @@ def _corpus() -> list[tuple[str, str, str]]:
 @pytest.fixture()
 def make_kb(actors_broker, pool):  # noqa: F811
     """A factory of (deps, fresh KB with the given reduce batch size), all on the offline extractor."""
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from wiki.extract.offline import OfflineExtractor
     from wiki.settings import get_settings
 
@@ -62,14 +61,8 @@ def _submit(deps, kb, docs) -> dict[str, str]:
 
     ids = {}
     for title, uri, text in docs:
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=title,
-            content=text,
-            source_uri=uri,
+        result = submit_document(
+            deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
         )
         assert result.status == "queued", (title, result)
         ids[uri] = result.knowledge_id
@@ -147,7 +140,7 @@ def test_delete_ten_and_edit_five_equals_a_fresh_ingest_of_the_final_twenty(make
     deps, kb = make_kb(4)
     ids = _ingest(deps, kb, docs)
     for _, uri, _ in deleted:
-        run_stage(delete_document, deps, kb.tenant_id, kb.id, ids[uri])
+        delete_document(kb.tenant_id, kb.id, ids[uri], deps)
     _submit(deps, kb, revised)
     settle(deps, kb)
 

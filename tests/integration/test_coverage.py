@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.pipeline import settle
 from wiki.dedup import name_key
@@ -19,7 +18,7 @@ from wiki.links import parse_links
 
 @pytest.fixture()
 def env(actors_broker, pool):  # noqa: F811
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from wiki.extract.offline import OfflineExtractor
     from wiki.settings import get_settings
 
@@ -32,14 +31,8 @@ def env(actors_broker, pool):  # noqa: F811
 def _submit(deps, kb, title: str, text: str) -> str:
     from stages.ingest import submit_document
 
-    result = run_stage(
-        submit_document,
-        deps,
-        tenant_id=kb.tenant_id,
-        knowledge_base_id=kb.id,
-        title=title,
-        content=text,
-        source_uri=f"docs/{title}.md",
+    result = submit_document(
+        deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text, source_uri=f"docs/{title}.md"
     )
     assert result.status in ("queued", "unchanged"), result
     return result.knowledge_id
@@ -68,7 +61,7 @@ def test_a_name_three_documents_name_gets_a_page_listing_them_and_goes_with_its_
     listed = {kid for _, _, kid in deps.mentions.mentioned_in(kb.id, key)}
     assert listed == set(ids.values()) and deps.mentions.doc_counts(kb.id, [key]) == {key: 3}
 
-    run_stage(delete_document, deps, kb.tenant_id, kb.id, ids["Company history"])
+    delete_document(kb.tenant_id, kb.id, ids["Company history"], deps)
     settle(deps, kb)
     assert deps.pages.by_name_keys(kb.id, [key]).get(key, []) == []  # no document says anything of it now
     assert deps.mentions.doc_counts(kb.id, [key]) == {key: 2}
@@ -106,7 +99,7 @@ def test_two_modules_classes_of_one_bare_name_get_a_disambiguation_page_and_memb
     settle(deps, kb)
     assert deps.pages.get(kb.id, "queue-disambiguation") is not None
 
-    run_stage(delete_document, deps, kb.tenant_id, kb.id, first)
+    delete_document(kb.tenant_id, kb.id, first, deps)
     settle(deps, kb)
     assert deps.pages.get(kb.id, "queue-disambiguation") is None
     grob = deps.pages.get(kb.id, "grobq-queue")

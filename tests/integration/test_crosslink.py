@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
 from wiki.links import parse_links
@@ -15,12 +14,12 @@ def _reduce_only(deps, kb) -> None:
     from stages.reduce import run_reduce_batch
     from wiki.lanes import INGEST, OP_INGEST, REDUCE, SCOPE_KB
 
-    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    pump_ingest_lane(kb.tenant_id, kb.id, deps)
     for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
         if op.claimed_at is not None and op.op == OP_INGEST:
-            run_stage(map_document, deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
+            map_document(kb.tenant_id, kb.id, op.dedup_key, op.id, deps)
     while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
-        run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+        run_reduce_batch(kb.tenant_id, kb.id, deps)
 
 
 def _sprocket_mentioning_widget(deps, kb) -> None:
@@ -45,7 +44,7 @@ def _crosslink_with_a_writer_meanwhile(deps, kb, write):
 
     deps.pages.title_matches = lookup_then_write
     try:
-        return run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
+        return run_crosslink(kb.tenant_id, kb.id, deps)
     finally:
         del deps.pages.title_matches
 
@@ -64,13 +63,13 @@ def test_a_page_held_by_another_writer_is_put_back_on_the_lane_and_linked_later(
             " AND deleted_at IS NULL FOR UPDATE",
             (kb.id,),
         )
-        result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
+        result = run_crosslink(kb.tenant_id, kb.id, deps)
         assert result.busy == 1
         put_back = deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)
         assert [op.payload["slugs"] for op in put_back] == [["sprocket"]]
         assert "widget" not in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
 
-    result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
+    result = run_crosslink(kb.tenant_id, kb.id, deps)
     assert result.busy == 0 and result.linked >= 1
     assert "widget" in {link.slug for link in parse_links(deps.pages.get(kb.id, "sprocket").content)}
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
@@ -94,7 +93,7 @@ def test_a_page_rewritten_while_it_was_being_linked_is_not_overwritten(env):  # 
     assert "Edited meanwhile." in deps.pages.get(kb.id, "sprocket").content  # the other write survived
     assert [op.payload["slugs"] for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 10)] == [["sprocket"]]
 
-    run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
+    run_crosslink(kb.tenant_id, kb.id, deps)
     page = deps.pages.get(kb.id, "sprocket")
     assert "Edited meanwhile." in page.content and "widget" in {link.slug for link in parse_links(page.content)}
 
@@ -111,8 +110,8 @@ def test_the_index_page_is_left_to_its_rebuild(env):  # noqa: F811
     _settle(deps, kb)
     index = deps.pages.get(kb.id, INDEX_SLUG)
     assert index is not None
-    run_stage(enqueue_touched, deps, kb, [INDEX_SLUG])
-    result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id)
+    enqueue_touched(kb, [INDEX_SLUG], ops=deps.ops)
+    result = run_crosslink(kb.tenant_id, kb.id, deps)
     assert (result.pages, result.rewritten, result.busy) == (1, 0, 0)
     assert deps.pages.get(kb.id, INDEX_SLUG).version == index.version
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
@@ -125,13 +124,13 @@ def test_a_run_takes_one_op_and_sends_the_next_run_first(env):  # noqa: F811
     deps, kb = env
     _submit(deps, kb, "Alpha", "* Widget (entity): Widget is a small part.")
     _settle(deps, kb)
-    run_stage(enqueue_touched, deps, kb, [f"page-{i}" for i in range(2 * CHUNK + 1)])  # 3 ops
+    enqueue_touched(kb, [f"page-{i}" for i in range(2 * CHUNK + 1)], ops=deps.ops)  # 3 ops
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 3
     sent = []
-    result = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
+    result = run_crosslink(kb.tenant_id, kb.id, deps, fan_out=lambda: sent.append(1))
     assert (result.claimed, result.pages, result.remaining, len(sent)) == (1, CHUNK, 2, 1)
     while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-        run_stage(run_crosslink, deps, kb.tenant_id, kb.id, fan_out=lambda: sent.append(1))
+        run_crosslink(kb.tenant_id, kb.id, deps, fan_out=lambda: sent.append(1))
     assert len(sent) == 2  # the last run found nothing left to hand on
 
 

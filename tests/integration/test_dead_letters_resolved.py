@@ -13,7 +13,6 @@ import uuid
 import dramatiq
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.status import kb_status
 from repos.dead_letter_spool import DeadLetterSpool
 from repos.dead_letters import Resolution
@@ -28,7 +27,7 @@ from wiki.lanes import SCOPE_KB
 @pytest.fixture()
 def env(actors_broker, pool):  # noqa: F811
     """(deps with a scripted extractor, a fresh KB)."""
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from wiki.settings import get_settings
 
     deps = build_deps(get_settings(), pool, extractor=ScriptedExtractor())
@@ -40,8 +39,7 @@ def env(actors_broker, pool):  # noqa: F811
 def _submit(deps, kb, name: str) -> str:
     from stages.ingest import submit_document
 
-    result = run_stage(
-        submit_document,
+    result = submit_document(
         deps,
         tenant_id=kb.tenant_id,
         knowledge_base_id=kb.id,
@@ -111,7 +109,7 @@ def test_dead_letters_of_a_document_deleted_on_purpose_are_resolved(env):
     letter = deps.dead_letters.insert(**_letter(kb, "wiki_map", doc))
     assert letter.resolved_at is None
 
-    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, doc).status == "deleting"
+    assert delete_document(kb.tenant_id, kb.id, doc, deps).status == "deleting"
     assert deps.dead_letters.get(letter.id, tenant_id=kb.tenant_id).resolved_at is None  # not gone yet
     settle(deps, kb)
 
@@ -154,7 +152,7 @@ def test_deleting_a_kb_whole_resolves_every_letter_of_it(env):
     deps.docs.set_status(docs, "failed", "extraction failed 6 times")
     letters = [deps.dead_letters.insert(**_letter(kb, "wiki_map", doc)) for doc in docs]
     letters.append(deps.dead_letters.insert(**_letter(kb, "wiki_reduce", None)))
-    assert run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id).deleted
+    assert delete_knowledge_base(kb.tenant_id, kb.id, deps).deleted
 
     assert {deps.dead_letters.get(r.id, tenant_id=1).resolution for r in letters} == {"kb_deleted"}
     assert deps.dead_letters.count(tenant_id=None, scope=SCOPE_KB, scope_id=kb.id) == 0

@@ -7,7 +7,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from stages.index import rebuild_index
 from tests.integration.test_llm_map import submit
 from tests.support.llm_deps import scripted_llm_deps
@@ -55,7 +54,7 @@ def test_the_model_writes_the_intro_from_the_recent_summaries_and_again_only_whe
     assert usage.calls == server.calls  # the intro's call counts with the KB's model work
 
     # Rebuilt with the same summaries: the stored intro, no call.
-    run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
+    rebuild_index(kb.tenant_id, kb.id, deps)
     assert len(intro_calls(server)) == 1
     # One new document of five: most of the summaries are the same, still no call.
     assert 4 / 5 >= KEEP_OVERLAP
@@ -79,5 +78,5 @@ def test_a_failing_intro_call_keeps_the_index_and_the_offline_extractor_never_as
 
     offline = scripted_llm_deps(settings, clean_db, server.url, extractor="offline")
     calls = server.calls
-    run_stage(rebuild_index, offline, kb.tenant_id, kb.id)
+    rebuild_index(kb.tenant_id, kb.id, offline)
     assert server.calls == calls

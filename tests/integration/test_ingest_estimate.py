@@ -13,10 +13,10 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from actors.deps import get_deps, run_stage, set_deps
 from kbwiki.cli import main
 from kbwiki.corpus import CorpusDoc
 from kbwiki.estimate import LEAD_CALLS_PER_DOCUMENT, MERGE_CALLS_PER_DOCUMENT, estimate_docs, intro_call_sizes
+from stages.deps import get_deps, set_deps
 from stages.ingest import submit_document
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures)
 from tests.support.llm_deps import scripted_llm_env
@@ -85,9 +85,7 @@ def test_estimate_makes_no_call_stores_nothing_and_counts_what_ingest_then_spend
     (folder / "tiny.md").write_text("# T\n\nHi.\n")
     (folder / "blob.txt").write_bytes(b"\x00\x01binary\x00" * 20)
     kb = deps.kbs.get_or_create(1, f"estimate-{uuid.uuid4().hex[:6]}")
-    run_stage(
-        submit_document, deps, tenant_id=1, knowledge_base_id=kb.id, title="Timers", content=SHORT, source_uri="a.md"
-    )
+    submit_document(deps, tenant_id=1, knowledge_base_id=kb.id, title="Timers", content=SHORT, source_uri="a.md")
     settle(deps, kb)  # a.md extracted by the model: a cache hit for the estimate
     calls, documents = server.calls, deps.docs.count_by_status(kb.id)
     assert calls == 1 and documents == {"done": 1}

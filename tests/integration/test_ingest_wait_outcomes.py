@@ -18,7 +18,6 @@ import pytest
 from click.testing import CliRunner
 
 import kbwiki.ingest as ingest_module
-from actors.deps import run_stage
 from kbwiki.cli import main
 from kbwiki.command import lanes_timeout
 from stages.delete import delete_knowledge_base
@@ -55,7 +54,7 @@ def test_ingest_wait_exits_1_naming_the_failed_documents(pipeline_env, deps, cle
     # the worker failed Plover for good and wrote Curlew; nothing is left in the lanes
     deps.docs.set_status([docs["Plover.md"]], "failed", "extraction failed 6 times")
     [curlew_op] = [op for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 100) if op.dedup_key == docs["Curlew.md"]]
-    assert run_stage(map_document, deps, 1, kb.id, docs["Curlew.md"], curlew_op.id) == "mapped"  # cached now
+    assert map_document(1, kb.id, docs["Curlew.md"], curlew_op.id, deps) == "mapped"  # cached now
     deps.docs.set_status([docs["Curlew.md"]], "done")
     for lane in WIKI_LANES:
         deps.ops.delete_by_ids([op.id for op in deps.ops.peek(lane, SCOPE_KB, kb.id, 100)])
@@ -124,7 +123,7 @@ def test_a_kb_deleted_while_ingest_waits_ends_the_wait_with_exit_1(
     try:
         command.wait_for("wiki:")  # waiting, with 3 documents in the ingest lane
         kb = deps.kbs.get_by_name(1, name)
-        assert run_stage(delete_knowledge_base, deps, 1, kb.id).deleted
+        assert delete_knowledge_base(1, kb.id, deps).deleted
         code, out = command.end()
     finally:
         command.kill()

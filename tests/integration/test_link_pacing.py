@@ -5,11 +5,11 @@ and the delayed re-check a deferred run schedules. Time is passed as ``now=``, n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _settle, _submit, env  # noqa: F401  (env: fixture)
 from wiki.lanes import BACKLINK, FINALIZE, INGEST, OP_ROUND, SCOPE_KB
@@ -48,8 +48,8 @@ def _waiting_kb(deps, kb):
     )
     _submit(deps, kb, "Delta", "* Sprocket Drive (entity): The Sprocket Drive turns every wheel.")
     _settle(deps, kb)
-    run_stage(enqueue_keys, deps, kb, {"sprocket drive"})
-    run_stage(enqueue_touched, deps, kb, ["doc-alpha"])
+    enqueue_keys(kb, {"sprocket drive"}, ops=deps.ops)
+    enqueue_touched(kb, ["doc-alpha"], ops=deps.ops)
     deps.ops.enqueue(
         tenant_id=kb.tenant_id,
         task_type=INGEST,
@@ -76,25 +76,25 @@ def test_a_model_kb_links_once_its_oldest_op_is_older_than_the_llm_defer_while_t
     after_llm_defer = _oldest(deps, kb, BACKLINK) + timedelta(seconds=21)
 
     # offline: 21 s is well inside DEFER_S, so both runs wait and claim nothing
-    waiting = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=offline, now=after_llm_defer)
+    waiting = run_backlink(kb.tenant_id, kb.id, replace(deps, settings=offline), now=after_llm_defer)
     assert waiting.deferred and waiting.claimed == 0 and waiting.remaining == 1
     assert DEFER_S - 21 - 1 < waiting.wait_s <= DEFER_S - 21  # the rest of the 300 s
     crosslink_now = _oldest(deps, kb, FINALIZE) + timedelta(seconds=21)
-    held = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, settings=offline, now=crosslink_now)
+    held = run_crosslink(kb.tenant_id, kb.id, replace(deps, settings=offline), now=crosslink_now)
     assert held.claimed == 0 and held.remaining == 1 and held.wait_s > 200
     assert link_wait_s(kb.id, BACKLINK, ops=deps.ops, now=after_llm_defer) > 0  # defer_s defaults to DEFER_S
     assert not link_wait_s(kb.id, BACKLINK, ops=deps.ops, defer_s=20, now=after_llm_defer)
 
     # the model KB before its 20 s are up: it waits, for the second that is left
-    early = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=llm, now=after_llm_defer - timedelta(seconds=2))
+    early = run_backlink(kb.tenant_id, kb.id, replace(deps, settings=llm), now=after_llm_defer - timedelta(seconds=2))
     assert early.deferred and early.claimed == 0 and 0 < early.wait_s <= 1
 
     # the model KB after 21 s: both go ahead although a document is still in the ingest lane
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 1
-    linked = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, settings=llm, now=crosslink_now)
+    linked = run_crosslink(kb.tenant_id, kb.id, replace(deps, settings=llm), now=crosslink_now)
     assert (linked.claimed, linked.pages, linked.wait_s) == (1, 1, 0)
     assert deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id) == 0
-    done = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=llm, now=after_llm_defer)
+    done = run_backlink(kb.tenant_id, kb.id, replace(deps, settings=llm), now=after_llm_defer)
     assert (done.deferred, done.claimed, done.wait_s) == (False, 1, 0)
     assert done.found >= 2 and done.queued == done.found  # the pages mentioning "sprocket drive"
     assert deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id) == 0
@@ -109,10 +109,10 @@ def test_a_kbs_own_link_defer_wins_over_the_extractors(env):  # noqa: F811
     deps.kbs.set_wiki_config(kb.id, {"link_defer_s": 5})
     offline = deps.settings.model_copy(update={"extractor": "offline"})
     oldest = _oldest(deps, kb, BACKLINK)
-    assert run_stage(
-        run_backlink, deps, kb.tenant_id, kb.id, settings=offline, now=oldest + timedelta(seconds=4)
+    assert run_backlink(
+        kb.tenant_id, kb.id, replace(deps, settings=offline), now=oldest + timedelta(seconds=4)
     ).deferred
-    done = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=offline, now=oldest + timedelta(seconds=6))
+    done = run_backlink(kb.tenant_id, kb.id, replace(deps, settings=offline), now=oldest + timedelta(seconds=6))
     assert (done.deferred, done.claimed) == (False, 1)
 
 
@@ -135,8 +135,8 @@ def test_a_deferred_run_rechecks_when_its_defer_runs_out_once_per_wait(env, monk
     monkeypatch.setattr(stages.triggers, "get_actor", lambda name: _SentActor(name, sent))
     llm = deps.settings.model_copy(update={"extractor": "llm", "llm_link_defer_s": 20.0})
 
-    assert run_stage(crosslink_step, deps, kb.tenant_id, kb.id, settings=llm).wait_s > 0
-    assert run_stage(backlink_step, deps, kb.tenant_id, kb.id, settings=llm).deferred
+    assert crosslink_step(kb.tenant_id, kb.id, replace(deps, settings=llm)).wait_s > 0
+    assert backlink_step(kb.tenant_id, kb.id, replace(deps, settings=llm)).deferred
     assert [(name, kb_id) for name, kb_id, _ in sent] == [("wiki_crosslink", kb.id), ("wiki_backlink", kb.id)]
     # due when the oldest op turns 20 s old: no later than the defer (the sweeper's 30 s would be)
     assert all(15_000 < delay <= 20_001 for _, _, delay in sent), sent
@@ -144,13 +144,13 @@ def test_a_deferred_run_rechecks_when_its_defer_runs_out_once_per_wait(env, monk
     assert 0 < deps.redis.pttl(marker) <= 20_001
 
     # a burst of triggers while the first re-check is queued sends no more of them
-    run_stage(crosslink_step, deps, kb.tenant_id, kb.id, settings=llm)
-    run_stage(backlink_step, deps, kb.tenant_id, kb.id, settings=llm)
+    crosslink_step(kb.tenant_id, kb.id, replace(deps, settings=llm))
+    backlink_step(kb.tenant_id, kb.id, replace(deps, settings=llm))
     assert len(sent) == 2
 
     # once it is due (the marker gone), a run that still waits queues the next one
     deps.redis.delete(marker)
-    run_stage(crosslink_step, deps, kb.tenant_id, kb.id, settings=llm)
+    crosslink_step(kb.tenant_id, kb.id, replace(deps, settings=llm))
     assert [name for name, _, _ in sent] == ["wiki_crosslink", "wiki_backlink", "wiki_crosslink"]
     deps.redis.delete(marker, stages.triggers.recheck_key(llm, "wiki_backlink", kb.id))
 
@@ -165,9 +165,9 @@ def test_the_pages_a_back_link_round_queues_are_cross_linked_at_once(env):  # no
     _waiting_kb(deps, kb)
     llm = deps.settings.model_copy(update={"extractor": "llm", "llm_link_defer_s": 20.0})
     round_at = _oldest(deps, kb, BACKLINK) + timedelta(seconds=21)
-    done = run_stage(run_backlink, deps, kb.tenant_id, kb.id, settings=llm, now=round_at)
+    done = run_backlink(kb.tenant_id, kb.id, replace(deps, settings=llm), now=round_at)
     assert done.claimed == 1 and done.queued >= 2
     assert {op.op for op in deps.ops.peek(FINALIZE, SCOPE_KB, kb.id, 100)} == {OP_ROUND}
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == 1  # documents are still coming
-    linked = run_stage(run_crosslink, deps, kb.tenant_id, kb.id, settings=llm, now=round_at)
+    linked = run_crosslink(kb.tenant_id, kb.id, replace(deps, settings=llm), now=round_at)
     assert (linked.claimed, linked.wait_s) == (1, 0) and linked.pages == done.queued

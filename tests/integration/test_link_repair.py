@@ -17,7 +17,7 @@ from wiki.models import Page, SourceRef
 @pytest.fixture()
 def kb_pages(settings, clean_db):
     """(pages repository, kb id) with a few live pages of every kind a link can land on."""
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from wiki.extract.offline import OfflineExtractor
 
     deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from actors.deps import Deps, build_deps
 from repos.lint import LintRepository
+from stages.deps import Deps, build_deps
 from stages.lint_checks import CHECKS, check_named
 from wiki.extract.offline import OfflineExtractor
 from wiki.lint import health_score, prose_length
@@ -405,7 +405,7 @@ def test_a_second_fix_fixes_nothing(wiki, small_windows):
 def test_lint_command_prints_the_report_and_json(wiki, database_url, monkeypatch):
     from click.testing import CliRunner
 
-    import actors.deps
+    import stages.deps
     from kbwiki.cli import main
     from wiki.settings import get_settings
 
@@ -414,14 +414,14 @@ def test_lint_command_prints_the_report_and_json(wiki, database_url, monkeypatch
     monkeypatch.setenv("DATABASE_URL", database_url)
     monkeypatch.setenv("REDIS_URL", wiki.deps.settings.redis_url)
     get_settings.cache_clear()
-    previous = actors.deps._deps  # another test may have built the process-wide Deps already
-    actors.deps.set_deps(wiki.deps)
+    previous = stages.deps._deps  # another test may have built the process-wide Deps already
+    stages.deps.set_deps(wiki.deps)
     try:
         runner = CliRunner()
         text = runner.invoke(main, ["lint", "--kb", wiki.kb.name], catch_exceptions=False)
         as_json = runner.invoke(main, ["lint", "--kb", wiki.kb.name, "--json"], catch_exceptions=False)
     finally:
-        actors.deps.set_deps(previous)
+        stages.deps.set_deps(previous)
         get_settings.cache_clear()
 
     assert text.exit_code == 0, text.output
@@ -436,17 +436,17 @@ def test_wiki_lint_actor_is_declared_and_validates_its_arguments(wiki):
     import dramatiq
     import pydantic
 
-    import actors.deps
+    import stages.deps
     from actors.lint import LintArgs, wiki_lint
 
     assert "wiki_lint" in dramatiq.get_broker().get_declared_actors()
     _healthy(wiki)
-    previous = actors.deps._deps
-    actors.deps.set_deps(wiki.deps)
+    previous = stages.deps._deps
+    stages.deps.set_deps(wiki.deps)
     try:
         wiki_lint.fn(tenant_id=wiki.kb.tenant_id, knowledge_base_id=wiki.kb.id, fix=False)  # the body, inline
     finally:
-        actors.deps.set_deps(previous)
+        stages.deps.set_deps(previous)
     stored = LintRepository(wiki.deps.pool).latest_report(wiki.kb.id)
     assert stored is not None and stored.pages_checked == 4 and stored.fix is False
     with pytest.raises(pydantic.ValidationError):

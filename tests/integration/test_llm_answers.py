@@ -14,7 +14,6 @@ import unicodedata
 import pytest
 from structlog.testing import capture_logs
 
-from actors.deps import run_stage
 from kbwiki.status import kb_status, status_lines
 from stages.map import map_document
 from tests.integration.test_llm_extractor import TEXT, TITLE, extractor, good
@@ -325,7 +324,7 @@ def test_an_html_page_for_an_answer_pauses_the_kb_and_status_says_why(settings, 
     ids = submit(deps, kb, {"a.md": ("A", TEXT)})
     deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
     [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id, 10)
-    assert run_stage(map_document, deps, 1, kb.id, ids["a.md"], op.id) == "paused"
+    assert map_document(1, kb.id, ids["a.md"], op.id, deps) == "paused"
     [line] = [line for line in status_lines(kb_status(deps, kb)) if line.startswith("model paused")]
     assert "the endpoint answered 200 with an HTML page, not a chat completion: is the base URL right?" in line
     assert not deps.dead_letters.list(tenant_id=1, scope_id=kb.id)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from actors.deps import run_stage
 from kbwiki.command import lanes_timeout
 from kbwiki.status import kb_status, status_lines
 from stages.map import map_document
@@ -51,7 +50,7 @@ def cost_deps(settings, clean_db, server):  # noqa: F811
 
 def _map_all(deps, kb, ids):
     deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
-    return [run_stage(map_document, deps, 1, kb.id, knowledge_id, op.id) for knowledge_id, op in _ops(deps, kb, ids)]
+    return [map_document(1, kb.id, knowledge_id, op.id, deps) for knowledge_id, op in _ops(deps, kb, ids)]
 
 
 @pytest.mark.parametrize(
@@ -111,19 +110,19 @@ def test_402_pauses_and_resume_lets_every_document_finish_with_its_retries_unspe
     assert deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300) == []  # waiting out llm_pause_s (600 s)
 
     server.responder = realistic  # credit added at the provider
-    result = run_stage(resume_kb, deps, 1, kb.id)
+    result = resume_kb(1, kb.id, deps)
     assert result.pause.kind == "credit" and result.woken == 2
     assert deps.llm_errors.get(kb.id) is None
     claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
     assert len(claimed) == 2 and all(op.fail_count == 0 for op in claimed)
-    outcomes = [run_stage(map_document, deps, 1, kb.id, op.dedup_key, op.id) for op in claimed]
+    outcomes = [map_document(1, kb.id, op.dedup_key, op.id, deps) for op in claimed]
     assert outcomes == ["mapped", "mapped"]
     settle(deps, kb)
     assert deps.docs.count_by_status(kb.id) == {"done": 2}
     assert deps.dead_letters.count(tenant_id=1, scope=SCOPE_KB, scope_id=kb.id) == 0
     assert server.calls == 3  # the refused one and one per document: nothing retried
     assert not any(line.startswith("model paused") for line in status_lines(kb_status(deps, kb)))
-    assert run_stage(resume_kb, deps, 1, kb.id).pause is None  # idempotent
+    assert resume_kb(1, kb.id, deps).pause is None  # idempotent
 
 
 def test_usage_counters_equal_the_tokens_the_server_reported_and_count_cache_hits(cost_deps, server):  # noqa: F811
@@ -158,7 +157,7 @@ def test_usage_counters_equal_the_tokens_the_server_reported_and_count_cache_hit
 
     doc = deps.docs.get(ids["timers.md"])  # the same content again: served from the cache
     op = ingest_op(deps, kb, doc)
-    assert run_stage(map_document, deps, 1, kb.id, doc.id, op.id) == "cached"
+    assert map_document(1, kb.id, doc.id, op.id, deps) == "cached"
     assert server.calls == 2
     report = kb_status(deps, kb)["llm_usage"]
     model = report["models"]["scripted-model"]
@@ -212,15 +211,15 @@ def test_a_spent_token_budget_pauses_the_kb_before_the_next_call(cost_deps, serv
     assert any(line.startswith("model paused: the KB's token budget is spent") for line in lines)
     assert "token budget: 800 of 500 tokens spent" in lines
     with pytest.raises(ResumeRefused, match="still spent"):
-        run_stage(resume_kb, deps, 1, kb.id)
+        resume_kb(1, kb.id, deps)
     assert deps.llm_errors.get(kb.id) is not None  # refused: nothing changed
 
-    result = run_stage(resume_kb, deps, 1, kb.id, reset_budget=True)
+    result = resume_kb(1, kb.id, deps, reset_budget=True)
     assert result.budget_reset_from == 800 and result.pause.kind == "budget" and result.woken == 1
     assert deps.llm_usage.budget_spent(kb.id) == 0
     assert deps.llm_usage.for_kb(kb.id)[0].tokens == 800  # the totals stay
     [op] = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
-    assert run_stage(map_document, deps, 1, kb.id, op.dedup_key, op.id) == "mapped"
+    assert map_document(1, kb.id, op.dedup_key, op.id, deps) == "mapped"
     assert server.calls == 3
 
 
@@ -239,7 +238,7 @@ def test_raising_the_budget_resumes_the_kb_by_itself(cost_deps, server):  # noqa
         10,
         "the paused op claimable again after llm_pause_s",
     )
-    assert [run_stage(map_document, deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"]
+    assert [map_document(1, kb.id, op.dedup_key, op.id, deps) for op in claimed] == ["mapped"]
     settle(deps, kb)
     assert deps.docs.count_by_status(kb.id) == {"done": 2} and server.calls == 2
     assert deps.llm_errors.get(kb.id) is None

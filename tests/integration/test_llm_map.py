@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.status import kb_status, status_lines
 from repos.llm_errors import LLMConfigErrorRepository
 from stages.ingest import submit_document
@@ -48,14 +47,8 @@ def llm_deps(settings, clean_db, server):
 def submit(deps, kb, names=DOCS):
     ids = {}
     for uri, (title, text) in names.items():
-        result = run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=title,
-            content=text,
-            source_uri=uri,
+        result = submit_document(
+            deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text, source_uri=uri
         )
         ids[uri] = result.knowledge_id
     return ids
@@ -97,7 +90,7 @@ def test_good_answers_become_pages_and_an_unchanged_document_costs_no_call(llm_d
     calls = server.calls
     doc = llm_deps.docs.get(ids["timers.md"])
     op = ingest_op(llm_deps, kb, doc)
-    assert run_stage(map_document, llm_deps, 1, kb.id, doc.id, op.id) == "cached"
+    assert map_document(1, kb.id, doc.id, op.id, llm_deps) == "cached"
     assert server.calls == calls
 
 
@@ -158,9 +151,7 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
     kb = new_kb(llm_deps)
     ids = submit(llm_deps, kb)
     llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
-    outcomes = [
-        run_stage(map_document, llm_deps, 1, kb.id, knowledge_id, op.id) for knowledge_id, op in _ops(llm_deps, kb, ids)
-    ]
+    outcomes = [map_document(1, kb.id, knowledge_id, op.id, llm_deps) for knowledge_id, op in _ops(llm_deps, kb, ids)]
     assert outcomes == ["paused", "paused"]
     assert server.calls == 1  # the second document saw the recorded error and made no call
     row = LLMConfigErrorRepository(llm_deps.pool).get(kb.id)
@@ -177,9 +168,7 @@ def test_a_refused_configuration_pauses_the_kb_until_it_changes(llm_deps, server
         10,
         "both paused ops claimable again after llm_pause_s",
     )
-    assert [run_stage(map_document, llm_deps, 1, kb.id, op.dedup_key, op.id) for op in claimed] == ["mapped"] * len(
-        claimed
-    )
+    assert [map_document(1, kb.id, op.dedup_key, op.id, llm_deps) for op in claimed] == ["mapped"] * len(claimed)
     settle(llm_deps, kb)
     assert llm_deps.docs.count_by_status(kb.id) == {"done": 2}
     assert LLMConfigErrorRepository(llm_deps.pool).get(kb.id) is None
@@ -268,7 +257,7 @@ def test_each_kind_of_answer_ends_as_a_page_a_dead_letter_or_a_paused_kb(llm_dep
     if outcome == "paused":
         llm_deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
         [(knowledge_id, op)] = _ops(llm_deps, kb, ids)
-        assert run_stage(map_document, llm_deps, 1, kb.id, knowledge_id, op.id) == "paused"
+        assert map_document(1, kb.id, knowledge_id, op.id, llm_deps) == "paused"
     else:
         settle(llm_deps, kb)
     pages = [p for p in pages_of(llm_deps, kb) if p.page_type != "index"]

@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from stages.ingest import submit_document
 from stages.map import map_document
 from tests.support.llm_deps import scripted_llm_deps
@@ -127,14 +126,8 @@ def deps(settings, clean_db, model):
 
 def ingest(deps, kb, *docs) -> None:
     for title, text, _ in docs:
-        run_stage(
-            submit_document,
-            deps,
-            tenant_id=kb.tenant_id,
-            knowledge_base_id=kb.id,
-            title=title,
-            content=text,
-            source_uri=f"{title}.md",
+        submit_document(
+            deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=title, content=text, source_uri=f"{title}.md"
         )
     settle(deps, kb)
 
@@ -255,7 +248,7 @@ def test_a_retried_map_reuses_the_stored_decision(deps, model):
         payload={"knowledge_id": row["id"], "content_hash": row["content_hash"]},
     )
     calls = model.server.calls
-    assert run_stage(map_document, deps, 1, kb.id, row["id"], op.id) == "mapped"
+    assert map_document(1, kb.id, row["id"], op.id, deps) == "mapped"
     assert model.server.calls == calls + 1 and len(model.merges) == 1  # extracted again, not asked again
     stored = deps.extractions.get(kb.id, row["id"], row["content_hash"], deps.extractor.name)
     postgres = next(i for i in stored.items if "Postgres" in i.aliases)

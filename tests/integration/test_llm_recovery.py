@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from actors.deps import run_stage
 from kbwiki.status import kb_status, status_lines
 from stages import llm_recovery
 from stages.ingest import pump_ingest_lane
@@ -30,7 +29,7 @@ TIMERS = {"timers.md": DOCS["timers.md"]}
 def _map_claimed(deps, kb) -> list[str]:
     """Map every op of the KB's ingest lane that can be claimed now; their outcomes."""
     claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300)
-    return [run_stage(map_document, deps, 1, kb.id, op.dedup_key, op.id) for op in claimed]
+    return [map_document(1, kb.id, op.dedup_key, op.id, deps) for op in claimed]
 
 
 @pytest.mark.timing
@@ -115,9 +114,9 @@ def test_a_kb_paused_by_a_streaming_only_server_resumes_by_itself_once_a_probe_s
 def _map_lane(deps, kb, step=map_document) -> list[str]:
     """Pump the KB's ingest lane and run ``step`` (``map_document`` or ``map_step``, which also
     requeues after an outage) on every op it claimed; their outcomes."""
-    run_stage(pump_ingest_lane, deps, 1, kb.id)
+    pump_ingest_lane(1, kb.id, deps)
     claimed = [op for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 100) if op.claimed_at and op.op == OP_INGEST]
-    return [run_stage(step, deps, 1, kb.id, op.dedup_key, op.id) for op in claimed]
+    return [step(1, kb.id, op.dedup_key, op.id, deps) for op in claimed]
 
 
 def _doc(name: str) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import build_deps, run_stage
+from stages.deps import build_deps
 from stages.ingest import pump_ingest_lane
 from stages.map import map_step
 from wiki.extract.offline import OfflineExtractor
@@ -36,10 +36,10 @@ def test_a_mapped_document_claims_the_next_one_in_its_thread(settings, clean_db)
                 payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
             )
         )
-    assert run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id) == 2
+    assert pump_ingest_lane(kb.tenant_id, kb.id, deps) == 2
     assert deps.ops.get(ops[2].id).claimed_at is None  # both slots taken: the third waits
 
-    assert run_stage(map_step, deps, kb.tenant_id, kb.id, ops[0].dedup_key, ops[0].id) == "mapped"
+    assert map_step(kb.tenant_id, kb.id, ops[0].dedup_key, ops[0].id, deps) == "mapped"
 
     assert deps.ops.get(ops[2].id).claimed_at is not None  # the freed slot went to it at once
     assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, two_slots.stale_claim_s) == 2

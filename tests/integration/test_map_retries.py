@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import build_deps, run_stage
 from stages.claims import backoff_s
+from stages.deps import build_deps
 from stages.map import map_document
 from stages.reduce import run_reduce_batch
 from tests.e2e.conftest import wait_until
@@ -63,11 +63,11 @@ def test_a_map_whose_op_was_finished_meanwhile_leaves_the_document_done(settings
     doc, op = _queued(deps, kb, "Widgets")
 
     def other_worker():
-        assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
-        assert run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id).documents == 1
+        assert map_document(kb.tenant_id, kb.id, doc.id, op.id, deps) == "mapped"
+        assert run_reduce_batch(kb.tenant_id, kb.id, deps).documents == 1
 
     raced = build_deps(settings, pool=clean_db, extractor=_RacedExtractor(other_worker))
-    assert run_stage(map_document, raced, kb.tenant_id, kb.id, doc.id, op.id) == "gone"
+    assert map_document(kb.tenant_id, kb.id, doc.id, op.id, raced) == "gone"
     assert deps.docs.get(doc.id).status == "done"
     assert deps.ops.pending_count(INGEST, SCOPE_KB, kb.id) == deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 0
 
@@ -80,7 +80,7 @@ def test_a_failed_document_waits_its_backoff_before_the_next_attempt(settings, c
     doc, op = _queued(deps, kb, "Widgets")
 
     assert deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300) == [deps.ops.get(op.id)]
-    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "retry"
+    assert map_document(kb.tenant_id, kb.id, doc.id, op.id, deps) == "retry"
     backing_off = deps.ops.get(op.id)
     assert backing_off.claimed_at is None and backing_off.not_before is not None
     assert deps.ops.claim(INGEST, SCOPE_KB, kb.id, 10, 300) == []  # not before its backoff ends

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import replace
 
 import dramatiq
 import pytest
 from dramatiq.brokers.redis import RedisBroker
 
-from actors.deps import build_deps, run_stage
 from repos.broker_messages import present, tag, tag_of
 from stages.claims import released_on_failure
+from stages.deps import build_deps
 from stages.ingest import pump_ingest_lane
 from stages.message_claims import OrphanedClaims
 from tests.conftest import REDIS_URL
@@ -96,9 +97,9 @@ def test_claims_of_messages_gone_from_redis_come_back_and_the_others_stay(deps, 
 
     clock = Clock()
     orphans = OrphanedClaims(grace_s=GRACE_S, clock=clock)
-    assert run_stage(orphans.check, deps, "w1") == 0  # seen missing once: within the grace
+    assert orphans.check("w1", deps) == 0  # seen missing once: within the grace
     clock.now = GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 2
+    assert orphans.check("w1", deps) == 2
     claimed = {op.id: op.claimed_by for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id)}
     assert claimed == {
         waits.id: "w1",
@@ -109,7 +110,7 @@ def test_claims_of_messages_gone_from_redis_come_back_and_the_others_stay(deps, 
         others.id: "w2",
     }
     clock.now = 10 * GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 0  # messages still held keep their claims
+    assert orphans.check("w1", deps) == 0  # messages still held keep their claims
 
 
 def test_a_message_found_again_starts_its_grace_over(deps, own_broker):
@@ -123,16 +124,16 @@ def test_a_message_found_again_starts_its_grace_over(deps, own_broker):
     orphans = OrphanedClaims(grace_s=GRACE_S, clock=clock)
     encoded = deps.redis.hget(data, rid)
     deps.redis.hdel(data, rid)  # missing at one check (a moment's view)...
-    assert run_stage(orphans.check, deps, "w1") == 0
+    assert orphans.check("w1", deps) == 0
     deps.redis.hset(data, rid, encoded)  # ...there again at the next
     clock.now = GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 0
+    assert orphans.check("w1", deps) == 0
     deps.redis.hdel(data, rid)
     clock.now = 2 * GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 0  # missing again: a new grace
+    assert orphans.check("w1", deps) == 0  # missing again: a new grace
     assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, HOUR) == 1
     clock.now = 3 * GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 1
+    assert orphans.check("w1", deps) == 1
 
 
 def test_a_pump_ties_each_claim_to_the_map_message_it_sent(deps, broker):
@@ -145,20 +146,20 @@ def test_a_pump_ties_each_claim_to_the_map_message_it_sent(deps, broker):
         doc, _ = deps.docs.upsert(kb, title=f"Widgets {i}", source_uri=f"w{i}.md", content="Widgets. " * 40 + str(i))
         deps.ops.enqueue(tenant_id=1, task_type=INGEST, scope=SCOPE_KB, scope_id=kb.id, op="ingest", dedup_key=doc.id)
     drain(broker, "wiki_map")
-    assert run_stage(pump_ingest_lane, deps, 1, kb.id, worker_id="w1") == 2
+    assert pump_ingest_lane(1, kb.id, replace(deps, worker_id="w1")) == 2
     claims = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
     assert all(op.claimed_by == "w1" and op.claimed_msg.startswith("wiki_map/") for op in claims)
     clock = Clock()
     orphans = OrphanedClaims(grace_s=GRACE_S, clock=clock)
-    run_stage(orphans.check, deps, "w1")
+    orphans.check("w1", deps)
     clock.now = GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 0  # the map messages wait in their queue
+    assert orphans.check("w1", deps) == 0  # the map messages wait in their queue
 
     sent = drain(broker, "wiki_map")  # consumed and acked, the claims untouched: lost maps
     assert {tag_of(m) for m in sent} == {op.claimed_msg for op in claims}
-    assert run_stage(orphans.check, deps, "w1") == 0
+    assert orphans.check("w1", deps) == 0
     clock.now = 2 * GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 2
+    assert orphans.check("w1", deps) == 2
     assert deps.ops.claimed_count(INGEST, SCOPE_KB, kb.id, HOUR) == 0
 
 
@@ -179,14 +180,17 @@ def test_claims_a_failed_batch_could_not_release_come_back_once_its_message_is_g
     consumer = own_broker.consume("wiki_map", prefetch=1, timeout=100)
     running = next(consumer)
     claimed = deps.ops.claim(INGEST, SCOPE_KB, kb.id, 3, HOUR, owner="w1", msg=tag_of(running))
-    with pytest.raises(RuntimeError), released_on_failure(claimed, ops=_DatabaseAway(deps.ops), worker_id="w1"):
+    with (
+        pytest.raises(RuntimeError),
+        released_on_failure(claimed, replace(deps, ops=_DatabaseAway(deps.ops), worker_id="w1")),
+    ):
         raise RuntimeError("the batch failed")
     clock = Clock()
     orphans = OrphanedClaims(grace_s=GRACE_S, clock=clock)
     clock.now = GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == 0  # the message is still being processed
+    assert orphans.check("w1", deps) == 0  # the message is still being processed
     consumer.ack(running)  # Dramatiq acks (or retries as a new enqueue) the failed message
-    run_stage(orphans.check, deps, "w1")
+    orphans.check("w1", deps)
     clock.now = 2 * GRACE_S
-    assert run_stage(orphans.check, deps, "w1") == len(claimed) == 3
+    assert orphans.check("w1", deps) == len(claimed) == 3
     assert message.message_id == running.message_id

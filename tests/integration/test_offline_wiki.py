@@ -6,7 +6,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.integration.test_retract import _assert_no_dead_links, _pages, _settle
 
@@ -14,7 +13,7 @@ from tests.integration.test_retract import _assert_no_dead_links, _pages, _settl
 @pytest.fixture()
 def env(actors_broker, pool):  # noqa: F811
     """(deps with the offline extractor, a fresh KB)."""
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from wiki.extract.offline import OfflineExtractor
     from wiki.settings import get_settings
 
@@ -27,8 +26,7 @@ def env(actors_broker, pool):  # noqa: F811
 def _submit(deps, kb, title: str, content: str) -> str:
     from stages.ingest import submit_document
 
-    result = run_stage(
-        submit_document,
+    result = submit_document(
         deps,
         tenant_id=kb.tenant_id,
         knowledge_base_id=kb.id,
@@ -104,7 +102,7 @@ def test_chinese_and_japanese_documents_give_pages_in_their_script_with_stable_s
     _assert_no_dead_links(deps, kb)
 
     for kid in (zh, ja, short):
-        run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
+        delete_document(kb.tenant_id, kb.id, kid, deps)
     _settle(deps, kb)
     assert not [p for p in _pages(deps, kb).values() if p.page_type != "index"]
     # a re-ingest waits out the delete tombstone only in Redis: clear it as its hour would

@@ -12,7 +12,6 @@ from datetime import timedelta
 
 import pytest
 
-from actors.deps import run_stage
 from stages.crosslink import enqueue_touched
 from stages.leads import enqueue_leads, run_leads
 from stages.pacing import link_wait_s
@@ -128,18 +127,18 @@ def test_a_failing_lead_call_keeps_the_chosen_lead_and_a_paused_kb_keeps_its_lea
     )
     submit(deps, kb, docs(["d0"]))
     settle(deps, kb, leads=False)
-    assert run_stage(run_leads, deps, kb.tenant_id, kb.id).paused
+    assert run_leads(kb.tenant_id, kb.id, deps).paused
     assert deps.llm_errors.get(kb.id).kind == "credit"
     waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
     assert waiting >= 1  # the pages' ops, kept
     calls = server.calls
-    assert run_stage(run_leads, deps, kb.tenant_id, kb.id).paused  # no call while paused
+    assert run_leads(kb.tenant_id, kb.id, deps).paused  # no call while paused
     assert server.calls == calls and frob(deps, kb).lead == ""
     assert deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == waiting
 
     # credit added, `kbwiki resume`: the leads are written
     server.responder = realistic
-    run_stage(resume_kb, deps, kb.tenant_id, kb.id)
+    resume_kb(kb.tenant_id, kb.id, deps)
     settle(deps, kb)
     page = frob(deps, kb)
     assert page.lead and page.lead_key == lead_key(page.title, lead_inputs(page.facts))
@@ -153,7 +152,7 @@ def test_leads_off_for_the_kb_drop_its_lead_ops_without_a_call(settings, clean_d
     settle(deps, kb, leads=False)
     waiting = deps.ops.pending_count(LEAD, SCOPE_KB, kb.id)
     assert waiting >= 1
-    result = run_stage(run_leads, off, kb.tenant_id, kb.id)
+    result = run_leads(kb.tenant_id, kb.id, off)
     assert result.dropped == waiting and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
     assert lead_calls(server) == [] and frob(deps, kb).lead == ""
 
@@ -173,9 +172,9 @@ def test_lead_runs_wait_for_the_ingest_like_linking_and_a_page_waits_on_the_lane
     assert link_wait_s(kb.id, LEAD, ops=deps.ops, defer_s=20, now=oldest.enqueued_at + timedelta(seconds=5)) == 0
 
     submit(deps, kb, docs(["f3"]))  # a document still coming: the run waits out the KB's link defer
-    early = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=5))
+    early = run_leads(kb.tenant_id, kb.id, deps, now=oldest.enqueued_at + timedelta(seconds=5))
     assert early.claimed == 0 and 14 < early.wait_s <= 15 and lead_calls(server) == []
-    late = run_stage(run_leads, deps, kb.tenant_id, kb.id, now=oldest.enqueued_at + timedelta(seconds=21))
+    late = run_leads(kb.tenant_id, kb.id, deps, now=oldest.enqueued_at + timedelta(seconds=21))
     assert late.claimed == late.asked == waiting
     assert len(lead_calls(server)) == 1 and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) == 0
     settle(deps, kb)

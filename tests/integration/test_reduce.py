@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import build_deps, run_stage
+from stages.deps import build_deps
 from stages.reduce import run_reduce_batch
 from tests.support.lanes import mapped_document
 from wiki.extract.offline import OfflineExtractor
@@ -33,7 +33,7 @@ def test_one_document_naming_a_thing_twice_gets_one_page(settings, clean_db):
     ]
     kid = _mapped(deps, kb, "RCU concepts", Extraction(summary="About RCU.", body="About RCU.", items=items))
 
-    result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    result = run_reduce_batch(kb.tenant_id, kb.id, deps)
 
     assert (result.documents, result.failed) == (1, 0)
     # "RCU" and "rcu" share a name key; an alias never merges, so "read-copy update" is its own page
@@ -67,7 +67,7 @@ def test_an_alias_never_decides_which_page_an_item_joins_whichever_came_first(se
         kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
         for title in order:
             _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=[docs[title]]))
-            run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+            run_reduce_batch(kb.tenant_id, kb.id, deps)
         outcomes.append(_item_pages(deps, kb))
         assert deps.pages.get(kb.id, "rcu").aliases == ["read copy update"]  # still a display alias
     assert outcomes == [{"read-copy-update": {"Intro"}, "rcu": {"Basics", "Details"}}] * 3
@@ -90,7 +90,7 @@ def test_a_failing_batch_gives_its_claims_back_at_once(settings, clean_db):
 
     deps.pages.slugs_by_sources = broken
     with pytest.raises(RuntimeError):
-        run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+        run_reduce_batch(kb.tenant_id, kb.id, deps)
 
     assert deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id) == 1
     assert deps.ops.claimed_count(REDUCE, SCOPE_KB, kb.id, settings.stale_claim_s) == 0
@@ -134,7 +134,7 @@ def test_items_land_on_the_same_pages_in_one_batch_or_in_several(settings, clean
         for batch in batches:
             for title, items in batch:
                 _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=items))
-            assert run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id).documents == len(batch)
+            assert run_reduce_batch(kb.tenant_id, kb.id, deps).documents == len(batch)
         outcomes.append(_item_pages(deps, kb))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0]["file-type"] == {"argparse", "exceptions"} and "filetype" not in outcomes[0]
@@ -155,11 +155,11 @@ def test_a_concept_named_index_never_takes_the_index_pages_slug(settings, clean_
         evidence=["An index is a catalogue number."],
     )
     _mapped(deps, kb, "Catalogues", Extraction(summary="Catalogues.", body="Catalogues.", items=[item]))
-    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)  # before the KB has an index page
-    run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
+    run_reduce_batch(kb.tenant_id, kb.id, deps)  # before the KB has an index page
+    rebuild_index(kb.tenant_id, kb.id, deps)
     # a later document names it again, once the index page exists
     _mapped(deps, kb, "Numbers", Extraction(summary="Numbers.", body="Numbers.", items=[item]))
-    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    run_reduce_batch(kb.tenant_id, kb.id, deps)
 
     assert deps.pages.get(kb.id, "index").page_type == "index"
     concept = deps.pages.get(kb.id, "index-concept")
@@ -179,9 +179,9 @@ def test_the_index_page_names_the_most_cited_entities_and_concepts(settings, cle
     for title, names in [("One", ["Acme", "Widget"]), ("Two", ["Acme", "Gizmo"]), ("Three", ["Acme", "Widget"])]:
         items = [item(n, "entity" if n == "Acme" else "concept") for n in names]
         _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=items))
-    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    run_reduce_batch(kb.tenant_id, kb.id, deps)
 
-    content = run_stage(rebuild_index, deps, kb.tenant_id, kb.id).content
+    content = rebuild_index(kb.tenant_id, kb.id, deps).content
     assert "## Most-cited entities\n\n- [[acme|Acme]] (quotes 3 documents)\n" in content
     concepts = "- [[widget|Widget]] (quotes 2 documents)\n- [[gizmo|Gizmo]] (quotes 1 document)\n"
     assert "## Most-cited concepts\n\n" + concepts in content
@@ -200,9 +200,9 @@ def test_names_that_slugify_alike_but_differ_in_key_keep_two_pages(settings, cle
         )
 
     _mapped(deps, kb, "Languages", Extraction(summary="Languages.", body="Languages.", items=[item("C"), item("C++")]))
-    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    run_reduce_batch(kb.tenant_id, kb.id, deps)
     _mapped(deps, kb, "Compilers", Extraction(summary="Compilers.", body="Compilers.", items=[item("C++")]))
-    run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    run_reduce_batch(kb.tenant_id, kb.id, deps)
 
     assert _item_pages(deps, kb) == {"c": {"Languages"}, "c-entity": {"Languages", "Compilers"}}
     assert deps.pages.get(kb.id, "c-entity").title == "C++"

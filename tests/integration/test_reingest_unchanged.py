@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-from actors.deps import run_stage
 from kbwiki.corpus import CorpusDoc, Rejected
 from kbwiki.ingest import ingest_docs
 from repos.knowledge import content_hash
@@ -36,18 +35,12 @@ def test_the_bulk_check_agrees_with_submitting_one_by_one(deps, clean_db):  # no
     for d in again:
         title, content, _, _ = prepare_document(d.title, d.text, deps.settings)
         prepared[d.source_uri] = (title, content_hash(content))
-    bulk = run_stage(unchanged_sources, deps, kb.id, prepared)
+    bulk = unchanged_sources(kb.id, prepared, deps)
     one_by_one = {
         d.source_uri
         for d in again
-        if run_stage(
-            submit_document,
-            deps,
-            tenant_id=1,
-            knowledge_base_id=kb.id,
-            title=d.title,
-            content=d.text,
-            source_uri=d.source_uri,
+        if submit_document(
+            deps, tenant_id=1, knowledge_base_id=kb.id, title=d.title, content=d.text, source_uri=d.source_uri
         ).status
         == "unchanged"
     }

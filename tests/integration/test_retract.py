@@ -13,7 +13,6 @@ import uuid
 
 import pytest
 
-from actors.deps import run_stage
 from tests.e2e.conftest import actors_broker, pipeline_env  # noqa: F401  (fixtures: the real broker)
 from tests.support.broker import drain
 from tests.support.pipeline import settle
@@ -52,7 +51,7 @@ class ScriptedExtractor:
 @pytest.fixture()
 def env(actors_broker, pool):  # noqa: F811
     """(deps with a counting scripted extractor, a fresh KB)."""
-    from actors.deps import build_deps
+    from stages.deps import build_deps
     from wiki.settings import get_settings
 
     extractor = ScriptedExtractor()
@@ -66,14 +65,8 @@ def _submit(deps, kb, name: str, *lines: str) -> str:
     from stages.ingest import submit_document
 
     content = f"{name} is a test document about the pipeline.\n" + "\n".join(lines)
-    result = run_stage(
-        submit_document,
-        deps,
-        tenant_id=kb.tenant_id,
-        knowledge_base_id=kb.id,
-        title=name,
-        content=content,
-        source_uri=f"test/{name}.md",
+    result = submit_document(
+        deps, tenant_id=kb.tenant_id, knowledge_base_id=kb.id, title=name, content=content, source_uri=f"test/{name}.md"
     )
     assert result.status in ("queued", "unchanged"), result
     return result.knowledge_id
@@ -130,7 +123,7 @@ def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
     assert "doc-alpha" in {link.slug for link in parse_links(pages["index"].content)}
     gamma_version = pages["doc-gamma"].version
 
-    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, a).status == "deleting"
+    assert delete_document(kb.tenant_id, kb.id, a, deps).status == "deleting"
     assert deps.docs.get(a).status == "deleting"
     _settle(deps, kb)
 
@@ -153,8 +146,8 @@ def test_retract_deletes_doc_only_pages_and_rewrites_shared_ones(env):
     assert deps.docs.get(a).status == "deleted"
     assert deps.extractions.get(kb.id, a, deps.docs.get(a).content_hash, deps.extractor.name) is None
     # deleting again is a no-op
-    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, a).status == "already_deleted"
-    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, "no-such-document").status == "unknown"
+    assert delete_document(kb.tenant_id, kb.id, a, deps).status == "already_deleted"
+    assert delete_document(kb.tenant_id, kb.id, "no-such-document", deps).status == "unknown"
 
 
 @pytest.mark.parametrize("ingest_older", [True, False])
@@ -175,12 +168,12 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
         "* Shared Queue (concept): The doomed document fills the shared queue.",
         "* Doomed Thing (entity): The doomed thing lives here.",
     )
-    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    pump_ingest_lane(kb.tenant_id, kb.id, deps)
     [op] = [o for o in deps.ops.peek(INGEST, SCOPE_KB, kb.id) if o.dedup_key == doomed]
-    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doomed, op.id) == "mapped"
+    assert map_document(kb.tenant_id, kb.id, doomed, op.id, deps) == "mapped"
     [mapped] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
 
-    assert run_stage(delete_document, deps, kb.tenant_id, kb.id, doomed).status == "deleting"
+    assert delete_document(kb.tenant_id, kb.id, doomed, deps).status == "deleting"
     # the delete took the mapped op out and put its retract straight in the reduce lane
     [retract] = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
     assert retract.op == OP_RETRACT
@@ -194,7 +187,7 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
         deps.ops.enqueue(op=OP_INGEST, payload=mapped.payload, **lane)
     ops = deps.ops.peek(REDUCE, SCOPE_KB, kb.id)
     assert [o.op for o in ops] == (["ingest", "retract"] if ingest_older else ["retract", "ingest"])
-    result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    result = run_reduce_batch(kb.tenant_id, kb.id, deps)
     assert result.retracted == 1 and result.documents == 0
     _settle(deps, kb)
 
@@ -214,7 +207,7 @@ def test_ingest_racing_a_delete_in_one_batch_ends_deleted(env, ingest_older):
         dedup_key=doomed,
         payload={"knowledge_id": doomed},
     )
-    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doomed, stale.id) == "deleted"
+    assert map_document(kb.tenant_id, kb.id, doomed, stale.id, deps) == "deleted"
     assert deps.extractor.calls == calls and deps.ops.get(stale.id) is None
     assert deps.docs.get(doomed).status == "deleted"
 
@@ -230,17 +223,17 @@ def test_a_claim_full_of_retracts_pumps_the_lane_again_at_once(env, actors_broke
     ids = [_submit(deps, kb, f"gone{i}", f"* Thing {i} (entity): Thing {i} lives here.") for i in range(slots + 2)]
     _settle(deps, kb)
     for kid in ids:
-        assert run_stage(delete_document, deps, kb.tenant_id, kb.id, kid).status == "deleting"
+        assert delete_document(kb.tenant_id, kb.id, kid, deps).status == "deleting"
     drain(actors_broker, "wiki")
     # retracts in the ingest lane: a dead letter's requeued, or queued before deletes put them in reduce
     deps.ops.move([op.id for op in deps.ops.peek(REDUCE, SCOPE_KB, kb.id)], INGEST)
 
-    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    pump_ingest_lane(kb.tenant_id, kb.id, deps)
     assert len(deps.ops.peek(REDUCE, SCOPE_KB, kb.id)) == slots
     # no map will finish to pump the rest: the pump sent itself again, undelayed (it waited for a
     # recovery sweep, 30 s for each 6 documents deleted)
     assert [m.actor_name for m in drain(actors_broker, "wiki")].count("wiki_ingest") == 1
-    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    pump_ingest_lane(kb.tenant_id, kb.id, deps)
     assert deps.ops.peek(INGEST, SCOPE_KB, kb.id) == []
     assert len(deps.ops.peek(REDUCE, SCOPE_KB, kb.id)) == slots + 2
     _settle(deps, kb)
@@ -257,9 +250,9 @@ def test_tombstone_alone_keeps_a_document_out(env):
     deps, kb = env
     kid = _submit(deps, kb, "ghost", "* Ghost Page (entity): The ghost page must never be written.")
     deps.redis.set(tombstone_key(deps.settings.key_prefix, kb.id, kid), "1", ex=60)
-    run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+    pump_ingest_lane(kb.tenant_id, kb.id, deps)
     [op] = deps.ops.peek(INGEST, SCOPE_KB, kb.id)
-    assert run_stage(map_document, deps, kb.tenant_id, kb.id, kid, op.id) == "deleted"
+    assert map_document(kb.tenant_id, kb.id, kid, op.id, deps) == "deleted"
     assert deps.extractor.calls == 0
     _settle(deps, kb)
     assert not any(p.page_type != "index" for p in _pages(deps, kb).values())
@@ -271,7 +264,7 @@ def test_resubmitting_a_deleted_source_makes_a_new_document(env):
     deps, kb = env
     old = _submit(deps, kb, "phoenix", "* Phoenix Bird (entity): The phoenix bird rises again.")
     _settle(deps, kb)
-    run_stage(delete_document, deps, kb.tenant_id, kb.id, old)
+    delete_document(kb.tenant_id, kb.id, old, deps)
     new = _submit(deps, kb, "phoenix", "* Phoenix Bird (entity): The phoenix bird rises again.")
     assert new != old
     _settle(deps, kb)
@@ -311,8 +304,7 @@ def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
 
     deps, kb = env
     content = "upgrade is a test document about the pipeline.\n* Steady State (concept): It never changes."
-    first = run_stage(
-        submit_document,
+    first = submit_document(
         deps,
         tenant_id=kb.tenant_id,
         knowledge_base_id=kb.id,
@@ -324,8 +316,7 @@ def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
     assert first.status == "queued" and deps.extractor.calls == 1
 
     deps.extractor.name = "scripted-v2"  # an upgraded extractor: the cached extraction is not its own
-    again = run_stage(
-        submit_document,
+    again = submit_document(
         deps,
         tenant_id=kb.tenant_id,
         knowledge_base_id=kb.id,
@@ -336,8 +327,7 @@ def test_a_new_extractor_version_rebuilds_unchanged_documents(env):
     assert again.status == "queued" and again.knowledge_id == first.knowledge_id
     _settle(deps, kb)
     assert deps.extractor.calls == 2 and deps.docs.get(first.knowledge_id).status == "done"
-    third = run_stage(
-        submit_document,
+    third = submit_document(
         deps,
         tenant_id=kb.tenant_id,
         knowledge_base_id=kb.id,
@@ -408,7 +398,7 @@ def test_retract_of_a_quoted_or_an_unquoted_source_leaves_no_fact_of_the_documen
     with_fact = next(k for k in ids if k in page.facts)
     without_fact = next(k for k in ids if k not in page.facts)
     for kid in (with_fact, without_fact):
-        run_stage(delete_document, deps, kb.tenant_id, kb.id, kid)
+        delete_document(kb.tenant_id, kb.id, kid, deps)
     _settle(deps, kb)
     page = deps.pages.get(kb.id, "popular-topic")
     assert deps.mentions.doc_counts(kb.id, [key]) == {key: n - 2}
@@ -440,18 +430,18 @@ def test_deleting_a_kb_removes_its_lanes_and_pages_and_handlers_succeed(env):
     with pytest.raises(ValueError):  # a scoped delete with an empty key never means "everything"
         deps.ops.delete_by_dedup_key(INGEST, SCOPE_KB, kb.id, "")
     # a live KB of another tenant is refused, and its work is left alone
-    assert run_stage(pump_ingest_lane, deps, kb.tenant_id + 1, kb.id) == 0
+    assert pump_ingest_lane(kb.tenant_id + 1, kb.id, deps) == 0
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id)
 
     assert deps.pages.delete(kb.id, "doomed-base")  # a deleted page's row stays until the KB goes
     live = sum(deps.pages.counts_by_type(kb.id).values())  # what `status` shows
-    result = run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id)
+    result = delete_knowledge_base(kb.tenant_id, kb.id, deps)
     assert result.deleted and result.pages == live >= 2 and result.ops >= 1
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
     assert list(deps.pages.iter_pages(kb.id)) == []
     assert deps.kbs.get(kb.id).deleted_at is not None
     assert deps.kbs.get_by_name(kb.tenant_id, kb.name) is None
-    assert not run_stage(delete_knowledge_base, deps, kb.tenant_id, kb.id).deleted
+    assert not delete_knowledge_base(kb.tenant_id, kb.id, deps).deleted
 
     # rows that raced the deletion are drained by whichever handler finds them, without raising
     for lane in (INGEST, REDUCE, FINALIZE):
@@ -464,14 +454,14 @@ def test_deleting_a_kb_removes_its_lanes_and_pages_and_handlers_succeed(env):
             dedup_key="" if lane == FINALIZE else "x",
             payload={"slugs": ["doomed-base"]} if lane == FINALIZE else {},
         )
-    assert run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id) == 0
+    assert pump_ingest_lane(kb.tenant_id, kb.id, deps) == 0
     assert deps.ops.counts_by_lane(SCOPE_KB, kb.id) == {}
-    assert run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id).documents == 0
-    assert run_stage(run_crosslink, deps, kb.tenant_id, kb.id) is None
-    assert run_stage(rebuild_index, deps, kb.tenant_id, kb.id) is None
+    assert run_reduce_batch(kb.tenant_id, kb.id, deps).documents == 0
+    assert run_crosslink(kb.tenant_id, kb.id, deps) is None
+    assert rebuild_index(kb.tenant_id, kb.id, deps) is None
     assert list(deps.pages.iter_pages(kb.id)) == []
     # and the actors themselves return normally (no retry, no dead letter)
-    from actors.deps import set_deps
+    from stages.deps import set_deps
 
     set_deps(deps)
     try:

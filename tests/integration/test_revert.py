@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from actors.deps import build_deps, run_stage
 from repos.lint import LintRepository
+from stages.deps import build_deps
 from stages.lint import run_lint
 from stages.reduce import run_reduce_batch
 from stages.revert import revert_page
@@ -41,12 +41,24 @@ def _ingest(deps, kb, title: str, sentence: str) -> str:
 
 
 def _reduce(deps, kb) -> None:
-    result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+    result = run_reduce_batch(kb.tenant_id, kb.id, deps)
     assert result.failed == 0
 
 
 def _revert(deps, kb, slug: str, version: int, tenant: int = 1):
-    return run_stage(revert_page, deps, tenant, kb.id, slug, version)
+    return revert_page(
+        tenant,
+        kb.id,
+        slug,
+        version,
+        pool=deps.pool,
+        kbs=deps.kbs,
+        pages=deps.pages,
+        revisions=deps.revisions,
+        ops=deps.ops,
+        redis=deps.redis,
+        settings=deps.settings,
+    )
 
 
 def _lint(deps, kb):

@@ -13,7 +13,6 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from actors.deps import run_stage
 from kbwiki.cli import main
 from kbwiki.demo import not_written_summary
 from kbwiki.status import NOT_WRITTEN_SAMPLE, status_lines
@@ -55,7 +54,7 @@ def _skipped_by_map(deps, kb, source_uri: str, content: str = CODE_ONLY):  # noq
         dedup_key=doc.id,
         payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
     )
-    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "skipped"
+    assert map_document(kb.tenant_id, kb.id, doc.id, op.id, deps) == "skipped"
     return doc
 
 
@@ -148,7 +147,7 @@ def test_the_tilde_heading_document_is_no_longer_skipped(deps):  # noqa: F811
         dedup_key=doc.id,
         payload={"knowledge_id": doc.id, "content_hash": doc.content_hash},
     )
-    assert run_stage(map_document, deps, kb.tenant_id, kb.id, doc.id, op.id) == "mapped"
+    assert map_document(kb.tenant_id, kb.id, doc.id, op.id, deps) == "mapped"
     assert deps.docs.sample_not_written(kb.id) == []
 
 

@@ -313,7 +313,6 @@ def test_kbwiki_serve_on_a_busy_port_is_one_line_and_exit_1(database_url, tmp_pa
 
 
 def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps):  # noqa: F811 (the fixture)
-    from actors.deps import run_stage
     from repos.knowledge import DocumentRepository
     from repos.pending_ops import TaskPendingOpsRepository
     from stages.requeue import requeue_dead_letter
@@ -323,7 +322,7 @@ def test_requeue_button_puts_the_document_back_in_its_lane(clean_db, wiki, deps)
         clean_db,
         tenant_id=1,
         ops_token=TOKEN,
-        requeue=lambda i, t: run_stage(requeue_dead_letter, deps, i, tenant_id=t),
+        requeue=lambda i, t: requeue_dead_letter(i, deps, tenant_id=t),
     )
     with serving(app) as base, httpx.Client(base_url=base, timeout=HTTP_TIMEOUT_S) as c:
         c.post("/ops/login", data={"token": TOKEN})

@@ -21,7 +21,7 @@ import pytest
 
 from kbwiki.web.app import create_app
 from repos.dead_letters import TaskDeadLetterRepository
-from repos.knowledge import KnowledgeBaseRepository
+from stages.deps import build_deps
 from tests.support.web import build_wiki, free_port, serving
 from wiki.cursor import encode_cursor
 
@@ -350,16 +350,12 @@ def test_sign_out_needs_its_forms_csrf_token(base):
 
 
 # -- 8. KB names in Markdown ------------------------------------------------------------------
-def test_a_kb_name_with_markdown_link_syntax_is_text_on_its_index(base, clean_db):
-    from repos.pages import WikiPageRepository
-    from repos.pending_ops import TaskPendingOpsRepository
+def test_a_kb_name_with_markdown_link_syntax_is_text_on_its_index(base, clean_db, settings):
     from stages.index import rebuild_index
 
-    kbs = KnowledgeBaseRepository(clean_db)
-    kb = kbs.get_or_create(1, "[click me](https://attacker.example/x) **bold**")
-    rebuild_index(
-        1, kb.id, pool=clean_db, kbs=kbs, ops=TaskPendingOpsRepository(clean_db), pages=WikiPageRepository(clean_db)
-    )
+    deps = build_deps(settings, pool=clean_db)
+    kb = deps.kbs.get_or_create(1, "[click me](https://attacker.example/x) **bold**")
+    rebuild_index(1, kb.id, deps)
     with _client(base) as c:
         home = c.get(f"/kb/{kb.id}").text
     assert "attacker.example" in home  # the name is shown, as text

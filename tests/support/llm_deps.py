@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.deps import Deps, build_deps
 from repos.pending_ops import PendingOp
+from stages.deps import Deps, build_deps
 from wiki.extract.llm import LLMExtractor
 from wiki.lanes import INGEST, SCOPE_KB
 from wiki.llm_config import config_from_settings

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from actors.deps import run_stage
-
 
 def submit_all(deps, kb, docs) -> list[str]:
     """Submit ``docs`` (``kbwiki.corpus.CorpusDoc``: title, text, source_uri) to ``kb`` as a producer
@@ -14,8 +12,7 @@ def submit_all(deps, kb, docs) -> list[str]:
 
     ids = []
     for doc in docs:
-        result = run_stage(
-            submit_document,
+        result = submit_document(
             deps,
             tenant_id=kb.tenant_id,
             knowledge_base_id=kb.id,
@@ -44,24 +41,24 @@ def settle(deps, kb, max_rounds: int = 50, leads: bool = True) -> None:
     from wiki.lanes import BACKLINK, FINALIZE, INGEST, LEAD, OP_INGEST, REDUCE, SCOPE_KB
 
     for _ in range(max_rounds):
-        run_stage(pump_ingest_lane, deps, kb.tenant_id, kb.id)
+        pump_ingest_lane(kb.tenant_id, kb.id, deps)
         for op in deps.ops.peek(INGEST, SCOPE_KB, kb.id, 1000):
             if op.claimed_at is not None and op.op == OP_INGEST:
-                run_stage(map_document, deps, kb.tenant_id, kb.id, op.dedup_key, op.id)
+                map_document(kb.tenant_id, kb.id, op.dedup_key, op.id, deps)
         while deps.ops.pending_count(REDUCE, SCOPE_KB, kb.id):
-            result = run_stage(run_reduce_batch, deps, kb.tenant_id, kb.id)
+            result = run_reduce_batch(kb.tenant_id, kb.id, deps)
             if not (result.documents or result.retracted or result.failed):
                 break
         while leads and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id):
-            if not run_stage(run_leads, deps, kb.tenant_id, kb.id).claimed:
+            if not run_leads(kb.tenant_id, kb.id, deps).claimed:
                 break  # paused, dropped or backing off
         while deps.ops.pending_count(BACKLINK, SCOPE_KB, kb.id):
-            if not run_stage(run_backlink, deps, kb.tenant_id, kb.id).claimed:
+            if not run_backlink(kb.tenant_id, kb.id, deps).claimed:
                 break  # waiting for the documents still being mapped
         while deps.ops.pending_count(FINALIZE, SCOPE_KB, kb.id):
-            if not run_stage(run_crosslink, deps, kb.tenant_id, kb.id).claimed:
+            if not run_crosslink(kb.tenant_id, kb.id, deps).claimed:
                 break  # waiting for the documents still being mapped
-        run_stage(rebuild_index, deps, kb.tenant_id, kb.id)
+        rebuild_index(kb.tenant_id, kb.id, deps)
         waiting = (LEAD, BACKLINK, FINALIZE) if not leads and deps.ops.pending_count(LEAD, SCOPE_KB, kb.id) else ()
         if lane_rows(deps, kb.id) == sum(deps.ops.pending_count(lane, SCOPE_KB, kb.id) for lane in waiting):
             return

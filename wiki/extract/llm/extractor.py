@@ -248,7 +248,7 @@ class LLMExtractor:
 
     def use_limiter(self, limiter: RateLimiter) -> None:
         """Take every request of this extractor and its per-KB variants through ``limiter`` (the
-        shared rate limit, wired by ``actors.deps``)."""
+        shared rate limit, wired by ``stages.deps``)."""
         with self._lock:
             self.client.limiter = limiter
             for variant in self._variants.values():

@@ -3,7 +3,7 @@
 ``ChatClient`` asks its ``RateLimiter`` for a ``Lease`` before each HTTP request (each tenacity
 try included) and releases it after, with the tokens the call really used and whether the
 endpoint answered 429. ``wiki`` holds only this protocol and the do-nothing ``UNLIMITED``; the
-Redis implementation is ``repos.rate_limit.RedisRateLimiter`` (wired by ``actors.deps``).
+Redis implementation is ``repos.rate_limit.RedisRateLimiter`` (wired by ``stages.deps``).
 
 The limit's key is the endpoint and the model (``model_key``); the share a caller draws from is
 its knowledge base, set around a document's calls with ``sharing(kb_id)`` (a context variable,

@@ -1,16 +1,15 @@
 """The process-wide repositories, Redis client, extractor and settings, built once from settings.
 
-Actors fetch them with ``get_deps()`` and pass the fields a stage names (``stages``); tests and
-commands build their own with ``build_deps`` on their database and Redis prefix.
+Every stage entry point takes one ``Deps`` (``*_step(tenant_id, knowledge_base_id, ..., deps)``);
+actors fetch the process's with ``get_deps()``; tests and commands build their own with
+``build_deps`` on their database and Redis prefix.
 """
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 import redis
 from psycopg_pool import ConnectionPool
@@ -36,7 +35,7 @@ from wiki.settings import Settings, get_settings
 
 @dataclass
 class Deps:
-    """Repositories, Redis client, extractor and settings of one process; stages take its fields by name."""
+    """Repositories, Redis client, extractor and settings of one process: the context every stage takes."""
 
     settings: Settings
     pool: ConnectionPool
@@ -126,24 +125,3 @@ def set_deps(deps: Deps | None) -> None:
     global _deps
     with _lock:
         _deps = deps
-
-
-T = TypeVar("T")
-
-
-def run_stage(stage: Callable[..., T], deps: Deps, *args: Any, **kwargs: Any) -> T:
-    """``stage(*args, **kwargs)`` plus every keyword-only parameter of ``stage`` that names a field of
-    ``deps`` (``extractor_name`` is ``deps.extractor.name``), unless ``kwargs`` gives it.
-
-    A stage's signature says which repositories it uses; this is how actors, commands, benchmarks
-    and tests hand it those from one ``Deps``. Raises ``TypeError`` (from the call) when a
-    parameter the stage needs is neither a field of ``deps`` nor in ``kwargs``."""
-    params = inspect.signature(stage).parameters
-    fields = {
-        name: getattr(deps, name)
-        for name, param in params.items()
-        if name not in kwargs and param.kind is inspect.Parameter.KEYWORD_ONLY and hasattr(deps, name)
-    }
-    if "extractor_name" in params and "extractor_name" not in kwargs:
-        fields["extractor_name"] = deps.extractor.name
-    return stage(*args, **fields, **kwargs)
