@@ -1,5 +1,5 @@
 """The ``kbwiki`` command: migrate, worker, ingest, status, export, demo; dead-letters, delete,
-delete-kb, lint, mcp, resume, serve, up, down, kbs, documents, history and revert live in their own
+config, delete-kb, lint, mcp, resume, serve, up, down, kbs, documents, history and revert live in their own
 ``*_cmd`` modules, registered at the end of this one.
 
 Every command reads settings from the environment. With DATABASE_URL and REDIS_URL unset it uses
@@ -272,6 +272,7 @@ def demo(kb_name: str, out_dir: Path, processes: int, threads: int, force: bool)
 
 # Each module registers its commands on ``main`` (``kbwiki.command``) when imported.
 from kbwiki import (  # noqa: E402,F401
+    config_cmd,
     dead_letters_cmd,
     delete_cmd,
     lint_cmd,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from psycopg import Connection
 from psycopg.types.json import Jsonb
@@ -151,8 +151,21 @@ class KnowledgeBaseRepository:
 
     def set_wiki_config(self, kb_id: str, config: dict) -> None:
         """Store per-KB tunables (validate with ``wiki.models.WikiConfig`` first)."""
+        self.update_wiki_config(kb_id, lambda _: config)
+
+    def update_wiki_config(self, kb_id: str, change: Callable[[dict], dict]) -> dict | None:
+        """Store ``change(current)`` as the live KB's ``wiki_config``, the row locked meanwhile so
+        two concurrent changes both land; returns what was stored, None when no live KB has the id.
+        Whatever ``change`` raises propagates and nothing is written."""
         with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT wiki_config FROM knowledge_bases WHERE id = %s AND deleted_at IS NULL FOR UPDATE", (kb_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            config = change(row["wiki_config"] or {})
             conn.execute("UPDATE knowledge_bases SET wiki_config = %s WHERE id = %s", (Jsonb(config), kb_id))
+        return config
 
 
 #: The live document of a (KB, source_uri), locked until the transaction ends.
