@@ -121,19 +121,7 @@ def revert(kb_name: str, tenant: int, slug: str, version: int) -> None:
     with services():
         deps = command_deps()
         kb = find_kb(deps, tenant, kb_name)
-        done = revert_page(
-            kb.tenant_id,
-            kb.id,
-            slug,
-            version,
-            pool=deps.pool,
-            kbs=deps.kbs,
-            pages=deps.pages,
-            revisions=deps.revisions,
-            ops=deps.ops,
-            redis=deps.redis,
-            settings=deps.settings,
-        )
+        done = revert_page(kb.tenant_id, kb.id, slug, version, deps)
     click.echo(
         f"reverted {slug} to version {done.version}: it is version {done.new_version} now (cross-linking queued)"
     )

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis as redis_lib
 from psycopg_pool import ConnectionPool
 
 from repos.knowledge import KnowledgeBaseRepository
@@ -32,13 +31,13 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from repos.revisions import PageRevisionRepository
 from stages.crosslink import enqueue_touched
-from stages.triggers import send_trigger
+from stages.deps import Deps
+from stages.triggers import Triggers
 from wiki.errors import KnowledgeBaseDeleted, RevertRefused, UnknownPage
 from wiki.lanes import Actor
 from wiki.models import SourceRef
 from wiki.plural import counted
 from wiki.revisions import MAX_REF_CHANGES, Writer, sources_at, written_by
-from wiki.settings import Settings
 
 #: Documents a refusal names (of those deleted since the version): the rest are counted.
 NAMED_DOCUMENTS = 3
@@ -53,7 +52,7 @@ class Reverted:
     new_version: int
 
 
-def revert_page(
+def write_revert(
     tenant_id: int,
     knowledge_base_id: str,
     slug: str,
@@ -64,12 +63,11 @@ def revert_page(
     pages: WikiPageRepository,
     revisions: PageRevisionRepository,
     ops: TaskPendingOpsRepository,
-    redis: redis_lib.Redis | None = None,
-    settings: Settings | None = None,
 ) -> Reverted:
     """Write version ``version`` of the tenant's live page ``slug`` as its new version, in one
-    transaction (see the module docstring), and queue the page for cross-linking; with ``redis``
-    and ``settings``, cross-linking is triggered at once (else a worker's sweeper finds the op).
+    transaction (see the module docstring), and queue the page for cross-linking (a worker's
+    sweeper finds the op; :func:`revert_page` also triggers it). The web view calls this: it holds
+    no broker.
 
     Raises ``UnknownKnowledgeBase`` (the tenant has no such live KB), ``KnowledgeBaseDeleted``
     (deleted meanwhile), ``UnknownPage`` (no live page ``slug``, or no kept version ``version``)
@@ -126,9 +124,25 @@ def revert_page(
         reverted = page.model_copy(update={"content": target.content, "source_refs": refs})
         new_version = pages.save_many([reverted], conn=conn, written_by=written_by(Writer.revert, version))[slug]
         enqueue_touched(kb, [slug], ops=ops, conn=conn)
-    if redis is not None and settings is not None:
-        send_trigger(Actor.crosslink, redis=redis, settings=settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
     return Reverted(slug, version, new_version)
+
+
+def revert_page(tenant_id: int, knowledge_base_id: str, slug: str, version: int, deps: Deps) -> Reverted:
+    """:func:`write_revert` with ``deps``'s repositories, then cross-linking triggered at once
+    (``kbwiki revert``). Raises what ``write_revert`` raises."""
+    done = write_revert(
+        tenant_id,
+        knowledge_base_id,
+        slug,
+        version,
+        pool=deps.pool,
+        kbs=deps.kbs,
+        pages=deps.pages,
+        revisions=deps.revisions,
+        ops=deps.ops,
+    )
+    Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings).send(Actor.crosslink)
+    return done
 
 
 def _titles(refs: list[SourceRef], ids: set[str]) -> str:

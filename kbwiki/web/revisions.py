@@ -9,7 +9,7 @@ revert button behind the operations sign-in.
   inert;
 - ``/ops/kb/<id>/revert/<slug>?version=V``: what reverting to V changes, and for a signed-in
   operator the button; the form posts to the same path with the session's CSRF token
-  (``kbwiki.web.ops``), and the revert is ``stages.revert.revert_page``, the command's own.
+  (``kbwiki.web.ops``), and the revert is ``stages.revert.write_revert``, the command's own.
 
 The revert lives under ``/ops`` because the session cookie is sent there only. Reading needs no
 sign-in, like every page; every route finds the KB among the tenant's (another tenant's is a 404).
@@ -33,7 +33,7 @@ from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from repos.revisions import MAX_READ, PageRevisionRepository
-from stages.revert import Reverted, revert_page
+from stages.revert import Reverted, write_revert
 from wiki.errors import KnowledgeBaseDeleted, RevertRefused, UnknownKnowledgeBase, UnknownPage
 from wiki.models import KnowledgeBase, Page, SourceRef
 from wiki.revisions import diff_lines, sources_at, sources_diff
@@ -64,7 +64,7 @@ def store_revert(pool: ConnectionPool, revisions_keep: int) -> Revert:
     revisions, ops = PageRevisionRepository(pool), TaskPendingOpsRepository(pool)
 
     def revert(tenant_id: int, kb_id: str, slug: str, version: int) -> Reverted:
-        return revert_page(
+        return write_revert(
             tenant_id, kb_id, slug, version, pool=pool, kbs=kbs, pages=pages, revisions=revisions, ops=ops
         )
 

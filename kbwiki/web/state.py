@@ -31,7 +31,7 @@ from wiki.models import KnowledgeBase
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
 Requeue = Callable[[int, int], str]
 
-#: ``revert(tenant_id, kb_id, slug, version) -> Reverted``; raises what ``revert_page`` raises.
+#: ``revert(tenant_id, kb_id, slug, version) -> Reverted``; raises what ``stages.revert.write_revert`` raises.
 Revert = Callable[[int, str, str, int], Reverted]
 
 

@@ -46,19 +46,7 @@ def _reduce(deps, kb) -> None:
 
 
 def _revert(deps, kb, slug: str, version: int, tenant: int = 1):
-    return revert_page(
-        tenant,
-        kb.id,
-        slug,
-        version,
-        pool=deps.pool,
-        kbs=deps.kbs,
-        pages=deps.pages,
-        revisions=deps.revisions,
-        ops=deps.ops,
-        redis=deps.redis,
-        settings=deps.settings,
-    )
+    return revert_page(tenant, kb.id, slug, version, deps)
 
 
 def _lint(deps, kb):
