@@ -156,7 +156,7 @@ def main() -> None:
     probe = KbProbe(os.environ["DATABASE_URL"], kb_id)
     texts = {kid: normalise(content) for kid, content in probe.contents().items()}
     facts = probe.item_facts()
-    quotes = [(kid, q) for f in facts for kid, fact in f.items() for q in fact.get("evidence", [])]
+    quotes = [(kid, q) for f in facts for kid, fact in f.items() for q in fact.evidence]
     found = sum(q in texts.get(kid, "") for kid, q in quotes)
     calls, tokens = list(recorder.calls.values()), list(recorder.tokens.values())
     print(f"kbwiki ingest --wait exit code: {ingest.returncode}; wall time {elapsed:.1f} s for {args.docs} files")

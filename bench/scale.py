@@ -127,7 +127,7 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
     """Create KB ``name`` with pages for ``corpus`` unless it already has them; returns its id."""
     from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
     from repos.pages import WikiPageRepository
-    from wiki.models import Page, SourceRef
+    from wiki.models import Fact, Page, SourceRef
     from wiki.render import render_item_page, render_summary_page
     from wiki.slugs import slugify, summary_slug
 
@@ -151,13 +151,13 @@ def build_kb(pool, name: str, corpus: list[tuple[str, str, Extraction]]) -> str:
             entry = items.setdefault(slug, {"title": it.name, "type": it.kind, "facts": {}, "refs": {}})
             entry["refs"][doc.id] = title
             if len(entry["facts"]) < 20:
-                entry["facts"][doc.id] = {
-                    "doc_title": title,
-                    "summary_slug": s_slug,
-                    "description": it.description,
-                    "evidence": it.evidence,
-                    "seq": len(entry["facts"]) + 1,
-                }
+                entry["facts"][doc.id] = Fact(
+                    doc_title=title,
+                    summary_slug=s_slug,
+                    description=it.description,
+                    evidence=it.evidence,
+                    seq=len(entry["facts"]) + 1,
+                )
             links.append((it.kind, slug, it.name, it.description))
         pages.append(
             Page(

@@ -50,6 +50,7 @@ from kbwiki.outage import RETRY_TEXT, SERVER_AWAY
 from kbwiki.reader import Reader
 from repos.web import WebRepository
 from wiki.errors import BadInput, NotFound, UnknownKnowledgeBase
+from wiki.models import Fact
 
 #: The server's name in the MCP handshake (``serverInfo``).
 SERVER_NAME = "kbwiki"
@@ -320,10 +321,7 @@ def build_server(pool: ConnectionPool, tenant_id: int) -> MCPServer:
                 title=s.title,
                 source_uri=s.source_uri,
                 status=s.status,
-                evidence=[
-                    str(e)[:EVIDENCE_CHARS]
-                    for e in facts.get(s.knowledge_id, {}).get("evidence", [])[:EVIDENCE_SENTENCES]
-                ],
+                evidence=[e[:EVIDENCE_CHARS] for e in facts.get(s.knowledge_id, Fact()).evidence[:EVIDENCE_SENTENCES]],
             )
             for s in found.items
         ]

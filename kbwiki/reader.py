@@ -28,7 +28,7 @@ from wiki.cursor import decode_cursor, encode_cursor
 from wiki.errors import BadInput, UnknownDocument, UnknownKnowledgeBase, UnknownPage, error_headline
 from wiki.links import out_link_slugs
 from wiki.lint import LintReport
-from wiki.models import KnowledgeBase, PageLite, PageType, page_type_or_none
+from wiki.models import Fact, KnowledgeBase, PageLite, PageType, page_type_or_none
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -212,7 +212,7 @@ class Reader:
             raise UnknownDocument(f"no document {knowledge_id!r} in knowledge base {kb.id!r}")
         evidence: list[str] = []
         if page is not None and (cited := self.web.page(self.tenant_id, kb.id, page)) is not None:
-            evidence = [str(s) for s in cited.facts.get(doc.id, {}).get("evidence", [])]
+            evidence = cited.facts.get(doc.id, Fact()).evidence
         return DocumentEvidence(
             id=doc.id,
             title=doc.title,

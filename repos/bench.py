@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from wiki.errors import DatabaseUnreachable
+from wiki.models import Fact
 
 #: Tables holding a KB's rows by ``knowledge_base_id`` (``task_pending_ops`` holds them by ``scope_id``).
 _KB_TABLES = (
@@ -267,11 +268,11 @@ class KbProbe:
                 for r in conn.execute("SELECT id, content FROM knowledges WHERE knowledge_base_id = %s", (self.kb_id,))
             }
 
-    def item_facts(self) -> list[dict[str, Any]]:
-        """The ``facts`` (``{document id: {"evidence": [...], ...}}``) of every live entity and concept page."""
+    def item_facts(self) -> list[dict[str, Fact]]:
+        """The ``facts`` ({document id: ``Fact``}) of every live entity and concept page."""
         with self._conn() as conn:
             return [
-                r["facts"]
+                {k: Fact.model_validate(v) for k, v in r["facts"].items()}
                 for r in conn.execute(
                     "SELECT facts FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL"
                     " AND page_type IN ('entity', 'concept')",

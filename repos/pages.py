@@ -18,7 +18,7 @@ from repos.revisions import LOCK_PAGES_SQL, SAVE_PAGES_SQL, SAVE_PARAMS, PageRev
 from wiki.dedup import link_phrases, name_key
 from wiki.errors import BadInput
 from wiki.links import out_link_slugs
-from wiki.models import ITEM_TYPES, Page, PageLite, PageStatus
+from wiki.models import ITEM_TYPES, Page, PageLite, PageStatus, facts_json
 
 LITE_COLUMNS = "slug, title, page_type, status, aliases"
 MAX_RECENT = 1000
@@ -473,7 +473,7 @@ class WikiPageRepository:
                 "summary": p.summary,
                 "aliases": p.aliases,
                 "source_refs": [r.model_dump() for r in p.source_refs],
-                "facts": p.facts,
+                "facts": facts_json(p.facts),
                 "name_key": page_name_key(p),
                 "lead": p.lead,
                 "lead_key": p.lead_key,
@@ -587,7 +587,7 @@ class WikiPageRepository:
                             p.summary,
                             Jsonb(p.aliases),
                             Jsonb([r.model_dump() for r in p.source_refs]),
-                            Jsonb(p.facts),
+                            Jsonb(facts_json(p.facts)),
                             page_name_key(p),
                             p.lead,
                             p.lead_key,

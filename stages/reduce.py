@@ -44,7 +44,7 @@ from wiki.errors import FenceLost, LockLost, error_text
 from wiki.lanes import BACKLINK, INGEST, LEAD, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.links import rewrite_links
 from wiki.merge import keep_lead, lead_due
-from wiki.models import ITEM_TYPES, RETRACTED, DocStatus, Document, Extraction, Page, PageType, SourceRef
+from wiki.models import ITEM_TYPES, RETRACTED, DocStatus, Document, Extraction, Fact, Page, PageType, SourceRef
 from wiki.plural import counted
 from wiki.render import render_summary_page
 from wiki.revisions import Writer, written_by
@@ -251,7 +251,7 @@ def _summary_page(kb, doc: Document, extraction: Extraction, slug: str, slug_of:
         content=render_summary_page(extraction, doc.source_uri, links),
         summary=extraction.summary,
         source_refs=[SourceRef(knowledge_id=doc.id, title=doc.title)],
-        facts={doc.id: {"links": [list(entry) for entry in links]}},  # as jsonb gives it back
+        facts={doc.id: Fact(links=links)},
     )
 
 

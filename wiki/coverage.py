@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from wiki.dedup import is_code_name, name_key
 from wiki.extract import lexicon
-from wiki.models import Document, ExtractedItem, Extraction
+from wiki.models import Document, ExtractedItem, Extraction, Fact
 from wiki.render import lead_rank
 from wiki.slugs import has_cjk, slugify
 
@@ -325,25 +325,24 @@ def best(rows: Iterable[MentionRow], limit: int = MAX_QUOTES) -> list[MentionRow
     return [r for i, r in enumerate(ordered) if r.rank or i < MENTION_QUOTES][:limit]
 
 
-def facts_of(rows: list[MentionRow]) -> dict[str, dict]:
+def facts_of(rows: list[MentionRow]) -> dict[str, Fact]:
     """``wiki_pages.facts`` of a page from its best rows (``best``), numbered in that order: the
     lead is the first description, the quotes the rows' own quotes (``wiki.render.render_item_page``)."""
-    facts: dict[str, dict] = {}
-    for seq, row in enumerate(rows, 1):
-        # a lead the extractor wrote ("`Directory` is a class of ...") is no sentence of the
-        # document: only the rows' own sentences are quoted
-        quotes = list(row.quotes)
-        facts[row.knowledge_id] = {
-            "doc_title": row.doc_title,
-            "summary_slug": row.summary_slug,
-            "description": row.lead,
-            "evidence": quotes,
-            "name": row.name,
-            "aliases": list(row.aliases),
-            "kind": row.kind,
-            "seq": seq,
-        }
-    return facts
+    # a lead the extractor wrote ("`Directory` is a class of ...") is no sentence of the document:
+    # only the rows' own sentences are quoted
+    return {
+        row.knowledge_id: Fact(
+            doc_title=row.doc_title,
+            summary_slug=row.summary_slug,
+            description=row.lead,
+            evidence=row.quotes,
+            name=row.name,
+            aliases=row.aliases,
+            kind=row.kind,
+            seq=seq,
+        )
+        for seq, row in enumerate(rows, 1)
+    }
 
 
 #: Pages sharing a bare name that get a disambiguation page.

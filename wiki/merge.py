@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from wiki.models import ITEM_TYPES, MAX_SUMMARY_CHARS, Page, PageType
+from wiki.models import ITEM_TYPES, MAX_SUMMARY_CHARS, Fact, Page, PageType
 from wiki.render import lead_inputs, lead_key, ordered_facts, with_lead
 from wiki.slugs import normalize_name, slugify
 
@@ -92,8 +92,8 @@ def lead_due(page: Page) -> tuple[list[str], str] | None:
     return (inputs, key) if key and page.lead_key != key else None
 
 
-def item_summary(facts: dict[str, dict], lead: str) -> str:
+def item_summary(facts: Mapping[str, Fact], lead: str) -> str:
     """An entity/concept page's one-line summary: its model-written lead, else its first
     contribution's description (``MAX_SUMMARY_CHARS`` at most)."""
-    first = next((f for _, f in ordered_facts(facts) if f.get("description")), {})
-    return (lead or first.get("description", ""))[:MAX_SUMMARY_CHARS]
+    first = next((f.description for f in ordered_facts(facts) if f.description), "")
+    return (lead or first)[:MAX_SUMMARY_CHARS]

@@ -264,6 +264,33 @@ class SourceRef(BaseModel):
     title: str
 
 
+class Fact(BaseModel):
+    """One document's contribution to a page (``Page.facts``: {knowledge id: Fact}), so the page
+    can be rendered again from its remaining sources. An entity/concept page's
+    (``wiki.coverage.facts_of``): the document's ``doc_title`` and ``summary_slug`` (what its
+    quotes cite), its ``description`` of the subject ("" none), ``evidence`` (its sentences the page
+    quotes), the ``name``, ``aliases`` and ``kind`` it gives it, and ``seq`` (place on the page, 1
+    first). A summary page's: ``links`` (kind, slug, display, description) to the item pages it
+    lists (``wiki.render.render_summary_page``). Stored by ``facts_json``; a field a stored fact
+    lacks reads as its default (0 for the ``seq`` of rows older than it)."""
+
+    doc_title: str = ""
+    summary_slug: str = ""
+    description: str = ""
+    evidence: list[str] = Field(default_factory=list)
+    name: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    kind: str = ""
+    seq: int = 0
+    links: list[tuple[str, str, str, str]] = Field(default_factory=list)
+
+
+def facts_json(facts: dict[str, Fact]) -> dict[str, dict]:
+    """``facts`` as ``wiki_pages.facts`` stores them: each fact without its defaulted fields, so a
+    summary page's holds only its ``links`` and a page cited by many documents stays small."""
+    return {k: f.model_dump(exclude_defaults=True) for k, f in facts.items()}
+
+
 class PageLite(BaseModel):
     """The narrow view of a page used for link resolution and dedup (no content)."""
 
@@ -286,7 +313,7 @@ class Page(PageLite):
     content: str
     summary: str = ""
     source_refs: list[SourceRef] = Field(default_factory=list)
-    facts: dict[str, dict] = Field(default_factory=dict)
+    facts: dict[str, Fact] = Field(default_factory=dict)
     #: The lead a model wrote from the page's first contributions, and their ``wiki.render.lead_key``
     #: ("" and "": none; the page opens with ``wiki.render.best_lead``).
     lead: str = ""

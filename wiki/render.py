@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from wiki.models import Extraction, Page, PageLite
+from wiki.models import Extraction, Fact, Page, PageLite
 from wiki.plural import counted
 
 #: Quotes an entity or concept page shows (from as many documents, one each first).
@@ -61,9 +61,9 @@ def link(slug: str, display: str) -> str:
     return f"[[{slug}|{clean}]]"
 
 
-def ordered_facts(facts: dict[str, dict]) -> list[tuple[str, dict]]:
-    """Per-source facts in the order sources were added (jsonb does not keep key order)."""
-    return sorted(facts.items(), key=lambda kv: (kv[1].get("seq", 0), kv[0]))
+def ordered_facts(facts: Mapping[str, Fact]) -> list[Fact]:
+    """Per-source facts in the order sources were added (``Fact.seq``; jsonb keeps no key order)."""
+    return [facts[k] for k in sorted(facts, key=lambda k: (facts[k].seq, k))]
 
 
 def lead_rank(description: str) -> int:
@@ -75,21 +75,21 @@ def lead_rank(description: str) -> int:
     return 1 if _DEFINES_WHAT_IT_DOES.search(description) else 0
 
 
-def _lead_source(ordered: list[tuple[str, dict]], description: str) -> tuple[str, str] | None:
+def _lead_source(ordered: list[Fact], description: str) -> tuple[str, str] | None:
     """(summary slug, document title) of the contribution ``description`` (a page's lead) came
     from, or None."""
-    return next(((f["summary_slug"], f["doc_title"]) for _, f in ordered if f.get("description") == description), None)
+    return next(((f.summary_slug, f.doc_title) for f in ordered if f.description == description), None)
 
 
-def first_lead(facts: dict[str, dict]) -> str:
+def first_lead(facts: Mapping[str, Fact]) -> str:
     """The page's lead among its contributions: the first description in their order
     (``ordered_facts``: the best rows first, ``wiki.coverage.MentionRow.order``, so the strongest
     definition of the document that says most of the subject), else the first quote (a hub name
     no sentence describes, ``wiki.coverage.NAME_HUB_DOCS``). "" when there is neither."""
     ordered = ordered_facts(facts)
-    described = next((f["description"] for _, f in ordered if f.get("description")), "")
+    described = next((f.description for f in ordered if f.description), "")
     # a name no document says anything of as its subject: the most central sentence naming it
-    return described or next((f["evidence"][0] for _, f in ordered if f.get("evidence")), "")
+    return described or next((f.evidence[0] for f in ordered if f.evidence), "")
 
 
 #: Contributions a model-written lead is written from: the page's first ones (``ordered_facts``,
@@ -100,16 +100,16 @@ LEAD_SOURCES = 4
 LEAD_QUOTE_CHARS = 160
 
 
-def lead_inputs(facts: dict[str, dict]) -> list[str]:
+def lead_inputs(facts: Mapping[str, Fact]) -> list[str]:
     """What a model lead of the page is written from: for each of its first ``LEAD_SOURCES``
     contributions that has a description, "description" or "description (quote)", one line each,
     at most about 400 characters each (descriptions are bounded by the extractor's schema)."""
     lines: list[str] = []
-    for _, fact in ordered_facts(facts):
-        description = " ".join(fact.get("description", "").split())
+    for fact in ordered_facts(facts):
+        description = " ".join(fact.description.split())
         if not description:
             continue
-        quote = " ".join((fact.get("evidence") or [""])[0].split())[:LEAD_QUOTE_CHARS]
+        quote = " ".join((fact.evidence or [""])[0].split())[:LEAD_QUOTE_CHARS]
         line = f"{description} (quoted: {quote})" if quote else description
         if line not in lines:
             lines.append(line)
@@ -137,17 +137,17 @@ class LinkSection(NamedTuple):
 
 
 def render_item_page(
-    title: str, facts: dict[str, dict], aliases: Sequence[str], lead: str = "", sections: Sequence[LinkSection] = ()
+    title: str, facts: Mapping[str, Fact], aliases: Sequence[str], lead: str = "", sections: Sequence[LinkSection] = ()
 ) -> str:
     """An entity or concept page: what it is, what the sources say (cited), and its link lists.
 
-    ``facts`` maps knowledge id -> {doc_title, summary_slug, description, evidence[]} in the order
-    of their ``seq`` (the best rows first). The lead is ``lead`` (a model's, written from
-    ``lead_inputs``) or else ``first_lead``; then up to ``QUOTES_SHOWN`` quotes, one per document
-    first (a second one of each only when fewer documents have one), each as the extractor found
-    it with its document cited; then ``sections`` (members, what it is a member of, related pages)
-    as lists whose links cross-linking keeps (``listed_link_starts``). Which documents mention the
-    page is not part of it: that list grows with the KB, so readers show it from the mention index.
+    ``facts`` maps knowledge id -> ``Fact``, in the order of their ``seq`` (the best rows first).
+    The lead is ``lead`` (a model's, written from ``lead_inputs``) or else ``first_lead``; then up
+    to ``QUOTES_SHOWN`` quotes, one per document first (a second one of each only when fewer
+    documents have one), each as the extractor found it with its document cited; then ``sections``
+    (members, what it is a member of, related pages) as lists whose links cross-linking keeps
+    (``listed_link_starts``). Which documents mention the page is not part of it: that list grows
+    with the KB, so readers show it from the mention index.
     """
     ordered = ordered_facts(facts)
     description = lead or first_lead(facts)
@@ -156,10 +156,9 @@ def render_item_page(
         lines += ["**Also known as:** " + ", ".join(neutral(a) for a in aliases), ""]
     quotes: list[str] = []
     for depth in range(MAX_EVIDENCE_PER_SOURCE):
-        for _, fact in ordered:
-            evidence = fact.get("evidence", [])
-            if depth < len(evidence) and len(quotes) < QUOTES_SHOWN:
-                quotes.append(f"- {neutral(evidence[depth])} ({link(fact['summary_slug'], fact['doc_title'])})")
+        for fact in ordered:
+            if depth < len(fact.evidence) and len(quotes) < QUOTES_SHOWN:
+                quotes.append(f"- {neutral(fact.evidence[depth])} ({link(fact.summary_slug, fact.doc_title)})")
     if quotes:
         lines += ["## What the sources say", "", *quotes, ""]
     elif not lead and (source := _lead_source(ordered, description)):

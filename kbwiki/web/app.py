@@ -62,7 +62,7 @@ from stages.requeue import requeue_dead_letter
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.dedup import name_key
 from wiki.errors import BadInput, DeadLetterNotFound, RequeueRefused, error_headline
-from wiki.models import ITEM_TYPES, KnowledgeBase, PageType, page_type_or_none
+from wiki.models import ITEM_TYPES, Fact, KnowledgeBase, PageType, page_type_or_none
 from wiki.plural import counted, noun
 
 HERE = Path(__file__).parent
@@ -166,7 +166,7 @@ def page_view(request: Request) -> Response:
     page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
     if page is None:
         raise HTTPException(404, "no such page")
-    sources = [(ref, page.facts.get(ref.knowledge_id, {})) for ref in page.source_refs[:200]]
+    sources = [(ref, page.facts.get(ref.knowledge_id, Fact())) for ref in page.source_refs[:200]]
     backlinks = s.web.backlinks(s.tenant_id, kb.id, page.slug)
     mentioned, mentioned_page, mentions = 0, 0, []
     if page.page_type in ITEM_TYPES:
@@ -314,7 +314,7 @@ def document_view(request: Request) -> Response:
     evidence_of = request.query_params.get("page")
     evidence = []
     if evidence_of and (cited := s.web.page(s.tenant_id, kb.id, evidence_of)) is not None:
-        evidence = list(cited.facts.get(doc.id, {}).get("evidence", []))
+        evidence = cited.facts.get(doc.id, Fact()).evidence
     return render(
         request,
         "document.html",

@@ -93,7 +93,7 @@ def test_worker_processes_write_pages_from_the_model_and_dead_letter_what_stays_
     for page in items:
         assert validate_item_name(page.title) == page.title
         for knowledge_id, fact in page.facts.items():
-            assert all(q in texts[knowledge_id] for q in fact["evidence"])
+            assert all(q in texts[knowledge_id] for q in fact.evidence)
     stats = deps.pages.link_stats(kb.id)
     assert stats["links"] > 0 and stats["dead_links"] == 0
     log = (tmp_path / "workers.log").read_text()

@@ -161,7 +161,7 @@ def test_a_document_whose_answer_is_mostly_typeset_quotes_gets_its_pages(setting
     assert not deps.dead_letters.list(tenant_id=1, scope_id=kb.id)
     pages = {p.title: p for p in pages_of(deps, kb)}
     assert {"Timer Wheel", "Worker Pool"} <= set(pages)
-    quotes = [q for fact in pages["Timer Wheel"].facts.values() for q in fact.get("evidence", [])]
+    quotes = [q for fact in pages["Timer Wheel"].facts.values() for q in fact.evidence]
     assert quotes and all("\u2019" not in q and "'" in q for q in quotes)  # the document's spelling
     assert_pages_valid(deps, kb)
 

@@ -30,6 +30,7 @@ from tests.support.llm_server import (
 )
 from tests.support.pipeline import settle
 from tests.support.web import serving
+from wiki.models import facts_json
 from wiki.slugs import INDEX_SLUG
 
 CORPUS = Path(__file__).parents[1] / "data" / "injection"
@@ -173,7 +174,8 @@ def test_the_injection_corpus_gives_no_page_alias_merge_or_sentence_it_asked_for
     for page in pages:
         if page.title.casefold() == "admin password":  # the document's own claim: its own page, never PostgreSQL's
             assert page.slug != "postgresql"
-        text = json.dumps([page.title, page.aliases, page.content, page.summary, page.lead, page.facts]).casefold()
+        fields = [page.title, page.aliases, page.content, page.summary, page.lead, facts_json(page.facts)]
+        text = json.dumps(fields).casefold()
         for payload in PAYLOADS:
             at = text.find(payload)
             assert at < 0, (page.slug, payload, text[max(0, at - 200) : at + 100])

@@ -69,7 +69,7 @@ def assert_pages_valid(deps, kb) -> None:
         if page.page_type in ("entity", "concept"):
             assert validate_item_name(page.title) == page.title
             for knowledge_id, fact in page.facts.items():
-                for quote in fact.get("evidence", []):
+                for quote in fact.evidence:
                     assert quote in texts[knowledge_id], (page.slug, quote)
 
 

@@ -111,7 +111,7 @@ def test_the_best_rows_and_the_page_facts_are_the_same_in_any_order_of_the_docum
     chosen = {tuple(r.knowledge_id for r in best(list(order))) for order in itertools.permutations(rows)}
     assert chosen == {("k2", "k1", "k4", "k0", "k3")}  # a definition first, the one saying most of it before
     facts = facts_of(best(rows))
-    assert [f["seq"] for f in facts.values()] == [1, 2, 3, 4, 5] and facts["k2"]["description"].startswith(
+    assert [f.seq for f in facts.values()] == [1, 2, 3, 4, 5] and facts["k2"].description.startswith(
         "Widget sentence 2"
     )
 
@@ -128,7 +128,7 @@ def test_documents_that_only_name_a_subject_fill_its_quotes_only_up_to_a_few():
 def test_a_lead_the_extractor_wrote_is_never_quoted_as_the_document_s_sentence():
     row = _rows(1, items=[_mention("x.Directory", rank=3, description="`Directory` is a class of `x`.")])
     facts = facts_of(best(row.values()))
-    assert facts["k1"]["description"] == "`Directory` is a class of `x`." and facts["k1"]["evidence"] == []
+    assert facts["k1"].description == "`Directory` is a class of `x`." and facts["k1"].evidence == []
 
 
 def test_a_page_takes_the_kind_of_the_row_its_lead_comes_from():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from wiki.merge import keep_lead, lead_due, new_page_slugs, title_and_aliases
-from wiki.models import Page
+from wiki.models import Fact, Page
 from wiki.render import lead_inputs, lead_key, render_item_page
 
 
@@ -22,7 +22,7 @@ def test_a_page_is_named_by_its_documents_names_and_keeps_the_others_as_aliases_
     assert title_and_aliases({("POSIX", True): 1}) == ("POSIX", [])
 
 
-def _page(facts: dict, **update) -> Page:
+def _page(facts: dict[str, Fact], **update) -> Page:
     content = render_item_page("Frob", facts, [])
     return Page(
         tenant_id=1,
@@ -37,13 +37,13 @@ def _page(facts: dict, **update) -> Page:
 
 
 FACTS = {
-    f"k{i}": {
-        "doc_title": f"D{i}",
-        "summary_slug": f"doc-d{i}",
-        "description": f"Frob is thing {i}.",
-        "evidence": [f"Frob is thing {i}."],
-        "seq": i,
-    }
+    f"k{i}": Fact(
+        doc_title=f"D{i}",
+        summary_slug=f"doc-d{i}",
+        description=f"Frob is thing {i}.",
+        evidence=[f"Frob is thing {i}."],
+        seq=i,
+    )
     for i in (1, 2)
 }
 
@@ -56,7 +56,7 @@ def test_a_model_lead_is_kept_only_while_the_first_contributions_it_was_written_
     kept = keep_lead(page, stored)
     assert kept.content.splitlines()[0] == "Frob is a thing of two sources." and kept.lead_key == due[1]
     assert lead_due(kept) is None
-    changed = _page({**FACTS, "k0": {**FACTS["k1"], "description": "Frob is thing zero.", "seq": 0}})
+    changed = _page({**FACTS, "k0": FACTS["k1"].model_copy(update={"description": "Frob is thing zero.", "seq": 0})})
     assert keep_lead(changed, stored) == changed  # its first contributions changed: the lead goes
     one = _page({"k1": FACTS["k1"]})
     assert lead_due(one) is None and keep_lead(one, stored) == one  # one source: nothing to synthesise

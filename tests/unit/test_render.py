@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wiki.links import parse_links
+from wiki.models import Fact
 from wiki.render import (
     MEMBERS,
     QUOTES_SHOWN,
@@ -30,14 +31,8 @@ def test_lead_rank_prefers_what_it_is_over_what_it_does_over_anything_else() -> 
     assert lead_rank("電波塔とは電波を送る塔である。") == 2
 
 
-def _fact(i: int, description: str, evidence: list[str]) -> dict:
-    return {
-        "doc_title": f"D{i}",
-        "summary_slug": f"doc-d{i}",
-        "description": description,
-        "evidence": evidence,
-        "seq": i,
-    }
+def _fact(i: int, description: str, evidence: list[str]) -> Fact:
+    return Fact(doc_title=f"D{i}", summary_slug=f"doc-d{i}", description=description, evidence=evidence, seq=i)
 
 
 def test_the_page_opens_with_the_first_description_and_quotes_each_source_once_first() -> None:
@@ -77,7 +72,7 @@ def test_a_model_lead_replaces_the_first_line_only() -> None:
 
 
 def test_a_page_with_no_quote_cites_the_document_of_its_lead() -> None:
-    fact = {"doc_title": "dataclasses", "summary_slug": "doc-dataclasses", "description": "`dataclasses` is a module."}
+    fact = Fact(doc_title="dataclasses", summary_slug="doc-dataclasses", description="`dataclasses` is a module.")
     facts = {"k1": fact}
     content = render_item_page("dataclasses", facts, [])
     assert content.splitlines()[0] == "`dataclasses` is a module. ([[doc-dataclasses|dataclasses]])"
