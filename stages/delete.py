@@ -20,7 +20,7 @@ from repos.coordination import set_tombstones, unmark
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.deps import Deps
-from stages.triggers import send_trigger
+from stages.triggers import Triggers
 from wiki.errors import UnknownKnowledgeBase
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
@@ -127,9 +127,7 @@ def delete_documents(
     if on_commit is not None:
         on_commit(results)
     if marked:
-        send_trigger(
-            Actor.reduce, redis=deps.redis, settings=deps.settings, tenant_id=kb.tenant_id, knowledge_base_id=kb.id
-        )
+        Triggers(kb.tenant_id, kb.id, deps.redis, deps.settings).send(Actor.reduce)
     return results
 
 

@@ -21,7 +21,7 @@ from repos.pending_ops import TaskPendingOpsRepository
 from stages import llm_gate
 from stages.delete import active_kb_or_drain
 from stages.deps import Deps
-from stages.triggers import clear_trigger, send_trigger
+from stages.triggers import Triggers
 from wiki.errors import LLMError, error_text
 from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB, Actor
@@ -144,15 +144,10 @@ def index_step(
 ) -> Page | None:
     """What ``wiki_rebuild_index`` does with a trigger: clear it, rebuild (:func:`rebuild_index`), and
     trigger again while index ops queued meanwhile are left."""
-    clear_trigger(Actor.index, knowledge_base_id, redis=deps.redis, settings=deps.settings)
+    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers.clear(Actor.index)
     page = rebuild_index(tenant_id, knowledge_base_id, deps)
     log.info("index.rebuilt", knowledge_base_id=knowledge_base_id, version=page.version if page else None)
     if page is not None and deps.ops.pending_count(INDEX, SCOPE_KB, knowledge_base_id):
-        send_trigger(
-            Actor.index,
-            redis=deps.redis,
-            settings=deps.settings,
-            tenant_id=tenant_id,
-            knowledge_base_id=knowledge_base_id,
-        )
+        triggers.send(Actor.index)
     return page

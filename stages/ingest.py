@@ -18,7 +18,7 @@ from repos.knowledge import REDO_STATUSES
 from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
 from stages.deps import Deps
-from stages.triggers import clear_trigger, send, send_trigger
+from stages.triggers import Triggers, send
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import MAX_TITLE_CHARS, DocStatus, Document
 from wiki.plural import counted
@@ -111,7 +111,7 @@ def store_document(
         if op is None:
             conn.rollback()
             return SubmitResult(None, SubmitStatus.skipped, "knowledge base was deleted")
-    send_trigger(Actor.ingest, redis=deps.redis, settings=deps.settings, tenant_id=tenant_id, knowledge_base_id=kb.id)
+    Triggers(tenant_id, kb.id, deps.redis, deps.settings).send(Actor.ingest)
     # said in the result too: a command logs to a file, and the user should see a cut document
     cut_to = f"cut to {deps.settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
     return SubmitResult(doc.id, SubmitStatus.queued, cut_to if was_cut else "")
@@ -201,13 +201,13 @@ def pump_ingest_lane(
         # (Redis away) stays tied to this message and comes back once it is acked (stages.message_claims).
         deps.ops.hand_on({i: t for i, t in sent.items() if t}, from_msg=current_message_tag())
     if retracts:
-        kb_ids = {"tenant_id": tenant_id, "knowledge_base_id": kb.id}
-        send_trigger(Actor.reduce, redis=deps.redis, settings=deps.settings, **kb_ids)
+        triggers = Triggers(tenant_id, kb.id, deps.redis, deps.settings)
+        triggers.send(Actor.reduce)
         if len(last_by_key) >= slots:
             # a retract holds no map slot: the slots it was claimed in are free again at once, and no
             # map will finish to pump the lane again (deleting 1,000 documents moved 6 retracts a
             # recovery sweep, every 30 s)
-            send_trigger(Actor.ingest, debounce=False, redis=deps.redis, settings=deps.settings, **kb_ids)
+            triggers.send(Actor.ingest, debounce=False)
     return len(maps)
 
 
@@ -218,7 +218,7 @@ def ingest_step(
 ) -> int:
     """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
     (:func:`pump_ingest_lane`); returns the map messages sent."""
-    clear_trigger(Actor.ingest, knowledge_base_id, redis=deps.redis, settings=deps.settings)
+    Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings).clear(Actor.ingest)
     sent = pump_ingest_lane(tenant_id, knowledge_base_id, deps)
     log.info("ingest.pumped", knowledge_base_id=knowledge_base_id, sent=sent)
     return sent

@@ -20,7 +20,7 @@ from stages import llm_gate, llm_recovery
 from stages.claims import count_failure, current_message_tag
 from stages.deps import Deps
 from stages.ingest import pump_ingest_lane
-from stages.triggers import Triggers, send_trigger
+from stages.triggers import Triggers
 from wiki.errors import ExtractionError, LLMConfigError, error_text
 from wiki.lanes import INGEST, REDUCE, Actor
 from wiki.models import RETRACTED, DocStatus, MapOutcome
@@ -164,14 +164,7 @@ def refill_slots(
         return pump_ingest_lane(tenant_id, knowledge_base_id, deps)
     except Exception as exc:
         log.warning("ingest.refill_failed", knowledge_base_id=knowledge_base_id, error=repr(exc))
-        send_trigger(
-            Actor.ingest,
-            redis=deps.redis,
-            settings=deps.settings,
-            tenant_id=tenant_id,
-            knowledge_base_id=knowledge_base_id,
-            debounce=False,
-        )
+        Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings).send(Actor.ingest, debounce=False)
         return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import structlog
 
 from stages.deps import Deps
-from stages.triggers import send_trigger
+from stages.triggers import Triggers
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, Actor
 
 log = structlog.get_logger(__name__)
@@ -36,14 +36,7 @@ def sweep(deps: Deps, *, debounce: bool = True) -> int:
     for lane in deps.ops.lanes_with_rows():
         actor = LANE_ACTORS.get(lane.task_type)
         if actor and lane.scope == SCOPE_KB:
-            sent += send_trigger(
-                actor,
-                redis=deps.redis,
-                settings=deps.settings,
-                tenant_id=lane.tenant_id,
-                knowledge_base_id=lane.scope_id,
-                debounce=debounce,
-            )
+            sent += Triggers(lane.tenant_id, lane.scope_id, deps.redis, deps.settings).send(actor, debounce=debounce)
     if reclaimed or sent:
         log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
     return sent

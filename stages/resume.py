@@ -14,7 +14,7 @@ import structlog
 
 from repos.llm_errors import LLMConfigErrorRow
 from stages.deps import Deps
-from stages.triggers import send_trigger
+from stages.triggers import Triggers
 from wiki.errors import ResumeRefused
 from wiki.lanes import INGEST, LEAD, SCOPE_KB, Actor
 from wiki.llm_config import config_from_settings
@@ -61,15 +61,9 @@ def resume_kb(
                 )
         pause = deps.llm_errors.clear(kb.id, conn=conn)
         woken = deps.ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn) + deps.ops.wake(LEAD, SCOPE_KB, kb.id, conn=conn)
+    triggers = Triggers(tenant_id, kb.id, deps.redis, deps.settings)
     for actor in (Actor.ingest, Actor.leads):
-        send_trigger(
-            actor,
-            redis=deps.redis,
-            settings=deps.settings,
-            tenant_id=tenant_id,
-            knowledge_base_id=kb.id,
-            debounce=False,
-        )
+        triggers.send(actor, debounce=False)
     log.info(
         "llm.resumed",
         knowledge_base_id=kb.id,

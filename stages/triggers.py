@@ -46,92 +46,55 @@ def send(actor_name: str, **kwargs: Any) -> dramatiq.Message:
     return get_actor(actor_name).send(**kwargs)
 
 
-def send_trigger(
-    actor_name: str,
-    *,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    tenant_id: int,
-    knowledge_base_id: str,
-    debounce: bool = True,
-    delay_s: float = 0.0,
-) -> bool:
-    """Send ``actor_name(tenant_id, knowledge_base_id)``; returns False when one is already queued.
-
-    Debounced triggers are delayed by ``settings.debounce_ms`` so a burst becomes one message;
-    ``debounce=False`` sends at once (follow-ups of a batch that left rows behind), or after
-    ``delay_s`` seconds (the turn of an op backing off after a failure).
-    """
-    actor = get_actor(actor_name)
-    kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
-    if not debounce:
-        actor.send_with_options(kwargs=kwargs, delay=int(delay_s * 1000) or None)
-        return True
-    key = trigger_key(settings.key_prefix, actor_name, knowledge_base_id)
-    if not mark_once(redis, key, settings.debounce_ms + MARKER_GRACE_MS):
-        return False
-    actor.send_with_options(kwargs=kwargs, delay=settings.debounce_ms or None)
-    return True
-
-
-def clear_trigger(actor_name: str, knowledge_base_id: str, *, redis: redis_lib.Redis, settings: Settings) -> None:
-    """Called by a trigger actor as it starts: later work needs a new trigger."""
-    unmark(redis, trigger_key(settings.key_prefix, actor_name, knowledge_base_id))
-
-
 def recheck_key(settings: Settings, actor_name: str, knowledge_base_id: str) -> str:
     """The Redis marker "a delayed re-check of ``actor_name`` for this KB is queued"."""
     return trigger_key(settings.key_prefix, f"{actor_name}:recheck", knowledge_base_id)
 
 
-def schedule_recheck(
-    actor_name: str,
-    *,
-    wait_s: float,
-    redis: redis_lib.Redis,
-    settings: Settings,
-    tenant_id: int,
-    knowledge_base_id: str,
-) -> bool:
-    """Send ``actor_name(tenant_id, knowledge_base_id)`` in ``wait_s`` seconds (when a deferred run's
-    defer runs out), unless a re-check of it for the KB is already queued; True when sent.
-
-    The marker expires when the message is due, so a run that defers again then queues the next
-    one; the deferred runs a burst of batches triggers in the meantime queue none."""
-    delay_ms = max(1, int(wait_s * 1000) + 1)
-    if not mark_once(redis, recheck_key(settings, actor_name, knowledge_base_id), delay_ms):
-        return False
-    kwargs = {"tenant_id": tenant_id, "knowledge_base_id": knowledge_base_id}
-    get_actor(actor_name).send_with_options(kwargs=kwargs, delay=delay_ms)
-    return True
-
-
 @dataclass(frozen=True)
 class Triggers:
-    """The trigger messages of one KB, as a ``*_step`` sends them after its work: :meth:`send`,
-    :meth:`clear` (as the actor starts) and :meth:`recheck` (when a deferred run's defer ends)."""
+    """The trigger messages of one KB (``actor_name(tenant_id, knowledge_base_id)``), as a
+    ``*_step`` sends them after its work: :meth:`send`, :meth:`clear` (as the actor starts) and
+    :meth:`recheck` (when a deferred run's defer ends)."""
 
     tenant_id: int
     knowledge_base_id: str
     redis: redis_lib.Redis
     settings: Settings
 
-    def _kb(self) -> dict[str, Any]:
-        return {
-            "tenant_id": self.tenant_id,
-            "knowledge_base_id": self.knowledge_base_id,
-            "redis": self.redis,
-            "settings": self.settings,
-        }
+    def _send(self, actor: dramatiq.Actor, delay_ms: int | None) -> None:
+        kwargs = {"tenant_id": self.tenant_id, "knowledge_base_id": self.knowledge_base_id}
+        actor.send_with_options(kwargs=kwargs, delay=delay_ms)
 
     def send(self, actor_name: str, *, debounce: bool = True, delay_s: float = 0.0) -> bool:
-        """:func:`send_trigger` for this KB."""
-        return send_trigger(actor_name, debounce=debounce, delay_s=delay_s, **self._kb())
+        """Send the trigger; returns False when one is already queued.
+
+        Debounced triggers are delayed by ``settings.debounce_ms`` so a burst becomes one message;
+        ``debounce=False`` sends at once (follow-ups of a batch that left rows behind), or after
+        ``delay_s`` seconds (the turn of an op backing off after a failure).
+        """
+        actor = get_actor(actor_name)  # BrokerNotSet before any marker is set
+        if not debounce:
+            self._send(actor, int(delay_s * 1000) or None)
+            return True
+        key = trigger_key(self.settings.key_prefix, actor_name, self.knowledge_base_id)
+        if not mark_once(self.redis, key, self.settings.debounce_ms + MARKER_GRACE_MS):
+            return False
+        self._send(actor, self.settings.debounce_ms or None)
+        return True
 
     def clear(self, actor_name: str) -> None:
-        """:func:`clear_trigger` for this KB."""
-        clear_trigger(actor_name, self.knowledge_base_id, redis=self.redis, settings=self.settings)
+        """Called by a trigger actor as it starts: later work needs a new trigger."""
+        unmark(self.redis, trigger_key(self.settings.key_prefix, actor_name, self.knowledge_base_id))
 
     def recheck(self, actor_name: str, wait_s: float) -> bool:
-        """:func:`schedule_recheck` for this KB."""
-        return schedule_recheck(actor_name, wait_s=wait_s, **self._kb())
+        """Send the trigger in ``wait_s`` seconds (when a deferred run's defer runs out), unless a
+        re-check of it for the KB is already queued; True when sent.
+
+        The marker expires when the message is due, so a run that defers again then queues the next
+        one; the deferred runs a burst of batches triggers in the meantime queue none."""
+        delay_ms = max(1, int(wait_s * 1000) + 1)
+        if not mark_once(self.redis, recheck_key(self.settings, actor_name, self.knowledge_base_id), delay_ms):
+            return False
+        self._send(get_actor(actor_name), delay_ms)
+        return True

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kbwiki.cli import main
 from tests.e2e.conftest import actors_broker, deps, pipeline_env  # noqa: F401  (fixtures)
+from wiki.lanes import Actor
 
 N_DOCS, BATCH = 7, 3
 
@@ -52,28 +53,29 @@ def _printed(stdout: str, status: str) -> set[str]:
 
 def test_a_delete_stopped_as_a_batch_commits_prints_exactly_what_it_deleted(folder_kb, deps, monkeypatch):  # noqa: F811
     import kbwiki.delete_cmd
-    import stages.delete
+    import stages.triggers
 
     name, uris, run = folder_kb
     monkeypatch.setattr(kbwiki.delete_cmd, "DELETE_BATCH", BATCH, raising=False)
     sent = []
-    real_send_trigger = stages.delete.send_trigger
+    real_send = stages.triggers.Triggers.send
 
-    def interrupted_trigger(*args, **kwargs):
+    def interrupted_trigger(self, actor_name, **kwargs):
         """The reduce trigger after a commit: Ctrl-C arrives right then, on the second one."""
-        sent.append(1)
-        if len(sent) == 2:
-            os.kill(os.getpid(), signal.SIGINT)
-        return real_send_trigger(*args, **kwargs)
+        if actor_name == Actor.reduce:
+            sent.append(1)
+            if len(sent) == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+        return real_send(self, actor_name, **kwargs)
 
-    monkeypatch.setattr(stages.delete, "send_trigger", interrupted_trigger)
+    monkeypatch.setattr(stages.triggers.Triggers, "send", interrupted_trigger)
     stopped = run("delete", "--kb", name, *uris)
     committed = _deleted_ids(deps, name)
     assert 0 < len(committed) < N_DOCS, stopped.output
     assert _printed(stopped.stdout, "deleting") == committed, stopped.output
     assert stopped.exit_code == 130 and "delete stopped" in stopped.output, stopped.output
 
-    monkeypatch.setattr(stages.delete, "send_trigger", real_send_trigger)
+    monkeypatch.setattr(stages.triggers.Triggers, "send", real_send)
     again = run("delete", "--kb", name, *uris)  # the rerun deletes the rest and names what was done
     assert again.exit_code == 0, again.output
     assert _printed(again.stdout, "already_deleted") == committed
