@@ -101,7 +101,10 @@ def test_a_beat_and_a_reap_finish_while_a_frozen_batch_holds_its_claims_and_fenc
         assert out["value"] == 0  # the locked claims are left for a later beat
         assert workers.alive_count(settings.worker_ttl_s) == 1
     finally:
-        holder.close()  # the frozen batch's transaction ends: its locks go
+        # the frozen batch's transaction ends: a rollback returns once its locks are gone (a bare
+        # close does not wait for the server's backend to end, so the reap below raced it)
+        holder.rollback()
+        holder.close()
     assert reap(build_deps(settings, pool=pool)) == n
     with pool.connection() as conn:
         fence = conn.execute("SELECT holder FROM task_lane_fences WHERE scope_id = 'kb1'").fetchone()
