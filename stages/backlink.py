@@ -26,7 +26,6 @@ from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.deps import Deps
 from stages.pacing import link_wait_s
-from stages.triggers import Triggers
 from wiki.lanes import BACKLINK, FINALIZE, OP_KEYS, OP_ROUND, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
 from wiki.settings import kb_tunables
@@ -115,7 +114,7 @@ def backlink_step(
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
     keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, knowledge_base_id)
     triggers.clear(Actor.backlink)
     result = run_backlink(tenant_id, knowledge_base_id, deps)
     if result is None:

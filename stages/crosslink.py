@@ -26,7 +26,6 @@ from stages.delete import active_kb_or_drain
 from stages.deps import Deps
 from stages.pacing import link_wait_s
 from stages.relink import dead_link_resolver
-from stages.triggers import Triggers
 from wiki.lanes import FINALIZE, OP_TOUCH, SCOPE_KB, Actor
 from wiki.links import linkify, out_link_slugs, parse_links, rewrite_links, unlink
 from wiki.lint import mention_targets
@@ -199,7 +198,7 @@ def crosslink_step(
     """What ``wiki_crosslink`` does with a trigger: clear it, cross-link one finalize op
     (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""
-    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, knowledge_base_id)
     triggers.clear(Actor.crosslink)
     result = run_crosslink(
         tenant_id, knowledge_base_id, deps, fan_out=lambda: triggers.send(Actor.crosslink, debounce=False)

@@ -20,7 +20,6 @@ from repos.coordination import set_tombstones, unmark
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from stages.deps import Deps
-from stages.triggers import Triggers
 from wiki.errors import UnknownKnowledgeBase
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import KnowledgeBase
@@ -127,7 +126,7 @@ def delete_documents(
     if on_commit is not None:
         on_commit(results)
     if marked:
-        Triggers(kb.tenant_id, kb.id, deps.redis, deps.settings).send(Actor.reduce)
+        deps.triggers(kb.tenant_id, kb.id).send(Actor.reduce)
     return results
 
 

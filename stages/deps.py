@@ -28,6 +28,7 @@ from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
 from repos.rate_limit import RedisRateLimiter
 from repos.revisions import PageRevisionRepository
+from stages.triggers import Triggers
 from wiki.extract import Extractor, get_extractor
 from wiki.extract.llm.ratelimit import UNLIMITED
 from wiki.settings import Settings, get_settings
@@ -62,6 +63,10 @@ class Deps:
     worker_id: str | None = None
     _extractor: Extractor | None = field(default=None, init=False, repr=False)
     _extractor_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
+
+    def triggers(self, tenant_id: int, knowledge_base_id: str) -> Triggers:
+        """The trigger messages of one KB (``stages.triggers.Triggers``) on this process's Redis."""
+        return Triggers(tenant_id, knowledge_base_id, self.redis, self.settings)
 
     @property
     def extractor(self) -> Extractor:

@@ -21,7 +21,6 @@ from repos.pending_ops import TaskPendingOpsRepository
 from stages import llm_gate
 from stages.delete import active_kb_or_drain
 from stages.deps import Deps
-from stages.triggers import Triggers
 from wiki.errors import LLMError, error_text
 from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import INDEX, OP_REBUILD, SCOPE_KB, Actor
@@ -144,7 +143,7 @@ def index_step(
 ) -> Page | None:
     """What ``wiki_rebuild_index`` does with a trigger: clear it, rebuild (:func:`rebuild_index`), and
     trigger again while index ops queued meanwhile are left."""
-    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, knowledge_base_id)
     triggers.clear(Actor.index)
     page = rebuild_index(tenant_id, knowledge_base_id, deps)
     log.info("index.rebuilt", knowledge_base_id=knowledge_base_id, version=page.version if page else None)

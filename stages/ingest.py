@@ -18,7 +18,7 @@ from repos.knowledge import REDO_STATUSES
 from stages.claims import claim_lane, current_message_tag
 from stages.delete import active_kb_or_drain
 from stages.deps import Deps
-from stages.triggers import Triggers, send
+from stages.triggers import send
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, REDUCE, SCOPE_KB, Actor
 from wiki.models import MAX_TITLE_CHARS, DocStatus, Document
 from wiki.plural import counted
@@ -111,7 +111,7 @@ def store_document(
         if op is None:
             conn.rollback()
             return SubmitResult(None, SubmitStatus.skipped, "knowledge base was deleted")
-    Triggers(tenant_id, kb.id, deps.redis, deps.settings).send(Actor.ingest)
+    deps.triggers(tenant_id, kb.id).send(Actor.ingest)
     # said in the result too: a command logs to a file, and the user should see a cut document
     cut_to = f"cut to {deps.settings.max_document_chars} characters (KBWIKI_MAX_DOCUMENT_CHARS)"
     return SubmitResult(doc.id, SubmitStatus.queued, cut_to if was_cut else "")
@@ -201,7 +201,7 @@ def pump_ingest_lane(
         # (Redis away) stays tied to this message and comes back once it is acked (stages.message_claims).
         deps.ops.hand_on({i: t for i, t in sent.items() if t}, from_msg=current_message_tag())
     if retracts:
-        triggers = Triggers(tenant_id, kb.id, deps.redis, deps.settings)
+        triggers = deps.triggers(tenant_id, kb.id)
         triggers.send(Actor.reduce)
         if len(last_by_key) >= slots:
             # a retract holds no map slot: the slots it was claimed in are free again at once, and no
@@ -218,7 +218,7 @@ def ingest_step(
 ) -> int:
     """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
     (:func:`pump_ingest_lane`); returns the map messages sent."""
-    Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings).clear(Actor.ingest)
+    deps.triggers(tenant_id, knowledge_base_id).clear(Actor.ingest)
     sent = pump_ingest_lane(tenant_id, knowledge_base_id, deps)
     log.info("ingest.pumped", knowledge_base_id=knowledge_base_id, sent=sent)
     return sent

@@ -36,7 +36,6 @@ from stages.crosslink import enqueue_touched
 from stages.delete import active_kb_or_drain
 from stages.deps import Deps
 from stages.pacing import link_wait_s
-from stages.triggers import Triggers
 from wiki.errors import LLMConfigError, LLMError, error_text
 from wiki.extract.llm.ratelimit import sharing
 from wiki.lanes import LEAD, OP_TOUCH, SCOPE_KB, Actor
@@ -223,7 +222,7 @@ def leads_step(
     """What ``wiki_write_leads`` does with a trigger: clear it, write one lead op's leads
     (:func:`run_leads`, fanning out to more runs), trigger cross-link for the pages written and the
     next run while ops are left."""
-    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, knowledge_base_id)
     triggers.clear(Actor.leads)
     result = run_leads(tenant_id, knowledge_base_id, deps, fan_out=lambda: triggers.send(Actor.leads, debounce=False))
     if result is None:

@@ -20,7 +20,6 @@ from stages import llm_gate, llm_recovery
 from stages.claims import count_failure, current_message_tag
 from stages.deps import Deps
 from stages.ingest import pump_ingest_lane
-from stages.triggers import Triggers
 from wiki.errors import ExtractionError, LLMConfigError, error_text
 from wiki.lanes import INGEST, REDUCE, Actor
 from wiki.models import RETRACTED, DocStatus, MapOutcome
@@ -164,7 +163,7 @@ def refill_slots(
         return pump_ingest_lane(tenant_id, knowledge_base_id, deps)
     except Exception as exc:
         log.warning("ingest.refill_failed", knowledge_base_id=knowledge_base_id, error=repr(exc))
-        Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings).send(Actor.ingest, debounce=False)
+        deps.triggers(tenant_id, knowledge_base_id).send(Actor.ingest, debounce=False)
         return 0
 
 
@@ -180,7 +179,7 @@ def map_step(
     returns the outcome."""
     outcome = map_document(tenant_id, knowledge_base_id, knowledge_id, op_id, deps)
     log.info("document.mapped", knowledge_id=knowledge_id, outcome=outcome)
-    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, knowledge_base_id)
     refill_slots(tenant_id, knowledge_base_id, deps)
     if outcome in (MapOutcome.retry, MapOutcome.paused):  # the pump skips the op until its backoff ends: come back then
         op = deps.ops.get(op_id)

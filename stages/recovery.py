@@ -10,7 +10,6 @@ from __future__ import annotations
 import structlog
 
 from stages.deps import Deps
-from stages.triggers import Triggers
 from wiki.lanes import BACKLINK, FINALIZE, INDEX, INGEST, LEAD, REDUCE, SCOPE_KB, Actor
 
 log = structlog.get_logger(__name__)
@@ -36,7 +35,7 @@ def sweep(deps: Deps, *, debounce: bool = True) -> int:
     for lane in deps.ops.lanes_with_rows():
         actor = LANE_ACTORS.get(lane.task_type)
         if actor and lane.scope == SCOPE_KB:
-            sent += Triggers(lane.tenant_id, lane.scope_id, deps.redis, deps.settings).send(actor, debounce=debounce)
+            sent += deps.triggers(lane.tenant_id, lane.scope_id).send(actor, debounce=debounce)
     if reclaimed or sent:
         log.info("recovery.swept", reclaimed=reclaimed, triggers=sent)
     return sent

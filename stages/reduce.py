@@ -37,7 +37,6 @@ from stages.deps import Deps
 from stages.index import request_index
 from stages.item_pages import plan_item_pages
 from stages.leads import enqueue_leads
-from stages.triggers import Triggers
 from wiki.coverage import MentionRow, rows_of
 from wiki.dedup import name_key
 from wiki.errors import FenceLost, LockLost, error_text
@@ -414,7 +413,7 @@ def reduce_step(
     """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
-    triggers = Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, knowledge_base_id)
     triggers.clear(Actor.reduce)
     lock = ActiveBatchLock(
         deps.redis,

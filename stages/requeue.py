@@ -27,7 +27,7 @@ from dramatiq.errors import ActorNotFound
 from repos.dead_letter_spool import DeadLetterSpool
 from repos.dead_letters import DeadLetter, TaskDeadLetterRepository
 from stages.deps import Deps
-from stages.triggers import Triggers, get_actor
+from stages.triggers import get_actor
 from wiki.errors import DeadLetterNotFound, RequeueRefused
 from wiki.lanes import INGEST, OP_INGEST, OP_RETRACT, SCOPE_KB, Actor
 from wiki.models import DocStatus
@@ -114,7 +114,7 @@ def _reinsert_wiki_op(
             raise RequeueRefused(f"knowledge base {row.scope_id} of tenant {row.tenant_id} is unknown or deleted")
         if kind == OP_INGEST:
             deps.docs.set_status([knowledge_id], DocStatus.pending, conn=conn)
-    Triggers(row.tenant_id, row.scope_id, deps.redis, deps.settings).send(Actor.ingest)
+    deps.triggers(row.tenant_id, row.scope_id).send(Actor.ingest)
     log.info(
         "dead_letter.requeued",
         dead_letter_id=row.id,

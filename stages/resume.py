@@ -14,7 +14,6 @@ import structlog
 
 from repos.llm_errors import LLMConfigErrorRow
 from stages.deps import Deps
-from stages.triggers import Triggers
 from wiki.errors import ResumeRefused
 from wiki.lanes import INGEST, LEAD, SCOPE_KB, Actor
 from wiki.llm_config import config_from_settings
@@ -61,7 +60,7 @@ def resume_kb(
                 )
         pause = deps.llm_errors.clear(kb.id, conn=conn)
         woken = deps.ops.wake(INGEST, SCOPE_KB, kb.id, conn=conn) + deps.ops.wake(LEAD, SCOPE_KB, kb.id, conn=conn)
-    triggers = Triggers(tenant_id, kb.id, deps.redis, deps.settings)
+    triggers = deps.triggers(tenant_id, kb.id)
     for actor in (Actor.ingest, Actor.leads):
         triggers.send(actor, debounce=False)
     log.info(

@@ -32,7 +32,6 @@ from repos.pending_ops import TaskPendingOpsRepository
 from repos.revisions import PageRevisionRepository
 from stages.crosslink import enqueue_touched
 from stages.deps import Deps
-from stages.triggers import Triggers
 from wiki.errors import KnowledgeBaseDeleted, RevertRefused, UnknownPage
 from wiki.lanes import Actor
 from wiki.models import SourceRef
@@ -141,7 +140,7 @@ def revert_page(tenant_id: int, knowledge_base_id: str, slug: str, version: int,
         revisions=deps.revisions,
         ops=deps.ops,
     )
-    Triggers(tenant_id, knowledge_base_id, deps.redis, deps.settings).send(Actor.crosslink)
+    deps.triggers(tenant_id, knowledge_base_id).send(Actor.crosslink)
     return done
 
 
