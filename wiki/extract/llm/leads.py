@@ -12,7 +12,7 @@ once cleaned, gets none (it keeps ``best_lead``); fields the schema does not hav
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import structlog
 from pydantic import ValidationError
@@ -23,7 +23,7 @@ from wiki.extract.llm.grounding import Refusal
 from wiki.extract.llm.intro import plain_paragraph
 from wiki.extract.llm.prompts import lead_messages
 from wiki.extract.llm.schema import LeadEnvelope, LeadOut, lead_schema
-from wiki.extract.llm.structured import ask, envelope
+from wiki.extract.llm.structured import CallStats, ask
 
 log = structlog.get_logger(__name__)
 
@@ -47,17 +47,11 @@ class LeadQuestion:
 
 
 @dataclass
-class LeadStats:
-    """One lead call's tokens and outcome (logged as ``lead.written``)."""
+class LeadStats(CallStats):
+    """One lead call's tokens and outcome (logged as ``lead.written``); ``unknown_handles``: answers
+    naming no page of the call."""
 
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    estimated_tokens: int = 0
-    mode: str | None = None
-    invalid: bool = False
     unknown_handles: int = 0
-    modes_rejected: list[str] = field(default_factory=list)
 
 
 def _one_line(text: str) -> str:
@@ -92,22 +86,15 @@ def write_leads(
     stats = LeadStats()
     leads = [""] * len(questions)
     bounded = client.config.bounded_schema  # a small local model behind a grammar loops without bounds
-    answer, mode = ask(
+    found = ask(
         client,
         lambda with_schema, fenced: lead_messages(text, with_schema=with_schema, fenced=fenced, bounded=bounded),
         lead_schema(bounded),
+        LeadEnvelope,
+        stats,
         deadline=deadline,
-        rejected=stats.modes_rejected,
     )
-    if answer is None:
-        stats.invalid = True
-        return leads, stats
-    stats.mode, stats.calls = mode, 1
-    stats.prompt_tokens, stats.completion_tokens = answer.prompt_tokens, answer.completion_tokens
-    stats.estimated_tokens = answer.estimated_tokens
-    found = envelope(answer, mode, LeadEnvelope)
     if found is None:
-        stats.invalid = True
         return leads, stats
     handles = {f"p{i}": i - 1 for i in range(1, len(questions) + 1)}
     refused: list[Refusal] = []

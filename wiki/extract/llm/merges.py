@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import structlog
 from pydantic import ValidationError
@@ -34,7 +34,7 @@ from wiki.extract.llm.extractor import MAX_ALIASES
 from wiki.extract.llm.grounding import in_quotes
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
 from wiki.extract.llm.schema import MergeChoiceOut, MergeEnvelope, merge_schema
-from wiki.extract.llm.structured import ask, envelope
+from wiki.extract.llm.structured import CallStats, ask
 from wiki.llm_config import LLMConfig
 from wiki.models import ExtractedItem, Extraction, PageLite
 
@@ -66,17 +66,11 @@ class MergeQuestion:
 
 
 @dataclass
-class MergeStats:
-    """One merge call's tokens (logged as ``llm.merges_decided``)."""
+class MergeStats(CallStats):
+    """One merge call's tokens (logged as ``llm.merges_decided``); ``foreign_handles``: answers
+    naming another item's candidate or an invented handle."""
 
-    calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    estimated_tokens: int = 0
-    mode: str | None = None
-    invalid: bool = False
     foreign_handles: int = 0
-    modes_rejected: list[str] = field(default_factory=list)
 
 
 def cache_name(config: LLMConfig) -> str:
@@ -130,24 +124,15 @@ def decide_merges(
     text, items, offered = listing(questions)
     stats = MergeStats()
     new: list[str | None] = [None] * len(questions)
-    answer, mode = ask(
+    found = ask(
         client,
         lambda with_schema, fenced: merge_messages(title, text, with_schema=with_schema, fenced=fenced),
         merge_schema(),
+        MergeEnvelope,
+        stats,
         deadline=deadline,
-        rejected=stats.modes_rejected,
     )
-    if answer is None:  # a context too small for the question: no merge, not a paused KB
-        stats.invalid = True
-        return new, stats
-    stats.mode = mode
-    stats.calls = 1
-    stats.prompt_tokens = answer.prompt_tokens
-    stats.completion_tokens = answer.completion_tokens
-    stats.estimated_tokens = answer.estimated_tokens
-    found = envelope(answer, mode, MergeEnvelope)
-    if found is None:
-        stats.invalid = True
+    if found is None:  # a context too small for the question, or no answer to read: no merge, not a paused KB
         return new, stats
     chosen = list(new)
     decided: set[str] = set()

@@ -9,6 +9,7 @@ gives no answer (such a call refines the wiki: it must not pause the KB).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,20 +21,37 @@ from wiki.extract.llm.extractor import MODES, _parse, _remember, next_mode, reme
 E = TypeVar("E", bound=BaseModel)
 
 
+@dataclass
+class CallStats:
+    """One call's tokens and outcome as ``ask`` counts them: ``calls`` 1 once answered, the tokens
+    (``estimated_tokens``: of those, counted here for want of a plausible usage), the output
+    ``mode`` taken and the ``modes_rejected`` before it; ``invalid`` when no envelope came of it."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated_tokens: int = 0
+    mode: str | None = None
+    invalid: bool = False
+    modes_rejected: list[str] = field(default_factory=list)
+
+
 def ask(
     client: ChatClient,
     messages_for: Callable[[bool, bool], list[dict[str, str]]],
     schema: dict[str, Any],
+    shape: type[E],
+    stats: CallStats,
     *,
     deadline: float | None,
-    rejected: list[str],
-) -> tuple[ChatAnswer | None, str]:
-    """One completion in the first output mode the endpoint takes; returns (answer, mode), or
-    (None, mode) when the prompt is too long for the model's context.
+) -> E | None:
+    """One completion in the first output mode the endpoint takes, counted in ``stats``; returns
+    its ``envelope`` as ``shape``, or None (``stats.invalid``) when the prompt is too long for the
+    model's context or the answer is no such envelope.
 
     ``messages_for(with_schema, fenced)`` builds the prompt for a mode; modes the endpoint refused
-    are appended to ``rejected``. Raises ``LLMConfigError`` (a 400 in every mode, or 401, 402, 403,
-    404, 422) and ``LLMUnavailable`` (transport retries or ``deadline`` spent)."""
+    are appended to ``stats.modes_rejected``. Raises ``LLMConfigError`` (a 400 in every mode, or
+    401, 402, 403, 404, 422) and ``LLMUnavailable`` (transport retries or ``deadline`` spent)."""
     c = client.config
     mode = remembered_mode(c.base_url, c.model) or MODES[0]
     while True:
@@ -43,11 +61,18 @@ def ask(
             )
         except ModeRejected as exc:
             if exc.too_long:
-                return None, mode
-            mode = next_mode(mode, exc, c, rejected)
+                stats.invalid = True
+                return None
+            mode = next_mode(mode, exc, c, stats.modes_rejected)
             continue
         _remember(c.base_url, c.model, mode)
-        return answer, mode
+        break
+    stats.mode, stats.calls = mode, 1
+    stats.prompt_tokens, stats.completion_tokens = answer.prompt_tokens, answer.completion_tokens
+    stats.estimated_tokens = answer.estimated_tokens
+    found = envelope(answer, mode, shape)
+    stats.invalid = found is None
+    return found
 
 
 def envelope(answer: ChatAnswer, mode: str, shape: type[E]) -> E | None:
