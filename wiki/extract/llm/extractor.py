@@ -572,16 +572,22 @@ def _merge(partials: list[_Partial]) -> Extraction:
                 if len(merged) < MAX_ITEMS:
                     merged[key] = item
                 continue
-            aliases = seen.aliases + [a for a in item.aliases if a not in seen.aliases]
-            evidence = seen.evidence + [q for q in item.evidence if q not in seen.evidence]
-            merged[key] = seen.model_copy(
-                update={
-                    "aliases": aliases[:MAX_ALIASES],
-                    "evidence": evidence[:3],
-                    "description": seen.description or item.description,
-                }
-            )
+            merged[key] = joined_item(seen, item)
     return Extraction(summary=summary, body=body, items=list(merged.values()))
+
+
+def joined_item(seen: ExtractedItem, item: ExtractedItem) -> ExtractedItem:
+    """``seen`` with ``item`` (another item of its name, case-folded) folded in: ``item``'s aliases
+    and quotes ``seen`` lacks appended (an alias that is ``seen``'s name left out; at most
+    ``MAX_ALIASES`` aliases and 3 quotes), ``seen``'s description unless it has none. Pure."""
+    aliases = seen.aliases + [a for a in item.aliases if a not in seen.aliases and a != seen.name]
+    evidence = seen.evidence + [q for q in item.evidence if q not in seen.evidence]
+    update = {
+        "aliases": aliases[:MAX_ALIASES],
+        "evidence": evidence[:3],
+        "description": seen.description or item.description,
+    }
+    return seen.model_copy(update=update)
 
 
 def _short(exc: ValidationError, prefix: str = "") -> str:

@@ -30,7 +30,7 @@ from pydantic import ValidationError
 from wiki.extract import validate_item_name
 from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient
-from wiki.extract.llm.extractor import MAX_ALIASES
+from wiki.extract.llm.extractor import MAX_ALIASES, joined_item
 from wiki.extract.llm.grounding import in_quotes
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
 from wiki.extract.llm.schema import MergeChoiceOut, MergeEnvelope, merge_schema
@@ -178,15 +178,7 @@ def apply_merges(extraction: Extraction, merges: dict[str, PageLite]) -> Extract
         if seen is None:
             joined[key] = item
             continue
-        aliases = seen.aliases + [a for a in item.aliases if a not in seen.aliases and a != seen.name]
-        evidence = seen.evidence + [q for q in item.evidence if q not in seen.evidence]
-        joined[key] = seen.model_copy(
-            update={
-                "aliases": aliases[:MAX_ALIASES],
-                "evidence": evidence[:3],
-                "description": seen.description or item.description,
-            }
-        )
+        joined[key] = joined_item(seen, item)
     return extraction.model_copy(update={"items": list(joined.values())})
 
 
