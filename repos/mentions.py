@@ -23,6 +23,8 @@ _ROW_COLUMNS = (
     "key, knowledge_id, name, kind, earned, named, titled, sentences, subject, rank, score, lead, quotes, aliases,"
     " parent, summary_slug"
 )
+# The columns are named as MentionRow's fields: a read builds one from them, a write stores them.
+_ROW_FIELDS = tuple(c.strip() for c in _ROW_COLUMNS.split(","))
 _STAT_COLUMNS = ("docs", "earned", "named", "discussed", "defined", "described", "entity", "titled", "subjects")
 
 # The best rows of each key with something to quote, documents of the batch left out: one probe of
@@ -61,22 +63,9 @@ ON CONFLICT (knowledge_base_id, key, alias, name) DO UPDATE SET docs = wiki_ment
 
 def _row(r: Mapping) -> MentionRow:
     return MentionRow(
-        key=r["key"],
-        knowledge_id=r["knowledge_id"],
-        name=r["name"],
-        kind=r["kind"],
-        earned=r["earned"],
-        named=r["named"],
-        titled=r["titled"],
-        sentences=r["sentences"],
-        subject=r["subject"],
-        rank=r["rank"],
-        score=r["score"],
-        lead=r["lead"],
+        **{f: r[f] for f in _ROW_FIELDS if f not in ("quotes", "aliases")},
         quotes=tuple(r["quotes"]),
         aliases=tuple(r["aliases"]),
-        parent=r["parent"],
-        summary_slug=r["summary_slug"],
         doc_title=r.get("doc_title") or "",
     )
 
@@ -319,22 +308,11 @@ class MentionRepository:
                     "rows": Jsonb(
                         [
                             {
-                                "key": r.key,
-                                "knowledge_id": r.knowledge_id,
-                                "name": r.name,
-                                "kind": r.kind,
-                                "earned": r.earned,
-                                "named": r.named,
-                                "titled": r.titled,
-                                "sentences": min(r.sentences, 32767),
+                                **{f: getattr(r, f) for f in _ROW_FIELDS},
+                                "sentences": min(r.sentences, 32767),  # smallint columns
                                 "subject": min(r.subject, 32767),
-                                "rank": r.rank,
-                                "score": r.score,
-                                "lead": r.lead,
                                 "quotes": list(r.quotes),
                                 "aliases": list(r.aliases),
-                                "parent": r.parent,
-                                "summary_slug": r.summary_slug,
                             }
                             for r in added
                         ]
