@@ -186,41 +186,27 @@ class WikiPageRepository:
 
     def lite_by_slugs(self, kb_id: str, slugs: Iterable[str]) -> dict[str, PageLite]:
         """Narrow rows (no content) of the live pages among ``slugs``, keyed by slug."""
-        slugs = list(set(slugs))
-        if not slugs:
-            return {}
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {LITE_COLUMNS} FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
-                " AND deleted_at IS NULL",
-                (kb_id, slugs),
-            ).fetchall()
-        return {r["slug"]: PageLite.model_validate(r) for r in rows}
+        return {r["slug"]: PageLite.model_validate(r) for r in self._live_rows(kb_id, slugs, LITE_COLUMNS)}
 
     def summaries(self, kb_id: str, slugs: Iterable[str]) -> dict[str, str]:
         """The one-line summaries of the live pages among ``slugs``, keyed by slug (no content read)."""
-        slugs = list(set(slugs))
-        if not slugs:
-            return {}
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT slug, summary FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
-                " AND deleted_at IS NULL",
-                (kb_id, slugs),
-            ).fetchall()
-        return {r["slug"]: r["summary"] or "" for r in rows}
+        return {r["slug"]: r["summary"] or "" for r in self._live_rows(kb_id, slugs, "slug, summary")}
 
     def existing_slugs(self, kb_id: str, slugs: Iterable[str], conn: Connection | None = None) -> set[str]:
         """Which of ``slugs`` are live pages."""
+        return {r["slug"] for r in self._live_rows(kb_id, slugs, "slug", conn)}
+
+    def _live_rows(self, kb_id: str, slugs: Iterable[str], columns: str, conn: Connection | None = None) -> list[dict]:
+        """``columns`` of the live pages among ``slugs`` (no order), in one statement; [] for no slugs."""
         slugs = list(set(slugs))
         if not slugs:
-            return set()
+            return []
         with borrow(self.pool, conn) as c:
-            rows = c.execute(
-                "SELECT slug FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s) AND deleted_at IS NULL",
+            return c.execute(
+                f"SELECT {columns} FROM wiki_pages WHERE knowledge_base_id = %s AND slug = ANY(%s)"
+                " AND deleted_at IS NULL",
                 (kb_id, slugs),
             ).fetchall()
-        return {r["slug"] for r in rows}
 
     def by_name_keys(self, kb_id: str, keys: Iterable[str]) -> dict[str, list[PageLite]]:
         """The live, not archived entity/concept pages whose title has each ``wiki.dedup.name_key``
