@@ -22,7 +22,7 @@ from psycopg_pool import ConnectionPool
 
 from repos.db import borrow
 from repos.knowledge import live_document_ids
-from wiki.models import Page, SourceRef
+from wiki.models import SourceRef
 from wiki.revisions import MAX_REF_CHANGES, RefChanges, Revision, RevisionInfo, versions_citing
 
 #: Most revisions a read returns: the largest retention ``Settings.page_revisions_keep`` allows,
@@ -196,16 +196,6 @@ class PageRevisionRepository:
                 ),
             ).fetchall()
         return [Revision.model_validate(r) for r in rows]
-
-    def live_page(self, tenant_id: int, kb_id: str, slug: str, conn: Connection | None = None) -> Page | None:
-        """The tenant's live page ``slug`` of the KB, or None."""
-        with borrow(self.pool, conn) as c:
-            row = c.execute(
-                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND slug = %s AND deleted_at IS NULL"
-                " AND tenant_id = %s",
-                (kb_id, slug, tenant_id),
-            ).fetchone()
-        return Page.model_validate(row) if row else None
 
     def forget_documents(self, kb_id: str, knowledge_ids: Iterable[str], conn: Connection | None = None) -> int:
         """Delete every kept revision of the KB whose sources cite one of ``knowledge_ids`` (or are

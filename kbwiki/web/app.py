@@ -43,7 +43,18 @@ from kbwiki.web.metrics import KbwikiCollector
 from kbwiki.web.ops import COOKIE, COOKIE_PATH, SESSION_S, OpsGuard, operator_form
 from kbwiki.web.revisions import ROUTES as REVISION_ROUTES
 from kbwiki.web.revisions import store_revert
-from kbwiki.web.state import Requeue, TtlCache, WebState, kb_url, page_html, render, session, the_kb, web_state
+from kbwiki.web.state import (
+    Requeue,
+    TtlCache,
+    WebState,
+    kb_url,
+    page_html,
+    render,
+    session,
+    the_kb,
+    the_page,
+    web_state,
+)
 from repos.dead_letters import TaskDeadLetterRepository
 from repos.lint import LintRepository
 from repos.pages import DEFAULT_REVISIONS_KEEP, WikiPageRepository
@@ -163,9 +174,7 @@ def kb_home(request: Request) -> Response:
 def page_view(request: Request) -> Response:
     s = web_state(request)
     kb = the_kb(request)
-    page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
-    if page is None:
-        raise HTTPException(404, "no such page")
+    page = the_page(s, kb, request.path_params["slug"])
     sources = [(ref, page.facts.get(ref.knowledge_id, Fact())) for ref in page.source_refs[:200]]
     backlinks = s.web.backlinks(s.tenant_id, kb.id, page.slug)
     mentioned, mentioned_page, mentions = 0, 0, []
@@ -250,8 +259,7 @@ def backlinks_json(request: Request) -> Response:
     s = web_state(request)
     kb = the_kb(request)
     slug = request.path_params["slug"]
-    if s.web.page(s.tenant_id, kb.id, slug) is None:
-        raise HTTPException(404, "no such page")
+    the_page(s, kb, slug)  # 404 for no such page
     return JSONResponse(
         [{"slug": p.slug, "title": p.title, "type": p.page_type} for p in s.web.backlinks(s.tenant_id, kb.id, slug)]
     )
@@ -260,9 +268,7 @@ def backlinks_json(request: Request) -> Response:
 def graph_view(request: Request) -> Response:
     s = web_state(request)
     kb = the_kb(request)
-    page = s.web.page(s.tenant_id, kb.id, request.path_params["slug"])
-    if page is None:
-        raise HTTPException(404, "no such page")
+    page = the_page(s, kb, request.path_params["slug"])
     return render(
         request,
         "graph.html",

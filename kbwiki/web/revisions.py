@@ -28,7 +28,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from kbwiki.web.ops import operator_form
-from kbwiki.web.state import Revert, WebState, render, session, the_kb, web_state
+from kbwiki.web.state import Revert, WebState, render, session, the_kb, the_page, web_state
 from repos.knowledge import KnowledgeBaseRepository
 from repos.pages import WikiPageRepository
 from repos.pending_ops import TaskPendingOpsRepository
@@ -71,13 +71,6 @@ def store_revert(pool: ConnectionPool, revisions_keep: int) -> Revert:
     return revert
 
 
-def _live_page(s: WebState, kb: KnowledgeBase, slug: str) -> Page:
-    page = s.revisions.live_page(s.tenant_id, kb.id, slug)
-    if page is None or page.id is None:
-        raise HTTPException(404, "no such page")
-    return page
-
-
 def _sides(s: WebState, kb: KnowledgeBase, page: Page, versions: list[int]) -> list[Side]:
     """The versions asked, from the live page and its revisions (404 for one not kept)."""
     assert page.id is not None
@@ -118,14 +111,14 @@ def history(request: Request) -> Response:
     reverted = _version(request.query_params.get("reverted"))
     now = _version(request.query_params.get("now"))
     message = f"Reverted to version {reverted}: the page is version {now} now." if reverted and now else ""
-    title = _live_page(s, kb, slug).title
+    title = the_page(s, kb, slug).title
     return render(request, "page_history.html", kb=kb, slug=slug, title=title, lines=lines, message=message)
 
 
 def diff(request: Request) -> Response:
     s = web_state(request)
     kb = the_kb(request)
-    page = _live_page(s, kb, request.path_params["slug"])
+    page = the_page(s, kb, request.path_params["slug"])
     lines = s.revisions.history(s.tenant_id, kb.id, page.slug, limit=1) or []
     earlier = lines[1].version if len(lines) > 1 else page.version
     a = _version(request.query_params.get("from")) or earlier
@@ -137,7 +130,7 @@ def diff(request: Request) -> Response:
 def revert_view(request: Request) -> Response:
     s = web_state(request)
     kb = the_kb(request)
-    page = _live_page(s, kb, request.path_params["slug"])
+    page = the_page(s, kb, request.path_params["slug"])
     version = _version(request.query_params.get("version"))
     if version is None:
         raise HTTPException(404, "no such version")

@@ -25,7 +25,7 @@ from repos.revisions import PageRevisionRepository
 from repos.web import WebRepository
 from stages.revert import Reverted
 from wiki.links import out_link_slugs
-from wiki.models import KnowledgeBase
+from wiki.models import KnowledgeBase, Page
 
 #: ``requeue(dead_letter_id, tenant_id) -> outcome``: ``stages.requeue.requeue_dead_letter`` on
 #: the process's deps; raises ``DeadLetterNotFound`` / ``RequeueRefused``.
@@ -104,6 +104,14 @@ def the_kb(request: Request) -> KnowledgeBase:
     if kb is None:
         raise HTTPException(404, "no such knowledge base")
     return kb
+
+
+def the_page(s: WebState, kb: KnowledgeBase, slug: str) -> Page:
+    """The live page ``slug`` of ``kb`` (the tenant's: ``the_kb``); 404 otherwise."""
+    page = s.web.page(s.tenant_id, kb.id, slug)
+    if page is None:
+        raise HTTPException(404, "no such page")
+    return page
 
 
 def page_html(s: WebState, kb: KnowledgeBase, content: str) -> str:

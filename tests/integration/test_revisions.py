@@ -9,6 +9,7 @@ import pytest
 
 from repos.pages import WikiPageRepository
 from repos.revisions import PageRevisionRepository
+from repos.web import WebRepository
 from wiki.models import Page, SourceRef
 from wiki.revisions import MAX_REF_CHANGES, sources_at
 
@@ -187,4 +188,4 @@ def test_history_is_the_tenants_own(clean_db, kb):
     assert revisions.history(2, kb.id, "hub") is None
     page = pages.get(kb.id, "hub")
     assert revisions.since(2, kb.id, page.id, 1) == []
-    assert revisions.live_page(2, kb.id, "hub") is None
+    assert WebRepository(clean_db).page(2, kb.id, "hub") is None
