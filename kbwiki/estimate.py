@@ -283,6 +283,20 @@ def intro_call_tokens(config: LLMConfig, kb_name: str, summaries: int, title_cha
     return message_tokens(intro_messages(kb_name, pages)), min(config.max_tokens, MAX_INTRO_CHARS // CHARS_PER_TOKEN)
 
 
+def _per_document(
+    name: str, documents: int, rate: float, measured: str, tokens: tuple[int, int], each: str
+) -> CallKind:
+    """The ``about`` kind of ``rate`` calls per document extracted (``documents`` of them; rounded
+    to the nearest call), each of ``tokens`` (prompt, completion). Its basis names the rate's
+    measure on linux-doc (``measured``) and what a call holds (``each``)."""
+    calls = int(documents * rate + 0.5)
+    basis = (
+        f"about {rate} per document extracted, the rate measured on linux-doc: {measured};"
+        f" in: {tokens[0]} per call, {each}"
+    )
+    return CallKind(name, calls, calls * tokens[0], calls * tokens[1], basis, about=True)
+
+
 def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc | Rejected]) -> IngestEstimate:
     """What ingesting ``docs`` into ``kb`` (None: a KB that does not exist yet) would cost the model
     configured for it (``KBWIKI_LLM_*`` with the KB's ``wiki_config.llm``), reading each document as
@@ -337,33 +351,15 @@ def estimate_docs(deps: Deps, kb: KnowledgeBase | None, docs: Iterable[CorpusDoc
             f" the input per call, at most {config.max_tokens}",
         )
     )
-    merges = int(n * MERGE_CALLS_PER_DOCUMENT + 0.5)
-    merge_in, merge_out = merge_call_tokens(config)
+    each = f"{MERGE_ITEMS} items with {MERGE_CANDIDATES_PER_ITEM} candidate pages each"
+    tokens = merge_call_tokens(config)
     estimate.kinds.append(
-        CallKind(
-            "merge",
-            merges,
-            merges * merge_in,
-            merges * merge_out,
-            f"about {MERGE_CALLS_PER_DOCUMENT} per document extracted, the rate measured on linux-doc: 73"
-            f" calls for 920 documents; in: {merge_in} per call, {MERGE_ITEMS} items with"
-            f" {MERGE_CANDIDATES_PER_ITEM} candidate pages each",
-            about=True,
-        )
+        _per_document("merge", n, MERGE_CALLS_PER_DOCUMENT, "73 calls for 920 documents", tokens, each)
     )
     if config.page_leads:
-        leads = int(n * LEAD_CALLS_PER_DOCUMENT + 0.5)
-        lead_in, lead_out = lead_call_tokens(config)
+        each, tokens = "8 pages of 4 contributions each", lead_call_tokens(config)
         estimate.kinds.append(
-            CallKind(
-                "page leads",
-                leads,
-                leads * lead_in,
-                leads * lead_out,
-                f"about {LEAD_CALLS_PER_DOCUMENT} per document extracted, the rate measured on linux-doc: 40-51"
-                f" calls for 420 documents; in: {lead_in} per call, 8 pages of 4 contributions each",
-                about=True,
-            )
+            _per_document("page leads", n, LEAD_CALLS_PER_DOCUMENT, "40-51 calls for 420 documents", tokens, each)
         )
     if config.index_intro:
         batch = kb_tunables(settings, kb).batch_size if kb is not None else settings.ingest_batch_size
