@@ -58,8 +58,18 @@ def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip() for r in lines]
 
 
-def _next_command(argv: list[str], cursor: str) -> str:
-    return "next page: " + shlex.join(["kbwiki", *argv, "--after", cursor])
+def _print_page(
+    header: tuple[str, ...], cells: list[tuple[str, ...]], argv: list[str], limit: int, cursor: str | None
+) -> None:
+    """A page's table, then the command that prints the next page (``argv``, then ``--limit`` unless
+    it is the default, then ``--after`` the page's ``cursor``), or "end of list" on the last page."""
+    for line in _table(header, cells):
+        click.echo(line)
+    if cursor is None:
+        click.echo("end of list")
+        return
+    argv = [*argv, *(["--limit", str(limit)] if limit != DEFAULT_PAGE else []), "--after", cursor]
+    click.echo("next page: " + shlex.join(["kbwiki", *argv]))
 
 
 def kb_json(kb: KbListing) -> dict:
@@ -102,14 +112,7 @@ def print_kbs(deps, *, tenant: int | None, limit: int, start: tuple | None, as_j
         )
         for kb in page
     ]
-    for line in _table(header, cells):
-        click.echo(line)
-    if cursor:
-        argv = ["kbs", *(["--tenant", str(tenant)] if tenant is not None else [])]
-        argv += ["--limit", str(limit)] if limit != DEFAULT_PAGE else []
-        click.echo(_next_command(argv, cursor))
-    else:
-        click.echo("end of list")
+    _print_page(header, cells, ["kbs", *(["--tenant", str(tenant)] if tenant is not None else [])], limit, cursor)
 
 
 @main.command("kbs")
@@ -170,11 +173,5 @@ def documents(kb_name: str, tenant: int, status: str | None, as_json: bool, limi
     cells = [
         (doc.id, doc.status, str(doc.pages), _when(doc.updated_at), doc.source_uri or "-", doc.title) for doc in page
     ]
-    for line in _table(header, cells):
-        click.echo(line)
-    if cursor:
-        argv = ["documents", "--kb", kb_name, *(["--tenant", str(tenant)] if tenant != 1 else [])]
-        argv += (["--status", status] if status else []) + (["--limit", str(limit)] if limit != DEFAULT_PAGE else [])
-        click.echo(_next_command(argv, cursor))
-    else:
-        click.echo("end of list")
+    argv = ["documents", "--kb", kb_name, *(["--tenant", str(tenant)] if tenant != 1 else [])]
+    _print_page(header, cells, argv + (["--status", status] if status else []), limit, cursor)
