@@ -159,14 +159,7 @@ class DeadLetterMiddleware(dramatiq.Middleware):
                 if self._spool_factory is None:
                     raise
                 self._spool_factory().put(message.message_id, letter)
-                log.warning(
-                    "dead_letter.spooled",
-                    actor=message.actor_name,
-                    message_id=message.message_id,
-                    scope=letter["scope"],
-                    scope_id=letter["scope_id"],
-                    error=repr(exc),
-                )
+                _log_letter("dead_letter.spooled", message, letter, error=repr(exc))
         except Exception:  # best effort: the task's own failure is already logged by the worker
             log.exception("dead_letter.record_failed", actor=message.actor_name, message_id=message.message_id)
         finally:
@@ -191,15 +184,20 @@ class DeadLetterMiddleware(dramatiq.Middleware):
         """Store the dead letter of ``message`` now; returns its id. Raises on database errors."""
         letter = letter or self.letter(message)
         row = self._dead_letters().insert(**letter)
-        log.warning(
-            "dead_letter.recorded",
-            actor=message.actor_name,
-            message_id=message.message_id,
-            scope=letter["scope"],
-            scope_id=letter["scope_id"],
-            dead_letter_id=row.id,
-        )
+        _log_letter("dead_letter.recorded", message, letter, dead_letter_id=row.id)
         return row.id
+
+
+def _log_letter(event: str, message: MessageProxy, letter: dict[str, Any], **more: Any) -> None:
+    """A warning ``event`` about the dead letter of ``message``: its actor, message id and lane scope."""
+    log.warning(
+        event,
+        actor=message.actor_name,
+        message_id=message.message_id,
+        scope=letter["scope"],
+        scope_id=letter["scope_id"],
+        **more,
+    )
 
 
 def _jsonable(value: Any) -> Any:
