@@ -316,6 +316,19 @@ def borrow(pool: ConnectionPool, conn: Connection | None) -> AbstractContextMana
     return nullcontext(conn) if conn is not None else pool.connection()
 
 
+def keyset_rows(pool: ConnectionPool, query: str, params: tuple, after: object, window: int) -> Iterator[dict]:
+    """Every row ``query`` selects, read ``window`` rows a statement (a keyset cursor: memory is
+    one window whatever the table). ``query`` takes ``params``, then the ``id`` to read after
+    (``after`` first) and the window; it orders by ``id``. No connection is held between windows."""
+    while True:
+        with pool.connection() as conn:
+            rows = conn.execute(query, (*params, after, window)).fetchall()
+        if not rows:
+            return
+        yield from rows
+        after = rows[-1]["id"]
+
+
 def advisory_xact_lock(conn: Connection, key: str, shared: bool = False) -> None:
     """Serialize a critical section across processes until ``conn``'s transaction ends; ``shared``
     holders only exclude exclusive ones."""

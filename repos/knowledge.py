@@ -10,7 +10,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from repos.db import borrow
+from repos.db import borrow, keyset_rows
 from wiki.errors import BadInput, StoreConflict, UnknownKnowledgeBase
 from wiki.models import DocStatus, Document, KnowledgeBase, valid_kb_name
 
@@ -386,19 +386,12 @@ class DocumentRepository:
     def iter_contents(self, kb_id: str, window: int = 200):
         """Yield (knowledge id, content) of the KB's live documents that are done, in id order,
         ``window`` rows per query (a keyset cursor: memory is one window whatever the KB)."""
-        after = ""
-        while True:
-            with self.pool.connection() as conn:
-                rows = conn.execute(
-                    "SELECT id, content FROM knowledges WHERE knowledge_base_id = %s AND deleted_at IS NULL"
-                    " AND status = 'done' AND id > %s ORDER BY id LIMIT %s",
-                    (kb_id, after, window),
-                ).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield row["id"], row["content"]
-            after = rows[-1]["id"]
+        query = (
+            "SELECT id, content FROM knowledges WHERE knowledge_base_id = %s AND deleted_at IS NULL"
+            " AND status = 'done' AND id > %s ORDER BY id LIMIT %s"
+        )
+        for row in keyset_rows(self.pool, query, (kb_id,), "", window):
+            yield row["id"], row["content"]
 
     def count_by_status(self, kb_id: str) -> dict[str, int]:
         """Live documents of the KB per status."""

@@ -13,7 +13,7 @@ from psycopg import Connection
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
-from repos.db import advisory_xact_lock, borrow
+from repos.db import advisory_xact_lock, borrow, keyset_rows
 from repos.revisions import LOCK_PAGES_SQL, SAVE_PAGES_SQL, SAVE_PARAMS, PageRevisionRepository
 from wiki.dedup import link_phrases, name_key
 from wiki.errors import BadInput
@@ -398,19 +398,12 @@ class WikiPageRepository:
 
     def iter_pages(self, kb_id: str, window: int = 200):
         """Yield every live page in id order, reading ``window`` rows per query (keyset cursor)."""
-        after = 0
-        while True:
-            with self.pool.connection() as conn:
-                rows = conn.execute(
-                    "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL AND id > %s"
-                    " ORDER BY id LIMIT %s",
-                    (kb_id, after, window),
-                ).fetchall()
-            if not rows:
-                return
-            for row in rows:
-                yield Page.model_validate(row)
-            after = rows[-1]["id"]
+        query = (
+            "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND deleted_at IS NULL AND id > %s"
+            " ORDER BY id LIMIT %s"
+        )
+        for row in keyset_rows(self.pool, query, (kb_id,), 0, window):
+            yield Page.model_validate(row)
 
     # -- writes --------------------------------------------------------------------------------
     def save(self, page: Page, conn: Connection | None = None, written_by: str = "") -> Page:
