@@ -123,6 +123,22 @@ def page_name_key(page: Page) -> str | None:
     return name_key(page.title) if page.page_type in ITEM_TYPES else None
 
 
+#: The ``wiki_pages`` columns a page write sets from the page (``_page_columns``), besides its writer.
+PAGE_COLUMNS = (
+    "tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary, aliases, source_refs, facts,"
+    " name_key, lead, lead_key"
+)
+_JSON_COLUMNS = {"aliases", "source_refs", "facts"}
+
+
+def _page_columns(p: Page) -> dict:
+    """{column: value} of ``PAGE_COLUMNS`` for ``p``, in that order; JSON columns as lists and dicts."""
+    values = (p.tenant_id, p.knowledge_base_id, p.slug, p.title, p.page_type, p.status, p.content, p.summary)
+    refs = [r.model_dump() for r in p.source_refs]
+    values += (p.aliases, refs, facts_json(p.facts), page_name_key(p), p.lead, p.lead_key)
+    return dict(zip((c.strip() for c in PAGE_COLUMNS.split(",")), values, strict=True))
+
+
 #: Earlier versions kept per page unless the repository is told otherwise (``Settings.page_revisions_keep``).
 DEFAULT_REVISIONS_KEEP = 20
 
@@ -440,26 +456,7 @@ class WikiPageRepository:
         if len(kb_ids) > 1 or len(set(slugs)) < len(slugs):
             raise BadInput("save_many takes pages of one KB with distinct slugs")
         kb_id = kb_ids.pop()
-        rows = [
-            {
-                "tenant_id": p.tenant_id,
-                "knowledge_base_id": kb_id,
-                "slug": p.slug,
-                "title": p.title,
-                "page_type": p.page_type,
-                "status": p.status,
-                "content": p.content,
-                "summary": p.summary,
-                "aliases": p.aliases,
-                "source_refs": [r.model_dump() for r in p.source_refs],
-                "facts": facts_json(p.facts),
-                "name_key": page_name_key(p),
-                "lead": p.lead,
-                "lead_key": p.lead_key,
-                "written_by": (writers or {}).get(p.slug, written_by),
-            }
-            for p in pages
-        ]
+        rows = [{**_page_columns(p), "written_by": (writers or {}).get(p.slug, written_by)} for p in pages]
         out_links = out_links or {}
         links = sorted(
             {
@@ -548,30 +545,11 @@ class WikiPageRepository:
         """
         n = 0
         with self.pool.connection() as conn, conn.cursor() as cur:
-            with cur.copy(
-                "COPY wiki_pages (tenant_id, knowledge_base_id, slug, title, page_type, status, content, summary,"
-                " aliases, source_refs, facts, name_key, lead, lead_key) FROM STDIN"
-            ) as copy:
+            with cur.copy(f"COPY wiki_pages ({PAGE_COLUMNS}) FROM STDIN") as copy:
                 links, keys = [], []
                 for p in pages:
-                    copy.write_row(
-                        (
-                            p.tenant_id,
-                            p.knowledge_base_id,
-                            p.slug,
-                            p.title,
-                            p.page_type,
-                            p.status,
-                            p.content,
-                            p.summary,
-                            Jsonb(p.aliases),
-                            Jsonb([r.model_dump() for r in p.source_refs]),
-                            Jsonb(facts_json(p.facts)),
-                            page_name_key(p),
-                            p.lead,
-                            p.lead_key,
-                        )
-                    )
+                    row = _page_columns(p)
+                    copy.write_row([Jsonb(v) if c in _JSON_COLUMNS else v for c, v in row.items()])
                     links += [(p.knowledge_base_id, p.slug, t) for t in out_link_slugs(p.content) if t != p.slug]
                     keys += [(p.knowledge_base_id, p.slug, key) for key in title_keys(p)]
                     n += 1
