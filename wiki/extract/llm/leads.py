@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
-from pydantic import ValidationError
 
 from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatClient
@@ -23,7 +22,7 @@ from wiki.extract.llm.grounding import Refusal
 from wiki.extract.llm.intro import plain_paragraph
 from wiki.extract.llm.prompts import lead_messages
 from wiki.extract.llm.schema import LeadEnvelope, LeadOut, lead_schema
-from wiki.extract.llm.structured import CallStats, ask
+from wiki.extract.llm.structured import CallStats, ask, entries
 
 log = structlog.get_logger(__name__)
 
@@ -99,13 +98,8 @@ def write_leads(
     handles = {f"p{i}": i - 1 for i in range(1, len(questions) + 1)}
     refused: list[Refusal] = []
     titles = {handle: questions[i].title for handle, i in handles.items()}  # "[[p2]]" in a lead: its title
-    unknown = unknown_fields.collect(found)
-    for value in found.leads:
-        try:
-            out = LeadOut.model_validate(value)
-        except ValidationError:
-            continue
-        unknown |= unknown_fields.collect(out, "leads[]")
+    answers, unknown = entries(found, found.leads, LeadOut, "leads")
+    for out in answers:
         index = handles.get(out.page.strip().lower())
         if index is None:
             stats.unknown_handles += 1

@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import structlog
-from pydantic import ValidationError
 
 from wiki.extract import validate_item_name
 from wiki.extract.llm import unknown_fields
@@ -34,7 +33,7 @@ from wiki.extract.llm.extractor import MAX_ALIASES, joined_item
 from wiki.extract.llm.grounding import in_quotes
 from wiki.extract.llm.prompts import MERGE_PROMPT_VERSION, merge_messages
 from wiki.extract.llm.schema import MergeChoiceOut, MergeEnvelope, merge_schema
-from wiki.extract.llm.structured import CallStats, ask
+from wiki.extract.llm.structured import CallStats, ask, entries
 from wiki.llm_config import LLMConfig
 from wiki.models import ExtractedItem, Extraction, PageLite
 
@@ -136,13 +135,8 @@ def decide_merges(
         return new, stats
     chosen = list(new)
     decided: set[str] = set()
-    unknown = unknown_fields.collect(found)
-    for value in found.decisions:
-        try:
-            choice = MergeChoiceOut.model_validate(value)
-        except ValidationError:
-            continue
-        unknown |= unknown_fields.collect(choice, "decisions[]")
+    choices, unknown = entries(found, found.decisions, MergeChoiceOut, "decisions")
+    for choice in choices:
         item = choice.item.strip().lower()
         if item not in items or item in decided:
             continue  # an unknown item, or the item's second answer: the first one stands

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from wiki.errors import LLMOutputInvalid
+from wiki.extract.llm import unknown_fields
 from wiki.extract.llm.client import ChatAnswer, ChatClient, ModeRejected
 from wiki.extract.llm.extractor import MODES, _parse, _remember, next_mode, remembered_mode
 
@@ -85,3 +86,18 @@ def envelope(answer: ChatAnswer, mode: str, shape: type[E]) -> E | None:
         return shape.model_validate(data)
     except (LLMOutputInvalid, ValidationError):
         return None
+
+
+def entries(found: BaseModel, values: list, shape: type[E], where: str) -> tuple[list[E], set[str]]:
+    """The entries of ``values`` (the list ``where`` of the envelope ``found``) valid as ``shape``, in
+    order, and the unknown fields (``unknown_fields.collect``) of the envelope and of those entries."""
+    unknown = unknown_fields.collect(found)
+    valid: list[E] = []
+    for value in values:
+        try:
+            entry = shape.model_validate(value)
+        except ValidationError:
+            continue
+        unknown |= unknown_fields.collect(entry, f"{where}[]")
+        valid.append(entry)
+    return valid, unknown
