@@ -6,7 +6,6 @@ import structlog
 
 from actors.args import BAD_MESSAGE, KbArgs
 from actors.declare import actor
-from repos.lint import LintRepository
 from stages.deps import get_deps
 from stages.lint import run_lint
 
@@ -27,11 +26,7 @@ def wiki_lint(**kwargs) -> None:
     report = run_lint(
         args.tenant_id,
         args.knowledge_base_id,
-        kbs=deps.kbs,
-        pages=deps.pages,
-        lint=LintRepository(deps.pool),
-        pool=deps.pool,
-        min_chars=deps.settings.min_document_chars,
+        deps,
         fix=args.fix,
     )
     log.info(

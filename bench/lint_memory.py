@@ -223,7 +223,6 @@ def build_kb(url: str, n_pages: int, rebuild: bool) -> str:
 
 def walk(deps, kb_id: str, traced: bool) -> tuple[int, float, object]:
     """(peak bytes or 0, wall seconds, report) of one lint walk (no --fix)."""
-    from repos.lint import LintRepository
     from stages.lint import run_lint
 
     if traced:
@@ -232,11 +231,7 @@ def walk(deps, kb_id: str, traced: bool) -> tuple[int, float, object]:
     report = run_lint(
         TENANT,
         kb_id,
-        kbs=deps.kbs,
-        pages=deps.pages,
-        lint=LintRepository(deps.pool),
-        pool=deps.pool,
-        min_chars=deps.settings.min_document_chars,
+        deps,
         fix=False,
     )
     wall = time.monotonic() - t0

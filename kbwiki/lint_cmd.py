@@ -10,7 +10,6 @@ from __future__ import annotations
 import click
 
 from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
-from repos.lint import LintRepository
 from stages.lint import run_lint
 from stages.lint_checks import CHECKS
 from wiki.plural import noun
@@ -31,11 +30,7 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
         report = run_lint(
             tenant,
             find_kb(deps, tenant, kb_name).id,
-            kbs=deps.kbs,
-            pages=deps.pages,
-            lint=LintRepository(deps.pool),
-            pool=deps.pool,
-            min_chars=deps.settings.min_document_chars,
+            deps,
             fix=fix,
         )
     if as_json:

@@ -19,6 +19,7 @@ from repos.dead_letters import TaskDeadLetterRepository
 from repos.extractions import ExtractionRepository
 from repos.index_intros import IndexIntroRepository
 from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
+from repos.lint import LintRepository
 from repos.listing import ListingRepository
 from repos.liveness import LaneFenceRepository, WorkerRepository
 from repos.llm_errors import LLMConfigErrorRepository
@@ -57,6 +58,7 @@ class Deps:
     llm_usage: LLMUsageRepository
     index_intros: IndexIntroRepository
     listing: ListingRepository
+    lint: LintRepository
     revisions: PageRevisionRepository
     #: This process's worker id while it runs as a heartbeating worker (``actors.liveness``);
     #: its claims carry it. None elsewhere: such claims only go stale by age.
@@ -108,6 +110,7 @@ def build_deps(settings: Settings, pool: ConnectionPool | None = None, extractor
         llm_usage=LLMUsageRepository(pool),
         index_intros=IndexIntroRepository(pool),
         listing=ListingRepository(pool),
+        lint=LintRepository(pool),
         revisions=PageRevisionRepository(pool),
     )
 

@@ -32,6 +32,7 @@ from psycopg_pool import ConnectionPool
 from repos.knowledge import KnowledgeBaseRepository
 from repos.lint import WINDOW, LintRepository
 from repos.pages import WikiPageRepository
+from stages.deps import Deps
 from stages.lint_checks import CHECKS, LintCheck, PageFix, Window
 from wiki.lint import LintIssue, LintPage, LintReport, LintTally
 from wiki.models import KnowledgeBase
@@ -42,25 +43,30 @@ log = structlog.get_logger(__name__)
 def run_lint(
     tenant_id: int,
     knowledge_base_id: str,
+    deps: Deps,
     *,
-    kbs: KnowledgeBaseRepository,
-    pages: WikiPageRepository,
-    lint: LintRepository,
-    pool: ConnectionPool,
-    min_chars: int,
     fix: bool = False,
     checks: Sequence[LintCheck] = CHECKS,
 ) -> LintReport:
     """Lint every live page of the KB, store the report as the KB's latest and return it.
 
-    ``min_chars`` is ``Settings.min_document_chars`` (the empty-page threshold); ``pool`` holds
-    the transactions of the fixes; ``checks`` defaults to every check. Raises
+    ``Settings.min_document_chars`` is the empty-page threshold; ``deps.pool`` holds the
+    transactions of the fixes; ``checks`` defaults to every check. Raises
     ``wiki.errors.UnknownKnowledgeBase`` for an unknown or deleted KB or a tenant mismatch, also
     when the KB is deleted during the walk (checked before each window). See the module docstring
     for what ``fix`` changes.
     """
-    kb = kbs.get_active(tenant_id, knowledge_base_id)
-    walk = _Walk(kb, tenant_id, kbs=kbs, pages=pages, lint=lint, pool=pool, min_chars=min_chars, checks=checks)
+    kb = deps.kbs.get_active(tenant_id, knowledge_base_id)
+    walk = _Walk(
+        kb,
+        tenant_id,
+        kbs=deps.kbs,
+        pages=deps.pages,
+        lint=deps.lint,
+        pool=deps.pool,
+        min_chars=deps.settings.min_document_chars,
+        checks=checks,
+    )
     started, t0 = datetime.now(UTC), time.monotonic()
     tally = walk.run(fix)
     after = None
@@ -72,7 +78,7 @@ def run_lint(
         if left:
             log.warning("lint.fix_left_issues", knowledge_base_id=kb.id, counts=left)
     report = tally.report(kb.id, kb.name, fix, started, int((time.monotonic() - t0) * 1000), after=after)
-    lint.save_report(report)
+    deps.lint.save_report(report)
     return report
 
 

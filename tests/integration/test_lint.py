@@ -74,11 +74,7 @@ class Wiki:
         return run_lint(
             self.kb.tenant_id,
             self.kb.id,
-            kbs=self.deps.kbs,
-            pages=self.deps.pages,
-            lint=LintRepository(self.deps.pool),
-            pool=self.deps.pool,
-            min_chars=self.deps.settings.min_document_chars,
+            self.deps,
             fix=fix,
             checks=checks,
         )

@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from repos.lint import LintRepository
 from stages.deps import build_deps
 from stages.lint import run_lint
 from stages.reduce import run_reduce_batch
@@ -53,11 +52,7 @@ def _lint(deps, kb):
     return run_lint(
         kb.tenant_id,
         kb.id,
-        kbs=deps.kbs,
-        pages=deps.pages,
-        lint=LintRepository(deps.pool),
-        pool=deps.pool,
-        min_chars=deps.settings.min_document_chars,
+        deps,
     )
 
 
@@ -234,11 +229,7 @@ def test_lint_mending_stale_sources_keeps_no_version_citing_them(deps, kb):
     report = run_lint(
         kb.tenant_id,
         kb.id,
-        kbs=deps.kbs,
-        pages=deps.pages,
-        lint=LintRepository(deps.pool),
-        pool=deps.pool,
-        min_chars=deps.settings.min_document_chars,
+        deps,
         fix=True,
     )
 

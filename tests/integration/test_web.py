@@ -141,22 +141,11 @@ def test_another_tenants_urls_are_404(client, wiki):
 
 
 def test_lint_view(client, wiki, clean_db):
-    from repos.knowledge import KnowledgeBaseRepository
-    from repos.lint import LintRepository
-    from repos.pages import WikiPageRepository
-    from stages.lint import run_lint
+    from tests.support.reader import store_lint_report
 
     r = client.get(f"/kb/{wiki.kb_id}/lint")
     assert r.status_code == 200 and "No report yet" in r.text
-    report = run_lint(
-        1,
-        wiki.kb_id,
-        kbs=KnowledgeBaseRepository(clean_db),
-        pages=WikiPageRepository(clean_db),
-        lint=LintRepository(clean_db),
-        pool=clean_db,
-        min_chars=40,
-    )
+    report = store_lint_report(clean_db, wiki)
     r = client.get(f"/kb/{wiki.kb_id}/lint")
     assert f"health score <strong>{report.score}</strong>" in r.text
     for issue_type, n in report.counts.items():

@@ -4,11 +4,12 @@ tenant, many pages and documents to page through, and a stored lint report."""
 from __future__ import annotations
 
 from repos.knowledge import DocumentRepository, KnowledgeBaseRepository
-from repos.lint import LintRepository
 from repos.pages import WikiPageRepository
+from stages.deps import build_deps
 from stages.lint import run_lint
 from tests.support.pages import make_pages
 from tests.support.web import WikiFixture
+from wiki.settings import Settings
 
 
 def other_tenant_document(pool, wiki: WikiFixture) -> str:
@@ -31,12 +32,4 @@ def grow(pool, wiki: WikiFixture, pages: int = 57, documents: int = 23) -> None:
 
 def store_lint_report(pool, wiki: WikiFixture):
     """Run lint on tenant 1's KB (its report is stored) and return the report."""
-    return run_lint(
-        1,
-        wiki.kb_id,
-        kbs=KnowledgeBaseRepository(pool),
-        pages=WikiPageRepository(pool),
-        lint=LintRepository(pool),
-        pool=pool,
-        min_chars=40,
-    )
+    return run_lint(1, wiki.kb_id, build_deps(Settings(), pool=pool))
