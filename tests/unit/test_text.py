@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from wiki.rst import rst_to_text
 from wiki.text import (
     BadDocument,
     clean_text,
@@ -16,7 +17,6 @@ from wiki.text import (
     html_to_text,
     is_binary,
     prose_size,
-    rst_to_text,
 )
 
 # --- bytes -------------------------------------------------------------------------------
