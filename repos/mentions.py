@@ -207,6 +207,32 @@ class MentionRepository:
             out.setdefault(r["parent"], []).append(r["key"])
         return out
 
+    def relations(
+        self, kb_id: str, keys: Iterable[str], exclude: Iterable[str] = ()
+    ) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+        """For each key, ({the keys its rows name as its class or module}, [the documents that make
+        it a page on its own and name no class or module of it: those whose items a page quoting
+        them lists as related], sorted), rows of the documents ``exclude`` left out: one walk of
+        each key's rows on the best-rows index, bounded by the documents naming the keys."""
+        keys = _joined(keys)
+        if not keys:
+            return {}, {}
+        parents: dict[str, set[str]] = {}
+        items_of: dict[str, list[str]] = {}
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT key, knowledge_id, parent, earned FROM wiki_mentions WHERE knowledge_base_id = %(kb)s"
+                " AND key = ANY(string_to_array(%(keys)s, E'\\n')) AND (parent <> '' OR earned)"
+                " AND NOT (knowledge_id = ANY(%(exclude)s)) ORDER BY key, knowledge_id",
+                {"kb": kb_id, "keys": keys, "exclude": sorted(set(exclude))},
+            ).fetchall()
+        for r in rows:
+            if r["parent"]:
+                parents.setdefault(r["key"], set()).add(r["parent"])
+            else:
+                items_of.setdefault(r["key"], []).append(r["knowledge_id"])
+        return parents, items_of
+
     def mentioned_in(self, kb_id: str, key: str, limit: int = 50, offset: int = 0) -> list[tuple[str, str, str]]:
         """(summary slug, document title, knowledge id) of the documents naming ``key``, best
         first (``MentionRow.order``), ``limit`` from ``offset``: a page of "Mentioned in"."""

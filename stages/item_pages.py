@@ -35,7 +35,7 @@ from wiki.coverage import (
 )
 from wiki.dedup import name_key
 from wiki.merge import item_summary, item_type, new_page_slugs, title_and_aliases
-from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageType, SourceRef
+from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageLite, PageType, SourceRef
 from wiki.render import MEMBER_OF, MEMBERS, RELATED, SEE_ALSO, LinkSection, render_disambiguation_page, render_item_page
 from wiki.slugs import RESERVED_SLUGS
 
@@ -94,35 +94,20 @@ def plan_item_pages(
     stats = stats_after(mentions.stats(kb.id, touched), plan.dropped, plan.added)
     plan.stat_deltas = stats_after({}, plan.dropped, plan.added)
     plan.name_deltas = name_deltas(plan.dropped, plan.added)
-    worthy = {key for key in touched if may_have_page(stats.get(key, KeyStats()))}
-    # a key whose page appears or goes changes its members' "Member of": they are planned again
-    changed = {k for k in touched if (k in worthy) != bool(by_key.get(k))}
-    members = _members(kb, mentions, worthy | changed, batch_ids, plan.added)
-    for parent in changed:
-        touched |= set(members.get(parent, ()))
+    resolved = _Resolved(kb, mentions, ctx, stats, by_key, plan.name_deltas, plan.added, batch_ids)
+    resolved.resolve(touched)
+    # a page shows other keys' pages (its "Member of", "Members" and "Related" link them by their
+    # titles): when a key's page appears, goes or takes another title, the pages showing it are
+    # planned again, as a fresh ingest would have made them
+    changed = {k for k in touched if resolved.shown(k) != _shown_now(by_key.get(k))}
+    touched |= _showing(kb, mentions, ctx, changed, batch_ids, plan.added)
     # the pages a touched code name shares its bare name with ("Queue": queue.Queue and
     # asyncio.queues.Queue) are planned again with it: their "See also" and their disambiguation page
     sharing = _sharing(kb, mentions, touched, plan.name_deltas)
     touched |= {k for keys in sharing.values() for k in keys}
-    extra = touched - stats.keys()
-    if extra:
-        stats.update(mentions.stats(kb.id, extra))
-        by_key.update(ctx.by_name_keys(extra))
-        worthy |= {key for key in extra if may_have_page(stats.get(key, KeyStats()))}
-
-    names = mentions.names(kb.id, worthy)
-    for (key, name, alias), delta in plan.name_deltas.items():
-        if key in worthy:
-            bucket = names.setdefault(key, {})
-            bucket[(name, alias)] = bucket.get((name, alias), 0) + delta
-    stored = mentions.best_rows(kb.id, worthy, exclude=batch_ids, limit=MAX_QUOTES)
-    added_by_key: dict[str, list[MentionRow]] = {}
-    for row in plan.added:
-        added_by_key.setdefault(row.key, []).append(row)
-    chosen = {key: best([*stored.get(key, []), *added_by_key.get(key, [])]) for key in worthy}
-    titled = {key: title_and_aliases(names.get(key, {})) for key in worthy if names.get(key)}
-    # a key with rows always has names; none only for a key being emptied
-    worthy = {k for k in worthy & titled.keys() if has_page(stats[k], titled[k][0], chosen[k])}
+    resolved.resolve(touched)
+    worthy, titled, chosen = resolved.worthy, resolved.titled, resolved.chosen
+    members = _members(kb, mentions, worthy, batch_ids, plan.added)
     ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
     ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
 
@@ -160,7 +145,9 @@ def plan_item_pages(
         facts = facts_of(rows)
         parent = next((r.parent for r in rows if r.parent), "")
         bare = bare_name(key)
-        see_also = [(disambiguation_slug(bare), f"{bare} (disambiguation)")] if bare in ambiguous else []
+        # only a page its disambiguation page lists links it: whether another page's bare name is
+        # ambiguous is no fact of this key's rows ("Command.spawn" beside the pages called "spawn")
+        see_also = [(disambiguation_slug(bare), f"{bare} (disambiguation)")] if key in ambiguous.get(bare, ()) else []
         sections = [
             LinkSection(MEMBER_OF, [titles[parent]] if parent in titles and parent != key else []),
             _section(MEMBERS, [titles[m] for m in members.get(key, []) if m in titles and m != key], MAX_MEMBERS),
@@ -204,6 +191,88 @@ def plan_item_pages(
         )
     plan.deleted -= plan.pages.keys()
     return plan
+
+
+class _Resolved:
+    """What the mention index says of name keys once the batch is written, read for the keys asked
+    (each once): their counters (in ``stats``), the live pages of each (in ``by_key``), and for the
+    keys that may have a page their names, best rows, title and whether they have a page."""
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        mentions: MentionRepository,
+        ctx: BatchContext,
+        stats: dict[str, KeyStats],
+        by_key: dict[str, list[PageLite]],
+        deltas: dict[tuple[str, str, bool], int],
+        added: list[MentionRow],
+        batch_ids: set[str],
+    ) -> None:
+        self.kb, self.mentions, self.ctx, self.stats, self.by_key = kb, mentions, ctx, stats, by_key
+        self.deltas, self.batch_ids = deltas, batch_ids
+        self.added: dict[str, list[MentionRow]] = {}
+        for row in added:
+            self.added.setdefault(row.key, []).append(row)
+        self.done: set[str] = set()
+        self.worthy: set[str] = set()  # keys with a page once the batch is written
+        self.titled: dict[str, tuple[str, list[str]]] = {}  # key -> (title, aliases)
+        self.chosen: dict[str, list[MentionRow]] = {}  # key -> its best rows (wiki.coverage.best)
+
+    def resolve(self, keys: set[str]) -> None:
+        """Read and decide the keys not resolved yet."""
+        keys = keys - self.done
+        self.done |= keys
+        missing = keys - self.stats.keys()
+        if missing:
+            self.stats.update(self.mentions.stats(self.kb.id, missing))
+        self.by_key.update(self.ctx.by_name_keys(keys - self.by_key.keys()))
+        maybe = {key for key in keys if may_have_page(self.stats.get(key, KeyStats()))}
+        names = self.mentions.names(self.kb.id, maybe)
+        for (key, name, alias), delta in self.deltas.items():
+            if key in maybe:
+                bucket = names.setdefault(key, {})
+                bucket[(name, alias)] = bucket.get((name, alias), 0) + delta
+        stored = self.mentions.best_rows(self.kb.id, maybe, exclude=self.batch_ids, limit=MAX_QUOTES)
+        for key in maybe:
+            self.chosen[key] = best([*stored.get(key, []), *self.added.get(key, [])])
+            if names.get(key):  # a key with rows always has names; none only for a key being emptied
+                self.titled[key] = title_and_aliases(names[key])
+                if has_page(self.stats[key], self.titled[key][0], self.chosen[key]):
+                    self.worthy.add(key)
+
+    def shown(self, key: str) -> str | None:
+        """The title other pages show a resolved key's page by, None when it has none."""
+        return self.titled[key][0] if key in self.worthy else None
+
+
+def _shown_now(live: list[PageLite] | None) -> str | None:
+    """The title other pages show a key's live page by (``_Resolved.shown`` before the batch)."""
+    return live[0].title if live else None
+
+
+def _showing(
+    kb: KnowledgeBase,
+    mentions: MentionRepository,
+    ctx: BatchContext,
+    keys: set[str],
+    batch_ids: set[str],
+    added: list[MentionRow],
+) -> set[str]:
+    """The keys whose pages show one of ``keys``' pages: its members (their "Member of"), the
+    classes and modules it is a member of (their "Members"), and the pages quoting a document it
+    is an item of (their "Related", ``_related``). Bounded by the rows of ``keys`` and the pages
+    citing their documents; the batch's own documents are left out (every page citing them is
+    planned already)."""
+    if not keys:
+        return set()
+    found = {k for members in _members(kb, mentions, keys, batch_ids, added).values() for k in members}
+    parents, items_of = mentions.relations(kb.id, keys, exclude=batch_ids)
+    found |= {parent for key in keys for parent in parents.get(key, ())}
+    docs = {kid for key in keys for kid in items_of.get(key, ())}
+    citing = ctx.lite(s for slugs in ctx.slugs_citing_many(docs).values() for s in slugs)
+    found |= {name_key(p.title) for p in citing.values() if p.page_type in ITEM_TYPES}
+    return found
 
 
 def _sharing(
