@@ -55,14 +55,17 @@ def mentioned_in_section(count: int, shown: list[tuple[str, str, str]]) -> str:
 
 
 def render_file(page: Page, mentioned: str = "") -> str:
-    """Front matter + content of one page file, and its ``mentioned_in_section``."""
+    """Front matter + content of one page file, and its ``mentioned_in_section``.
+
+    Only what the documents decide goes in, so the same documents export the same files: not the
+    page's ``version``, which counts its writes (how many depends on batching and timing; the
+    database keeps it, with the versions themselves, for history and revert)."""
     meta = {
         "title": page.title,
         "type": page.page_type,
         "slug": page.slug,
         "aliases": page.aliases,
         "sources": [ref.title for ref in page.source_refs],
-        "version": page.version,
     }
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False).strip()
     body = page.content + (f"\n{mentioned}" if mentioned else "")

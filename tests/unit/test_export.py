@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from kbwiki.export import MARKER, ExportRefused, export_vault, prepare_out_dir
+from kbwiki.export import MARKER, ExportRefused, export_vault, prepare_out_dir, render_file
 from wiki.errors import ExportEdited
 from wiki.models import Page
 
@@ -293,3 +293,11 @@ def test_a_file_of_an_export_from_before_hashes_modified_after_its_marker_counts
         export_vault(FakePages(a=kb_pages("x", "y", content="v2")), "a", vault, kb_name="A")
     assert "entity/y.md" in str(refused.value) and "entity/x.md" not in str(refused.value)
     assert snapshot(vault) == before
+
+
+def test_a_page_file_is_the_same_whatever_the_number_of_writes_that_made_it():
+    # a page's version counts its writes, and how many a page gets depends on the batches and the
+    # cross-link runs that wrote it: the file shows only what its documents decide
+    once, thrice = page("acme"), page("acme").model_copy(update={"version": 3})
+    assert render_file(once) == render_file(thrice)
+    assert "version" not in render_file(thrice).split("\n---\n")[0]
