@@ -460,7 +460,7 @@ def compare(clean: dict, chaos: dict) -> dict:
         "pages_differing": len(changed),
         "links_only_clean": len(cl - xl),
         "links_only_chaos": len(xl - cl),
-        # the index page lists the most recently updated summaries, which depends on ingestion order
+        # the index page lists summaries A-Z: none is expected (it listed the most recent, by ingestion order)
         "differing_links_from_the_index": sum(link[0] == "index" for link in cl ^ xl),
         "examples": {
             "only_clean": only_clean[:5],

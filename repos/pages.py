@@ -366,6 +366,18 @@ class WikiPageRepository:
             ).fetchall()
         return [r["from_slug"] for r in rows]
 
+    def first_by_title(self, kb_id: str, page_type: str, limit: int = 200) -> list[Page]:
+        """The first ``limit`` (capped at 1000) live pages of a type A-Z, in (lower(title), slug)
+        order: a range of migration 0220's index whatever the KB's size, and an order that is a
+        function of the pages alone (not of when they were written)."""
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT * FROM wiki_pages WHERE knowledge_base_id = %s AND page_type = %s AND deleted_at IS NULL"
+                " ORDER BY lower(title), slug LIMIT %s",
+                (kb_id, page_type, max(1, min(limit, MAX_RECENT))),
+            ).fetchall()
+        return [Page.model_validate(r) for r in rows]
+
     def recent(self, kb_id: str, page_type: str, limit: int = 200) -> list[Page]:
         """The most recently updated live pages of a type; ``limit`` is capped at 1000."""
         return [Page.model_validate(r) for r in self._recent_rows(kb_id, page_type, limit, "*")]

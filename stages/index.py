@@ -1,5 +1,6 @@
-"""The index page: per-type counts, the most-cited entities and concepts and the 200 most recent
-summaries, whatever the KB size.
+"""The index page: per-type counts, the most-cited entities and concepts and the first 200
+summaries A-Z, whatever the KB size. Each list is ordered by the pages alone (never by when they
+were written), so the same documents give the same index in any order and batching.
 
 That the index is behind is durable: a reduce batch that changed pages queues a ``rebuild`` op on
 the KB's ``wiki:index`` lane in the transaction that writes them (``request_index``), and a
@@ -31,7 +32,8 @@ from wiki.slugs import INDEX_SLUG
 
 log = structlog.get_logger(__name__)
 
-RECENT_SUMMARIES = 200
+RECENT_SUMMARIES = 200  # the model's index intro is written from this many recent summaries
+LISTED_SUMMARIES = 200  # summaries the index lists, A-Z; the others are counted
 MOST_CITED = 20  # entity pages and concept pages each: a reader's way into the KB's main subjects
 
 
@@ -46,7 +48,7 @@ def rebuild_index(
     deps: Deps,
 ) -> Page | None:
     """Rewrite the KB's index page from four bounded queries (counts, most-cited entities and
-    concepts, recent summaries), each an index walk that stops at its limit, and delete the
+    concepts, the first summaries A-Z), each an index walk that stops at its limit, and delete the
     ``wiki:index`` ops queued before it read them. With the LLM extractor the page opens with the
     model's introduction (:func:`index_intro`), written before the rebuild's transaction.
 
@@ -62,7 +64,7 @@ def rebuild_index(
         advisory_xact_lock(conn, f"{INDEX}:{kb.id}")
         seen = [op.id for op in deps.ops.peek(INDEX, SCOPE_KB, kb.id, limit=1000)]
         counts = deps.pages.counts_by_type(kb.id)
-        recent = deps.pages.recent(kb.id, PageType.summary, RECENT_SUMMARIES)
+        listed = deps.pages.first_by_title(kb.id, PageType.summary, LISTED_SUMMARIES)
         cited = {page_type: deps.pages.most_cited(kb.id, page_type, MOST_CITED) for page_type in ITEM_TYPES}
         page = Page(
             tenant_id=kb.tenant_id,
@@ -70,7 +72,7 @@ def rebuild_index(
             slug=INDEX_SLUG,
             title=f"{kb.name} index",
             page_type=PageType.index,
-            content=render_index_page(kb.name, counts, recent, cited, intro),
+            content=render_index_page(kb.name, counts, listed, cited, intro),
             summary=f"Index of {kb.name}",
         )
         if not deps.kbs.hold_active(kb.id, conn):  # deleted meanwhile: never recreate its index page

@@ -251,13 +251,14 @@ def neutral_paragraphs(body: str) -> str:
 def render_index_page(
     kb_name: str,
     counts: dict[str, int],
-    recent: Sequence[Page],
+    documents: Sequence[Page],
     most_cited: Mapping[str, Sequence[tuple[PageLite, int]]] | None = None,
     intro: str = "",
 ) -> str:
     """The index page: an ``intro`` paragraph when a model wrote one, per-type counts, the entity
     and concept pages cited by the most documents (``most_cited``: page type -> (page, number of
-    documents), most first) and the most recent summaries; every list is bounded by the caller."""
+    documents), most first) and the first summaries A-Z (``documents``), counting the others;
+    every list is bounded by the caller."""
     total = sum(v for k, v in counts.items() if k != "index")
     lines = [f"Wiki of **{markdown_text(kb_name)}**: {counted(total, 'page')}.", ""]
     if intro:
@@ -272,10 +273,15 @@ def render_index_page(
         if cited:
             lines += ["", f"## Most-cited {heading.lower()}", ""]
             lines += [f"- {link(page.slug, page.title)} (quotes {counted(n, 'document')})" for page, n in cited]
-    lines += ["", f"## Recent documents ({len(recent)})", ""]
-    for page in recent:
+    # A-Z, not most recent first: the order pages were written in is the order documents arrived
+    # in and the batches they were reduced in, and the same documents make the same index
+    total = max(counts.get("summary", 0), len(documents))
+    lines += ["", f"## Documents ({total})", ""]
+    for page in documents:
         tail = f": {neutral(page.summary)[:200]}" if page.summary else ""
         lines.append(f"- {link(page.slug, page.title)}{tail}")
+    if total > len(documents):
+        lines.append(f"- and {total - len(documents)} more")
     return "\n".join(lines).strip() + "\n"
 
 

@@ -45,12 +45,12 @@ def _wait_settled(deps, kb, what: str) -> None:
 
 
 def _index_current(deps, kb) -> bool:
-    """The index lists exactly the live summaries (at most 200 of them, as it is built)."""
+    """The index lists exactly the live summaries (the first 200 A-Z, as it is built)."""
     index = deps.pages.get(kb.id, "index")
     if index is None:
         return False
-    listed = {link.slug for link in parse_links(index.content.split("## Recent documents")[-1])}
-    return listed == {p.slug for p in deps.pages.recent(kb.id, "summary", 200)}
+    listed = {link.slug for link in parse_links(index.content.split("## Documents")[-1])}
+    return listed == {p.slug for p in deps.pages.first_by_title(kb.id, "summary", 200)}
 
 
 def _wiki(deps, kb) -> dict[str, tuple[str, ...]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from wiki.links import LinkTarget, linkify, parse_links, unlink
 from wiki.lint import LintPage, broken_links
 from wiki.merge import item_type
-from wiki.models import Extraction, PageLite
+from wiki.models import Extraction, Page, PageLite
 from wiki.render import listed_link_starts, render_index_page, render_summary_page
 from wiki.slugs import INDEX_SLUG, RESERVED_SLUGS
 
@@ -61,13 +61,19 @@ def test_unlink_reads_a_link_without_display_as_its_slug_words() -> None:
     assert unlink("nothing here", lambda link: True) == "nothing here"
 
 
-def test_the_index_page_lists_counts_most_cited_and_recent() -> None:
+def test_the_index_page_lists_counts_most_cited_and_documents() -> None:
     cited = {
         "entity": [(PageLite(slug="acme", title="Acme", page_type="entity"), 12)],
         "concept": [(PageLite(slug="widget", title="widget", page_type="concept"), 1)],
     }
-    content = render_index_page("kb", {"summary": 3, "entity": 1, "concept": 1, "index": 1}, [], cited)
+    listed = [
+        Page(tenant_id=1, knowledge_base_id="kb", slug=f"doc-{t.lower()}", title=t, page_type="summary", content="")
+        for t in ("Alpha", "Beta")
+    ]
+    content = render_index_page("kb", {"summary": 3, "entity": 1, "concept": 1, "index": 1}, listed, cited)
     assert "Wiki of **kb**: 5 pages." in content
     assert "## Most-cited entities\n\n- [[acme|Acme]] (quotes 12 documents)" in content
     assert "## Most-cited concepts\n\n- [[widget|widget]] (quotes 1 document)" in content
-    assert content.index("## Most-cited entities") < content.index("## Recent documents (0)")
+    # the summaries the caller read (the first A-Z), and a count of the rest: no "recent" order
+    assert "## Documents (3)\n\n- [[doc-alpha|Alpha]]\n- [[doc-beta|Beta]]\n- and 1 more\n" in content
+    assert content.index("## Most-cited entities") < content.index("## Documents (3)")
