@@ -366,6 +366,21 @@ class WikiPageRepository:
             ).fetchall()
         return [r["from_slug"] for r in rows]
 
+    def summaries_titled(self, kb_id: str, titles: Iterable[str]) -> list[tuple[str, str, str]]:
+        """(slug, title, knowledge id) of the live summaries whose title is one of ``titles`` up to
+        case, sorted: one range of migration 0220's (KB, type, lower(title)) index per title."""
+        lowered = sorted({t.lower() for t in titles})
+        if not lowered:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT slug, title, source_refs->0->>'knowledge_id' AS kid FROM wiki_pages"
+                " WHERE knowledge_base_id = %s AND page_type = 'summary' AND deleted_at IS NULL"
+                " AND lower(title) = ANY(%s) ORDER BY slug",
+                (kb_id, lowered),
+            ).fetchall()
+        return [(r["slug"], r["title"], r["kid"] or "") for r in rows]
+
     def first_by_title(self, kb_id: str, page_type: str, limit: int = 200) -> list[Page]:
         """The first ``limit`` (capped at 1000) live pages of a type A-Z, in (lower(title), slug)
         order: a range of migration 0220's index whatever the KB's size, and an order that is a

@@ -8,14 +8,16 @@ its lead and quotes (its best rows, the batch's documents merged with the stored
 a member of, its members, and its related pages (the items of the documents it quotes). Each of
 these is a bounded read per key (a counter row, a few names, at most ``MAX_QUOTES`` rows), never a
 scan of the KB, and a function of the key's rows only, so the pages are the same whatever order
-the documents came in.
+the documents came in. What a page shows of other keys' pages (their titles in its link lists,
+whether they have one, its slug among the pages whose titles slugify alike) is planned again
+whenever those change (``_showing``, ``_slug_shares``), so it is no record of the order either.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import islice
 
 from repos.mentions import MentionRepository
 from stages.batch_context import BatchContext
@@ -37,7 +39,7 @@ from wiki.dedup import name_key
 from wiki.merge import item_summary, item_type, new_page_slugs, title_and_aliases
 from wiki.models import ITEM_TYPES, KnowledgeBase, Page, PageLite, PageType, SourceRef
 from wiki.render import MEMBER_OF, MEMBERS, RELATED, SEE_ALSO, LinkSection, render_disambiguation_page, render_item_page
-from wiki.slugs import RESERVED_SLUGS
+from wiki.slugs import RESERVED_SLUGS, slugify
 
 #: Members an entity page lists (a module's classes, a class's methods); the rest are counted.
 MAX_MEMBERS = 40
@@ -58,6 +60,7 @@ class ItemPlan:
     pages: dict[str, Page] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
     slug_of: dict[str, str] = field(default_factory=dict)
+    moves: dict[str, str] = field(default_factory=dict)
     dropped: list[MentionRow] = field(default_factory=list)
     added: list[MentionRow] = field(default_factory=list)
     stat_deltas: dict[str, KeyStats] = field(default_factory=dict)
@@ -106,32 +109,40 @@ def plan_item_pages(
     sharing = _sharing(kb, mentions, touched, plan.name_deltas)
     touched |= {k for keys in sharing.values() for k in keys}
     resolved.resolve(touched)
+    # the pages sharing a slug with a page that appears, goes, is retitled or sits where its title
+    # does not put it are planned again with it: the slug is shared out among them all
+    shares = _slug_shares(ctx, resolved, touched)
+    touched |= {k for keys in shares.values() for k in keys}
+    resolved.resolve(touched)
     worthy, titled, chosen = resolved.worthy, resolved.titled, resolved.chosen
+    shares = {base: keys & worthy for base, keys in shares.items() if keys & worthy}
     members = _members(kb, mentions, worthy, batch_ids, plan.added)
     ambiguous = {bare: sorted(keys & worthy) for bare, keys in sharing.items()}
     ambiguous = {bare: keys for bare, keys in ambiguous.items() if len(keys) >= DISAMBIGUATION_MIN}
 
-    # slugs: a key's live page keeps its slug (wiki.merge renames it to its title's later); a new
-    # page takes its title's slug, suffixed with its kind while another page holds that
+    # slugs: a key's live page keeps its slug, but in a slug's share-out (``_slug_shares``): the
+    # pages whose titles slugify alike take that slug and its suffixed forms in (title, key) order,
+    # so the same pages get the same slugs whatever order they came in
     for key in sorted(touched - worthy):
         plan.deleted.update(p.slug for p in by_key.get(key, []))
+    shared = {k for keys in shares.values() for k in keys}
     for key in sorted(worthy):
         live = by_key.get(key, [])
-        if live:
+        plan.deleted.update(p.slug for p in live[1:])  # written under an older rule: one page per key
+        if key not in shared:
             plan.slug_of[key] = live[0].slug
-            plan.deleted.update(p.slug for p in live[1:])  # written under an older rule: one page per key
-    fresh = sorted(worthy - plan.slug_of.keys(), key=lambda k: (titled[k][0], k))
-    # every slug a new page may try, asked once: the first two of new_page_slugs for each
-    ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "entity"), 2))
-    ctx.lite(s for key in fresh for s in islice(new_page_slugs(titled[key][0], "concept"), 2))
-    for key in fresh:
-        kind = _page_type(stats[key], chosen[key])
-        plan.slug_of[key] = next(
-            s
-            for s in new_page_slugs(titled[key][0], kind)
-            if s not in RESERVED_SLUGS and s not in taken and not _held(s, plan, ctx)
-        )
-        taken.add(plan.slug_of[key])
+    bases = {slugify(titled[key][0]) for key in worthy}
+    for base in sorted(shares):
+        for key in sorted(shares[base], key=lambda k: (titled[k][0], k)):
+            kind = _page_type(stats[key], chosen[key])
+            plan.slug_of[key] = next(
+                s
+                for s in new_page_slugs(titled[key][0], kind)
+                if s not in RESERVED_SLUGS and s not in taken and not _held(s, base, plan, ctx, shared, bases)
+            )
+            live = by_key.get(key, [])
+            if live and live[0].slug != plan.slug_of[key]:
+                plan.moves[live[0].slug] = plan.slug_of[key]
 
     related = _related(kb, mentions, chosen, new_rows, batch_ids)
     linked = {k for ks in [*related.values(), *members.values()] for k in ks} | {
@@ -296,12 +307,75 @@ def _page_type(stats: KeyStats, rows: list[MentionRow]) -> str:
     return item_type(stats.entity, stats.docs, rows[0].kind if rows else "")
 
 
-def _held(slug: str, plan: ItemPlan, ctx: BatchContext) -> bool:
-    """Whether ``slug`` belongs to a page that stays: planned in this batch, or live and not being
-    deleted by it."""
-    if slug in plan.pages or slug in plan.slug_of.values():
+def _held(slug: str, base: str, plan: ItemPlan, ctx: BatchContext, shared: set[str], bases: set[str]) -> bool:
+    """Whether a page whose title slugifies to ``base`` may not take ``slug``: a key was given it
+    already, it is another title's own slug (``bases``: those of the keys with a page that the
+    batch knows; a title's slug goes to a page of that title before it is any other title's
+    suffixed slug), or a page that keeps it is live there (not deleted by the batch, nor of a key
+    being given its slug, ``shared``)."""
+    if slug in plan.slug_of.values() or (slug != base and slug in bases):
         return True
-    return bool(ctx.lite([slug])) and slug not in plan.deleted
+    page = ctx.lite([slug]).get(slug)
+    if page is None or slug in plan.deleted:
+        return False
+    if page.page_type not in ITEM_TYPES or (slug != base and slugify(page.title) == slug):
+        return True
+    return name_key(page.title) not in shared
+
+
+def _suffixed(base: str, n: int) -> list[str]:
+    """The ``n``-th suffixed slugs of ``base`` of each kind (``wiki.merge.new_page_slugs``' order)."""
+    return [f"{base}-{kind}" + (f"-{n}" if n > 1 else "") for kind in ITEM_TYPES]
+
+
+def _fits(slug: str, base: str, kind: str) -> bool:
+    """Whether ``slug`` is one ``wiki.merge.new_page_slugs`` gives a page of ``kind`` whose title
+    slugifies to ``base``: the slug itself, or it suffixed with the kind (and a number from 2)."""
+    return re.fullmatch(rf"{re.escape(base)}(?:-{kind}(?:-(?:[2-9]|[1-9][0-9]+))?)?", slug) is not None
+
+
+def _slug_shares(ctx: BatchContext, resolved: _Resolved, touched: set[str]) -> dict[str, set[str]]:
+    """{slug: the keys whose pages share it out} for the slugs whose share-out a batch changes:
+    the title slug of every touched key whose page is new, retitled or not at one of its title's
+    slugs (``wiki.merge.new_page_slugs``), the title slug of every page that goes or is retitled,
+    and the title slug of a page holding one of those as a suffixed slug (it gives it up). The
+    keys are those with a page once the batch is written whose title slugifies to it: the
+    batch's, and the live pages at the slug and its suffixed forms (where a share-out puts them),
+    probed a few slugs at a time."""
+    bases: set[str] = set()
+    for key in touched:
+        live = resolved.by_key.get(key) or []
+        now = slugify(resolved.titled[key][0]) if key in resolved.worthy else None
+        if live and slugify(live[0].title) != now:
+            bases.add(slugify(live[0].title))  # its old slug's share-out loses it
+        if now is not None:
+            kind = _page_type(resolved.stats[key], resolved.chosen[key])
+            if not live or slugify(live[0].title) != now or not _fits(live[0].slug, now, kind):
+                bases.add(now)
+    shares: dict[str, set[str]] = {base: set() for base in bases}
+    probe = {base: [base, *_suffixed(base, 1)] for base in bases}
+    n = dict.fromkeys(bases, 1)
+    while probe:
+        found = ctx.lite(s for slugs in probe.values() for s in slugs)
+        more: dict[str, list[str]] = {}
+        for base, slugs in probe.items():
+            for page in (found[s] for s in slugs if s in found and found[s].page_type in ITEM_TYPES):
+                key, own = name_key(page.title), slugify(page.title)
+                if own != base and page.slug != base:
+                    continue  # another title's page at one of this title's suffixed slugs: it keeps it
+                if key not in touched:
+                    shares.setdefault(own, set()).add(key)  # a live page that stays as it is, but may move
+                if own not in n:  # it holds this title's slug as a suffixed one of its own: it gives it up
+                    n[own], more[own] = 1, [own, *_suffixed(own, 1)]
+            if any(s in found for s in _suffixed(base, n[base])):
+                n[base] += 1
+                more[base] = _suffixed(base, n[base])
+        probe = more
+    for key in touched & resolved.worthy:
+        base = slugify(resolved.titled[key][0])
+        if base in shares:
+            shares[base].add(key)
+    return {base: keys for base, keys in shares.items() if keys}
 
 
 def _section(heading: str, links: list[tuple[str, str]], limit: int) -> LinkSection:

@@ -18,14 +18,16 @@ written is bounded by the batch, never by the KB.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import structlog
 from psycopg import Connection
 
 from repos.coordination import ActiveBatchLock, active_index_key, active_key, tombstoned
 from repos.db import refresh_statistics
+from repos.knowledge import DocumentRepository
 from repos.pages import WikiPageRepository, title_keys
 from repos.pending_ops import PendingOp
 from stages.backlink import enqueue_keys
@@ -48,7 +50,7 @@ from wiki.plural import counted
 from wiki.render import render_summary_page
 from wiki.revisions import Writer, written_by
 from wiki.settings import Tunables, kb_tunables
-from wiki.slugs import RESERVED_SLUGS, slugify, summary_slug, summary_suffix
+from wiki.slugs import summary_slug, summary_suffix
 
 log = structlog.get_logger(__name__)
 
@@ -133,17 +135,32 @@ def _reduce_claimed(
     # asked once for the whole batch: the pages citing its documents, the slugs its summaries take
     citing = ctx.slugs_citing_many([*retracts, *(doc.id for doc, _ in ingests)])
     ctx.lite([*(s for slugs in citing.values() for s in slugs), *(summary_slug(doc.title) for doc, _ in ingests)])
-    summaries = _SummarySlugs(ctx, retracts)
     new_rows: dict[str, dict[str, MentionRow]] = {}
-    summary_of = {doc.id: summaries.slug_for(doc) for doc, _ in ingests}
     failed_ops = []
     for doc, extraction in ingests:
         try:
-            new_rows[doc.id] = rows_of(doc, extraction, summary_of[doc.id])
+            new_rows[doc.id] = rows_of(doc, extraction, "")
         except Exception as exc:  # an extraction this code cannot read: the document's failure, not the batch's
             failed_ops.append((doc.id, exc))
-    summary_of = {kid: slug for kid, slug in summary_of.items() if kid in new_rows}
     ingested = [(doc, extraction) for doc, extraction in ingests if doc.id in new_rows]
+    summaries = _SummarySlugs(ctx, retracts, [doc for doc, _ in ingested], pages=deps.pages, docs=deps.docs)
+    pulled: dict[str, Extraction] = {}  # documents written again for their summary's new slug
+    while need := {d.id: d for d in summaries.pulled if d.id not in pulled}:
+        found = deps.extractions.get_many(
+            kb.id, {kid: (d.content_hash, deps.extractor.name) for kid, d in need.items()}
+        )
+        for kid, extraction in found.items():
+            with contextlib.suppress(Exception):  # unreadable: it keeps its slug, as a failed document does
+                new_rows[kid] = rows_of(need[kid], extraction, "")
+                pulled[kid] = extraction
+        summaries.keep_slugs(sorted(need.keys() - pulled.keys()))
+    ingested += [(doc, pulled[doc.id]) for doc in summaries.pulled]
+    summary_of = {doc.id: summaries.slug_for(doc) for doc, _ in ingested}
+    # a row names its document's summary (MentionRow.summary_slug), known once the slugs are shared out
+    new_rows = {
+        doc.id: {key: replace(row, summary_slug=summary_of[doc.id]) for key, row in new_rows[doc.id].items()}
+        for doc, _ in ingested
+    }
     items = plan_item_pages(
         kb,
         new_rows,
@@ -152,7 +169,7 @@ def _reduce_claimed(
         mentions=deps.mentions,
         taken=set(summary_of.values()),
     )
-    planned: dict[str, Page | None] = dict.fromkeys(summaries.freed)  # summaries of retracted documents
+    planned: dict[str, Page | None] = dict.fromkeys(summaries.freed)  # summaries no document keeps
     planned.update(dict.fromkeys(items.deleted))
     planned.update(items.pages)
     for doc, extraction in ingested:
@@ -173,8 +190,10 @@ def _reduce_claimed(
         leads = deps.settings.extractor == "llm" and deps.settings.llm_page_leads
         deps.mentions.write(kb.id, items.dropped, items.added, items.stat_deltas, items.name_deltas, conn)
         batch, writers = _page_writers(token, summary_of, [*items.dropped, *items.added], items.slug_of)
-        writes = _write_plan(kb, planned, conn, pages=deps.pages, leads=leads, writer=batch, writers=writers)
-        touched = sorted((writes.written - set(writes.renames)) | set(writes.renames.values()))
+        writes = _write_plan(
+            kb, planned, conn, pages=deps.pages, leads=leads, writer=batch, writers=writers, moves=items.moves
+        )
+        touched = sorted(writes.written)
         # pages that linked to a deleted page need their links repaired: bounded by those in-links
         touched += [s for s in deps.pages.in_link_sources(kb.id, writes.deleted, conn=conn) if s not in touched]
         for kid, exc in failed_ops:
@@ -188,12 +207,12 @@ def _reduce_claimed(
         result.leads = enqueue_leads(kb, writes.leads, ops=deps.ops, conn=conn)
         if touched or writes.deleted:
             request_index(kb, conn, ops=deps.ops)  # durable: --wait waits for the index to show this batch
-        deps.docs.set_status([d.id for d, _ in ingested], DocStatus.done, conn=conn)
+        deps.docs.set_status([d.id for d, _ in ingested if d.id not in pulled], DocStatus.done, conn=conn)
         deps.docs.mark_deleted(retracts, conn=conn)
         # the versions the batch just replaced quote them too: no page's history keeps a deleted document
         deps.pages.forget_documents(kb.id, retracts, conn=conn)
         # their dead letters (a map message that ran out of retries in an outage) mean nothing now
-        deps.dead_letters.resolve_finished([*(d.id for d, _ in ingested), *retracts], conn=conn)
+        deps.dead_letters.resolve_finished([*(d.id for d, _ in ingested if d.id not in pulled), *retracts], conn=conn)
         # the extraction cache keeps one version per live document: bounded by the KB's documents
         deps.extractions.delete_other_versions(
             kb.id, {**{doc.id: doc.content_hash for doc, _ in ingests}, **dict.fromkeys(retracts, "")}, conn=conn
@@ -208,27 +227,81 @@ def _reduce_claimed(
 
 
 class _SummarySlugs:
-    """The summary slugs of a batch's documents: a document keeps the slug it has; a new one takes
-    ``summary_slug(title)``, suffixed by its source (``summary_suffix``) when another page holds that
-    slug, unless it is the summary of a document retracted in this batch (then it takes it over, as
-    it would had the other never existed: a delete then re-add keeps its slug)."""
+    """The summary slugs of a batch's documents, shared out as a fresh ingest of the KB's
+    documents would: the documents whose titles give one ``summary_slug`` (the batch's, and the
+    live summaries with a title of the batch found by ``WikiPageRepository.summaries_titled``)
+    take it in (source URI, knowledge id) order, the first as it is and each other suffixed by its
+    source (``summary_suffix``), so neither arrival order nor a document retracted and added back
+    decides which one has the plain slug.
 
-    def __init__(self, ctx: BatchContext, retracting: list[str]) -> None:
-        self.ctx = ctx
-        #: slug -> the retracted document whose summary it is (deleted unless taken over)
-        self.freed = {slug: kid for kid in retracting if (slug := ctx.summary_of(kid)) is not None}
-        self.assigned: dict[str, str] = {}  # slug -> knowledge id
+    A document outside the batch whose slug that changes is in ``pulled``: the batch writes it
+    again from its cached extraction (its summary moves; its mention rows and the pages quoting
+    it name the new slug). One that cannot be (``keep``: no cached extraction, or a title its
+    summary does not show yet) keeps its slug. ``freed``: {slug: knowledge id} of the summaries
+    the batch's documents leave and no document takes (deleted)."""
+
+    def __init__(
+        self,
+        ctx: BatchContext,
+        retracting: list[str],
+        batch: list[Document],
+        *,
+        pages: WikiPageRepository,
+        docs: DocumentRepository,
+    ) -> None:
+        self.batch = {doc.id for doc in batch}
+        #: knowledge id -> the slug of its summary now
+        self.current = {kid: slug for kid in [*retracting, *self.batch] if (slug := ctx.summary_of(kid)) is not None}
+        titled = {slug: page.title for slug, page in ctx.lite(self.current.values()).items()}
+        bases = {summary_slug(doc.title) for doc in batch} | {summary_slug(t) for t in titled.values()}
+        leaving = {*retracting, *self.batch}
+        found = {
+            kid: (slug, title)
+            for slug, title, kid in pages.summaries_titled(ctx.kb_id, [*(d.title for d in batch), *titled.values()])
+            if kid and kid not in leaving and summary_slug(title) in bases
+        }
+        self.current.update({kid: slug for kid, (slug, _) in found.items()})
+        others = docs.get_many(sorted(found))
+        #: a document whose title changed since its summary was written, or that is being deleted,
+        #: keeps its slug: its own op (on its way) writes it under its new title, or deletes it
+        self.keep = {
+            kid: found[kid][0] for kid, doc in others.items() if doc.title != found[kid][1] or doc.status in RETRACTED
+        }
+        self.claimants: dict[str, list[Document]] = {}
+        for doc in [*batch, *others.values()]:
+            title = found[doc.id][1] if doc.id in found else doc.title
+            self.claimants.setdefault(summary_slug(title), []).append(doc)
+        # a slug an entity or concept page holds ("Doc Notes") is no summary's
+        self.others = {s for s, p in ctx.lite(self.claimants).items() if p.page_type != PageType.summary}
+        self._share()
+
+    def _share(self) -> None:
+        self.slugs: dict[str, str] = {}
+        for base, claimants in sorted(self.claimants.items()):
+            held = {self.keep[d.id] for d in claimants if d.id in self.keep} | (self.others & {base})
+            for doc in sorted(claimants, key=lambda d: (d.source_uri, d.id)):
+                if doc.id in self.keep:
+                    self.slugs[doc.id] = self.keep[doc.id]
+                    continue
+                slug = base if base not in held else f"{base}-{summary_suffix(doc.source_uri, doc.id)}"
+                held.add(slug)
+                self.slugs[doc.id] = slug
+        self.pulled = [
+            doc
+            for claimants in self.claimants.values()
+            for doc in claimants
+            if doc.id not in self.batch and self.slugs[doc.id] != self.current.get(doc.id)
+        ]
+        taken = set(self.slugs.values())
+        self.freed = {slug: kid for kid, slug in self.current.items() if slug not in taken}
+
+    def keep_slugs(self, kids: list[str]) -> None:
+        """Leave these documents (pulled ones the batch cannot write) at their slugs, and share out again."""
+        self.keep.update({kid: self.current[kid] for kid in kids})
+        self._share()
 
     def slug_for(self, doc: Document) -> str:
-        slug = self.ctx.summary_of(doc.id)
-        if slug is None:
-            slug = summary_slug(doc.title)
-            free = slug in self.freed or not self.ctx.lite([slug])
-            if slug in self.assigned or not free:
-                slug = f"{slug}-{summary_suffix(doc.source_uri, doc.id)}"
-        self.assigned[slug] = doc.id
-        self.freed.pop(slug, None)
-        return slug
+        return self.slugs[doc.id]
 
 
 def _summary_page(kb, doc: Document, extraction: Extraction, slug: str, slug_of: dict[str, str]) -> Page:
@@ -256,8 +329,9 @@ def _summary_page(kb, doc: Document, extraction: Extraction, slug: str, slug_of:
 
 @dataclass
 class _Writes:
-    """What a batch wrote: slugs written (before renames), slugs deleted, {old slug: new slug}, and
-    the title keys that now name another page than before (or none, or a page for the first time)."""
+    """What a batch wrote: slugs written (a moved page at its new slug), slugs deleted, {old slug:
+    new slug} of the moved pages, and the title keys that now name another page than before (or
+    none, or a page for the first time)."""
 
     written: set[str]
     deleted: list[str]
@@ -294,71 +368,78 @@ def _write_plan(
     leads: bool = False,
     writer: str = "",
     writers: dict[str, str] | None = None,
+    moves: dict[str, str] | None = None,
 ) -> _Writes:
     """Apply the batch's planned pages (slug -> page, or None: delete it) in the caller's
     transaction, in a handful of statements.
 
     The planned pages are read and locked at once; a page that would not change is not written,
     an entity/concept page keeps its model-written lead while it was written for its first
-    contributions (``wiki.merge.keep_lead``); pages are moved to the slug of their title, links to
-    moved pages rewritten (in the batch's pages and in their other in-links, one indexed query),
-    then every change is written with one ``delete_many`` and one ``save_many``.
+    contributions (``wiki.merge.keep_lead``); pages are moved from the slugs ``moves`` gives
+    ({live slug: planned slug}, ``stages.item_pages.ItemPlan.moves``; swaps included), links to
+    moved pages rewritten in their other in-links (one indexed query; the planned pages link the
+    planned slugs already), then every change is written with one ``delete_many`` and one
+    ``save_many``. A planned page whose slug holds another page (``_another_page``, or a page moving
+    away) replaces it: that one is deleted, with its history, and the planned one written anew.
 
-    A page moves only when its target is free once the batch is written (not a live page of the
-    KB, nor taken by an earlier move in slug order); otherwise it keeps its slug. With ``leads``
-    (a model writes page leads), the written pages whose lead is due are returned too.
-    ``writer`` / ``writers``: who writes the versions (``WikiPageRepository.save_many``'s
-    ``written_by`` / ``writers``); a moved page keeps its writer at its new slug.
+    With ``leads`` (a model writes page leads), the written pages whose lead is due are returned
+    too. ``writer`` / ``writers``: who writes the versions (``WikiPageRepository.save_many``'s
+    ``written_by`` / ``writers``, keyed by planned slug).
     """
-    current = pages.get_many(kb.id, planned, conn=conn, for_update=True)
+    moves = moves or {}
+    moved_from = {new: old for old, new in moves.items()}
+    current = pages.get_many(kb.id, set(planned) | set(moves), conn=conn, for_update=True)
     after: dict[str, Page] = {}  # slug -> live page as the batch leaves it
     written: set[str] = set()
     deleted: list[str] = []
-    targets: dict[str, str] = {}
+    replaced: list[str] = []  # slugs whose live page another planned page takes over
     for slug, page in sorted(planned.items()):
-        old = current.get(slug)
+        source = moved_from.get(slug, slug)
+        old = current.get(source)
         if page is None:
-            if old is not None:
+            if old is not None and slug not in moves:
                 deleted.append(slug)
             continue
+        if old is not None and source == slug and (slug in moves or _another_page(old, page)):
+            if slug not in moves:  # a page moving away is deleted as a move
+                replaced.append(slug)
+            old = None  # the live page here is another one
         page = keep_lead(page, old)
-        if old is not None and _same(old, page):
+        if old is not None and slug not in moved_from and _same(old, page):
             after[slug] = old
         else:
-            after[slug] = page
+            after[slug] = page.model_copy(update={"id": None}) if slug in moved_from else page
             written.add(slug)
-        if page.page_type in ITEM_TYPES and slugify(page.title) != slug:
-            targets[slug] = slugify(page.title)
-    live = set(after) | pages.existing_slugs(kb.id, set(targets.values()) - planned.keys(), conn=conn)
-    renames: dict[str, str] = {}
-    for old, new in sorted(targets.items()):
-        if new in live or new in RESERVED_SLUGS:
-            continue
-        after[new] = after.pop(old).model_copy(update={"slug": new, "id": None})
-        live.discard(old)
-        live.add(new)
-        renames[old] = new
-    changed = (written - renames.keys()) | set(renames.values())
-    if deleted or renames:  # in-links to them are read next: wait for every cross-link adding some
+    changed = set(written)
+    if deleted or moves or replaced:  # in-links to them are read next: wait for every cross-link adding some
         pages.lock_link_graph(kb.id, conn)
-    if renames:
-        others = set(pages.in_link_sources(kb.id, list(renames), conn=conn)) - planned.keys()
-        after.update(pages.get_many(kb.id, others, conn=conn, for_update=True))
-        for slug, page in after.items():
-            content, moved = rewrite_links(page.content, lambda target, _display: renames.get(target, target))
+    if moves:
+        others = set(pages.in_link_sources(kb.id, list(moves), conn=conn)) - planned.keys() - moves.keys()
+        for slug, page in pages.get_many(kb.id, others, conn=conn, for_update=True).items():
+            content, moved = rewrite_links(page.content, lambda target, _display: moves.get(target, target))
             if moved:
                 after[slug] = page.model_copy(update={"content": content})
                 changed.add(slug)
-    pages.delete_many(kb.id, [*deleted, *renames], conn=conn)
-    writers = dict(writers or {})
-    writers.update({new: writers[old] for old, new in renames.items() if old in writers})
-    pages.save_many([after[s] for s in sorted(changed)], conn=conn, written_by=writer, writers=writers)
+    pages.delete_many(kb.id, [*deleted, *moves, *replaced], conn=conn)
+    pages.save_many([after[s] for s in sorted(changed)], conn=conn, written_by=writer, writers=writers or {})
     before_keys = {(slug, key) for slug, page in current.items() for key in title_keys(page)}
-    after_keys = {
-        (slug, key) for slug in {*planned, *renames.values()} if slug in after for key in title_keys(after[slug])
-    }
+    after_keys = {(slug, key) for slug in planned if slug in after for key in title_keys(after[slug])}
     due = sorted(slug for slug in changed if lead_due(after[slug])) if leads else []
-    return _Writes(written, deleted, renames, {key for _, key in before_keys ^ after_keys}, due)
+    return _Writes(written, deleted, moves, {key for _, key in before_keys ^ after_keys}, due)
+
+
+def _another_page(old: Page, new: Page) -> bool:
+    """Whether the live page ``old`` at a slug is another page than the one (``new``) planned
+    there, not its earlier version: an entity or concept page of another name key, a page of
+    another type, or the summary of another document. A slug that a page leaves or that a deleted
+    page frees goes to whichever page the batch's share-out of slugs gives it, as a new page."""
+    items = (old.page_type in ITEM_TYPES, new.page_type in ITEM_TYPES)
+    if any(items):
+        return not all(items) or name_key(old.title) != name_key(new.title)
+    if PageType.summary in (old.page_type, new.page_type):
+        first = [[r.knowledge_id for r in p.source_refs[:1]] for p in (old, new)]
+        return old.page_type != new.page_type or first[0] != first[1]
+    return False
 
 
 def _same(old: Page, new: Page) -> bool:

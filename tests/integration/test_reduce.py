@@ -206,3 +206,68 @@ def test_names_that_slugify_alike_but_differ_in_key_keep_two_pages(settings, cle
 
     assert _item_pages(deps, kb) == {"c": {"Languages"}, "c-entity": {"Languages", "Compilers"}}
     assert deps.pages.get(kb.id, "c-entity").title == "C++"
+
+
+def test_names_that_slugify_alike_get_the_same_slugs_whichever_came_first(settings, clean_db):
+    # Seen on the tests' corpus: the module "wiki.links" and the table "wiki_links" both slugify to
+    # "wiki-links", and the first to arrive took it. Pages sharing a slug share it out by (title,
+    # key) now: "C" before "C++" in both orders, the page that had it first moving aside, with
+    # the links to it
+    def item(name):
+        return ExtractedItem(
+            name=name, kind="entity", description=f"{name} is a language.", evidence=[f"{name} is a language."]
+        )
+
+    def slugs(deps, kb):
+        pages = [p for p in deps.pages.iter_pages(kb.id) if p.page_type == "entity"]
+        return {p.slug: p.title for p in pages}
+
+    outcomes = []
+    for order in (["Compilers", "Languages"], ["Languages", "Compilers"]):
+        deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+        kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+        names = {"Compilers": "C++", "Languages": "C"}
+        for title in order:
+            extraction = Extraction(summary=f"{title}.", body=f"{title}.", items=[item(names[title])])
+            _mapped(deps, kb, title, extraction)
+            run_reduce_batch(kb.tenant_id, kb.id, deps)
+        outcomes.append(slugs(deps, kb))
+        assert deps.pages.link_stats(kb.id)["dead_links"] == 0
+        assert "[[c-entity|C++]]" in deps.pages.get(kb.id, "doc-compilers").content
+    assert outcomes == [{"c": "C", "c-entity": "C++"}] * 2
+
+
+def test_documents_sharing_a_title_share_its_summary_slug_by_source_whichever_came_first(settings, clean_db):
+    # The first document of a title to arrive took its plain summary slug, and kept it: two
+    # orders gave two wikis, and deleting it left the other suffixed where a fresh ingest of the
+    # other alone gives it the plain slug
+    from stages.delete import delete_document
+    from wiki.slugs import summary_suffix
+
+    def item(name):
+        return ExtractedItem(
+            name=name, kind="entity", description=f"{name} is a tool.", evidence=[f"{name} is a tool."]
+        )
+
+    def summaries(deps, kb):
+        return {p.slug: p.source_refs[0].knowledge_id for p in deps.pages.iter_pages(kb.id) if p.page_type == "summary"}
+
+    outcomes = []
+    for order in (["b", "a"], ["a", "b"]):
+        deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+        kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+        ids = {}
+        for area in order:
+            extraction = Extraction(summary="Notes.", body="Notes.", items=[item(f"Tool {area.upper()}")])
+            ids[area] = mapped_document(deps, kb, "Notes", extraction, source_uri=f"{area}/notes.md")
+            run_reduce_batch(kb.tenant_id, kb.id, deps)
+        found = summaries(deps, kb)
+        outcomes.append({slug: next(a for a, kid in ids.items() if kid == found[slug]) for slug in found})
+        # the pages quoting a moved summary link it where it is now
+        assert deps.pages.link_stats(kb.id)["dead_links"] == 0
+        assert f"[[doc-notes-{summary_suffix('b/notes.md', '')}|Notes]]" in deps.pages.get(kb.id, "tool-b").content
+        delete_document(kb.tenant_id, kb.id, ids["a"], deps)
+        run_reduce_batch(kb.tenant_id, kb.id, deps)
+        assert summaries(deps, kb) == {"doc-notes": ids["b"]}
+        assert "[[doc-notes|Notes]]" in deps.pages.get(kb.id, "tool-b").content
+    assert outcomes == [{"doc-notes": "a", f"doc-notes-{summary_suffix('b/notes.md', '')}": "b"}] * 2
