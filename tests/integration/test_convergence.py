@@ -6,8 +6,9 @@ Telescope"), case variants ("Photons" / "photons" / "PHOTONS"), a concept named 
 that are an entity in one article and a concept in another. Every stage runs for real (the
 offline extractor, reduce, back-link, cross-link, index) in the test's thread until every lane
 is empty; two KBs are then compared page by page: type, title, aliases, content, cited documents
-and out-links. The index page is left out: it lists the most recently written summaries, which
-is what the order of writes decides.
+and out-links (the index page names its KB, and these KBs have names of their own). The exported
+vault of the module references under ``tests/data/corpus`` is compared byte for byte, the index
+page and every file's front matter included.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.support.pipeline import settle
 from wiki.links import out_link_slugs
 
 CORPUS = Path(__file__).parent.parent / "fixtures" / "convergence"
+REFERENCE = Path(__file__).parent.parent / "data" / "corpus"
 
 
 def _corpus() -> list[tuple[str, str, str]]:
@@ -171,3 +173,60 @@ def test_documents_sharing_a_title_get_the_same_slugs_and_source_lists_in_every_
     summaries = sorted(slug for slug in wikis[0] if slug.startswith("doc-todo-list"))
     assert len(summaries) == 2, summaries
     _assert_same(wikis[0], wikis[1])
+
+
+def _reference() -> list[tuple[str, str, str]]:
+    """(title, source uri, text) of the module references under ``tests/data/corpus`` (classes and
+    their members, bare names several modules share, names that slugify alike: the module
+    ``wiki.links`` and the table ``wiki_links``), and two notes sharing a title, in file order."""
+    out = []
+    for path in sorted(REFERENCE.glob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        out.append((text.splitlines()[0].removeprefix("# ").strip(), f"reference/{path.name}", text))
+    for area in ("a", "b"):
+        text = f"# Release notes\n\nThe {area} release notes say what changed in wiki.links and in repos.lint.\n"
+        out.append(("Release notes", f"notes/{area}.md", text))
+    return out
+
+
+def _vault(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*.md"))}
+
+
+def test_the_same_documents_export_the_same_vault_whatever_the_order_and_the_batch_size(
+    actors_broker,  # noqa: F811
+    pool,
+    tmp_path,
+):
+    # one KB name in tenants of their own: the index page names its KB
+    import difflib
+
+    from kbwiki.export import export_vault
+    from stages.deps import build_deps
+    from wiki.extract.offline import OfflineExtractor
+    from wiki.settings import get_settings
+
+    docs = _reference()
+    shuffled = docs[:]
+    random.Random(5).shuffle(shuffled)
+    tenant = 1_000 + uuid.uuid4().int % 1_000_000_000
+    vaults = []
+    for i, (batch_size, order) in enumerate(((50, docs), (3, shuffled), (1, docs[::-1]))):
+        deps = build_deps(get_settings(), pool, extractor=OfflineExtractor())
+        kb = deps.kbs.get_or_create(tenant + i, "reference")
+        deps.kbs.set_wiki_config(kb.id, {"ingest_batch_size": batch_size})
+        _ingest(deps, deps.kbs.get(kb.id), order)
+        export_vault(deps.pages, kb.id, tmp_path / str(i), kb_name=kb.name, mentions=deps.mentions)
+        deps.redis.close()
+        vaults.append(_vault(tmp_path / str(i)))
+
+    first, *others = vaults
+    assert len(first) > 150 and "summary/doc-release-notes.md" in first
+    for other in others:
+        assert first.keys() == other.keys(), sorted(first.keys() ^ other.keys())
+        differing = [rel for rel in first if first[rel] != other[rel]]
+        shown = [
+            "".join(difflib.unified_diff(*(v[rel].decode().splitlines(True) for v in (first, other)), rel, rel))
+            for rel in differing[:3]
+        ]
+        assert not differing, f"{len(differing)} files differ: {differing[:10]}\n" + "\n".join(shown)
