@@ -173,7 +173,8 @@ def _reduce_claimed(
     planned.update(dict.fromkeys(items.deleted))
     planned.update(items.pages)
     for doc, extraction in ingested:
-        planned[summary_of[doc.id]] = _summary_page(kb, doc, extraction, summary_of[doc.id], items.slug_of)
+        slug = summary_of[doc.id]
+        planned[slug] = _summary_page(kb, doc, extraction, slug, items.slug_of, new_rows[doc.id])
 
     failed_ids = {kid for kid, _ in failed_ops}
     with deps.pool.connection() as conn:
@@ -304,14 +305,22 @@ class _SummarySlugs:
         return self.slugs[doc.id]
 
 
-def _summary_page(kb, doc: Document, extraction: Extraction, slug: str, slug_of: dict[str, str]) -> Page:
+def _summary_page(
+    kb, doc: Document, extraction: Extraction, slug: str, slug_of: dict[str, str], rows: dict[str, MentionRow]
+) -> Page:
     """The summary page of an ingested document at ``slug``: its body, its source and links to the
-    pages of its items (``slug_of``: name key -> slug), once each, in the extraction's order."""
+    pages of its items (``slug_of``: name key -> slug), once each, in the extraction's order.
+
+    Only the items the document makes pages of on its own are listed: those whose row (``rows``,
+    ``wiki.coverage.rows_of``) has something to quote, so that a page exists while the document
+    does. An item it says nothing quotable of has a page only when other documents give it one,
+    and listing it then made the summary depend on which of them had arrived."""
     links: list[tuple[str, str, str, str]] = []
     seen: set[str] = set()
     for item in extraction.items:
         key = name_key(item.name)
-        if key not in seen and key in slug_of:
+        own = key in rows and rows[key].earned and bool(rows[key].lead or rows[key].quotes)
+        if key not in seen and key in slug_of and own:
             seen.add(key)
             links.append((item.kind, slug_of[key], item.name, item.description))
     return Page(

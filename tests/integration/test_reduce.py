@@ -271,3 +271,24 @@ def test_documents_sharing_a_title_share_its_summary_slug_by_source_whichever_ca
         assert summaries(deps, kb) == {"doc-notes": ids["b"]}
         assert "[[doc-notes|Notes]]" in deps.pages.get(kb.id, "tool-b").content
     assert outcomes == [{"doc-notes": "a", f"doc-notes-{summary_suffix('b/notes.md', '')}": "b"}] * 2
+
+
+def test_a_summary_lists_what_its_document_makes_a_page_of_whichever_came_first(settings, clean_db):
+    # A document naming "Gizmo" as an item with nothing to quote makes it no page; another
+    # document quoting it does. The first one's summary listed Gizmo only when the other had
+    # arrived before it. It lists the items it makes pages of on its own now, in every order.
+    quoted = ExtractedItem(name="Gizmo", kind="entity", description="Gizmo is a tool.", evidence=["Gizmo is a tool."])
+    bare = ExtractedItem(name="Gizmo", kind="entity")
+    own = ExtractedItem(name="Widget", kind="entity", description="Widget is a part.", evidence=["Widget is a part."])
+    docs = {"Parts": [bare, own], "Tools": [quoted]}
+    outcomes = []
+    for order in (["Parts", "Tools"], ["Tools", "Parts"]):
+        deps = build_deps(settings, pool=clean_db, extractor=OfflineExtractor())
+        kb = deps.kbs.get_or_create(1, f"kb-{uuid.uuid4().hex[:6]}")
+        for title in order:
+            _mapped(deps, kb, title, Extraction(summary=f"{title}.", body=f"{title}.", items=docs[title]))
+            run_reduce_batch(kb.tenant_id, kb.id, deps)
+        assert deps.pages.get(kb.id, "gizmo") is not None
+        outcomes.append(deps.pages.get(kb.id, "doc-parts").content)
+    assert outcomes[0] == outcomes[1]
+    assert "[[widget|Widget]]" in outcomes[0] and "gizmo" not in outcomes[0]
