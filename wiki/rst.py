@@ -10,8 +10,9 @@ import re
 ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1{2,}[ \t]*$")
 #: Explicit markup: a directive, comment, target, footnote or substitution definition (``.. ``).
 EXPLICIT = re.compile(r"^(\s*)\.\.(?:\s|$)")
-#: A field list's marker at a line's start (``:param x:``; a directive's options are fields).
-FIELD_MARKER = r"^\s*:[\w ()-]+:"
+#: A field list's marker at a line's start and the blanks after it (``:param x: ...``; a directive's
+#: options are fields). A blank or the line's end must follow: ``:class:`Foo` is ...`` opens with a role.
+FIELD = re.compile(r"^\s*:[\w ()-]+:(?:\s+|$)")
 #: A simple table's border ("=====  =====", two columns or more).
 SIMPLE_TABLE_BORDER = re.compile(r"^\s*=+(?:[ \t]+=+)+\s*$")
 #: Interpreted text with a role, ``:role:`text``` or ``:domain:role:`text```: group 1 the text.
@@ -22,7 +23,6 @@ FOOTNOTE_REF = re.compile(r"\[(?:#\w*|\d+|\*)\]_")
 SUBSTITUTION_REF = re.compile(r"\|([\w -]+)\|")
 
 _DIRECTIVE = re.compile(r"^(\s*)\.\.[ \t]+([\w:+.-]+)::(?:[ \t]+(.*))?$")
-_OPTION = re.compile(FIELD_MARKER + r"(?:\s|$)")
 _FOOTNOTE = re.compile(r"^(\s*)\.\.[ \t]+(\[[^\]]+\])[ \t]+(.*)$")
 _ANON_TARGET = re.compile(r"^\s*__ ")
 _TEXT_TARGET = re.compile(r"^(.*?)\s*<[^<>]+>$", re.DOTALL)
@@ -142,7 +142,7 @@ def rst_to_text(rst: str) -> str:
             arg = (directive.group(3) or "").strip()
             end = _block_end(lines, i + 1, base)
             body = lines[i + 1 : end]
-            while body and _OPTION.match(body[0]):
+            while body and FIELD.match(body[0]):
                 body.pop(0)
             if name in _CODE_DIRECTIVES:
                 fenced(body, arg.split()[0] if arg else "")

@@ -85,3 +85,17 @@ def test_the_extractor_takes_no_bare_doctest_prompt_for_an_underline() -> None:
     # ">>>" is an RST adornment, but in a docstring it is a prompt: the line above stays prose
     assert _prose_blocks("Usage\n>>>\n")[0] == ["Usage"]
     assert _prose_blocks("Usage\n~~~\n")[0] == []
+
+
+def test_a_line_opening_with_a_role_is_prose_and_a_field_is_its_own_unit():
+    """A line that opens with a role (":class:`Foo` ...") continues its paragraph; only a field
+    marker with a blank (or the line's end) after it starts a unit of its own. The extractor took
+    both for fields: "Buffers follow the\\n:ref:`buffer protocol <bufferobjects>` rules." was cut
+    in two and the role's target text leaked into the sentence."""
+    text = (
+        "Buffers follow the\n:ref:`buffer protocol <bufferobjects>` rules of the interpreter.\n\n"
+        ":param size: how many bytes to read."
+    )
+    blocks, code, _headings = _prose_blocks(text)
+    assert blocks == ["Buffers follow the buffer protocol rules of the interpreter.", "how many bytes to read."]
+    assert not any("bufferobjects" in c for c in code)

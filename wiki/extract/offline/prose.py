@@ -31,9 +31,6 @@ _TABLE = re.compile(r"^\s*(?:\||\+[-=+]{2,})|\s\|\s.*\s\|\s")
 _COLUMNS = re.compile(r"\S(?:[ ]*\t[ \t]*|[ ]{3,})\S")
 #: The adornments taken for an underline: in a docstring a line of ">>>" or ")))" is code.
 _UNDERLINE_CHARS = frozenset("=-~^*#+`'\"._:")
-#: A field's marker and the blanks after it, even with none: a line opening with a role
-#: (":class:`Foo` is ...") is taken for a field too.
-_FIELD = re.compile(rst.FIELD_MARKER + r"\s*")
 _DOCTEST = re.compile(r"^\s*(?:>>>|\.\.\.(\s|$)|\$\s)")
 #: A definition list's term alone on its line: a code span, maybe its type in parentheses
 #: ("`shared_buffers` (`integer`)", "``vm.swappiness``").
@@ -214,7 +211,7 @@ def _prose_blocks(text: str) -> tuple[list[str], list[str], dict[int, str]]:
         if bullet:
             flush()
             line = line[bullet.end() :]
-        field_line = _FIELD.match(line)
+        field_line = rst.FIELD.match(line)
         if field_line:
             flush()  # each field of a field list is a unit of its own, never joined to the last
             line = line[field_line.end() :]
