@@ -35,5 +35,11 @@ def test_a_refused_change_says_why_and_stores_nothing(run, deps):  # noqa: F811
     assert refused.exit_code == 2
     assert "ingest_map_parallel: Input should be greater than or equal to 1 (got 0)" in refused.output
     assert deps.kbs.get(kb.id).wiki_config.model_dump(exclude_none=True) == {"ingest_batch_size": 7}
+    # a value jsonb refuses is refused before the write, and no error repeats the key
+    secret = run(
+        "config", "--kb", kb.name, "--set", "llm.api_key=sk-never-shown-1234", "--set", 'llm.extra_body={"a": NaN}'
+    )
+    assert secret.exit_code == 2 and "llm.extra_body: NaN" in secret.output
+    assert "sk-never-shown" not in secret.output and "Traceback" not in secret.output
     unknown = run("config", "--kb", kb.name + "x", "--set", "ingest_batch_size=3")
     assert unknown.exit_code == 1 and "did you mean" in unknown.output
