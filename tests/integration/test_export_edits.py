@@ -75,3 +75,23 @@ def test_a_removed_pages_edited_file_is_kept(kb_and_run, deps, tmp_path):  # noq
     refused = run("export", "--kb", kb.name, str(vault))
     assert refused.exit_code == 1 and "entity/beta.md" in refused.stderr
     assert (vault / "entity" / "beta.md").read_text() == "my notes on beta"
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_page_folder_replaced_by_a_link_is_refused_and_nothing_is_written_through_it(kb_and_run, tmp_path, force):
+    """Found by a new user: with vault/entity a link to another folder, a re-export wrote its
+    pages into that folder (with --force it would overwrite same-named files there)."""
+    kb, run = kb_and_run
+    vault, elsewhere = tmp_path / "vault", tmp_path / "sources"
+    assert run("export", "--kb", kb.name, str(vault)).exit_code == 0
+    elsewhere.mkdir()
+    (elsewhere / "alpha.md").write_text("a source document")
+    for f in (vault / "entity").iterdir():
+        f.unlink()
+    (vault / "entity").rmdir()
+    (vault / "entity").symlink_to(elsewhere, target_is_directory=True)
+
+    refused = run("export", "--kb", kb.name, str(vault), *(["--force"] if force else []))
+    assert refused.exit_code == 1 and "is a link to another folder" in refused.stderr
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["alpha.md"]
+    assert (elsewhere / "alpha.md").read_text() == "a source document"
