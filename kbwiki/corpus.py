@@ -20,7 +20,7 @@ from typing import ClassVar
 import yaml
 
 from wiki.markdown import front_matter
-from wiki.models import unprintable
+from wiki.models import printable, unprintable
 from wiki.settings import Settings
 from wiki.text import BadDocument, clean_text, cut, document_text, document_title, is_binary
 
@@ -250,22 +250,6 @@ def _walk(base: str) -> Iterator[tuple[str, os.DirEntry | OSError]]:
             yield rel, entry
 
 
-def _printable(name: str) -> str:
-    """``name`` with the bytes that were not UTF-8 (surrogate escapes from ``os.walk``) written as
-    ``\\xe9`` and characters that do not print on one line (``wiki.models.unprintable``) as
-    ``\\n``: a str that encodes to UTF-8 and prints as one line, for messages. Other names come
-    back unchanged."""
-    try:
-        raw = name.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a surrogate no file system decoding produces
-        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
-    else:
-        text = raw.decode("utf-8", "backslashreplace")
-    if unprintable(text) is None:
-        return text
-    return "".join(ch.encode("unicode_escape").decode() if unprintable(ch) else ch for ch in text)
-
-
 def _bad_name(rel: str) -> str | None:
     """The rejection reason when relative path ``rel`` is not valid UTF-8 or holds a character
     that does not print on one line (``wiki.models.unprintable``: a newline, a bidirectional
@@ -399,7 +383,7 @@ def _broken_link(path: str, exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
         return "symbolic link loop (it leads back to itself); skipped"
     try:
-        target = _printable(os.readlink(path))
+        target = printable(os.readlink(path))
     except OSError:
         return f"unreadable ({_os_reason(exc)})"
     if exc.errno == errno.ENOENT:
@@ -425,8 +409,8 @@ def _link_entry(entry: os.DirEntry, rel: str, base: str, at: str, max_file_mb: i
         return None
     inside = path_within(target, base)
     if inside is None:  # reading it would ingest what the user did not point at
-        return Rejected(uri, f"symbolic link to {_printable(target)}, outside the folder; skipped")
-    shown = _printable(_join(at, inside)) or "."
+        return Rejected(uri, f"symbolic link to {printable(target)}, outside the folder; skipped")
+    shown = printable(_join(at, inside)) or "."
     if is_folder:
         holder = rel.rpartition("/")[0]
         if path_within(holder, inside) is not None or inside == "":
@@ -474,18 +458,18 @@ def iter_folder_docs(
         base = os.path.realpath(root, strict=True)
     except OSError as exc:
         uri = at if at is not None else root.name
-        yield Rejected(_printable(uri), _broken_link(str(root), exc) if root.is_symlink() else _os_reason(exc))
+        yield Rejected(printable(uri), _broken_link(str(root), exc) if root.is_symlink() else _os_reason(exc))
         return
     if not os.path.isdir(base):
         uri = at if at is not None else root.name
         bad_name = _bad_name(uri)
-        yield Rejected(_printable(uri), bad_name) if bad_name else _read_file(base, uri, max_file_mb)
+        yield Rejected(printable(uri), bad_name) if bad_name else _read_file(base, uri, max_file_mb)
         return
     at = at or ""
     for rel, entry in _walk(base):
         uri = _join(at, rel)
         if isinstance(entry, OSError):
-            yield Rejected(_printable(uri) or ".", f"unreadable folder ({_os_reason(entry)})")
+            yield Rejected(printable(uri) or ".", f"unreadable folder ({_os_reason(entry)})")
             continue
         try:
             is_link = entry.is_symlink()
@@ -494,7 +478,7 @@ def iter_folder_docs(
         if not is_link and not _is_document_name(entry.name):
             continue
         if bad_name := _bad_name(uri):
-            yield Rejected(_printable(uri), bad_name)
+            yield Rejected(printable(uri), bad_name)
             continue
         result = _link_entry(entry, rel, base, at, max_file_mb) if is_link else _read_file(entry.path, uri, max_file_mb)
         if result is not None:

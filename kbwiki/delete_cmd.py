@@ -23,6 +23,7 @@ from kbwiki.command import (
 )
 from stages.delete import DELETE_BATCH, delete_documents, delete_knowledge_base
 from wiki.errors import Interrupted, KnowledgeBaseDeleted, UnknownDocument
+from wiki.models import printable
 from wiki.plural import counted
 
 
@@ -73,10 +74,10 @@ def _delete_batch(deps, kb, refs: tuple[str, ...], tally: dict[str, int]) -> Non
         for ref in refs:
             doc = found.get(ref)
             if doc is None:
-                status, line = "unknown", f"unknown {ref}"
+                status, line = "unknown", f"unknown {printable(ref)}"
             else:
                 status = next(by_id).status
-                line = f"{status} {doc.id} {doc.source_uri or doc.title}"
+                line = f"{status} {doc.id} {printable(doc.source_uri or doc.title)}"
             tally[status] += 1
             click.echo(line)
 

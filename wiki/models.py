@@ -155,6 +155,22 @@ def unprintable(text: str) -> str | None:
     return None
 
 
+def printable(name: str) -> str:
+    """``name`` with the bytes that were not UTF-8 (surrogate escapes from ``os.walk``) written as
+    ``\\xe9`` and characters that do not print on one line (``wiki.models.unprintable``) as
+    ``\\n``: a str that encodes to UTF-8 and prints as one line, for messages. Other names come
+    back unchanged."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate no file system decoding produces
+        text = name.encode("utf-8", "backslashreplace").decode("utf-8")
+    else:
+        text = raw.decode("utf-8", "backslashreplace")
+    if unprintable(text) is None:
+        return text
+    return "".join(ch.encode("unicode_escape").decode() if unprintable(ch) else ch for ch in text)
+
+
 def _check_kb_name(name: str) -> str:
     if not name:
         raise ValueError("a knowledge base name cannot be empty")

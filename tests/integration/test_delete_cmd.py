@@ -100,11 +100,11 @@ def test_a_delete_goes_in_batches_and_names_each_document_once(folder_kb, deps, 
     kb = deps.kbs.get_by_name(1, name)
     first = deps.docs.find(kb.id, uris[0])
     # a document named twice (by id and by path) and an unknown one, among the others
-    result = run("delete", "--kb", name, first.id, *uris, "missing.md")
+    result = run("delete", "--kb", name, first.id, *uris, "missing\n.md")
     assert result.exit_code == 1 and "1 of 9 documents not found" in result.output, result.output
     assert marks == [3, 3, 2], marks  # one statement per batch of 3 refs (the last: 2 known), not one per document
     lines = result.stdout.splitlines()
     assert lines[:2] == [f"deleting {first.id} {uris[0]}", f"already_deleted {first.id} {uris[0]}"]
-    assert lines[-1] == "unknown missing.md" and len(lines) == N_DOCS + 2
+    assert lines[-1] == "unknown missing\\n.md" and len(lines) == N_DOCS + 2  # one line, the newline shown
     assert len(_printed(result.stdout, "deleting")) == N_DOCS == len(_deleted_ids(deps, name))
     assert stages.delete.DELETE_BATCH >= 100  # the default: many documents a transaction
