@@ -34,7 +34,7 @@ from kbwiki.command import (
 from kbwiki.list_cmd import DEFAULT_PAGE, print_kbs
 from kbwiki.servers_cmd import idle_line, refuse_when_down, watched
 from repos.db import apply_migrations, database_contents, rollback_migrations
-from wiki.errors import DocumentsFailed, RollbackRefused, StoreConflict
+from wiki.errors import BadInput, DocumentsFailed, RollbackRefused, StoreConflict
 from wiki.models import DocStatus
 from wiki.plural import counted
 
@@ -120,6 +120,8 @@ def ingest(path: Path, kb_name: str, tenant: int, wait: bool, timeout: float, es
     from kbwiki.source_root import new_root, path_under_root
     from kbwiki.status import no_worker_warning, status_command
 
+    if estimate and (wait or set_root):
+        raise BadInput(f"--estimate stores nothing: {'--wait' if wait else '--set-root'} has nothing to act on")
     with services() as settings:
         deps = command_deps()
         kb = deps.kbs.get_by_name(tenant, kb_name)  # None: a new KB (nothing cached, no root yet)
@@ -221,6 +223,13 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
         click.echo(line)
 
 
+def _folder(value: str) -> Path:
+    """A folder argument as a Path; "" (the current folder by accident, e.g. an unset variable) is refused."""
+    if not value:
+        raise click.BadParameter("an empty folder name: name the folder, e.g. ./vault")
+    return Path(value)
+
+
 @main.command()
 @kb_option
 @tenant_option
@@ -232,7 +241,7 @@ def status(kb_name: str | None, tenant: int, as_json: bool) -> None:
     is_flag=True,
     help="Overwrite (or remove) files of the earlier export that were edited since it wrote them.",
 )
-@click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("out_dir", type=click.Path(file_okay=False), callback=lambda _ctx, _param, value: _folder(value))
 def export(kb_name: str, tenant: int, replace: bool, force: bool, out_dir: Path) -> None:
     """Write the KB's wiki to OUT_DIR as an Obsidian-compatible vault.
 

@@ -37,11 +37,12 @@ def lint(kb_name: str, tenant: int, as_json: bool, fix: bool) -> None:
         click.echo(report.model_dump_json(indent=2))
         return
     click.echo(report.summary)
+    width = max(len(check.name) for check in CHECKS)  # the longest name sets the column
     for check in CHECKS:
         type_ = check.name
         fixable = "fixable" if check.fixable else "not fixable"
         line = (
-            f"  {type_:<17} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,}"
+            f"  {type_:<{width}} {report.counts[type_]:>7,}  on {report.pages_affected[type_]:,}"
             f" {noun(report.pages_affected[type_], 'page')}"
             f"  [{check.severity}, {fixable}]"
         )

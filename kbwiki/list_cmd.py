@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import click
 
-from kbwiki.command import command_deps, find_kb, kb_option, main, services, tenant_option
+from kbwiki.command import TENANT_ID, command_deps, find_kb, kb_option, main, services, tenant_option
 from repos.listing import LISTED_STATUSES, MAX_LIST_PAGE, DocumentListing, KbListing
 from wiki.cursor import decode_cursor, encode_cursor
 from wiki.errors import BadInput
@@ -116,7 +116,7 @@ def print_kbs(deps, *, tenant: int | None, limit: int, start: tuple | None, as_j
 
 
 @main.command("kbs")
-@click.option("--tenant", default=None, type=int, help="Only this tenant's KBs (default: every tenant's).")
+@click.option("--tenant", default=None, type=TENANT_ID, help="Only this tenant's KBs (default: every tenant's).")
 @json_option
 @limit_option
 @after_option

@@ -423,6 +423,9 @@ def test_lint_command_prints_the_report_and_json(wiki, database_url, monkeypatch
     assert text.exit_code == 0, text.output
     assert text.output.splitlines()[0].startswith("health ")
     assert "gamma: links to [[nowhere]]" in text.output
+    rows = [line for line in text.output.splitlines() if line.startswith("  ") and "  [" in line]
+    assert len(rows) == len(CHECKS)
+    assert len({row.index(" on ") for row in rows}) == 1, rows  # one column (overwritten_revert's was one off)
     data = json.loads(as_json.output)
     assert data["counts"]["broken_link"] == 1 and data["counts"]["orphan"] == 1
     assert data["knowledge_base_name"] == wiki.kb.name
