@@ -106,11 +106,7 @@ def run_backlink(
     return result
 
 
-def backlink_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> BacklinkResult | None:
+def backlink_step(tenant_id: int, knowledge_base_id: str, deps: Deps) -> BacklinkResult | None:
     """What ``wiki_backlink`` does with a trigger: clear it, queue the pages mentioning the next
     keys (:func:`run_backlink`), trigger cross-link for them and the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""

@@ -120,10 +120,7 @@ def count_failure(
 
 
 @contextlib.contextmanager
-def released_on_failure(
-    claimed: Sequence[PendingOp],
-    deps: Deps,
-) -> Iterator[None]:
+def released_on_failure(claimed: Sequence[PendingOp], deps: Deps) -> Iterator[None]:
     """Run the block; if it raises, release the claimed ops (best effort) and re-raise.
 
     Ops the block already deleted or moved are unaffected (release only clears claimed_at of

@@ -124,11 +124,7 @@ def run_crosslink(
     return result
 
 
-def link_pages(
-    kb: KnowledgeBase,
-    slugs: list[str],
-    deps: Deps,
-) -> CrosslinkResult:
+def link_pages(kb: KnowledgeBase, slugs: list[str], deps: Deps) -> CrosslinkResult:
     """Repair dead links and add cross-links in the live pages among ``slugs``.
 
     The new contents are computed from pages read without a lock (linkify is CPU work: holding
@@ -190,11 +186,7 @@ def link_pages(
     return result
 
 
-def crosslink_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> CrosslinkResult | None:
+def crosslink_step(tenant_id: int, knowledge_base_id: str, deps: Deps) -> CrosslinkResult | None:
     """What ``wiki_crosslink`` does with a trigger: clear it, cross-link one finalize op
     (:func:`run_crosslink`, fanning out to more runs), and trigger the next run while ops are left;
     a run that waits for the ingest schedules a re-check for when its wait is over."""

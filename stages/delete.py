@@ -54,12 +54,7 @@ class KbDeleteResult:
 DELETE_BATCH = 200
 
 
-def delete_document(
-    tenant_id: int,
-    knowledge_base_id: str,
-    knowledge_id: str,
-    deps: Deps,
-) -> DeleteResult:
+def delete_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, deps: Deps) -> DeleteResult:
     """Delete one document of a live KB: :func:`delete_documents` of one id."""
     [result] = delete_documents(tenant_id, knowledge_base_id, [knowledge_id], deps)
     return result
@@ -130,11 +125,7 @@ def delete_documents(
     return results
 
 
-def delete_knowledge_base(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> KbDeleteResult:
+def delete_knowledge_base(tenant_id: int, knowledge_base_id: str, deps: Deps) -> KbDeleteResult:
     """Delete a KB in one transaction: mark it deleted, remove every lane row, page and link of it,
     mark its documents deleted and resolve its open dead letters (``kb_deleted``).
     ``deleted=False`` when it was not a live KB of the tenant.

@@ -42,11 +42,7 @@ def request_index(kb: KnowledgeBase, conn: Connection, *, ops: TaskPendingOpsRep
     ops.enqueue(tenant_id=kb.tenant_id, task_type=INDEX, scope=SCOPE_KB, scope_id=kb.id, op=OP_REBUILD, conn=conn)
 
 
-def rebuild_index(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> Page | None:
+def rebuild_index(tenant_id: int, knowledge_base_id: str, deps: Deps) -> Page | None:
     """Rewrite the KB's index page from four bounded queries (counts, most-cited entities and
     concepts, the first summaries A-Z), each an index walk that stops at its limit, and delete the
     ``wiki:index`` ops queued before it read them. With the LLM extractor the page opens with the
@@ -138,11 +134,7 @@ def index_intro(kb: KnowledgeBase, deps: Deps) -> str:
     return text
 
 
-def index_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> Page | None:
+def index_step(tenant_id: int, knowledge_base_id: str, deps: Deps) -> Page | None:
     """What ``wiki_rebuild_index`` does with a trigger: clear it, rebuild (:func:`rebuild_index`), and
     trigger again while index ops queued meanwhile are left."""
     triggers = deps.triggers(tenant_id, knowledge_base_id)

@@ -117,11 +117,7 @@ def store_document(
     return SubmitResult(doc.id, SubmitStatus.queued, cut_to if was_cut else "")
 
 
-def unchanged_sources(
-    kb_id: str,
-    prepared: dict[str, tuple[str, str]],
-    deps: Deps,
-) -> set[str]:
+def unchanged_sources(kb_id: str, prepared: dict[str, tuple[str, str]], deps: Deps) -> set[str]:
     """The source_uris of ``prepared`` ({source_uri: (title, content hash)}, as ``prepare_document``
     and ``content_hash`` make them) that ``submit_document`` would report unchanged: a live document
     with that title and hash, not in ``REDO_STATUSES``, whose extraction by ``deps.extractor`` is
@@ -161,11 +157,7 @@ def _needs_new_extraction(extractions: ExtractionRepository, extractor_name: str
     return extractions.get(kb_id, doc.id, doc.content_hash, extractor_name) is None
 
 
-def pump_ingest_lane(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> int:
+def pump_ingest_lane(tenant_id: int, knowledge_base_id: str, deps: Deps) -> int:
     """Claim up to the KB's free map slots and send ``wiki_map`` for each claimed document.
 
     The last op of a document wins: a retract goes straight to the reduce lane (it needs no
@@ -211,11 +203,7 @@ def pump_ingest_lane(
     return len(maps)
 
 
-def ingest_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> int:
+def ingest_step(tenant_id: int, knowledge_base_id: str, deps: Deps) -> int:
     """What ``wiki_ingest`` does with a trigger: clear it, then fill the KB's free map slots
     (:func:`pump_ingest_lane`); returns the map messages sent."""
     deps.triggers(tenant_id, knowledge_base_id).clear(Actor.ingest)

@@ -120,13 +120,7 @@ def run_leads(
     return result
 
 
-def _write_leads(
-    kb: KnowledgeBase,
-    model,
-    claimed: list[PendingOp],
-    result: LeadResult,
-    deps: Deps,
-) -> None:
+def _write_leads(kb: KnowledgeBase, model, claimed: list[PendingOp], result: LeadResult, deps: Deps) -> None:
     from wiki.extract.llm.leads import LeadQuestion, write_leads
 
     slugs = sorted({op.dedup_key for op in claimed})
@@ -193,12 +187,7 @@ def _write_leads(
     result.written = len(fresh)
 
 
-def _count_failure(
-    kb: KnowledgeBase,
-    claimed: list[PendingOp],
-    exc: Exception,
-    deps: Deps,
-) -> None:
+def _count_failure(kb: KnowledgeBase, claimed: list[PendingOp], exc: Exception, deps: Deps) -> None:
     """A lead call that failed (transport retries or its deadline spent): release each page's op with
     its backoff, or drop it past ``wiki_max_fail_retries`` (the page keeps its chosen lead)."""
     dropped, delay = [], 0.0
@@ -214,11 +203,7 @@ def _count_failure(
     )
 
 
-def leads_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> LeadResult | None:
+def leads_step(tenant_id: int, knowledge_base_id: str, deps: Deps) -> LeadResult | None:
     """What ``wiki_write_leads`` does with a trigger: clear it, write one lead op's leads
     (:func:`run_leads`, fanning out to more runs), trigger cross-link for the pages written and the
     next run while ops are left."""

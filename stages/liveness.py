@@ -25,9 +25,7 @@ log = structlog.get_logger(__name__)
 FORGET_AFTER_S = 3600
 
 
-def after_redis_loss(
-    deps: Deps,
-) -> int | None:
+def after_redis_loss(deps: Deps) -> int | None:
     """When Redis lost its data (FLUSHALL, a restart without persistence), give every claim back
     and re-trigger every lane; returns the claims released, or None when Redis kept its data.
 
@@ -65,9 +63,7 @@ def _free_locks_of_dead_holders(workers: WorkerRepository, redis: redis_lib.Redi
     return sum(release_if_held(redis, key, locks[key], index) for key, holder in holders.items() if holder not in alive)
 
 
-def reap(
-    deps: Deps,
-) -> int:
+def reap(deps: Deps) -> int:
     """Take back the claims and batch locks of dead workers and re-trigger the lanes; returns the
     number of claims released. What another transaction holds locked is left for a later beat
     (``WorkerRepository.reap``); a reap that could not run is logged as ``workers.reap_deferred``."""

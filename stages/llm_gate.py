@@ -88,12 +88,7 @@ def cache_names(extractor: Extractor) -> list[str]:
     return [extractor.name]
 
 
-def cached(
-    extractor: Extractor,
-    kb_id: str,
-    doc: Document,
-    deps: Deps,
-) -> tuple[Extraction, str] | None:
+def cached(extractor: Extractor, kb_id: str, doc: Document, deps: Deps) -> tuple[Extraction, str] | None:
     """The cached extraction of ``doc``'s content and its cache key, or None (one statement for
     every cache name: a query per name was a seventh of a map's time with an instant model). A hit
     of the LLM extractor's cache is counted in ``llm_usage`` (``cache_hits``) when given."""
@@ -103,12 +98,7 @@ def cached(
     return found
 
 
-def extract(
-    extractor: Extractor,
-    kb_id: str,
-    doc: Document,
-    deps: Deps,
-) -> tuple[Extraction, str]:
+def extract(extractor: Extractor, kb_id: str, doc: Document, deps: Deps) -> tuple[Extraction, str]:
     """Extract ``doc``; returns the extraction and the cache key it is stored under. The LLM
     extractor is offered the KB's entity and concept pages whose title or alias the document
     names (one ``title_matches`` probe), then, given ``extractions`` (the merge-decision cache),
@@ -235,10 +225,7 @@ def paused(
     return True
 
 
-def pause(
-    op: PendingOp,
-    deps: Deps,
-) -> MapOutcome:
+def pause(op: PendingOp, deps: Deps) -> MapOutcome:
     """Give the op back without counting a failure, claimable again in ``llm_pause_s``; returns
     the map outcome ``paused``."""
     deps.ops.release([op.id], by=deps.worker_id, not_before_s=deps.settings.llm_pause_s)

@@ -65,11 +65,7 @@ def note_outage(kb_id: str, *, redis: redis_lib.Redis, settings: Settings) -> No
         log.warning("llm.outage_not_noted", knowledge_base_id=kb_id, error=repr(exc))
 
 
-def requeue_after_outage(
-    tenant_id: int,
-    kb_id: str,
-    deps: Deps,
-) -> int:
+def requeue_after_outage(tenant_id: int, kb_id: str, deps: Deps) -> int:
     """After a document of the KB was mapped by a model call: when the KB is in an outage, requeue
     up to ``REQUEUE_MAX`` of its dead letters for transient model errors (module docstring);
     returns how many. Never raises for Redis; database errors propagate."""

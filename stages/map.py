@@ -33,13 +33,7 @@ _LAST_INVALID = "last_invalid_answer"
 REPEATED = "the same invalid answer twice, not asked again"
 
 
-def map_document(
-    tenant_id: int,
-    knowledge_base_id: str,
-    knowledge_id: str,
-    op_id: int,
-    deps: Deps,
-) -> MapOutcome:
+def map_document(tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_id: int, deps: Deps) -> MapOutcome:
     """Extract one document for the op ``op_id``; returns the outcome.
 
     Outcomes: ``mapped``, ``cached`` (no extractor call), ``gone`` (op already handled),
@@ -102,11 +96,7 @@ def map_document(
     return outcome
 
 
-def _count_failure(
-    op: PendingOp,
-    exc: Exception,
-    deps: Deps,
-) -> MapOutcome:
+def _count_failure(op: PendingOp, exc: Exception, deps: Deps) -> MapOutcome:
     error = error_text(exc)
     # The invalid answer's signature is kept on the op: the next failure compares with it.
     signature = getattr(exc, "signature", None)
@@ -145,11 +135,7 @@ def _count_failure(
     return MapOutcome.retry
 
 
-def refill_slots(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> int:
+def refill_slots(tenant_id: int, knowledge_base_id: str, deps: Deps) -> int:
     """Fill the KB's free map slots from this thread (``stages.ingest.pump_ingest_lane``); returns
     the map messages sent.
 
@@ -167,13 +153,7 @@ def refill_slots(
         return 0
 
 
-def map_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    knowledge_id: str,
-    op_id: int,
-    deps: Deps,
-) -> MapOutcome:
+def map_step(tenant_id: int, knowledge_base_id: str, knowledge_id: str, op_id: int, deps: Deps) -> MapOutcome:
     """What ``wiki_map`` does with a message: map the document (:func:`map_document`), then keep the
     pipeline moving (refill map slots, come back after a failed op's backoff, trigger the reduce);
     returns the outcome."""

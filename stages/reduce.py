@@ -103,12 +103,7 @@ def run_reduce_batch(
 
 
 def _reduce_claimed(
-    kb,
-    tun: Tunables,
-    claimed: list[PendingOp],
-    token: int,
-    lock: ActiveBatchLock | None,
-    deps: Deps,
+    kb, tun: Tunables, claimed: list[PendingOp], token: int, lock: ActiveBatchLock | None, deps: Deps
 ) -> BatchResult:
     result = BatchResult()
     last = {}
@@ -464,13 +459,7 @@ def _same(old: Page, new: Page) -> bool:
     )
 
 
-def _count_failure(
-    kb_id: str,
-    failed: list[PendingOp],
-    exc: Exception,
-    conn: Connection,
-    deps: Deps,
-) -> float:
+def _count_failure(kb_id: str, failed: list[PendingOp], exc: Exception, conn: Connection, deps: Deps) -> float:
     """Count a document's failure on its ops: dead-letter past the budget, else release them with
     their backoff. Returns the longest backoff in seconds (0 when all were dead-lettered)."""
     error = error_text(exc)
@@ -495,11 +484,7 @@ def _count_failure(
     return delay
 
 
-def reduce_step(
-    tenant_id: int,
-    knowledge_base_id: str,
-    deps: Deps,
-) -> BatchResult | None:
+def reduce_step(tenant_id: int, knowledge_base_id: str, deps: Deps) -> BatchResult | None:
     """What ``wiki_reduce`` does with a trigger: clear it, reduce one batch under the KB's
     active-batch lock (:func:`run_reduce_batch`), then trigger what the batch queued and the next
     batch at once if rows remain. Returns None when another batch holds the lock or overtook this one."""
