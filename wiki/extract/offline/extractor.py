@@ -276,7 +276,7 @@ class OfflineExtractor:
     (yake is most of it). Raises ``ExtractionError`` when the text has no usable sentence.
     """
 
-    name = "offline-v23"
+    name = "offline-v24"
 
     def extract(self, title: str, text: str) -> Extraction:
         """See the class docstring. ``title`` is used for ranking. Waits for one of the
