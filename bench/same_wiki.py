@@ -25,9 +25,6 @@ import time
 import uuid
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 # tests.support drives the stages; appended, so a PYTHONPATH naming another checkout comes first
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
@@ -38,18 +35,18 @@ def main() -> None:
     parser.add_argument("out_dir", type=Path)
     parser.add_argument("--limit", type=int, default=0, help="only the first N documents (0: all)")
     args = parser.parse_args()
+    from repos.servers import create_database, drop_database
+
     admin = os.environ.get("KBWIKI_BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
     name = f"kbwiki_bench_same_{uuid.uuid4().hex[:8]}"
     os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/14")
     os.environ["KBWIKI_REDIS_NAMESPACE"] = f"{name}-dramatiq"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    create_database(admin, name)
     url = f"{admin.rpartition('/')[0]}/{name}"
     try:
         build(url, name, args.out_dir, args.limit)
     finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        drop_database(admin, name)
 
 
 def build(url: str, prefix: str, out_dir: Path, limit: int) -> None:

@@ -106,6 +106,16 @@ def create_database(admin_url: str, name: str, *, replace: bool = False) -> bool
     return True
 
 
+def drop_database(admin_url: str, name: str) -> None:
+    """Drop database ``name`` (``WITH (FORCE)``: its sessions are ended) through ``admin_url``; a
+    missing one is fine. The benchmarks' scratch databases go this way."""
+    try:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnreachable(_first_line(exc)) from exc
+
+
 def extension_available(url: str, name: str) -> bool:
     """Whether the server at ``url`` can install extension ``name`` (``pg_available_extensions``)."""
     try:
