@@ -25,7 +25,7 @@ from repos.pages import WikiPageRepository
 from wiki.dedup import name_key
 from wiki.errors import ExportEdited, ExportRefused
 from wiki.links import PAGE_FOLDERS
-from wiki.models import ITEM_TYPES, Page
+from wiki.models import ITEM_TYPES, Page, PageType
 from wiki.plural import counted
 from wiki.render import link
 
@@ -250,23 +250,17 @@ def edited_message(out_dir: Path, edited: EditedFiles) -> str:
     )
 
 
-def linked_folder(out_dir: Path, rel: str) -> Path | None:
-    """The first folder between ``out_dir`` and its file ``rel`` that is a symbolic link, or None.
-
-    The export writes and removes only inside ``out_dir``: through a linked page folder
+def linked_folder(out_dir: Path) -> Path | None:
+    """The first page folder of ``out_dir`` (``summary``, ``entity``...) that is a symbolic link, or
+    None. The export writes and removes only inside ``out_dir``: through a linked page folder
     (``summary`` -> the KB's source folder) it would write pages among, or delete files of,
     another folder."""
-    for parent in reversed(Path(rel).parents[:-1]):
-        if (out_dir / parent).is_symlink():
-            return out_dir / parent
-    return None
+    return next((out_dir / t for t in PageType if t != PageType.index and (out_dir / t).is_symlink()), None)
 
 
 def _remove(out_dir: Path, files: set[str]) -> None:
     """Delete these export-written files, and page folders they leave empty."""
     for rel in sorted(files):
-        if linked_folder(out_dir, rel):
-            continue  # not ours to delete: the refusal names it when a page goes there
         path = out_dir / rel
         if path.is_file() or path.is_symlink():
             path.unlink()
@@ -290,16 +284,14 @@ def export_vault(
 
     Files the earlier export wrote (listed in the marker) are overwritten or, for pages gone from
     the KB, removed; no other file is touched. Raises ``ExportRefused`` (see ``prepare_out_dir``),
-    also when a page's file would overwrite a file kbwiki did not write or go through a page
-    folder that is a symbolic link (``linked_folder``; checked for the earlier export's files
-    before anything is written), and its ``ExportEdited``
+    also when a page's file would overwrite a file kbwiki did not write, and before writing
+    anything when a page folder is a symbolic link (``linked_folder``); its ``ExportEdited``
     before writing anything when a file of the earlier export was edited since (``edited_files``)
     and not ``force``. The marker then lists each file written with its SHA-256.
     """
     earlier = prepare_out_dir(out_dir, kb_id, kb_name, replace)
-    linked = sorted({str(f) for rel in earlier.files if (f := linked_folder(out_dir, rel))})
-    if linked:  # before anything is written, even with force
-        raise ExportRefused(f"{linked[0]} is a link to another folder: the export writes only inside {out_dir}")
+    if linked := linked_folder(out_dir):  # before anything is written or removed, even with force
+        raise ExportRefused(f"{linked} is a link to another folder: the export writes only inside {out_dir}")
     if not force and (edited := edited_files(out_dir, earlier)).count:
         raise ExportEdited(edited_message(out_dir, edited))
     written: dict[str, str] = {}  # path -> SHA-256 of the bytes written
@@ -337,8 +329,6 @@ EXPORT_WINDOW = 200
 def _write_page(out_dir: Path, page: Page, mentioned: str, earlier: set[str], written: dict[str, str]) -> None:
     rel = page_path(Path(), page).as_posix()
     path = out_dir / rel
-    if folder := linked_folder(out_dir, rel):
-        raise ExportRefused(f"{folder} is a link to another folder: the export writes only inside {out_dir}")
     if rel not in earlier and rel not in written and (path.exists() or path.is_symlink()):
         raise ExportRefused(
             f"{path} was not written by kbwiki export and would be overwritten: move it away and export again"
