@@ -267,9 +267,9 @@ def _joined_phrase(kind: str, words: list[str]) -> str | None:
     if verb is None:
         return None
     if head == verb and words[1].lower() in ("or", "and"):  # "Queries or sets ...": -s forms joined
-        return f" that {verb} {_AND_VERB.sub(_and_third_person, rest)}"
+        return f" that {verb} {_JOINED_VERB.sub(_joined_third_person, rest)}"
     if head != verb and ("NOUN" not in pos or words[1] in OBJECT_OPENERS):
-        return f" that {verb} {_AND_VERB.sub(_and_third_person, rest)}"
+        return f" that {verb} {_JOINED_VERB.sub(_joined_third_person, rest)}"
     return None
 
 
@@ -484,7 +484,7 @@ def _instruction_lead(name: str, text: str, title: str, sections: frozenset[str]
         return text
     if passive and kind == "class" and name.endswith(("Error", "Exception", "Warning")):
         kind = "exception"  # "Raised by strict parsers when ...": a class raised is an exception
-    rest = text.split(" ", 1)[1] if passive else _AND_VERB.sub(_and_third_person, text.split(" ", 1)[1])
+    rest = text.split(" ", 1)[1] if passive else _JOINED_VERB.sub(_joined_third_person, text.split(" ", 1)[1])
     if not module or (kind == "function" and name.isupper()):
         # STRSET_GET, AUTOFS_DEV_IOCTL_TIMEOUT_CMD: a constant, a command or a message type, which
         # the heading does not say; "is a function" would be wrong, so the name is the bare subject.
@@ -517,10 +517,10 @@ def _kind_phrase(kind: str, module: str, owner: str) -> str:
 #: or raise ValueError", "Make a directory, return its full pathname") and the word after it: put
 #: in the third person like the first verb (the demo's judge failed "that makes a directory,
 #: return ...").
-_AND_VERB = re.compile(r"(?:(?<=\sand\s)|(?<=\sor\s)|(?<=,\s))([a-z]+)\b(?=(?:\s+(\S+))?)")
+_JOINED_VERB = re.compile(r"(?:(?<=\sand\s)|(?<=\sor\s)|(?<=,\s))([a-z]+)\b(?=(?:\s+(\S+))?)")
 
 
-def _and_third_person(m: re.Match[str]) -> str:
+def _joined_third_person(m: re.Match[str]) -> str:
     """The verb after "and"/"or" in an instruction put in the third person with the first
     ("evaluate text and apply tags" -> "... and applies tags"; "return it or raise ValueError" ->
     "... or raises ValueError"). A word that may be a noun is a verb only before an object's
