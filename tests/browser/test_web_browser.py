@@ -29,7 +29,7 @@ if not (CHROMIUM and CHROMEDRIVER):
     )
 
 from selenium import webdriver  # noqa: E402
-from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.common.exceptions import NoAlertPresentException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -75,6 +75,23 @@ def no_alert(driver) -> bool:
     return False
 
 
+def shows(locator: tuple[str, str], text: str):
+    """A wait condition: the element at ``locator`` holds ``text``. Checked right after a click or
+    Enter that navigates, the element found may belong to the page being left, which the driver
+    reports as "does not belong to the document" rather than as a stale element: not there yet."""
+    check = ec.text_to_be_present_in_element(locator, text)
+
+    def condition(driver) -> bool:
+        try:
+            return check(driver)
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return False
+            raise
+
+    return condition
+
+
 def search(driver, wait, text: str, slug: str) -> None:
     box = driver.find_element(By.ID, "q")
     box.clear()
@@ -92,11 +109,11 @@ def test_read_search_graph_and_ops(browser, site):
     shot(browser, "01-kb-home")
 
     browser.find_element(By.LINK_TEXT, "Storage engines guide").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Storage engines guide"))
+    wait.until(shows((By.ID, "page-title"), "Storage engines guide"))
     shot(browser, "02-page")
 
     browser.find_element(By.CSS_SELECTOR, "div.content a.wikilink[href$='/page/alpha-engine']").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Alpha Engine"))
+    wait.until(shows((By.ID, "page-title"), "Alpha Engine"))
     assert "AE" in browser.find_element(By.CLASS_NAME, "aliases").text
     shot(browser, "03-followed-link")
 
@@ -118,7 +135,7 @@ def test_read_search_graph_and_ops(browser, site):
     ActionChains(browser).move_to_element_with_offset(
         graph, int(x - graph.size["width"] / 2), int(y - graph.size["height"] / 2)
     ).click().perform()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Beta Store"))
+    wait.until(shows((By.ID, "page-title"), "Beta Store"))
 
     browser.get(f"{base}/kb/{wiki.kb_id}/page/hostile")
     title = browser.find_element(By.ID, "page-title").text
@@ -145,7 +162,7 @@ def test_read_search_graph_and_ops(browser, site):
     ]
     shot(browser, "08-ops")
     browser.find_element(By.XPATH, "//button[contains(., 'sign out')]").click()  # its form carries the CSRF token
-    wait.until(ec.text_to_be_present_in_element((By.ID, "flash"), "Signed out."))
+    wait.until(shows((By.ID, "flash"), "Signed out."))
 
 
 def highlighted(driver) -> str | None:
@@ -185,7 +202,7 @@ def test_search_drop_down_by_keyboard(browser, site):
     assert "/page/beta-store" in found[0].find_element(By.TAG_NAME, "a").get_attribute("href")
     shot(browser, "20-search-keyboard-highlight")
     box.send_keys(Keys.ENTER)  # opens the highlighted page
-    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Beta Store"))
+    wait.until(shows((By.ID, "page-title"), "Beta Store"))
     assert browser.current_url.endswith("/page/beta-store")
 
     box = browser.find_element(By.ID, "q")
@@ -199,7 +216,7 @@ def test_search_drop_down_by_keyboard(browser, site):
     assert browser.find_element(By.ID, "search-results").is_displayed()
     assert highlighted(browser) == options(browser)[0].get_attribute("id")
     box.send_keys(Keys.ARROW_UP, Keys.ENTER)  # none highlighted: the full search page
-    wait.until(ec.text_to_be_present_in_element((By.TAG_NAME, "h1"), "Search"))
+    wait.until(shows((By.TAG_NAME, "h1"), "Search"))
     assert "/search?q=alpha" in browser.current_url
     assert browser.find_element(By.CSS_SELECTOR, 'main a[href$="/page/alpha-engine"]')
 
@@ -278,11 +295,11 @@ def test_history_diff_and_revert(browser, site, clean_db):
     assert "version 2 (current) → 1" in browser.find_element(By.TAG_NAME, "main").text
     shot(browser, "11-revert-confirm")
     browser.find_element(By.ID, "revert-button").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "flash"), "Reverted to version 1: the page is version 3 now."))
+    wait.until(shows((By.ID, "flash"), "Reverted to version 1: the page is version 3 now."))
     assert "revert:1" in browser.find_element(By.ID, "v3").text
     shot(browser, "12-reverted-history")
     assert "rewritten" not in pages.get(wiki.kb_id, "alpha-engine").content
 
     browser.find_element(By.CSS_SELECTOR, "#history-title a").click()
-    wait.until(ec.text_to_be_present_in_element((By.ID, "page-title"), "Alpha Engine"))
+    wait.until(shows((By.ID, "page-title"), "Alpha Engine"))
     assert "version 3" in browser.find_element(By.CLASS_NAME, "meta").text
